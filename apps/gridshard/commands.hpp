@@ -1,0 +1,19 @@
+#pragma once
+// The subcommands of the gridshard tool. Each registers its options on the app and returns the
+// function that runs it; runners return the process exit status.
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+
+namespace gridshard::cli {
+
+/// Exit status for bad arguments, on every rank.
+inline constexpr int exit_usage = 2;
+
+using Runner = std::function<int()>;
+
+/// `gridshard decompose`: prints how a grid splits over a mesh. Makes no MPI calls.
+Runner add_decompose_command(CLI::App& app);
+
+}  // namespace gridshard::cli

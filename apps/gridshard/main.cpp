@@ -1,0 +1,41 @@
+// gridshard: the command-line front end. Parses the subcommand and hands over to it; every error
+// becomes a one-line message and exit status 2 (bad arguments) or 1 (anything else).
+
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+#include <iostream>
+
+#include "commands.hpp"
+#include "gridshard/core/error.hpp"
+
+int main(int argc, char** argv) {
+    CLI::App app{"gridshard: metrics of global lat-lon fields split over an MPI process mesh"};
+    app.require_subcommand(1);
+    gridshard::cli::Runner decompose = gridshard::cli::add_decompose_command(app);
+
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::CallForHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::CallForAllHelp& help) {
+        return app.exit(help);
+    } catch (const CLI::ParseError& error) {
+        std::cerr << "gridshard: error: " << error.what() << "\n";
+        return gridshard::cli::exit_usage;
+    }
+
+    try {
+        if (app.got_subcommand("decompose")) {
+            return decompose();
+        }
+    } catch (const gridshard::ArgumentError& error) {
+        std::cerr << "gridshard: error: " << error.what() << "\n";
+        return gridshard::cli::exit_usage;
+    } catch (const std::exception& error) {
+        std::cerr << "gridshard: error: " << error.what() << "\n";
+        return 1;
+    }
+    return gridshard::cli::exit_usage;
+}

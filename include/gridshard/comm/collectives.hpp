@@ -1,0 +1,80 @@
+#pragma once
+/// @file
+/// The collectives that sharded metric code needs (DESIGN §4). Each names the group it talks to and
+/// the ranks that hold the result. Element types: float, double, std::int32_t, std::int64_t.
+///
+/// Shards are contiguous arrays `(channels, box.lat.size(), box.lon.size())`, longitude fastest, where
+/// `box = decomposition.box(mesh.coords())`; leading dims (batch, time, level) are flattened into channels.
+/// Every collective first checks its arguments collectively (one small allreduce over its group), so
+/// a bad argument on one rank raises the same ArgumentError on every rank instead of a hang.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gridshard/comm/process_mesh.hpp"
+#include "gridshard/geometry/decomposition.hpp"
+
+namespace gridshard {
+
+/// Elementwise sum of `values` over the data group, in place. Collective over `data`; every rank holds
+/// the result. `values` must have the same length on every rank.
+template <class T>
+void reduce_sum(const ProcessMesh& mesh, std::span<T> values);
+
+/// Elementwise mean over the data group (sum / data size), in place. Collective over `data`; all ranks
+/// hold the result. Use reduce_weighted_mean when ranks hold different numbers of samples.
+template <class T>
+void reduce_mean(const ProcessMesh& mesh, std::span<T> values);
+
+/// Elementwise `sum(values * weight) / sum(weight)` over the data group, in place: the mean over
+/// samples when each rank's `values` are means over `weight` samples. Collective over `data`; all ranks
+/// hold the result. Floating types only; the total weight must be positive.
+template <class T>
+void reduce_weighted_mean(const ProcessMesh& mesh, std::span<T> values, double weight);
+
+/// Elementwise minimum over the data group, in place. Collective over `data`; all ranks hold the result.
+template <class T>
+void reduce_min(const ProcessMesh& mesh, std::span<T> values);
+
+/// Elementwise maximum over the data group, in place. Collective over `data`; all ranks hold the result.
+template <class T>
+void reduce_max(const ProcessMesh& mesh, std::span<T> values);
+
+/// Elementwise sum over the spatial group, in place. Collective over `spatial`; all ranks hold the result.
+template <class T>
+void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values);
+
+/// Copies spatial rank 0's `values` to every rank of its spatial group. Collective over `spatial`.
+template <class T>
+void broadcast_spatial(const ProcessMesh& mesh, std::span<T> values);
+
+/// All-gather of a field over the spatial group: every spatial rank gets the whole field
+/// `(channels, nlat, nlon)`. Shard sizes may differ (and be empty under div_up). Collective over
+/// `spatial` (MPI_Allgatherv of each shard, never a zero-padded all-reduce); all spatial ranks hold
+/// the result. Moves the whole field to every rank: the costly path that halos avoid.
+template <class T>
+[[nodiscard]] std::vector<T> gather_spatial(const ProcessMesh& mesh, const Decomposition& decomposition,
+                                            std::span<const T> shard, std::int64_t channels);
+
+/// Gathers a field with a data-parallel leading dim onto world rank 0. Each rank holds
+/// `(local_samples, channels, box)`; data ranks hold consecutive sample blocks (they may differ in
+/// size; spatial ranks of one data rank must agree). World rank 0 gets `(total_samples, channels,
+/// nlat, nlon)`; the others get an empty vector. Collective over `world` (MPI_Gatherv to rank 0).
+template <class T>
+[[nodiscard]] std::vector<T> gather_global(const ProcessMesh& mesh, const Decomposition& decomposition,
+                                           std::span<const T> shard, std::int64_t local_samples, std::int64_t channels);
+
+/// The shard `(channels, box)` of a global field `(channels, nlat, nlon)` that every rank holds, for the
+/// rank at `coords`. No MPI calls.
+template <class T>
+[[nodiscard]] std::vector<T> scatter_spatial(const Decomposition& decomposition, const MeshCoords& coords,
+                                             std::span<const T> global, std::int64_t channels);
+
+/// Scatters a global field `(channels, nlat, nlon)` held by spatial rank 0 (other ranks pass an empty
+/// span) so each spatial rank gets its shard `(channels, box)`. Collective over `spatial` (MPI_Scatterv).
+template <class T>
+[[nodiscard]] std::vector<T> scatter_spatial_from_root(const ProcessMesh& mesh, const Decomposition& decomposition,
+                                                       std::span<const T> global, std::int64_t channels);
+
+}  // namespace gridshard

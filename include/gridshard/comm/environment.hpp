@@ -1,0 +1,24 @@
+#pragma once
+/// @file
+/// RAII initialisation and finalisation of MPI for programs (the CLI, the tests).
+
+namespace gridshard {
+
+/// Initialises MPI (MPI_THREAD_FUNNELED) unless it already is, and finalises it on destruction if
+/// this object initialised it. MPI_COMM_WORLD is set to return errors as codes, so failures reach
+/// gridshard's error path instead of aborting. Collective over MPI_COMM_WORLD.
+class MpiEnvironment {
+  public:
+    MpiEnvironment(int* argc, char*** argv);
+    MpiEnvironment(const MpiEnvironment&) = delete;
+    MpiEnvironment& operator=(const MpiEnvironment&) = delete;
+    ~MpiEnvironment();
+
+    /// Ends every rank of MPI_COMM_WORLD with `exit_code` after a failure that not all ranks saw.
+    [[noreturn]] static void abort(int exit_code) noexcept;
+
+  private:
+    bool initialized_here_ = false;
+};
+
+}  // namespace gridshard

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gridshard needs to build, test and run.
+# Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
+set -euo pipefail
+
+packages=(
+    build-essential cmake make pkg-config
+    clang-format
+    libgtest-dev libbenchmark-dev
+    openmpi-bin libopenmpi-dev
+    libcli11-dev nlohmann-json3-dev
+    libnetcdf-dev netcdf-bin cdo nco
+    python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4
+)
+
+missing=()
+for package in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$package")
+    fi
+done
+
+if [ "${#missing[@]}" -eq 0 ]; then
+    exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+    sudo=sudo
+else
+    sudo=
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

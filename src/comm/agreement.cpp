@@ -1,0 +1,62 @@
+#include "gridshard/comm/agreement.hpp"
+
+#include <limits>
+#include <vector>
+
+#include "gridshard/comm/mpi_check.hpp"
+#include "gridshard/core/error.hpp"
+
+namespace gridshard::detail {
+namespace {
+
+std::string join(const std::vector<std::int64_t>& values) {
+    std::string text;
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        if (k > 0) {
+            text += ',';
+        }
+        text += std::to_string(values[k]);
+    }
+    return text;
+}
+
+}  // namespace
+
+void agree_or_throw(const Communicator& comm, const std::string& local_error,
+                    std::initializer_list<std::int64_t> values, std::string_view what) {
+    constexpr std::int64_t no_error = std::numeric_limits<std::int64_t>::max();
+    // One MIN-allreduce carries: the lowest failing rank, min(values), min(-values) = -max(values).
+    std::vector<std::int64_t> buffer;
+    buffer.reserve(1 + 2 * values.size());
+    buffer.push_back(local_error.empty() ? no_error : comm.rank());
+    for (std::int64_t v : values) {
+        buffer.push_back(v);
+    }
+    for (std::int64_t v : values) {
+        buffer.push_back(-v);
+    }
+    GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_INT64_T, MPI_MIN,
+                  comm.native());
+
+    if (buffer[0] != no_error) {
+        const int failing_rank = static_cast<int>(buffer[0]);
+        std::string message = local_error;
+        int length = static_cast<int>(message.size());
+        GRIDSHARD_MPI(MPI_Bcast, &length, 1, MPI_INT, failing_rank, comm.native());
+        message.resize(static_cast<std::size_t>(length));
+        GRIDSHARD_MPI(MPI_Bcast, message.data(), length, MPI_CHAR, failing_rank, comm.native());
+        throw ArgumentError(message);
+    }
+    const std::size_t n = values.size();
+    std::vector<std::int64_t> lowest(buffer.begin() + 1, buffer.begin() + 1 + static_cast<std::ptrdiff_t>(n));
+    std::vector<std::int64_t> highest(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        highest[k] = -buffer[1 + n + k];
+    }
+    if (lowest != highest) {
+        throw ArgumentError(std::string(what) + " must be the same on every rank, got values from (" + join(lowest) +
+                            ") to (" + join(highest) + ")");
+    }
+}
+
+}  // namespace gridshard::detail
