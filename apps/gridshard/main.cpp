@@ -10,7 +10,9 @@
 #include "commands.hpp"
 #include "gridshard/core/error.hpp"
 
-int main(int argc, char** argv) {
+namespace {
+
+int run(int argc, char** argv) {
     CLI::App app{"gridshard: metrics of global lat-lon fields split over an MPI process mesh"};
     app.require_subcommand(1);
     gridshard::cli::Runner decompose = gridshard::cli::add_decompose_command(app);
@@ -38,4 +40,15 @@ int main(int argc, char** argv) {
         return 1;
     }
     return gridshard::cli::exit_usage;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    try {
+        return run(argc, argv);
+    } catch (const std::exception& error) {
+        std::cerr << "gridshard: error: " << error.what() << "\n";
+        return 1;
+    }
 }

@@ -1,0 +1,181 @@
+// Exact summation: correctly rounded results, independent of order and partition; the vectorised block
+// path agrees bit for bit with the per-value path. No MPI.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gridshard/numerics/exact_sum.hpp"
+
+namespace gridshard {
+namespace {
+
+__extension__ using Quad = __float128;
+
+double exact_of(const std::vector<double>& values) {
+    ExactSum sum;
+    for (double v : values) {
+        sum.add(v);
+    }
+    return sum.to_double();
+}
+
+std::vector<double> random_values(std::mt19937_64& rng, std::size_t n, int min_exponent, int max_exponent) {
+    std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
+    std::uniform_int_distribution<int> exponent(min_exponent, max_exponent);
+    std::vector<double> values(n);
+    for (double& v : values) {
+        v = std::ldexp(mantissa(rng), exponent(rng));
+    }
+    return values;
+}
+
+TEST(ExactSum, CancellationThatPlainSumsLose) {
+    EXPECT_EQ(exact_of({1e16, 1.0, -1e16}), 1.0);
+    EXPECT_EQ(exact_of({1e308, 1e308, -1e308, -1e308, 1e-300}), 1e-300);
+    EXPECT_EQ(exact_of({0x1p-1074, 0x1p-1074}), 0x1p-1073);
+    EXPECT_EQ(exact_of({}), 0.0);
+    EXPECT_EQ(exact_of({-3.5, 1.25}), -2.25);
+    // Ties round to even: 2^53 + 1 lies halfway between 2^53 and 2^53 + 2.
+    EXPECT_EQ(exact_of({0x1p53, 1.0}), 0x1p53);
+    EXPECT_EQ(exact_of({0x1p53, 1.0, 0x1p-60}), 0x1p53 + 2);
+    EXPECT_EQ(exact_of({0x1p53 + 2, 1.0}), 0x1p53 + 4);
+    // Overflow of the true sum gives infinity.
+    EXPECT_EQ(exact_of({std::numeric_limits<double>::max(), std::numeric_limits<double>::max()}),
+              std::numeric_limits<double>::infinity());
+}
+
+TEST(ExactSum, SpecialValuesFollowIeee) {
+    const double inf = std::numeric_limits<double>::infinity();
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    EXPECT_EQ(exact_of({1.0, inf}), inf);
+    EXPECT_EQ(exact_of({1.0, -inf}), -inf);
+    EXPECT_TRUE(std::isnan(exact_of({inf, -inf})));
+    EXPECT_TRUE(std::isnan(exact_of({1.0, nan})));
+    ExactSum zero_weight;
+    zero_weight.add_product(0.0, nan);
+    EXPECT_EQ(zero_weight.to_double(), 0.0);
+}
+
+TEST(ExactSum, MatchesQuadPrecisionWhereThatIsExact) {
+    std::mt19937_64 rng(7);
+    for (int trial = 0; trial < 200; ++trial) {
+        // Values within 2^50 of each other: a __float128 sum of them is exact.
+        const auto values = random_values(rng, 1000, -20, 30);
+        Quad quad = 0;
+        for (double v : values) {
+            quad += v;
+        }
+        EXPECT_EQ(exact_of(values), static_cast<double>(quad));
+    }
+}
+
+TEST(ExactSum, OrderAndPartitionDoNotMatter) {
+    std::mt19937_64 rng(11);
+    for (int trial = 0; trial < 50; ++trial) {
+        auto values = random_values(rng, 3000, -300, 300);
+        ExactSum reference;
+        for (double v : values) {
+            reference.add(v);
+        }
+        const DoubleDouble expected = reference.to_double_double();
+        std::shuffle(values.begin(), values.end(), rng);
+        // Split into parts, sum each, merge them in another order, also through the packed form.
+        std::vector<ExactSum> parts(7);
+        for (std::size_t k = 0; k < values.size(); ++k) {
+            parts[k % parts.size()].add(values[k]);
+        }
+        ExactSum merged;
+        std::vector<std::int64_t> wire(ExactSum::wire_size, 0);
+        for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+            merged.add(*it);
+            std::vector<std::int64_t> packed(ExactSum::wire_size);
+            it->pack(packed);
+            for (std::size_t w = 0; w < wire.size(); ++w) {
+                wire[w] += packed[w];
+            }
+        }
+        EXPECT_EQ(merged.to_double_double().hi, expected.hi);
+        EXPECT_EQ(merged.to_double_double().lo, expected.lo);
+        EXPECT_EQ(ExactSum::unpack(wire).to_double(), expected.hi);
+    }
+}
+
+TEST(ExactSum, SubtractAndDoubleDouble) {
+    ExactSum a;
+    a.add(1.0);
+    a.add(0x1p-80);
+    ExactSum b;
+    b.add(1.0);
+    ExactSum difference = a;
+    difference.subtract(b);
+    EXPECT_EQ(difference.to_double(), 0x1p-80);
+    const DoubleDouble dd = a.to_double_double();
+    EXPECT_EQ(dd.hi, 1.0);
+    EXPECT_EQ(dd.lo, 0x1p-80);
+}
+
+TEST(ExactSum, ProductsAreExact) {
+    ExactSum sum;
+    const double a = 0.1;
+    const double b = 3.0;
+    sum.add_product(a, b);
+    sum.add(-(a * b));
+    // a*b rounded differs from the exact product by the error term a TwoProduct would give.
+    EXPECT_EQ(sum.to_double(), std::fma(a, b, -(a * b)));
+}
+
+template <class T>
+void expect_block_path_matches_per_value_path(const std::vector<T>& values, double factor) {
+    ExactSum block;
+    add_exact_sum(values.data(), static_cast<std::int64_t>(values.size()), factor, block);
+    ExactSum per_value;
+    for (T v : values) {
+        per_value.add_product(factor, static_cast<double>(v));
+    }
+    const DoubleDouble x = block.to_double_double();
+    const DoubleDouble y = per_value.to_double_double();
+    EXPECT_EQ(std::isnan(x.hi), std::isnan(y.hi));
+    if (!std::isnan(x.hi)) {
+        EXPECT_EQ(x.hi, y.hi);
+        EXPECT_EQ(x.lo, y.lo);
+    }
+}
+
+TEST(ExactSum, BlockPathIsExact) {
+    std::mt19937_64 rng(3);
+    const double factors[] = {1.0, 0.3, -7.25e-5, 1e300};
+    for (int trial = 0; trial < 40; ++trial) {
+        for (double factor : factors) {
+            // Narrow range (fast path), wide range (per-value fallback), zeros, lengths over one block.
+            expect_block_path_matches_per_value_path(random_values(rng, 5000, -5, 20), factor);
+            expect_block_path_matches_per_value_path(random_values(rng, 1500, -200, 200), factor);
+            auto with_zeros = random_values(rng, 4097, 0, 10);
+            for (std::size_t k = 0; k < with_zeros.size(); k += 3) {
+                with_zeros[k] = 0.0;
+            }
+            expect_block_path_matches_per_value_path(with_zeros, factor);
+            std::vector<float> floats(3001);
+            for (float& f : floats) {
+                f = static_cast<float>(std::ldexp(std::uniform_real_distribution<double>(-1, 1)(rng),
+                                                  std::uniform_int_distribution<int>(-30, 40)(rng)));
+            }
+            expect_block_path_matches_per_value_path(floats, factor);
+        }
+    }
+    expect_block_path_matches_per_value_path(std::vector<double>{1.0, std::numeric_limits<double>::infinity()}, 2.0);
+    expect_block_path_matches_per_value_path(std::vector<float>{1.0F, std::nanf("")}, 2.0);
+    expect_block_path_matches_per_value_path(std::vector<double>{1e-310, 3e-320, 0.0}, 1.0);
+    ExactSum ignored;
+    const std::vector<double> nan_row{std::nan(""), 1.0};
+    add_exact_sum(nan_row.data(), 2, 0.0, ignored);
+    EXPECT_EQ(ignored.to_double(), 0.0);
+}
+
+}  // namespace
+}  // namespace gridshard
