@@ -24,19 +24,20 @@ std::string plan_error(const ProcessMesh& mesh, const Decomposition& decompositi
     return {};
 }
 
-// Copies the `rows x cols` block of the shard (channels, box) adjacent to `side` into `out`, channel by channel.
+// Appends the `rows x cols` block of each channel of `field` (channels, box) adjacent to `side` to `out`.
 template <class T>
-void pack_edge(std::span<const T> shard, const Box& box, std::int64_t channels, const HaloSide& side, T* out) {
+T* pack_edge(std::span<const T> field, const Box& box, std::int64_t channels, const HaloSide& side, T* out) {
     const std::int64_t nrows = box.lat.size();
     const std::int64_t ncols = box.lon.size();
     const std::int64_t row0 = side.side == Side::lat_next ? nrows - side.rows : 0;
     const std::int64_t col0 = side.side == Side::lon_next ? ncols - side.cols : 0;
     for (std::int64_t c = 0; c < channels; ++c) {
         for (std::int64_t i = 0; i < side.rows; ++i) {
-            const T* row = shard.data() + (c * nrows + row0 + i) * ncols + col0;
+            const T* row = field.data() + (c * nrows + row0 + i) * ncols + col0;
             out = std::copy_n(row, side.cols, out);
         }
     }
+    return out;
 }
 
 }  // namespace
@@ -74,15 +75,28 @@ HaloBuffers<T> HaloExchange::make_buffers(std::int64_t channels) const {
 
 template <class T>
 void HaloExchange::execute(std::span<const T> shard, HaloBuffers<T>& buffers) const {
-    const std::int64_t channels = buffers.channels();
+    const std::span<const T> fields[] = {shard};
+    execute(std::span<const std::span<const T>>(fields), buffers);
+}
+
+template <class T>
+void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const {
+    const auto nfields = static_cast<std::int64_t>(fields.size());
+    const std::int64_t channels = nfields > 0 ? buffers.channels() / nfields : 0;
     std::string error;
-    if (static_cast<std::int64_t>(shard.size()) != channels * box_.area()) {
-        error = "halo exchange: shard has " + std::to_string(shard.size()) +
-                " elements but (channels=" + std::to_string(channels) + ", lat=" + std::to_string(box_.lat.size()) +
-                ", lon=" + std::to_string(box_.lon.size()) + ") needs " + std::to_string(channels * box_.area());
+    if (nfields == 0 || channels * nfields != buffers.channels()) {
+        error = "halo exchange: " + std::to_string(buffers.channels()) + " buffer channels cannot be split over " +
+                std::to_string(nfields) + " field(s)";
+    }
+    for (const auto& field : fields) {
+        if (error.empty() && static_cast<std::int64_t>(field.size()) != channels * box_.area()) {
+            error = "halo exchange: shard has " + std::to_string(field.size()) + " elements but (channels=" +
+                    std::to_string(channels) + ", lat=" + std::to_string(box_.lat.size()) + ", lon=" +
+                    std::to_string(box_.lon.size()) + ") needs " + std::to_string(channels * box_.area());
+        }
     }
     const Communicator& spatial = mesh_->spatial();
-    detail::agree_or_throw(spatial, error, {channels}, "halo exchange channels");
+    detail::agree_or_throw(spatial, error, {buffers.channels()}, "halo exchange channels");
 
     // A message crossing my side s is tagged s; the neighbour receives it across opposite(s).
     std::array<MPI_Request, 8> requests{};
@@ -102,11 +116,17 @@ void HaloExchange::execute(std::span<const T> shard, HaloBuffers<T>& buffers) co
         const std::size_t s = HaloBuffers<T>::index(side.side);
         if (side.is_self) {
             // One rank along a periodic axis: my own opposite edge is my halo across this side.
-            pack_edge(shard, box_, channels, {opposite(side.side), side.neighbour, side.rows, side.cols, true},
-                      buffers.received_[s].data());
+            const HaloSide own_edge{opposite(side.side), side.neighbour, side.rows, side.cols, true};
+            T* out = buffers.received_[s].data();
+            for (const auto& field : fields) {
+                out = pack_edge(field, box_, channels, own_edge, out);
+            }
             continue;
         }
-        pack_edge(shard, box_, channels, side, buffers.sent_[s].data());
+        T* out = buffers.sent_[s].data();
+        for (const auto& field : fields) {
+            out = pack_edge(field, box_, channels, side, out);
+        }
         const int peer = spatial_rank_of_coords(mesh_->shape(), side.neighbour);
         const int count = static_cast<int>(buffers.sent_[s].size());
         GRIDSHARD_MPI(MPI_Isend, buffers.sent_[s].data(), count, detail::mpi_datatype<T>(), peer,
@@ -117,7 +137,8 @@ void HaloExchange::execute(std::span<const T> shard, HaloBuffers<T>& buffers) co
 
 #define GRIDSHARD_INSTANTIATE_HALO(T)                                          \
     template HaloBuffers<T> HaloExchange::make_buffers<T>(std::int64_t) const; \
-    template void HaloExchange::execute<T>(std::span<const T>, HaloBuffers<T>&) const;
+    template void HaloExchange::execute<T>(std::span<const T>, HaloBuffers<T>&) const;             \
+    template void HaloExchange::execute<T>(std::span<const std::span<const T>>, HaloBuffers<T>&) const;
 
 GRIDSHARD_INSTANTIATE_HALO(float)
 GRIDSHARD_INSTANTIATE_HALO(double)

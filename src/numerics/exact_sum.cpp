@@ -220,6 +220,46 @@ ExactSum ExactSum::unpack(std::span<const std::int64_t> in) noexcept {
     return sum;
 }
 
+bool ExactSum::pack_window(std::span<std::int64_t> out, int first_limb) const noexcept {
+    ExactSum normalized = *this;
+    normalized.normalize();
+    const auto first = static_cast<std::size_t>(first_limb);
+    const std::size_t last = first + out.size() - 3;  // one past the window's top limb
+    for (std::size_t k = 0; k < first; ++k) {
+        if (normalized.limbs_[k] != 0) {
+            return false;
+        }
+    }
+    // Above the window, a value that fits has only sign extension: all zero, or all ones ending in -1.
+    const bool negative = normalized.limbs_.back() < 0;
+    for (std::size_t k = last; k < normalized.limbs_.size(); ++k) {
+        const std::int64_t expected = negative ? (k + 1 == normalized.limbs_.size() ? -1 : digit_mask) : 0;
+        if (normalized.limbs_[k] != expected) {
+            return false;
+        }
+    }
+    std::copy(normalized.limbs_.begin() + static_cast<std::ptrdiff_t>(first),
+              normalized.limbs_.begin() + static_cast<std::ptrdiff_t>(last), out.begin());
+    if (negative) {
+        out[last - first - 1] -= std::int64_t{1} << limb_bits;  // fold the sign extension into the top limb
+    }
+    out[last - first] = nan_count_;
+    out[last - first + 1] = positive_infinities_;
+    out[last - first + 2] = negative_infinities_;
+    return true;
+}
+
+ExactSum ExactSum::unpack_window(std::span<const std::int64_t> in, int first_limb) noexcept {
+    ExactSum sum;
+    const std::size_t limbs = in.size() - 3;
+    std::copy(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(limbs), sum.limbs_.begin() + first_limb);
+    sum.nan_count_ = in[limbs];
+    sum.positive_infinities_ = in[limbs + 1];
+    sum.negative_infinities_ = in[limbs + 2];
+    sum.normalize();
+    return sum;
+}
+
 namespace {
 
 // Largest block whose digit sums cannot overflow: 2^11 values of at most 2^50 each.

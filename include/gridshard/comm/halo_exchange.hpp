@@ -76,6 +76,12 @@ class HaloExchange {
     template <class T>
     void execute(std::span<const T> shard, HaloBuffers<T>& buffers) const;
 
+    /// Exchanges several fields of the same shape in one message per neighbour: field f's channels
+    /// occupy channels `[f*k, (f+1)*k)` of `buffers`, with `k = buffers.channels() / fields.size()`.
+    /// Collective over `spatial`, as the single-field form.
+    template <class T>
+    void execute(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const;
+
     /// The sides this rank exchanges across, with their neighbours and strip shapes. No MPI calls.
     [[nodiscard]] const std::vector<HaloSide>& sides() const noexcept { return sides_; }
     [[nodiscard]] const Box& box() const noexcept { return box_; }

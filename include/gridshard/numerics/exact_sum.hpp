@@ -75,6 +75,13 @@ public:
     /// The accumulator whose packed form is `in` (for example a summed packed form).
     [[nodiscard]] static ExactSum unpack(std::span<const std::int64_t> in) noexcept;
 
+    /// A compact packed form: limbs `[first_limb, first_limb + out.size() - 3)` only, the last one signed,
+    /// then the counts of NaN, +inf and -inf. Returns false when the sum does not fit the window; sums of
+    /// one element type fit `window_for<T>()`.
+    [[nodiscard]] bool pack_window(std::span<std::int64_t> out, int first_limb) const noexcept;
+    /// The accumulator whose compact packed form (possibly summed) is `in`, which ends in the 3 counts.
+    [[nodiscard]] static ExactSum unpack_window(std::span<const std::int64_t> in, int first_limb) noexcept;
+
 private:
     void deposit(detail::Int128 value, int exponent) noexcept;
     void deposit_piece(std::int64_t piece, int exponent) noexcept;
@@ -88,6 +95,21 @@ private:
     std::int64_t negative_infinities_ = 0;
     std::int64_t deposits_ = 0;  // since the last normalisation, to keep limbs from overflowing
 };
+
+/// The limb window `{first, count}` that holds any unweighted sum of up to 2^31 values of type T
+/// (float or double) exactly: from the type's smallest subnormal to its largest value times 2^40.
+struct LimbWindow {
+    int first = 0;
+    int count = 0;
+};
+template <class T>
+[[nodiscard]] constexpr LimbWindow window_for() noexcept {
+    constexpr int lowest_bit = sizeof(T) == 4 ? -149 : -1074;
+    constexpr int highest_bit = (sizeof(T) == 4 ? 128 : 1024) + 40 + 3 * ExactSum::limb_bits;
+    constexpr int first = (lowest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits - 1;
+    constexpr int last = (highest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits + 2;
+    return {first, last - first};
+}
 
 /// Adds `factor * sum(values[0..n))` to `sum`, exactly (see the file comment for the block algorithm).
 /// A zero factor adds nothing, NaN included. No MPI calls.

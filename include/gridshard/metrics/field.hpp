@@ -1,0 +1,106 @@
+#pragma once
+/// @file
+/// What the metrics take: the grid as this rank sees it, non-owning views of shards and weights, and
+/// the options every metric shares.
+///
+/// @code
+///   gridshard::ShardedGrid grid(mesh, {721, 1440});                    // collective over spatial
+///   std::vector<float> t = ...;                                         // (channels, box rows, box cols)
+///   auto w = gridshard::cos_lat_weights(lat_deg, 1440, grid.box().lat); // this rank's rows only
+///   auto mean = gridshard::weighted_mean(grid, gridshard::FieldShard<float>{t, channels}, w.view());
+/// @endcode
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gridshard/comm/halo_exchange.hpp"
+#include "gridshard/comm/process_mesh.hpp"
+#include "gridshard/geometry/decomposition.hpp"
+
+namespace gridshard {
+
+/// How the sums behind a metric are formed.
+enum class Summation {
+    /// Exact sums (see numerics/exact_sum.hpp): bit-identical for every mesh, rank count and split rule.
+    reproducible,
+    /// Plain double sums: faster, but the last bits depend on the decomposition.
+    fast,
+};
+
+/// "reproducible" or "fast".
+[[nodiscard]] std::string_view to_string(Summation summation) noexcept;
+/// Parses "reproducible" or "fast"; throws ArgumentError naming the value otherwise.
+[[nodiscard]] Summation parse_summation(std::string_view text);
+
+/// The global grid as this rank sees it: the process mesh, the decomposition, this rank's box, and the
+/// one-cell halo plans the gradient metrics use, built once. Holds a reference to the mesh, which must
+/// outlive it.
+class ShardedGrid {
+public:
+    /// Collective over `spatial` (builds the halo plans, when the decomposition allows halos).
+    ShardedGrid(const ProcessMesh& mesh, GridShape grid, SplitRule rule = SplitRule::balanced);
+
+    /// The one-cell halo plan with open or periodic longitude. Throws ArgumentError, alike on every rank,
+    /// when the decomposition cannot exchange halos (an empty shard under div_up). No MPI calls.
+    [[nodiscard]] const HaloExchange& halo_plan(bool periodic_lon) const;
+
+    [[nodiscard]] const ProcessMesh& mesh() const noexcept { return *mesh_; }
+    [[nodiscard]] const Decomposition& decomposition() const noexcept { return decomposition_; }
+    [[nodiscard]] const GridShape& grid() const noexcept { return decomposition_.grid(); }
+    /// This rank's box.
+    [[nodiscard]] const Box& box() const noexcept { return box_; }
+
+private:
+    const ProcessMesh* mesh_;
+    Decomposition decomposition_;
+    Box box_;
+    std::optional<HaloExchange> open_halo_;
+    std::optional<HaloExchange> periodic_halo_;
+    std::string halo_problem_;
+};
+
+/// A rank's shard of a field: `channels` planes of the rank's box, `(channels, rows, cols)`, longitude
+/// fastest. Leading dims (batch, time, level) are flattened into channels. Non-owning.
+template <class T>
+struct FieldShard {
+    std::span<const T> values;
+    std::int64_t channels = 1;
+};
+
+/// Area weights for a rank's box, non-owning: one weight per row of the box (a field of shape
+/// (nlat, 1) broadcast over longitude) or one per point `(rows, cols)`. Weights must be finite and
+/// non-negative, and their total over the grid positive.
+struct Weights {
+    std::span<const double> values;
+    bool per_point = false;
+};
+
+/// Owning area weights for a rank's box.
+struct AreaWeights {
+    std::vector<double> values;
+    bool per_point = false;
+    [[nodiscard]] Weights view() const noexcept { return {values, per_point}; }
+};
+
+/// The slice of global weights of shape (nlat) (per row) or (nlat, nlon) (per point) that `box` covers.
+/// No MPI calls.
+[[nodiscard]] AreaWeights slice_weights(std::span<const double> global, const GridShape& grid, const Box& box);
+
+/// Options of the gradient metrics (DESIGN §3). The defaults are torch.gradient's: unit spacing, edges
+/// by one-sided differences, no periodicity.
+struct GradientOptions {
+    /// Central differences across the longitude seam instead of one-sided ones at the first and last column.
+    bool periodic_lon = false;
+    /// Derivatives in units per metre on the sphere: dy = R dlat, dx = R cos(lat) dlon (uniform spacing).
+    bool metres = false;
+    double radius_m = 6371000.0;
+    double dlat_deg = 0.0;
+    double dlon_deg = 0.0;
+    /// With `metres`: the latitude of each row of this rank's box, in degrees.
+    std::span<const double> lat_deg;
+};
+
+}  // namespace gridshard

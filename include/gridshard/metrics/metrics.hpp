@@ -1,0 +1,109 @@
+#pragma once
+/// @file
+/// The metrics of DESIGN §3 on shards. Each gives the serial answer whatever the decomposition: with
+/// Summation::reproducible (the default) the result is bit-identical for every mesh shape, rank count
+/// and split rule. Results are per channel and "spatially global": every rank of the spatial group
+/// holds the value for its own data-parallel samples. Combining over the data group stays an explicit
+/// reduce_mean / reduce_weighted_mean (comm/collectives.hpp).
+///
+/// Every metric checks its arguments in the same collective that merges its partial sums, so a bad
+/// argument on one rank raises ArgumentError on every rank of the group instead of a hang.
+/// Bytes on the wire below are per rank, for C channels; an exact partial sum travels as
+/// ExactSum::wire_size = 143 int64 (1,144 bytes), a fast one as 8 bytes.
+
+#include <cstdint>
+#include <vector>
+
+#include "gridshard/metrics/field.hpp"
+
+namespace gridshard {
+
+/// `sum(where(a != 0, x, 0) * a)` per channel: NaNs under zero weight vanish, others propagate.
+/// Collective over `spatial`: one allreduce of C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> weighted_sum(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                               Summation summation = Summation::reproducible);
+
+/// `weighted_sum(x, a) / sum(a)` per channel. Collective over `spatial`: one allreduce of C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                                Summation summation = Summation::reproducible);
+
+/// `sum over valid of x*a / sum over valid of a` (valid: x not NaN); NaN where no point is valid.
+/// Collective over `spatial`: one allreduce of 2C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                                   Summation summation = Summation::reproducible);
+
+/// Population std `sqrt(weighted_mean((x - weighted_mean(x))^2))`, from the sums of a, a*x and a*x^2
+/// combined in 106-bit arithmetic. Collective over `spatial`: one allreduce of 2C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                               Summation summation = Summation::reproducible);
+
+/// `weighted_mean(p - t)` per channel (exactly `(sum a*p - sum a*t) / sum a` when reproducible).
+/// Collective over `spatial`: one allreduce of 2C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
+                                       Weights a, Summation summation = Summation::reproducible);
+
+/// `sqrt(weighted_mean((p - t)^2))` per channel. Collective over `spatial`: one allreduce of C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
+                                       Weights a, Summation summation = Summation::reproducible);
+
+/// Weighted mean with weights `a * region`, `region` one value per point of this rank's box (a 0/1
+/// mask or fractional cover). Collective over `spatial`: one allreduce of C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> regional_weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                                         std::span<const double> region,
+                                                         Summation summation = Summation::reproducible);
+
+/// NaN-aware mean over longitude, `nansum / count of valid`, for each channel and each row of this
+/// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only: one
+/// allreduce of 2 sums per channel and row (compact exact sums: 21 int64 for float input, 75 for
+/// double). Every rank of the lon group holds its own rows.
+template <class T>
+[[nodiscard]] std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x,
+                                             Summation summation = Summation::reproducible);
+
+/// `sqrt(g_lat^2 + g_lon^2)` at every point of this rank's box, (channels, rows, cols), with
+/// torch.gradient / numpy.gradient semantics (see GradientOptions). Throws ArgumentError for nlat or
+/// nlon of 1. Collective over `spatial`: one halo exchange of one cell with the 4 side neighbours
+/// (C x perimeter values); each rank holds its own points.
+template <class T>
+[[nodiscard]] std::vector<double> gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x,
+                                                     const GradientOptions& options = {});
+
+/// `weighted_nanmean(gradient_magnitude(x), a)` per channel, without storing the magnitudes.
+/// Collective over `spatial`: one halo exchange (C x perimeter values), then one allreduce of 2C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x,
+                                                                   Weights a, const GradientOptions& options = {},
+                                                                   Summation summation = Summation::reproducible);
+
+/// `100 * (G(p) - G(t)) / G(t)`, `G = weighted_mean_gradient_magnitude`, per channel. Collective over
+/// `spatial`: one halo exchange carrying both fields (2C x perimeter values), then one allreduce of
+/// 4C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, FieldShard<T> truth,
+                                                                  FieldShard<T> prediction, Weights a,
+                                                                  const GradientOptions& options = {},
+                                                                  Summation summation = Summation::reproducible);
+
+/// rmse of the time means: `truth` and `prediction` hold `ntime` steps, (ntime, channels, rows, cols)
+/// with `channels = x.channels / ntime`; per-point time means are formed locally in double.
+/// Collective over `spatial`: one allreduce of C + 1 sums at the end.
+template <class T>
+[[nodiscard]] std::vector<double> rmse_of_time_mean(const ShardedGrid& grid, FieldShard<T> truth,
+                                                    FieldShard<T> prediction, std::int64_t ntime, Weights a,
+                                                    Summation summation = Summation::reproducible);
+
+/// Weighted mean over space of (time-mean p - time-mean t), shapes as rmse_of_time_mean.
+/// Collective over `spatial`: one allreduce of 2C + 1 sums at the end.
+template <class T>
+[[nodiscard]] std::vector<double> time_and_global_mean_bias(const ShardedGrid& grid, FieldShard<T> truth,
+                                                            FieldShard<T> prediction, std::int64_t ntime, Weights a,
+                                                            Summation summation = Summation::reproducible);
+
+}  // namespace gridshard

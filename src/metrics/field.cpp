@@ -1,0 +1,41 @@
+#include "gridshard/metrics/field.hpp"
+
+#include "gridshard/core/error.hpp"
+
+namespace gridshard {
+
+std::string_view to_string(Summation summation) noexcept {
+    return summation == Summation::reproducible ? "reproducible" : "fast";
+}
+
+Summation parse_summation(std::string_view text) {
+    if (text == "reproducible") {
+        return Summation::reproducible;
+    }
+    if (text == "fast") {
+        return Summation::fast;
+    }
+    throw ArgumentError("summation must be 'reproducible' or 'fast', got '" + std::string(text) + "'");
+}
+
+ShardedGrid::ShardedGrid(const ProcessMesh& mesh, GridShape grid, SplitRule rule)
+    : mesh_(&mesh), decomposition_(grid, mesh.shape(), rule), box_(decomposition_.box(mesh.coords())) {
+    // Every rank sees the same decomposition, so every rank takes the same branch here.
+    try {
+        validate_halo(decomposition_, 1, {.lat = false, .lon = true});
+    } catch (const ArgumentError& error) {
+        halo_problem_ = error.what();
+        return;
+    }
+    open_halo_.emplace(mesh, decomposition_, 1, Periodicity{.lat = false, .lon = false});
+    periodic_halo_.emplace(mesh, decomposition_, 1, Periodicity{.lat = false, .lon = true});
+}
+
+const HaloExchange& ShardedGrid::halo_plan(bool periodic_lon) const {
+    if (!halo_problem_.empty()) {
+        throw ArgumentError(halo_problem_);
+    }
+    return periodic_lon ? *periodic_halo_ : *open_halo_;
+}
+
+}  // namespace gridshard

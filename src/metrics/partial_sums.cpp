@@ -1,0 +1,99 @@
+#include "partial_sums.hpp"
+
+#include <array>
+#include <span>
+
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/core/error.hpp"
+
+namespace gridshard::detail {
+namespace {
+
+// Eight independent lanes so the compiler can vectorise without reassociating one chain.
+template <class V>
+double lane_sum(const V* values, std::int64_t n) noexcept {
+    std::array<double, 8> lanes{};
+    std::int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        for (std::size_t k = 0; k < 8; ++k) {
+            lanes[k] += static_cast<double>(values[j + static_cast<std::int64_t>(k)]);
+        }
+    }
+    double total = 0.0;
+    for (; j < n; ++j) {
+        total += static_cast<double>(values[j]);
+    }
+    for (double lane : lanes) {
+        total += lane;
+    }
+    return total;
+}
+
+}  // namespace
+
+PartialSums::PartialSums(std::int64_t slots, Summation summation, LimbWindow window)
+    : summation_(summation), window_(window) {
+    if (exact_mode()) {
+        exact_.resize(static_cast<std::size_t>(slots));
+    } else {
+        plain_.assign(static_cast<std::size_t>(slots), 0.0);
+    }
+}
+
+double PartialSums::plain_row_sum(const float* values, std::int64_t n) noexcept { return lane_sum(values, n); }
+double PartialSums::plain_row_sum(const double* values, std::int64_t n) noexcept { return lane_sum(values, n); }
+
+void PartialSums::add_count(std::int64_t slot, double factor, std::int64_t count) {
+    if (exact_mode()) {
+        exact_[static_cast<std::size_t>(slot)].add_product(factor, count, 0);
+    } else {
+        plain_[static_cast<std::size_t>(slot)] += factor * static_cast<double>(count);
+    }
+}
+
+void PartialSums::allreduce(const Communicator& comm, const std::string& local_error) {
+    if (!exact_mode()) {
+        std::vector<double> wire(plain_.size() + 1);
+        std::copy(plain_.begin(), plain_.end(), wire.begin() + 1);
+        allreduce_sum_or_throw(comm, std::span<double>(wire), local_error);
+        std::copy(wire.begin() + 1, wire.end(), plain_.begin());
+        return;
+    }
+    std::string error = local_error;
+    const bool windowed = window_.count > 0;
+    const std::size_t words = windowed ? static_cast<std::size_t>(window_.count) + 3 : ExactSum::wire_size;
+    std::vector<std::int64_t> wire(1 + exact_.size() * words);
+    for (std::size_t s = 0; s < exact_.size(); ++s) {
+        std::span<std::int64_t> out(wire.data() + 1 + s * words, words);
+        if (!windowed) {
+            exact_[s].pack(out);
+        } else if (!exact_[s].pack_window(out, window_.first) && error.empty()) {
+            error = "a partial sum does not fit its limb window (internal error)";
+        }
+    }
+    allreduce_sum_or_throw(comm, std::span<std::int64_t>(wire), error);
+    for (std::size_t s = 0; s < exact_.size(); ++s) {
+        std::span<const std::int64_t> in(wire.data() + 1 + s * words, words);
+        exact_[s] = windowed ? ExactSum::unpack_window(in, window_.first) : ExactSum::unpack(in);
+    }
+}
+
+double PartialSums::value(std::int64_t slot) const {
+    return exact_mode() ? exact_[static_cast<std::size_t>(slot)].to_double() : plain_[static_cast<std::size_t>(slot)];
+}
+
+DoubleDouble PartialSums::value_dd(std::int64_t slot) const {
+    return exact_mode() ? exact_[static_cast<std::size_t>(slot)].to_double_double()
+                        : DoubleDouble{plain_[static_cast<std::size_t>(slot)], 0.0};
+}
+
+double PartialSums::difference(std::int64_t a, std::int64_t b) const {
+    if (!exact_mode()) {
+        return plain_[static_cast<std::size_t>(a)] - plain_[static_cast<std::size_t>(b)];
+    }
+    ExactSum d = exact_[static_cast<std::size_t>(a)];
+    d.subtract(exact_[static_cast<std::size_t>(b)]);
+    return d.to_double();
+}
+
+}  // namespace gridshard::detail

@@ -1,0 +1,55 @@
+#pragma once
+// Per-channel partial sums of a metric ("terms"), accumulated row by row and merged over a group in one
+// allreduce that also carries the argument check. Internal to the metrics layer.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gridshard/comm/communicator.hpp"
+#include "gridshard/metrics/field.hpp"
+#include "gridshard/numerics/exact_sum.hpp"
+
+namespace gridshard::detail {
+
+class PartialSums {
+public:
+    /// `slots` sums (for example channels x terms), formed by `summation`. With a window, the exact sums
+    /// travel in the compact form (see ExactSum::pack_window) and must be unweighted sums of one type.
+    PartialSums(std::int64_t slots, Summation summation, LimbWindow window = {});
+
+    /// Adds `factor * sum(values[0..n))` to slot `slot`. A zero factor adds nothing (NaN included).
+    template <class V>
+    void add_row(std::int64_t slot, const V* values, std::int64_t n, double factor) {
+        if (exact_mode()) {
+            add_exact_sum(values, n, factor, exact_[static_cast<std::size_t>(slot)]);
+        } else if (factor != 0.0) {
+            plain_[static_cast<std::size_t>(slot)] += factor * plain_row_sum(values, n);
+        }
+    }
+    /// Adds `factor * count` to slot `slot`, exactly in reproducible mode.
+    void add_count(std::int64_t slot, double factor, std::int64_t count);
+
+    /// Collective over `comm`: one allreduce of every slot plus the argument check (see
+    /// allreduce_sum_or_throw). Afterwards every rank of `comm` holds the merged sums.
+    void allreduce(const Communicator& comm, const std::string& local_error);
+
+    /// The merged sum of `slot`, rounded once (reproducible) or as summed (fast).
+    [[nodiscard]] double value(std::int64_t slot) const;
+    /// The merged sum of `slot` to about 106 bits (exact mode) or as a double (fast).
+    [[nodiscard]] DoubleDouble value_dd(std::int64_t slot) const;
+    /// slot `a` minus slot `b`, computed exactly in reproducible mode.
+    [[nodiscard]] double difference(std::int64_t a, std::int64_t b) const;
+
+private:
+    [[nodiscard]] bool exact_mode() const noexcept { return summation_ == Summation::reproducible; }
+    static double plain_row_sum(const float* values, std::int64_t n) noexcept;
+    static double plain_row_sum(const double* values, std::int64_t n) noexcept;
+
+    Summation summation_;
+    LimbWindow window_;
+    std::vector<ExactSum> exact_;
+    std::vector<double> plain_;
+};
+
+}  // namespace gridshard::detail
