@@ -59,34 +59,14 @@ void agree_or_throw(const Communicator& comm, const std::string& local_error,
     }
 }
 
-namespace {
-
-template <class T>
-void allreduce_with_flag(const Communicator& comm, std::span<T> values, const std::string& local_error,
-                         MPI_Datatype type) {
-    if (values.empty()) {
-        throw ArgumentError("allreduce_sum_or_throw: values must hold at least the error word");
-    }
-    values[0] = local_error.empty() ? T{0} : T{1};
-    GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), type, MPI_SUM,
+void allreduce_sum_in_place(const Communicator& comm, std::span<std::int64_t> values) {
+    GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM,
                   comm.native());
-    if (!local_error.empty()) {
-        throw ArgumentError(local_error);
-    }
-    if (values[0] != T{0}) {
-        throw ArgumentError("invalid arguments on " + std::to_string(static_cast<long long>(values[0])) +
-                            " other rank(s) of the group; see their message");
-    }
 }
 
-}  // namespace
-
-void allreduce_sum_or_throw(const Communicator& comm, std::span<std::int64_t> values, const std::string& local_error) {
-    allreduce_with_flag(comm, values, local_error, MPI_INT64_T);
-}
-
-void allreduce_sum_or_throw(const Communicator& comm, std::span<double> values, const std::string& local_error) {
-    allreduce_with_flag(comm, values, local_error, MPI_DOUBLE);
+void allreduce_sum_in_place(const Communicator& comm, std::span<double> values) {
+    GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM,
+                  comm.native());
 }
 
 }  // namespace gridshard::detail

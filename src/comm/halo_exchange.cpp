@@ -90,9 +90,9 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
     }
     for (const auto& field : fields) {
         if (error.empty() && static_cast<std::int64_t>(field.size()) != channels * box_.area()) {
-            error = "halo exchange: shard has " + std::to_string(field.size()) + " elements but (channels=" +
-                    std::to_string(channels) + ", lat=" + std::to_string(box_.lat.size()) + ", lon=" +
-                    std::to_string(box_.lon.size()) + ") needs " + std::to_string(channels * box_.area());
+            error = "halo exchange: shard has " + std::to_string(field.size()) +
+                    " elements but (channels=" + std::to_string(channels) + ", lat=" + std::to_string(box_.lat.size()) +
+                    ", lon=" + std::to_string(box_.lon.size()) + ") needs " + std::to_string(channels * box_.area());
         }
     }
     const Communicator& spatial = mesh_->spatial();
@@ -135,9 +135,9 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
     GRIDSHARD_MPI(MPI_Waitall, pending, requests.data(), MPI_STATUSES_IGNORE);
 }
 
-#define GRIDSHARD_INSTANTIATE_HALO(T)                                          \
-    template HaloBuffers<T> HaloExchange::make_buffers<T>(std::int64_t) const; \
-    template void HaloExchange::execute<T>(std::span<const T>, HaloBuffers<T>&) const;             \
+#define GRIDSHARD_INSTANTIATE_HALO(T)                                                  \
+    template HaloBuffers<T> HaloExchange::make_buffers<T>(std::int64_t) const;         \
+    template void HaloExchange::execute<T>(std::span<const T>, HaloBuffers<T>&) const; \
     template void HaloExchange::execute<T>(std::span<const std::span<const T>>, HaloBuffers<T>&) const;
 
 GRIDSHARD_INSTANTIATE_HALO(float)

@@ -11,7 +11,9 @@
 namespace gridshard {
 namespace {
 
-double radians(double degrees) { return degrees * std::numbers::pi / 180.0; }
+double radians(double degrees) {
+    return degrees * std::numbers::pi / 180.0;
+}
 
 double cos_lat(double lat_deg) {
     if (!std::isfinite(lat_deg) || lat_deg < -90.0 || lat_deg > 90.0) {
@@ -22,8 +24,8 @@ double cos_lat(double lat_deg) {
 
 void check_bounds(std::span<const double> bounds, const char* name) {
     if (bounds.size() % 2 != 0 || bounds.empty()) {
-        throw ArgumentError(std::string(name) + " bounds must have shape (n, 2), got " +
-                            std::to_string(bounds.size()) + " values");
+        throw ArgumentError(std::string(name) + " bounds must have shape (n, 2), got " + std::to_string(bounds.size()) +
+                            " values");
     }
     for (double b : bounds) {
         if (!std::isfinite(b)) {
@@ -99,16 +101,17 @@ AreaWeights cell_area_weights(std::span<const double> lat_bounds_deg, std::span<
     }
     std::vector<double> lon_extent(static_cast<std::size_t>(nlon));
     for (std::int64_t j = 0; j < nlon; ++j) {
-        lon_extent[static_cast<std::size_t>(j)] = std::abs(radians(lon_bounds_deg[static_cast<std::size_t>(2 * j + 1)]) -
-                                                           radians(lon_bounds_deg[static_cast<std::size_t>(2 * j)]));
+        lon_extent[static_cast<std::size_t>(j)] =
+            std::abs(radians(lon_bounds_deg[static_cast<std::size_t>(2 * j + 1)]) -
+                     radians(lon_bounds_deg[static_cast<std::size_t>(2 * j)]));
     }
     const double total = exact_total(lat_extent) * exact_total(lon_extent);
     if (!(total > 0.0)) {
         throw ArgumentError("cell_area_weights: the cells have zero total area");
     }
     AreaWeights weights;
-    const bool uniform_lon = std::all_of(lon_extent.begin(), lon_extent.end(),
-                                         [&](double w) { return w == lon_extent.front(); });
+    const bool uniform_lon =
+        std::all_of(lon_extent.begin(), lon_extent.end(), [&](double w) { return w == lon_extent.front(); });
     if (uniform_lon) {
         for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
             weights.values.push_back(lat_extent[static_cast<std::size_t>(i)] * lon_extent.front() / total);
@@ -132,8 +135,8 @@ std::vector<double> bounds_from_centres(std::span<const double> centres_deg, boo
     }
     std::vector<double> bounds(2 * n);
     for (std::size_t k = 0; k < n; ++k) {
-        const double lower = k == 0 ? centres_deg[0] - (centres_deg[1] - centres_deg[0]) / 2
-                                    : (centres_deg[k - 1] + centres_deg[k]) / 2;
+        const double lower =
+            k == 0 ? centres_deg[0] - (centres_deg[1] - centres_deg[0]) / 2 : (centres_deg[k - 1] + centres_deg[k]) / 2;
         const double upper = k + 1 == n ? centres_deg[n - 1] + (centres_deg[n - 1] - centres_deg[n - 2]) / 2
                                         : (centres_deg[k] + centres_deg[k + 1]) / 2;
         bounds[2 * k] = clamp_to_poles ? std::clamp(lower, -90.0, 90.0) : lower;

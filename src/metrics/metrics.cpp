@@ -22,7 +22,9 @@ constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 constexpr std::int64_t total_weight_slot = 0;  // every weighted metric checks sum(a) > 0 with it
 
 // Slot of term `term` of channel `c` when each channel has `terms` sums after the total-weight slot.
-constexpr std::int64_t slot(std::int64_t c, std::int64_t term, std::int64_t terms) { return 1 + c * terms + term; }
+constexpr std::int64_t slot(std::int64_t c, std::int64_t term, std::int64_t terms) {
+    return 1 + c * terms + term;
+}
 
 // The first non-empty message, so a metric reports the first thing wrong with its arguments.
 std::string first_error(std::initializer_list<std::string> errors) {
@@ -44,9 +46,15 @@ std::string pair_error(const FieldShard<T>& truth, const FieldShard<T>& predicti
     return first_error({detail::shard_error(truth, box, "truth"), detail::shard_error(prediction, box, "prediction")});
 }
 
+// Collective over `spatial`: raises `local_error` (or a channel count that differs between ranks) on
+// every rank alike, before any partial sums are formed.
+void check_arguments(const ShardedGrid& grid, const std::string& local_error, std::int64_t channels) {
+    detail::agree_or_throw(grid.mesh().spatial(), local_error, {channels}, "channels");
+}
+
 // Merges `sums` over the spatial group and checks the total weight, which every rank sees alike.
-void merge_weighted(PartialSums& sums, const ShardedGrid& grid, const std::string& local_error) {
-    sums.allreduce(grid.mesh().spatial(), local_error);
+void merge_weighted(PartialSums& sums, const ShardedGrid& grid) {
+    sums.allreduce(grid.mesh().spatial());
     const double total = sums.value(total_weight_slot);
     if (!(total > 0.0)) {
         throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(total));
@@ -76,16 +84,16 @@ PartialSums weighted_sums(const ShardedGrid& grid, FieldShard<T> x, Weights a, S
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::string error = first_error({extra_error, detail::shard_error(x, box, "x"), weights.error()});
-    PartialSums sums(1 + (error.empty() ? x.channels : 0), summation);
-    if (error.empty()) {
+    check_arguments(grid, error, x.channels);
+    PartialSums sums(1 + x.channels, summation);
+    {
         Scratch scratch(box.lon.size(), 1);
         weights.add_total(sums, total_weight_slot);
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
-            detail::add_weighted_row(sums, slot(c, 0, 1), row_of(x, box, c, i), box.lon.size(), weights, i,
-                                     scratch[0]);
+            detail::add_weighted_row(sums, slot(c, 0, 1), row_of(x, box, c, i), box.lon.size(), weights, i, scratch[0]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     return sums;
 }
 
@@ -140,16 +148,17 @@ std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, W
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::string error = first_error({detail::shard_error(x, box, "x"), weights.error()});
-    PartialSums sums(1 + (error.empty() ? 2 * x.channels : 0), summation);
-    if (error.empty()) {
+    check_arguments(grid, error, x.channels);
+    PartialSums sums(1 + 2 * x.channels, summation);
+    {
         Scratch scratch(box.lon.size());
         weights.add_total(sums, total_weight_slot);
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
-            detail::add_valid_row(sums, slot(c, 0, 2), slot(c, 1, 2), row_of(x, box, c, i), box.lon.size(), weights,
-                                  i, scratch[0], scratch[1]);
+            detail::add_valid_row(sums, slot(c, 0, 2), slot(c, 1, 2), row_of(x, box, c, i), box.lon.size(), weights, i,
+                                  scratch[0], scratch[1]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     std::vector<double> result(static_cast<std::size_t>(x.channels));
     for (std::int64_t c = 0; c < x.channels; ++c) {
         const DoubleDouble valid_weight = sums.value_dd(slot(c, 1, 2));
@@ -164,8 +173,9 @@ std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weigh
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::string error = first_error({detail::shard_error(x, box, "x"), weights.error()});
-    PartialSums sums(1 + (error.empty() ? 2 * x.channels : 0), summation);
-    if (error.empty()) {
+    check_arguments(grid, error, x.channels);
+    PartialSums sums(1 + 2 * x.channels, summation);
+    {
         Scratch scratch(box.lon.size());
         weights.add_total(sums, total_weight_slot);
         const std::int64_t cols = box.lon.size();
@@ -179,7 +189,7 @@ std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weigh
             detail::add_weighted_row(sums, slot(c, 1, 2), squares, cols, weights, i, scratch[1]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     const DoubleDouble total = sums.value_dd(total_weight_slot);
     std::vector<double> result(static_cast<std::size_t>(x.channels));
     for (std::int64_t c = 0; c < x.channels; ++c) {
@@ -194,13 +204,14 @@ namespace {
 // bias with an error found by the caller folded into the same collective check.
 template <class T>
 std::vector<double> bias_of(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
-                         Summation summation, const std::string& caller_error) {
+                            Summation summation, const std::string& caller_error) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::string error = first_error({caller_error, pair_error(truth, prediction, box), weights.error()});
     const std::int64_t channels = truth.channels;
-    PartialSums sums(1 + (error.empty() ? 2 * channels : 0), summation);
-    if (error.empty()) {
+    check_arguments(grid, error, channels);
+    PartialSums sums(1 + 2 * channels, summation);
+    {
         Scratch scratch(box.lon.size(), 1);
         weights.add_total(sums, total_weight_slot);
         for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
@@ -210,7 +221,7 @@ std::vector<double> bias_of(const ShardedGrid& grid, FieldShard<T> truth, FieldS
                                      scratch[0]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     const double total = sums.value(total_weight_slot);
     std::vector<double> result(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
@@ -232,13 +243,14 @@ namespace {
 // rmse with an error found by the caller folded into the same collective check.
 template <class T>
 std::vector<double> rmse_of(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
-                         Summation summation, const std::string& caller_error) {
+                            Summation summation, const std::string& caller_error) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::string error = first_error({caller_error, pair_error(truth, prediction, box), weights.error()});
     const std::int64_t channels = truth.channels;
-    PartialSums sums(1 + (error.empty() ? channels : 0), summation);
-    if (error.empty()) {
+    check_arguments(grid, error, channels);
+    PartialSums sums(1 + channels, summation);
+    {
         Scratch scratch(box.lon.size());
         weights.add_total(sums, total_weight_slot);
         const std::int64_t cols = box.lon.size();
@@ -253,7 +265,7 @@ std::vector<double> rmse_of(const ShardedGrid& grid, FieldShard<T> truth, FieldS
             detail::add_weighted_row(sums, slot(c, 0, 1), squares, cols, weights, i, scratch[1]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     const DoubleDouble total = sums.value_dd(total_weight_slot);
     std::vector<double> result(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
@@ -275,10 +287,11 @@ std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summati
     const Box& box = grid.box();
     const std::string error = detail::shard_error(x, box, "x");
     const std::int64_t rows = box.lat.size();
-    const std::int64_t values = error.empty() ? x.channels * rows : 0;
+    const std::int64_t values = x.channels * rows;
     // Slots: the nansum of each (channel, row), then its count of valid points; no weights here.
+    detail::agree_or_throw(grid.mesh().lon(), error, {x.channels}, "channels");
     PartialSums sums(values * 2, summation, window_for<T>());
-    if (error.empty()) {
+    {
         Scratch scratch(box.lon.size(), 1);
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
             const T* row = row_of(x, box, c, i);
@@ -292,7 +305,7 @@ std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summati
             sums.add_count(values + c * rows + i, 1.0, valid);
         });
     }
-    sums.allreduce(grid.mesh().lon(), error);
+    sums.allreduce(grid.mesh().lon());
     std::vector<double> result(static_cast<std::size_t>(values));
     for (std::int64_t k = 0; k < values; ++k) {
         const double count = sums.value(values + k);
@@ -317,8 +330,8 @@ HaloBuffers<T> exchange_for_gradient(const ShardedGrid& grid, std::span<const st
 
 std::string latitude_error(const ShardedGrid& grid, const GradientOptions& options) {
     if (options.metres && static_cast<std::int64_t>(options.lat_deg.size()) != grid.box().lat.size()) {
-        return "gradient in metres needs the latitude of each of this rank's " +
-               std::to_string(grid.box().lat.size()) + " rows, got " + std::to_string(options.lat_deg.size());
+        return "gradient in metres needs the latitude of each of this rank's " + std::to_string(grid.box().lat.size()) +
+               " rows, got " + std::to_string(options.lat_deg.size());
     }
     return {};
 }
@@ -329,8 +342,8 @@ template <class T>
 std::vector<double> gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x, const GradientOptions& options) {
     const Box& box = grid.box();
     const std::span<const T> fields[] = {x.values};
+    check_arguments(grid, first_error({detail::shard_error(x, box, "x"), latitude_error(grid, options)}), x.channels);
     const auto halo = exchange_for_gradient<T>(grid, fields, x.channels, options);
-    detail::agree_or_throw(grid.mesh().spatial(), latitude_error(grid, options));
     std::vector<double> result(static_cast<std::size_t>(x.channels * box.area()));
     detail::GradientRows<T> rows(grid.grid(), box, options, x.values, x.channels, halo, 0);
     for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
@@ -344,11 +357,13 @@ std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, Fi
                                                      const GradientOptions& options, Summation summation) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
+    check_arguments(grid,
+                    first_error({detail::shard_error(x, box, "x"), weights.error(), latitude_error(grid, options)}),
+                    x.channels);
     const std::span<const T> fields[] = {x.values};
     const auto halo = exchange_for_gradient<T>(grid, fields, x.channels, options);
-    const std::string error = first_error({weights.error(), latitude_error(grid, options)});
     PartialSums sums(1 + 2 * x.channels, summation);
-    if (error.empty()) {
+    {
         Scratch scratch(box.lon.size(), 3);
         weights.add_total(sums, total_weight_slot);
         detail::GradientRows<T> rows(grid.grid(), box, options, x.values, x.channels, halo, 0);
@@ -358,7 +373,7 @@ std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, Fi
                                   scratch[0], scratch[1]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     std::vector<double> result(static_cast<std::size_t>(x.channels));
     for (std::int64_t c = 0; c < x.channels; ++c) {
         const DoubleDouble valid_weight = sums.value_dd(slot(c, 1, 2));
@@ -375,13 +390,13 @@ std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, Fie
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::int64_t channels = truth.channels;
+    check_arguments(grid,
+                    first_error({pair_error(truth, prediction, box), weights.error(), latitude_error(grid, options)}),
+                    channels);
     const std::span<const T> fields[] = {truth.values, prediction.values};
-    // One exchange carries both fields; it also raises, on every rank, if either shard is mis-sized.
-    const auto halo = exchange_for_gradient<T>(grid, fields, channels, options);
-    const std::string error =
-        first_error({pair_error(truth, prediction, box), weights.error(), latitude_error(grid, options)});
+    const auto halo = exchange_for_gradient<T>(grid, fields, channels, options);  // one exchange, both fields
     PartialSums sums(1 + 4 * channels, summation);
-    if (error.empty()) {
+    {
         Scratch scratch(box.lon.size(), 3);
         weights.add_total(sums, total_weight_slot);
         detail::GradientRows<T> truth_rows(grid.grid(), box, options, truth.values, channels, halo, 0);
@@ -395,7 +410,7 @@ std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, Fie
                                   scratch[0], scratch[1]);
         });
     }
-    merge_weighted(sums, grid, error);
+    merge_weighted(sums, grid);
     std::vector<double> result(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
         const double g_truth = dd::divide(sums.value_dd(slot(c, 0, 4)), sums.value_dd(slot(c, 1, 4))).hi;
@@ -468,24 +483,24 @@ std::vector<double> time_and_global_mean_bias(const ShardedGrid& grid, FieldShar
     return bias_of<double>(grid, {truth_mean, channels}, {prediction_mean, channels}, a, summation, error);
 }
 
-#define GRIDSHARD_INSTANTIATE_METRICS(T)                                                                             \
-    template std::vector<double> weighted_sum<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);             \
-    template std::vector<double> weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);            \
-    template std::vector<double> weighted_nanmean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);         \
-    template std::vector<double> weighted_std<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);             \
-    template std::vector<double> bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation);      \
-    template std::vector<double> rmse<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation);      \
-    template std::vector<double> regional_weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights,               \
-                                                           std::span<const double>, Summation);                      \
-    template std::vector<double> zonal_mean<T>(const ShardedGrid&, FieldShard<T>, Summation);                        \
-    template std::vector<double> gradient_magnitude<T>(const ShardedGrid&, FieldShard<T>, const GradientOptions&);   \
-    template std::vector<double> weighted_mean_gradient_magnitude<T>(const ShardedGrid&, FieldShard<T>, Weights,     \
-                                                                     const GradientOptions&, Summation);             \
+#define GRIDSHARD_INSTANTIATE_METRICS(T)                                                                              \
+    template std::vector<double> weighted_sum<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);              \
+    template std::vector<double> weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);             \
+    template std::vector<double> weighted_nanmean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);          \
+    template std::vector<double> weighted_std<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);              \
+    template std::vector<double> bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation);       \
+    template std::vector<double> rmse<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation);       \
+    template std::vector<double> regional_weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights,                \
+                                                           std::span<const double>, Summation);                       \
+    template std::vector<double> zonal_mean<T>(const ShardedGrid&, FieldShard<T>, Summation);                         \
+    template std::vector<double> gradient_magnitude<T>(const ShardedGrid&, FieldShard<T>, const GradientOptions&);    \
+    template std::vector<double> weighted_mean_gradient_magnitude<T>(const ShardedGrid&, FieldShard<T>, Weights,      \
+                                                                     const GradientOptions&, Summation);              \
     template std::vector<double> gradient_magnitude_percent_diff<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, \
-                                                                    Weights, const GradientOptions&, Summation);     \
+                                                                    Weights, const GradientOptions&, Summation);      \
     template std::vector<double> rmse_of_time_mean<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, std::int64_t, \
-                                                      Weights, Summation);                                           \
-    template std::vector<double> time_and_global_mean_bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>,      \
+                                                      Weights, Summation);                                            \
+    template std::vector<double> time_and_global_mean_bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>,       \
                                                               std::int64_t, Weights, Summation);
 
 GRIDSHARD_INSTANTIATE_METRICS(float)

@@ -40,8 +40,12 @@ PartialSums::PartialSums(std::int64_t slots, Summation summation, LimbWindow win
     }
 }
 
-double PartialSums::plain_row_sum(const float* values, std::int64_t n) noexcept { return lane_sum(values, n); }
-double PartialSums::plain_row_sum(const double* values, std::int64_t n) noexcept { return lane_sum(values, n); }
+double PartialSums::plain_row_sum(const float* values, std::int64_t n) noexcept {
+    return lane_sum(values, n);
+}
+double PartialSums::plain_row_sum(const double* values, std::int64_t n) noexcept {
+    return lane_sum(values, n);
+}
 
 void PartialSums::add_count(std::int64_t slot, double factor, std::int64_t count) {
     if (exact_mode()) {
@@ -51,29 +55,25 @@ void PartialSums::add_count(std::int64_t slot, double factor, std::int64_t count
     }
 }
 
-void PartialSums::allreduce(const Communicator& comm, const std::string& local_error) {
+void PartialSums::allreduce(const Communicator& comm) {
     if (!exact_mode()) {
-        std::vector<double> wire(plain_.size() + 1);
-        std::copy(plain_.begin(), plain_.end(), wire.begin() + 1);
-        allreduce_sum_or_throw(comm, std::span<double>(wire), local_error);
-        std::copy(wire.begin() + 1, wire.end(), plain_.begin());
+        allreduce_sum_in_place(comm, std::span<double>(plain_));
         return;
     }
-    std::string error = local_error;
     const bool windowed = window_.count > 0;
     const std::size_t words = windowed ? static_cast<std::size_t>(window_.count) + 3 : ExactSum::wire_size;
-    std::vector<std::int64_t> wire(1 + exact_.size() * words);
+    std::vector<std::int64_t> wire(exact_.size() * words);
     for (std::size_t s = 0; s < exact_.size(); ++s) {
-        std::span<std::int64_t> out(wire.data() + 1 + s * words, words);
+        std::span<std::int64_t> out(wire.data() + s * words, words);
         if (!windowed) {
             exact_[s].pack(out);
-        } else if (!exact_[s].pack_window(out, window_.first) && error.empty()) {
-            error = "a partial sum does not fit its limb window (internal error)";
+        } else if (!exact_[s].pack_window(out, window_.first)) {
+            throw Error("a partial sum does not fit its limb window (internal error)");
         }
     }
-    allreduce_sum_or_throw(comm, std::span<std::int64_t>(wire), error);
+    allreduce_sum_in_place(comm, std::span<std::int64_t>(wire));
     for (std::size_t s = 0; s < exact_.size(); ++s) {
-        std::span<const std::int64_t> in(wire.data() + 1 + s * words, words);
+        std::span<const std::int64_t> in(wire.data() + s * words, words);
         exact_[s] = windowed ? ExactSum::unpack_window(in, window_.first) : ExactSum::unpack(in);
     }
 }

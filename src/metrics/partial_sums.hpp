@@ -1,6 +1,6 @@
 #pragma once
 // Per-channel partial sums of a metric ("terms"), accumulated row by row and merged over a group in one
-// allreduce that also carries the argument check. Internal to the metrics layer.
+// allreduce. Internal to the metrics layer.
 
 #include <cstdint>
 #include <string>
@@ -13,7 +13,7 @@
 namespace gridshard::detail {
 
 class PartialSums {
-public:
+  public:
     /// `slots` sums (for example channels x terms), formed by `summation`. With a window, the exact sums
     /// travel in the compact form (see ExactSum::pack_window) and must be unweighted sums of one type.
     PartialSums(std::int64_t slots, Summation summation, LimbWindow window = {});
@@ -30,9 +30,9 @@ public:
     /// Adds `factor * count` to slot `slot`, exactly in reproducible mode.
     void add_count(std::int64_t slot, double factor, std::int64_t count);
 
-    /// Collective over `comm`: one allreduce of every slot plus the argument check (see
-    /// allreduce_sum_or_throw). Afterwards every rank of `comm` holds the merged sums.
-    void allreduce(const Communicator& comm, const std::string& local_error);
+    /// Collective over `comm`: one allreduce of every slot; every rank of `comm` must hold as many slots
+    /// (agree on the arguments first). Afterwards every rank of `comm` holds the merged sums.
+    void allreduce(const Communicator& comm);
 
     /// The merged sum of `slot`, rounded once (reproducible) or as summed (fast).
     [[nodiscard]] double value(std::int64_t slot) const;
@@ -41,7 +41,7 @@ public:
     /// slot `a` minus slot `b`, computed exactly in reproducible mode.
     [[nodiscard]] double difference(std::int64_t a, std::int64_t b) const;
 
-private:
+  private:
     [[nodiscard]] bool exact_mode() const noexcept { return summation_ == Summation::reproducible; }
     static double plain_row_sum(const float* values, std::int64_t n) noexcept;
     static double plain_row_sum(const double* values, std::int64_t n) noexcept;

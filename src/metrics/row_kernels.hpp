@@ -15,7 +15,7 @@ namespace gridshard::detail {
 
 /// The weights of a rank's box, row by row, and what is wrong with them (empty when nothing).
 class RowWeights {
-public:
+  public:
     RowWeights(Weights weights, const Box& box);
     [[nodiscard]] const std::string& error() const noexcept { return error_; }
     [[nodiscard]] bool per_point() const noexcept { return weights_.per_point; }
@@ -26,7 +26,7 @@ public:
     /// Adds this rank's total weight to `slot`.
     void add_total(PartialSums& sums, std::int64_t slot) const;
 
-private:
+  private:
     Weights weights_;
     std::int64_t rows_;
     std::int64_t cols_;
@@ -40,9 +40,9 @@ std::string shard_error(const FieldShard<T>& x, const Box& box, const char* name
         return std::string(name) + ": channels must be >= 1, got " + std::to_string(x.channels);
     }
     if (static_cast<std::int64_t>(x.values.size()) != x.channels * box.area()) {
-        return std::string(name) + " has " + std::to_string(x.values.size()) + " values but (channels=" +
-               std::to_string(x.channels) + ", lat=" + std::to_string(box.lat.size()) + ", lon=" +
-               std::to_string(box.lon.size()) + ") needs " + std::to_string(x.channels * box.area());
+        return std::string(name) + " has " + std::to_string(x.values.size()) +
+               " values but (channels=" + std::to_string(x.channels) + ", lat=" + std::to_string(box.lat.size()) +
+               ", lon=" + std::to_string(box.lon.size()) + ") needs " + std::to_string(x.channels * box.area());
     }
     return {};
 }
@@ -103,13 +103,13 @@ void add_valid_row(PartialSums& sums, std::int64_t value_slot, std::int64_t weig
 /// of `halo` (see HaloExchange::execute for several fields).
 template <class T>
 class GradientRows {
-public:
+  public:
     GradientRows(const GridShape& grid, const Box& box, const GradientOptions& options, std::span<const T> field,
                  std::int64_t channels, const HaloBuffers<T>& halo, std::int64_t field_index);
     /// Writes the magnitudes of row `i` (local index) of channel `c` to `out` (cols values).
     void row(std::int64_t c, std::int64_t i, double* out);
 
-private:
+  private:
     GridShape grid_;
     Box box_;
     GradientOptions options_;

@@ -62,7 +62,9 @@ void ExactSum::add_special(double value) noexcept {
     }
 }
 
-void ExactSum::add(double value) noexcept { add_product(1.0, value); }
+void ExactSum::add(double value) noexcept {
+    add_product(1.0, value);
+}
 
 void ExactSum::add_product(double factor, double value) noexcept {
     if (factor == 0.0) {
@@ -316,9 +318,9 @@ void add_block(const T* values, std::int64_t n, double factor, ExactSum& sum) no
     std::uint64_t low = 0;
     for (std::int64_t j = 0; j < n; ++j) {
         const double scaled = static_cast<double>(values[j]) * scale;  // exact: a power-of-two scaling
-        const double rounded = scaled + magic;                       // rounds to an integer, |hi| < 2^50
-        const double remainder = scaled - (rounded - magic);         // exact, |remainder| <= 1/2
-        const double low_digit = remainder * two_to_51 + magic;      // exact integer: the block fits
+        const double rounded = scaled + magic;                         // rounds to an integer, |hi| < 2^50
+        const double remainder = scaled - (rounded - magic);           // exact, |remainder| <= 1/2
+        const double low_digit = remainder * two_to_51 + magic;        // exact integer: the block fits
         high += std::bit_cast<std::uint64_t>(rounded);
         low += std::bit_cast<std::uint64_t>(low_digit);
     }

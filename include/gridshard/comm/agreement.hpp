@@ -21,12 +21,9 @@ namespace gridshard::detail {
 void agree_or_throw(const Communicator& comm, const std::string& local_error,
                     std::initializer_list<std::int64_t> values = {}, std::string_view what = "");
 
-/// Collective over `comm`: one MPI_Allreduce(MPI_SUM) of `values`, whose word 0 is overwritten with
-/// this rank's error flag. If any rank passed a non-empty `local_error`, every rank throws
-/// ArgumentError: those ranks their own message, the others one naming how many ranks failed. This lets
-/// a metric check its arguments in the same collective that merges its partial sums.
-void allreduce_sum_or_throw(const Communicator& comm, std::span<std::int64_t> values, const std::string& local_error);
-/// As above, for doubles (word 0 carries the error flag as 0.0 or 1.0).
-void allreduce_sum_or_throw(const Communicator& comm, std::span<double> values, const std::string& local_error);
+/// Collective over `comm`: one MPI_Allreduce(MPI_SUM) of `values`, in place, without an argument check.
+/// For callers that have agreed on the length already (with agree_or_throw); every rank holds the sums.
+void allreduce_sum_in_place(const Communicator& comm, std::span<std::int64_t> values);
+void allreduce_sum_in_place(const Communicator& comm, std::span<double> values);
 
 }  // namespace gridshard::detail

@@ -39,7 +39,7 @@ enum class Summation {
 /// one-cell halo plans the gradient metrics use, built once. Holds a reference to the mesh, which must
 /// outlive it.
 class ShardedGrid {
-public:
+  public:
     /// Collective over `spatial` (builds the halo plans, when the decomposition allows halos).
     ShardedGrid(const ProcessMesh& mesh, GridShape grid, SplitRule rule = SplitRule::balanced);
 
@@ -53,7 +53,7 @@ public:
     /// This rank's box.
     [[nodiscard]] const Box& box() const noexcept { return box_; }
 
-private:
+  private:
     const ProcessMesh* mesh_;
     Decomposition decomposition_;
     Box box_;
@@ -100,7 +100,7 @@ struct GradientOptions {
     double dlat_deg = 0.0;
     double dlon_deg = 0.0;
     /// With `metres`: the latitude of each row of this rank's box, in degrees.
-    std::span<const double> lat_deg;
+    std::span<const double> lat_deg{};
 };
 
 }  // namespace gridshard

@@ -78,8 +78,8 @@ template <class T>
 /// `weighted_nanmean(gradient_magnitude(x), a)` per channel, without storing the magnitudes.
 /// Collective over `spatial`: one halo exchange (C x perimeter values), then one allreduce of 2C + 1 sums.
 template <class T>
-[[nodiscard]] std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x,
-                                                                   Weights a, const GradientOptions& options = {},
+[[nodiscard]] std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                                                   const GradientOptions& options = {},
                                                                    Summation summation = Summation::reproducible);
 
 /// `100 * (G(p) - G(t)) / G(t)`, `G = weighted_mean_gradient_magnitude`, per channel. Collective over

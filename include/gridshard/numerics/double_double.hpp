@@ -22,14 +22,18 @@ inline DoubleDouble two_product(double a, double b) noexcept {
     return {p, std::fma(a, b, -p)};
 }
 
-inline DoubleDouble normalize(double hi, double lo) noexcept { return two_sum(hi, lo); }
+inline DoubleDouble normalize(double hi, double lo) noexcept {
+    return two_sum(hi, lo);
+}
 
 inline DoubleDouble add(DoubleDouble a, DoubleDouble b) noexcept {
     const DoubleDouble s = two_sum(a.hi, b.hi);
     return normalize(s.hi, s.lo + a.lo + b.lo);
 }
 
-inline DoubleDouble negate(DoubleDouble a) noexcept { return {-a.hi, -a.lo}; }
+inline DoubleDouble negate(DoubleDouble a) noexcept {
+    return {-a.hi, -a.lo};
+}
 
 inline DoubleDouble multiply(DoubleDouble a, DoubleDouble b) noexcept {
     const DoubleDouble p = two_product(a.hi, b.hi);

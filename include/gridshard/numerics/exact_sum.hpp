@@ -47,7 +47,7 @@ struct DoubleDouble {
 
 /// An exact sum of doubles (see the file comment). Default-constructed to zero.
 class ExactSum {
-public:
+  public:
     static constexpr int limb_bits = 32;
     static constexpr int lowest_exponent = -2240;
     static constexpr int limb_count = 140;
@@ -82,7 +82,7 @@ public:
     /// The accumulator whose compact packed form (possibly summed) is `in`, which ends in the 3 counts.
     [[nodiscard]] static ExactSum unpack_window(std::span<const std::int64_t> in, int first_limb) noexcept;
 
-private:
+  private:
     void deposit(detail::Int128 value, int exponent) noexcept;
     void deposit_piece(std::int64_t piece, int exponent) noexcept;
     void add_special(double value) noexcept;

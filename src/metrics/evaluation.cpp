@@ -1,0 +1,206 @@
+#include "gridshard/metrics/evaluation.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/numerics/double_double.hpp"
+#include "row_kernels.hpp"
+
+namespace gridshard {
+namespace {
+
+// The sums of one channel, after the shared total-weight slot 0.
+enum Term : std::int64_t {
+    valid_weight,        // sum over valid points of a
+    truth_sum,           // sum a t
+    prediction_sum,      // sum a p
+    truth_squares,       // sum a t^2
+    prediction_squares,  // sum a p^2
+    difference_squares,  // sum a (p - t)^2
+    truth_gradient,      // sum over points with a gradient of a |grad t|
+    truth_gradient_weight,
+    prediction_gradient,
+    prediction_gradient_weight,
+    term_count,
+};
+
+constexpr std::int64_t slot(std::int64_t c, Term term) {
+    return 1 + c * term_count + term;
+}
+
+// One row of scratch per row quantity.
+enum Row : int {
+    masked_truth,
+    masked_prediction,
+    truth_square,
+    prediction_square,
+    difference_square,
+    valid_points,
+    truth_magnitude,
+    prediction_magnitude,
+    truth_magnitude_weight,
+    prediction_magnitude_weight,
+    row_count,
+};
+
+}  // namespace
+
+Evaluator::Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights weights, EvaluationOptions options)
+    : grid_(&grid), channels_(channels), weights_(weights), options_(options) {
+    if (channels < 1) {
+        throw ArgumentError("Evaluator: channels must be >= 1, got " + std::to_string(channels));
+    }
+    if (options.gradient) {
+        detail::check_gradient_grid(grid.grid());
+        (void)grid.halo_plan(options.gradient_options.periodic_lon);  // raises now, alike on every rank
+    }
+}
+
+template <>
+HaloBuffers<float>& Evaluator::halo_buffers<float>() {
+    if (!float_halo_) {
+        float_halo_ = grid_->halo_plan(options_.gradient_options.periodic_lon).make_buffers<float>(2 * channels_);
+    }
+    return *float_halo_;
+}
+
+template <>
+HaloBuffers<double>& Evaluator::halo_buffers<double>() {
+    if (!double_halo_) {
+        double_halo_ = grid_->halo_plan(options_.gradient_options.periodic_lon).make_buffers<double>(2 * channels_);
+    }
+    return *double_halo_;
+}
+
+template <class T>
+Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
+    const Box& box = grid_->box();
+    const std::int64_t cols = box.lon.size();
+    const detail::RowWeights weights(weights_, box);
+    std::string error = weights.error();
+    for (const auto* field : {&truth, &prediction}) {
+        if (error.empty() && field->channels != channels_) {
+            error = "evaluate: fields have " + std::to_string(field->channels) + " channels, the Evaluator " +
+                    std::to_string(channels_);
+        }
+        if (error.empty()) {
+            error = detail::shard_error(*field, box, field == &truth ? "truth" : "prediction");
+        }
+    }
+    if (options_.gradient && options_.gradient_options.metres &&
+        static_cast<std::int64_t>(options_.gradient_options.lat_deg.size()) != box.lat.size()) {
+        error = "evaluate: gradient in metres needs the latitude of each of this rank's rows";
+    }
+    detail::agree_or_throw(grid_->mesh().spatial(), error, {channels_}, "channels");
+    HaloBuffers<T>* halo = nullptr;
+    if (options_.gradient) {
+        halo = &halo_buffers<T>();
+        const std::span<const T> fields[] = {truth.values, prediction.values};
+        grid_->halo_plan(options_.gradient_options.periodic_lon)
+            .execute(std::span<const std::span<const T>>(fields), *halo);
+    }
+
+    detail::PartialSums sums(1 + channels_ * term_count, options_.summation);
+    {
+        weights.add_total(sums, 0);
+        detail::Scratch rows(cols, row_count);
+        std::optional<detail::GradientRows<T>> truth_gradient_rows;
+        std::optional<detail::GradientRows<T>> prediction_gradient_rows;
+        if (halo != nullptr) {
+            truth_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, truth.values, channels_, *halo,
+                                        0);
+            prediction_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, prediction.values,
+                                             channels_, *halo, 1);
+        }
+        for (std::int64_t c = 0; c < channels_; ++c) {
+            for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+                const T* t = truth.values.data() + (c * box.lat.size() + i) * cols;
+                const T* p = prediction.values.data() + (c * box.lat.size() + i) * cols;
+                // Per-row weights multiply whole row sums; per-point weights multiply each value here.
+                const double* point_weights = weights.per_point() ? weights.points(i) : nullptr;
+                const double factor = weights.per_point() ? 1.0 : weights.row(i);
+                if (factor == 0.0) {
+                    continue;  // NaNs under zero weight vanish
+                }
+                for (std::int64_t j = 0; j < cols; ++j) {
+                    const double a = point_weights != nullptr ? point_weights[j] : 1.0;
+                    const double tv = static_cast<double>(t[j]);
+                    const double pv = static_cast<double>(p[j]);
+                    const bool valid = (tv - tv) == 0.0 && (pv - pv) == 0.0 && a != 0.0;  // finite in both
+                    const double mt = valid ? tv : 0.0;
+                    const double mp = valid ? pv : 0.0;
+                    const double d = mp - mt;
+                    rows[masked_truth][j] = a * mt;
+                    rows[masked_prediction][j] = a * mp;
+                    rows[truth_square][j] = a * (mt * mt);
+                    rows[prediction_square][j] = a * (mp * mp);
+                    rows[difference_square][j] = a * (d * d);
+                    rows[valid_points][j] = valid ? a : 0.0;
+                }
+                sums.add_row(slot(c, valid_weight), rows[valid_points], cols, factor);
+                sums.add_row(slot(c, truth_sum), rows[masked_truth], cols, factor);
+                sums.add_row(slot(c, prediction_sum), rows[masked_prediction], cols, factor);
+                sums.add_row(slot(c, truth_squares), rows[truth_square], cols, factor);
+                sums.add_row(slot(c, prediction_squares), rows[prediction_square], cols, factor);
+                sums.add_row(slot(c, difference_squares), rows[difference_square], cols, factor);
+                if (halo == nullptr) {
+                    continue;
+                }
+                truth_gradient_rows->row(c, i, rows[truth_magnitude]);
+                prediction_gradient_rows->row(c, i, rows[prediction_magnitude]);
+                for (std::int64_t j = 0; j < cols; ++j) {
+                    const double a = point_weights != nullptr ? point_weights[j] : 1.0;
+                    const double gt = rows[truth_magnitude][j];
+                    const double gp = rows[prediction_magnitude][j];
+                    const bool truth_ok = gt == gt && a != 0.0;
+                    const bool prediction_ok = gp == gp && a != 0.0;
+                    rows[truth_magnitude][j] = truth_ok ? a * gt : 0.0;
+                    rows[prediction_magnitude][j] = prediction_ok ? a * gp : 0.0;
+                    rows[truth_magnitude_weight][j] = truth_ok ? a : 0.0;
+                    rows[prediction_magnitude_weight][j] = prediction_ok ? a : 0.0;
+                }
+                sums.add_row(slot(c, truth_gradient), rows[truth_magnitude], cols, factor);
+                sums.add_row(slot(c, truth_gradient_weight), rows[truth_magnitude_weight], cols, factor);
+                sums.add_row(slot(c, prediction_gradient), rows[prediction_magnitude], cols, factor);
+                sums.add_row(slot(c, prediction_gradient_weight), rows[prediction_magnitude_weight], cols, factor);
+            }
+        }
+    }
+    sums.allreduce(grid_->mesh().spatial());
+    if (!(sums.value(0) > 0.0)) {
+        throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(sums.value(0)));
+    }
+
+    Scores scores;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    for (std::int64_t c = 0; c < channels_; ++c) {
+        const DoubleDouble w = sums.value_dd(slot(c, valid_weight));
+        auto mean = [&](Term term) { return dd::divide(sums.value_dd(slot(c, term)), w).hi; };
+        scores.mean_truth.push_back(mean(truth_sum));
+        scores.mean_pred.push_back(mean(prediction_sum));
+        scores.bias.push_back(sums.difference(slot(c, prediction_sum), slot(c, truth_sum)) / w.hi);
+        scores.rmse.push_back(std::sqrt(mean(difference_squares)));
+        scores.std_truth.push_back(
+            dd::population_std(w, sums.value_dd(slot(c, truth_sum)), sums.value_dd(slot(c, truth_squares))));
+        scores.std_pred.push_back(
+            dd::population_std(w, sums.value_dd(slot(c, prediction_sum)), sums.value_dd(slot(c, prediction_squares))));
+        if (halo == nullptr) {
+            scores.grad_mag_percent_diff.push_back(nan);
+            continue;
+        }
+        const double g_truth =
+            dd::divide(sums.value_dd(slot(c, truth_gradient)), sums.value_dd(slot(c, truth_gradient_weight))).hi;
+        const double g_prediction =
+            dd::divide(sums.value_dd(slot(c, prediction_gradient)), sums.value_dd(slot(c, prediction_gradient_weight)))
+                .hi;
+        scores.grad_mag_percent_diff.push_back(100.0 * (g_prediction - g_truth) / g_truth);
+    }
+    return scores;
+}
+
+template Scores Evaluator::evaluate<float>(FieldShard<float>, FieldShard<float>);
+template Scores Evaluator::evaluate<double>(FieldShard<double>, FieldShard<double>);
+
+}  // namespace gridshard

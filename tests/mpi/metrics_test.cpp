@@ -1,0 +1,635 @@
+// Every metric on shards against (a) the same metric computed by one process on the whole field, bit for
+// bit, and (b) a plain-loop double-precision reference written here, to 1e-12 relative. Fields carry a
+// ~30% NaN land mask, an all-NaN row and zero-weight polar rows; grids include one-cell shards, sizes
+// that do not divide, nlat or nlon of 2, and (div_up) empty shards.
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <numbers>
+
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/metrics/evaluation.hpp"
+#include "gridshard/metrics/metrics.hpp"
+#include "mpi_test_support.hpp"
+
+namespace gridshard {
+namespace {
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+// A deterministic pseudo-random value in [0, 1) from integer coordinates.
+double hash01(std::int64_t a, std::int64_t b, std::int64_t c) {
+    std::uint64_t h = static_cast<std::uint64_t>(a) * 0x9E3779B97F4A7C15ULL ^
+                      static_cast<std::uint64_t>(b) * 0xC2B2AE3D27D4EB4FULL ^
+                      static_cast<std::uint64_t>(c) * 0x165667B19E3779F9ULL;
+    h ^= h >> 29;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 32;
+    return static_cast<double>(h >> 11) * 0x1p-53;
+}
+
+// A global test case: truth and prediction (channels, nlat, nlon), latitudes, cos-lat weights.
+struct Case {
+    GridShape grid;
+    std::int64_t channels = 0;
+    std::vector<float> truth;
+    std::vector<float> prediction;
+    std::vector<double> lat_deg;
+    std::vector<double> weights;  // per row, normalised
+    std::vector<double> region;   // per point, 0/1
+
+    [[nodiscard]] std::int64_t index(std::int64_t c, std::int64_t i, std::int64_t j) const {
+        return (c * grid.nlat + i) * grid.nlon + j;
+    }
+};
+
+// Channel 0 smooth, channel 1 with a ~30% NaN land mask and an all-NaN row (in the truth), channels
+// beyond mixtures. Latitudes run pole to pole, so the first and last rows have zero weight.
+Case make_case(GridShape grid, std::int64_t channels) {
+    Case k{grid, channels, {}, {}, {}, {}, {}};
+    for (std::int64_t i = 0; i < grid.nlat; ++i) {
+        // Pole to pole (zero-weight first and last rows) when there are rows enough, else cell centres.
+        const auto n = static_cast<double>(grid.nlat);
+        k.lat_deg.push_back(grid.nlat > 3 ? -90.0 + 180.0 * static_cast<double>(i) / (n - 1)
+                                          : -90.0 + 180.0 * (static_cast<double>(i) + 0.5) / n);
+    }
+    k.weights = cos_lat_weights(k.lat_deg, grid.nlon, {0, grid.nlat}).values;
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t i = 0; i < grid.nlat; ++i) {
+            for (std::int64_t j = 0; j < grid.nlon; ++j) {
+                const double phase =
+                    0.7 * static_cast<double>(i) + 0.45 * static_cast<double>(j) + static_cast<double>(c);
+                const double t = 250.0 + 30.0 * std::sin(phase) + 5.0 * hash01(c, i, j);
+                const double p = t + 2.0 * (hash01(c + 7, i, j) - 0.4);
+                const bool land = c % 2 == 1 && hash01(c, i, j + 1000) < 0.3;
+                const bool nan_row = c % 2 == 1 && grid.nlat > 3 && i == 1;
+                k.truth.push_back(land || nan_row ? std::nanf("") : static_cast<float>(t));
+                k.prediction.push_back(land ? std::nanf("") : static_cast<float>(p));
+            }
+        }
+    }
+    for (std::int64_t i = 0; i < grid.nlat; ++i) {
+        for (std::int64_t j = 0; j < grid.nlon; ++j) {
+            k.region.push_back(hash01(i, j, 99) < 0.5 ? 1.0 : 0.0);
+        }
+    }
+    return k;
+}
+
+// ---- plain-loop references, double precision, straight from DESIGN §3 ----
+
+double ref_weighted_mean(const Case& k, const std::vector<float>& x, std::int64_t c,
+                         const std::vector<double>* region = nullptr) {
+    double s = 0.0;
+    double w = 0.0;
+    for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+        for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+            const double a = k.weights[static_cast<std::size_t>(i)] *
+                             (region ? (*region)[static_cast<std::size_t>(i * k.grid.nlon + j)] : 1.0);
+            w += a;
+            if (a != 0.0) {
+                s += a * x[static_cast<std::size_t>(k.index(c, i, j))];
+            }
+        }
+    }
+    return s / w;
+}
+
+double ref_nanmean(const Case& k, const std::vector<double>& x, std::int64_t c) {
+    double s = 0.0;
+    double w = 0.0;
+    for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+        for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+            const double v = x[static_cast<std::size_t>(k.index(c, i, j))];
+            const double a = k.weights[static_cast<std::size_t>(i)];
+            if (!std::isnan(v) && a != 0.0) {
+                s += a * v;
+                w += a;
+            }
+        }
+    }
+    return w > 0 ? s / w : nan;
+}
+
+// numpy.gradient semantics on the global field, in double.
+std::vector<double> ref_gradient_magnitude(const Case& k, const std::vector<float>& x, bool periodic_lon) {
+    const auto nlat = k.grid.nlat;
+    const auto nlon = k.grid.nlon;
+    std::vector<double> out(x.size());
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        auto at = [&](std::int64_t i, std::int64_t j) {
+            return static_cast<double>(x[static_cast<std::size_t>(k.index(c, i, j))]);
+        };
+        for (std::int64_t i = 0; i < nlat; ++i) {
+            for (std::int64_t j = 0; j < nlon; ++j) {
+                const double gy = i == 0          ? at(1, j) - at(0, j)
+                                  : i == nlat - 1 ? at(i, j) - at(i - 1, j)
+                                                  : (at(i + 1, j) - at(i - 1, j)) / 2.0;
+                double gx = 0.0;
+                if (periodic_lon) {
+                    gx = (at(i, (j + 1) % nlon) - at(i, (j + nlon - 1) % nlon)) / 2.0;
+                } else {
+                    gx = j == 0          ? at(i, 1) - at(i, 0)
+                         : j == nlon - 1 ? at(i, j) - at(i, j - 1)
+                                         : (at(i, j + 1) - at(i, j - 1)) / 2.0;
+                }
+                out[static_cast<std::size_t>(k.index(c, i, j))] = std::sqrt(gy * gy + gx * gx);
+            }
+        }
+    }
+    return out;
+}
+
+void expect_close(double got, double expected, const std::string& what) {
+    if (std::isnan(expected)) {
+        EXPECT_TRUE(std::isnan(got)) << what << ": got " << got << ", expected NaN";
+        return;
+    }
+    EXPECT_NEAR(got, expected, 1e-12 * std::max(1.0, std::abs(expected))) << what;
+}
+
+// Bit-identical, NaN matching NaN.
+void expect_identical(const std::vector<double>& got, const std::vector<double>& expected, const std::string& what) {
+    ASSERT_EQ(got.size(), expected.size()) << what;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        if (std::isnan(expected[k])) {
+            EXPECT_TRUE(std::isnan(got[k])) << what << "[" << k << "]";
+        } else {
+            EXPECT_EQ(std::memcmp(&got[k], &expected[k], sizeof(double)), 0)
+                << what << "[" << k << "]: " << got[k] << " vs " << expected[k];
+        }
+    }
+}
+
+// The shard of a global (planes, nlat, nlon) field for `box`.
+template <class T>
+std::vector<T> shard_of(const std::vector<T>& global, const GridShape& grid, const Box& box, std::int64_t planes) {
+    std::vector<T> out;
+    for (std::int64_t c = 0; c < planes; ++c) {
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            const auto row = global.begin() + (c * grid.nlat + i) * grid.nlon;
+            out.insert(out.end(), row + box.lon.begin, row + box.lon.end);
+        }
+    }
+    return out;
+}
+
+// Runs `metric` on this rank's shards and on the whole field in this process alone; returns both.
+struct Both {
+    std::vector<double> distributed;
+    std::vector<double> serial;
+};
+
+using Metric = std::function<std::vector<double>(const ShardedGrid&, const Case&, const Box&)>;
+
+Both run_both(const ProcessMesh& mesh, const ProcessMesh& alone, const Case& k, SplitRule rule, const Metric& metric) {
+    const ShardedGrid distributed(mesh, k.grid, rule);
+    const ShardedGrid serial(alone, k.grid, rule);
+    return {metric(distributed, k, distributed.box()), metric(serial, k, serial.box())};
+}
+
+std::vector<GridShape> metric_grids(const MeshShape& mesh, SplitRule rule) {
+    std::vector<GridShape> grids = mpitest::test_grids(mesh, rule);
+    grids.push_back({std::max<std::int64_t>(mesh.lat, 2) * 2 + 3, 2});  // nlon of 2
+    grids.push_back({2, std::max<std::int64_t>(mesh.lon, 2) + 5});      // nlat of 2
+    grids.push_back({29, 41});
+    std::erase_if(grids, [&](const GridShape& g) {
+        return g.nlat < 2 || g.nlon < 2 || (rule == SplitRule::balanced && (g.nlat < mesh.lat || g.nlon < mesh.lon));
+    });
+    return grids;
+}
+
+class Metrics : public ::testing::Test {
+  protected:
+    ProcessMesh mesh = mpitest::make_mesh();
+    ProcessMesh alone{Communicator::borrow(MPI_COMM_SELF), {1, 1, 1}};
+
+    // For every grid and split rule: distributed == serial bit for bit, and serial == reference.
+    void check(
+        const std::string& name, std::int64_t channels, bool needs_halo, const Metric& metric,
+        const std::function<std::vector<double>(const Case&, const std::vector<double>& serial_result)>& reference) {
+        int cases = 0;
+        for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+            for (const GridShape& grid : metric_grids(mesh.shape(), rule)) {
+                const std::string what = name + " grid " + std::to_string(grid.nlat) + "x" + std::to_string(grid.nlon) +
+                                         " " + std::string(to_string(rule));
+                if (needs_halo && Decomposition(grid, mesh.shape(), rule).has_empty_box()) {
+                    EXPECT_THROW((void)run_both(mesh, alone, make_case(grid, channels), rule, metric), ArgumentError)
+                        << what;
+                    continue;
+                }
+                const Case k = make_case(grid, channels);
+                const Both both = run_both(mesh, alone, k, rule, metric);
+                expect_identical(both.distributed, both.serial, what + " distributed vs serial");
+                const std::vector<double> expected = reference(k, both.serial);
+                ASSERT_EQ(expected.size(), both.serial.size()) << what;
+                for (std::size_t c = 0; c < expected.size(); ++c) {
+                    expect_close(both.serial[c], expected[c], what + " [" + std::to_string(c) + "] vs reference");
+                }
+                ++cases;
+            }
+        }
+        EXPECT_GT(cases, 0);
+    }
+};
+
+Weights row_weights(const Case& k, const Box& box, std::vector<double>& storage) {
+    storage.assign(k.weights.begin() + box.lat.begin, k.weights.begin() + box.lat.end);
+    return {storage, false};
+}
+
+TEST_F(Metrics, WeightedSumAndMean) {
+    check(
+        "weighted_sum", 3, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto x = shard_of(k.truth, k.grid, box, k.channels);
+            return weighted_sum<float>(g, {x, k.channels}, row_weights(k, box, w));
+        },
+        [](const Case& k, const std::vector<double>&) {
+            std::vector<double> out;
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                out.push_back(ref_weighted_mean(k, k.truth, c));  // sum(a) == 1
+            }
+            return out;
+        });
+    check(
+        "weighted_mean", 3, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto x = shard_of(k.prediction, k.grid, box, k.channels);
+            return weighted_mean<float>(g, {x, k.channels}, row_weights(k, box, w));
+        },
+        [](const Case& k, const std::vector<double>&) {
+            std::vector<double> out;
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                out.push_back(ref_weighted_mean(k, k.prediction, c));
+            }
+            return out;
+        });
+}
+
+TEST_F(Metrics, NanMeanStdAndRegional) {
+    check(
+        "weighted_nanmean", 4, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto x = shard_of(k.truth, k.grid, box, k.channels);
+            return weighted_nanmean<float>(g, {x, k.channels}, row_weights(k, box, w));
+        },
+        [](const Case& k, const std::vector<double>&) {
+            std::vector<double> out;
+            const std::vector<double> x(k.truth.begin(), k.truth.end());
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                out.push_back(ref_nanmean(k, x, c));
+            }
+            return out;
+        });
+    check(
+        "weighted_std", 2, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto x = shard_of(k.prediction, k.grid, box, k.channels);
+            return weighted_std<float>(g, {x, k.channels}, row_weights(k, box, w));
+        },
+        [](const Case& k, const std::vector<double>&) {
+            std::vector<double> out;
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                const double mean = ref_weighted_mean(k, k.prediction, c);
+                std::vector<float> squared;
+                double s = 0.0;
+                double w = 0.0;
+                for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                    for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                        const double a = k.weights[static_cast<std::size_t>(i)];
+                        const double d = k.prediction[static_cast<std::size_t>(k.index(c, i, j))] - mean;
+                        w += a;
+                        s += a == 0 ? 0.0 : a * d * d;
+                    }
+                }
+                out.push_back(std::sqrt(s / w));
+            }
+            return out;
+        });
+    check(
+        "regional_weighted_mean", 1, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto x = shard_of(k.truth, k.grid, box, k.channels);
+            const auto region = shard_of(k.region, k.grid, box, 1);
+            return regional_weighted_mean<float>(g, {x, k.channels}, row_weights(k, box, w), region);
+        },
+        [](const Case& k, const std::vector<double>&) {
+            return std::vector<double>{ref_weighted_mean(k, k.truth, 0, &k.region)};
+        });
+}
+
+TEST_F(Metrics, BiasAndRmse) {
+    auto pair_reference = [](bool root_mean_square) {
+        return [root_mean_square](const Case& k, const std::vector<double>&) {
+            std::vector<double> out;
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                double s = 0.0;
+                double w = 0.0;
+                for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                    for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                        const double a = k.weights[static_cast<std::size_t>(i)];
+                        const auto n = static_cast<std::size_t>(k.index(c, i, j));
+                        const double d = static_cast<double>(k.prediction[n]) - static_cast<double>(k.truth[n]);
+                        w += a;
+                        s += a == 0 ? 0.0 : a * (root_mean_square ? d * d : d);
+                    }
+                }
+                out.push_back(root_mean_square ? std::sqrt(s / w) : s / w);
+            }
+            return out;
+        };
+    };
+    check(
+        "bias", 2, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto t = shard_of(k.truth, k.grid, box, k.channels);
+            const auto p = shard_of(k.prediction, k.grid, box, k.channels);
+            return bias<float>(g, {t, k.channels}, {p, k.channels}, row_weights(k, box, w));
+        },
+        pair_reference(false));
+    check(
+        "rmse", 2, false,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto t = shard_of(k.truth, k.grid, box, k.channels);
+            const auto p = shard_of(k.prediction, k.grid, box, k.channels);
+            return rmse<float>(g, {t, k.channels}, {p, k.channels}, row_weights(k, box, w));
+        },
+        pair_reference(true));
+}
+
+TEST_F(Metrics, ZonalMeanOverTheLonGroup) {
+    // The distributed result holds this rank's rows; compare it with the serial rows of this box.
+    for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+        for (const GridShape& grid : metric_grids(mesh.shape(), rule)) {
+            const Case k = make_case(grid, 2);
+            const ShardedGrid distributed(mesh, grid, rule);
+            const ShardedGrid serial(alone, grid, rule);
+            const Box& box = distributed.box();
+            const auto x = shard_of(k.truth, grid, box, 2);
+            const auto got = zonal_mean<float>(distributed, {x, 2});
+            const auto whole = zonal_mean<float>(serial, {std::span<const float>(k.truth), 2});
+            std::vector<double> expected;
+            std::vector<double> reference;
+            for (std::int64_t c = 0; c < 2; ++c) {
+                for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                    expected.push_back(whole[static_cast<std::size_t>(c * grid.nlat + i)]);
+                    double s = 0.0;
+                    std::int64_t n = 0;
+                    for (std::int64_t j = 0; j < grid.nlon; ++j) {
+                        const double v = k.truth[static_cast<std::size_t>(k.index(c, i, j))];
+                        s += std::isnan(v) ? 0.0 : v;
+                        n += std::isnan(v) ? 0 : 1;
+                    }
+                    reference.push_back(n > 0 ? s / static_cast<double>(n) : nan);
+                }
+            }
+            expect_identical(got, expected, "zonal_mean distributed vs serial");
+            for (std::size_t r = 0; r < reference.size(); ++r) {
+                expect_close(got[r], reference[r], "zonal_mean vs reference");
+            }
+        }
+    }
+}
+
+TEST_F(Metrics, GradientMagnitudePointwise) {
+    for (bool periodic : {false, true}) {
+        for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+            for (const GridShape& grid : metric_grids(mesh.shape(), rule)) {
+                if (Decomposition(grid, mesh.shape(), rule).has_empty_box()) {
+                    continue;
+                }
+                const Case k = make_case(grid, 2);
+                const ShardedGrid distributed(mesh, grid, rule);
+                const Box& box = distributed.box();
+                const auto x = shard_of(k.truth, grid, box, 2);
+                const auto got = gradient_magnitude<float>(distributed, {x, 2}, {.periodic_lon = periodic});
+                const auto reference = ref_gradient_magnitude(k, k.truth, periodic);
+                const auto expected = shard_of(reference, grid, box, 2);
+                // Each value is one IEEE expression of the same inputs: identical, not merely close.
+                expect_identical(got, expected,
+                                 "gradient_magnitude " + std::to_string(grid.nlat) + "x" + std::to_string(grid.nlon) +
+                                     (periodic ? " periodic" : ""));
+            }
+        }
+    }
+}
+
+TEST_F(Metrics, GradientMeansAndPercentDiff) {
+    check(
+        "weighted_mean_gradient_magnitude", 2, true,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto x = shard_of(k.truth, k.grid, box, k.channels);
+            return weighted_mean_gradient_magnitude<float>(g, {x, k.channels}, row_weights(k, box, w));
+        },
+        [](const Case& k, const std::vector<double>&) {
+            const auto g = ref_gradient_magnitude(k, k.truth, false);
+            return std::vector<double>{ref_nanmean(k, g, 0), ref_nanmean(k, g, 1)};
+        });
+    check(
+        "gradient_magnitude_percent_diff", 2, true,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto t = shard_of(k.truth, k.grid, box, k.channels);
+            const auto p = shard_of(k.prediction, k.grid, box, k.channels);
+            return gradient_magnitude_percent_diff<float>(g, {t, k.channels}, {p, k.channels}, row_weights(k, box, w),
+                                                          {.periodic_lon = true});
+        },
+        [](const Case& k, const std::vector<double>&) {
+            const auto gt = ref_gradient_magnitude(k, k.truth, true);
+            const auto gp = ref_gradient_magnitude(k, k.prediction, true);
+            std::vector<double> out;
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                out.push_back(100.0 * (ref_nanmean(k, gp, c) - ref_nanmean(k, gt, c)) / ref_nanmean(k, gt, c));
+            }
+            return out;
+        });
+}
+
+TEST_F(Metrics, TimeMeanMetrics) {
+    // 3 steps of 2 channels: planes (time, channel); channel 1 has NaN, so its results are NaN.
+    constexpr std::int64_t ntime = 3;
+    constexpr std::int64_t channels = 2;
+    auto reference = [](bool root_mean_square) {
+        return [root_mean_square](const Case& k, const std::vector<double>&) {
+            std::vector<double> out;
+            for (std::int64_t c = 0; c < channels; ++c) {
+                double s = 0.0;
+                double w = 0.0;
+                for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                    for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                        double tm = 0.0;
+                        double pm = 0.0;
+                        for (std::int64_t step = 0; step < ntime; ++step) {
+                            const auto n = static_cast<std::size_t>(k.index(step * channels + c, i, j));
+                            tm += k.truth[n];
+                            pm += k.prediction[n];
+                        }
+                        const double d = pm / ntime - tm / ntime;
+                        const double a = k.weights[static_cast<std::size_t>(i)];
+                        w += a;
+                        s += a == 0 ? 0.0 : a * (root_mean_square ? d * d : d);
+                    }
+                }
+                out.push_back(root_mean_square ? std::sqrt(s / w) : s / w);
+            }
+            return out;
+        };
+    };
+    auto metric = [](bool root_mean_square) {
+        return [root_mean_square](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto t = shard_of(k.truth, k.grid, box, k.channels);
+            const auto p = shard_of(k.prediction, k.grid, box, k.channels);
+            return root_mean_square
+                       ? rmse_of_time_mean<float>(g, {t, k.channels}, {p, k.channels}, ntime, row_weights(k, box, w))
+                       : time_and_global_mean_bias<float>(g, {t, k.channels}, {p, k.channels}, ntime,
+                                                          row_weights(k, box, w));
+        };
+    };
+    check("rmse_of_time_mean", ntime * channels, false, metric(true), reference(true));
+    check("time_and_global_mean_bias", ntime * channels, false, metric(false), reference(false));
+}
+
+TEST_F(Metrics, FusedEvaluationMatchesItsDefinitions) {
+    check(
+        "evaluate", 2, true,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto t = shard_of(k.truth, k.grid, box, k.channels);
+            const auto p = shard_of(k.prediction, k.grid, box, k.channels);
+            Evaluator evaluator(g, k.channels, row_weights(k, box, w));
+            const Scores s = evaluator.evaluate<float>({t, k.channels}, {p, k.channels});
+            const Scores again = evaluator.evaluate<float>({t, k.channels}, {p, k.channels});
+            EXPECT_EQ(s.rmse, again.rmse);  // reusable
+            std::vector<double> all;
+            for (const auto* v :
+                 {&s.mean_truth, &s.mean_pred, &s.bias, &s.rmse, &s.std_truth, &s.std_pred, &s.grad_mag_percent_diff}) {
+                all.insert(all.end(), v->begin(), v->end());
+            }
+            return all;
+        },
+        [](const Case& k, const std::vector<double>&) {
+            std::vector<std::vector<double>> scores(7);
+            const auto gt = ref_gradient_magnitude(k, k.truth, false);
+            const auto gp = ref_gradient_magnitude(k, k.prediction, false);
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                double w = 0, st = 0, sp = 0, sd = 0, sdd = 0;
+                for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                    for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                        const auto n = static_cast<std::size_t>(k.index(c, i, j));
+                        const double a = k.weights[static_cast<std::size_t>(i)];
+                        const double t = k.truth[n];
+                        const double p = k.prediction[n];
+                        if (a == 0 || !std::isfinite(t) || !std::isfinite(p)) {
+                            continue;
+                        }
+                        w += a;
+                        st += a * t;
+                        sp += a * p;
+                        sd += a * (p - t);
+                        sdd += a * (p - t) * (p - t);
+                    }
+                }
+                const double mt = st / w;
+                const double mp = sp / w;
+                double vt = 0, vp = 0;
+                for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                    for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                        const auto n = static_cast<std::size_t>(k.index(c, i, j));
+                        const double a = k.weights[static_cast<std::size_t>(i)];
+                        const double t = k.truth[n];
+                        const double p = k.prediction[n];
+                        if (a == 0 || !std::isfinite(t) || !std::isfinite(p)) {
+                            continue;
+                        }
+                        vt += a * (t - mt) * (t - mt);
+                        vp += a * (p - mp) * (p - mp);
+                    }
+                }
+                scores[0].push_back(mt);
+                scores[1].push_back(mp);
+                scores[2].push_back(sd / w);
+                scores[3].push_back(std::sqrt(sdd / w));
+                scores[4].push_back(std::sqrt(vt / w));
+                scores[5].push_back(std::sqrt(vp / w));
+                scores[6].push_back(100.0 * (ref_nanmean(k, gp, c) - ref_nanmean(k, gt, c)) / ref_nanmean(k, gt, c));
+            }
+            std::vector<double> all;
+            for (const auto& v : scores) {
+                all.insert(all.end(), v.begin(), v.end());
+            }
+            return all;
+        });
+}
+
+TEST_F(Metrics, FastSummationIsCloseButNotPromisedIdentical) {
+    const GridShape grid{29, 41};
+    const Case k = make_case(grid, 2);
+    const ShardedGrid g(mesh, grid);
+    std::vector<double> w;
+    const auto x = shard_of(k.prediction, grid, g.box(), 2);
+    const auto fast = weighted_std<float>(g, {x, 2}, row_weights(k, g.box(), w), Summation::fast);
+    const auto exact = weighted_std<float>(g, {x, 2}, row_weights(k, g.box(), w), Summation::reproducible);
+    expect_close(fast[0], exact[0], "fast vs reproducible");
+}
+
+TEST_F(Metrics, BadArgumentsRaiseOnEveryRank) {
+    const GridShape grid{13, 11};
+    const Case k = make_case(grid, 2);
+    const ShardedGrid g(mesh, grid, SplitRule::div_up);
+    const Box& box = g.box();
+    const bool last = mesh.world().rank() == mesh.world().size() - 1;
+    const bool last_group = mesh.coords().data == mesh.shape().data - 1;  // the spatial group of the last rank
+    std::vector<double> w;
+    const Weights weights = row_weights(k, box, w);
+    const auto t = shard_of(k.truth, grid, box, 2);
+    const auto p = shard_of(k.prediction, grid, box, 2);
+    auto expect_raised_in_last_group = [&](const std::function<void()>& call, const std::string& what) {
+        if (last_group) {
+            EXPECT_THROW(call(), ArgumentError) << what;
+        } else {
+            EXPECT_NO_THROW(call()) << what;
+        }
+    };
+    // Mismatched shapes on one rank only.
+    const std::vector<float> short_p(p.begin(), p.end() - (last && !p.empty() ? 1 : 0));
+    expect_raised_in_last_group([&] { (void)rmse<float>(g, {t, 2}, {short_p, 2}, weights); }, "rmse shapes");
+    // Negative or non-finite weights on one rank only.
+    std::vector<double> bad = w;
+    if (last && !bad.empty()) {
+        bad[0] = -1.0;
+    }
+    expect_raised_in_last_group([&] { (void)weighted_mean<float>(g, {t, 2}, {bad, false}); }, "negative weight");
+    if (last && !bad.empty()) {
+        bad[0] = std::numeric_limits<double>::infinity();
+    }
+    expect_raised_in_last_group([&] { (void)weighted_nanmean<float>(g, {t, 2}, {bad, false}); }, "infinite weight");
+    // Zero total weight: every rank sees the same total.
+    const std::vector<double> zeros(w.size(), 0.0);
+    EXPECT_THROW((void)weighted_mean<float>(g, {t, 2}, {zeros, false}), ArgumentError);
+    // A gradient dim of size 1.
+    const ShardedGrid flat(alone, {1, 8});
+    const std::vector<float> row(8, 1.0F);
+    EXPECT_THROW((void)gradient_magnitude<float>(flat, {row, 1}), ArgumentError);
+    // Different channel counts for truth and prediction.
+    EXPECT_THROW((void)bias<float>(g, {t, 2}, {std::span<const float>(p).first(p.size() / 2), 1}, weights),
+                 ArgumentError);
+}
+
+}  // namespace
+}  // namespace gridshard
