@@ -1,4 +1,5 @@
-# gridshard_add_mpi_test(<target> [RANKS n...] [TIMEOUT seconds])
+# gridshard_add_mpi_test(<target> [RANKS n...] [TIMEOUT seconds] [ENVIRONMENT VAR=value...]
+#                        [FIXTURES_REQUIRED fixture])
 #
 # Registers the MPI test binary <target> once per (rank count, mesh shape): one ctest entry each,
 # named <target>.np<N>.<DxHxW>, run as `mpiexec -n N <binary> --mesh=DxHxW`. Default rank counts are
@@ -33,7 +34,7 @@ if(GRIDSHARD_SANITIZE)
 endif()
 
 function(gridshard_add_mpi_test target)
-    cmake_parse_arguments(ARG "" "TIMEOUT" "RANKS" ${ARGN})
+    cmake_parse_arguments(ARG "" "TIMEOUT;FIXTURES_REQUIRED" "RANKS;ENVIRONMENT" ${ARGN})
     if(NOT ARG_RANKS)
         set(ARG_RANKS 1 2 3 4 6 8)
     endif()
@@ -50,7 +51,10 @@ function(gridshard_add_mpi_test target)
                                  TIMEOUT ${ARG_TIMEOUT}
                                  PROCESSORS ${ranks}
                                  LABELS "mpi;np${ranks}"
-                                 ENVIRONMENT "${GRIDSHARD_MPI_TEST_ENVIRONMENT}")
+                                 ENVIRONMENT "${GRIDSHARD_MPI_TEST_ENVIRONMENT};${ARG_ENVIRONMENT}")
+            if(ARG_FIXTURES_REQUIRED)
+                set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${ARG_FIXTURES_REQUIRED})
+            endif()
         endforeach()
     endforeach()
 endfunction()

@@ -101,20 +101,22 @@ AreaWeights cell_area_weights(std::span<const double> lat_bounds_deg, std::span<
     }
     std::vector<double> lon_extent(static_cast<std::size_t>(nlon));
     for (std::int64_t j = 0; j < nlon; ++j) {
-        lon_extent[static_cast<std::size_t>(j)] =
-            std::abs(radians(lon_bounds_deg[static_cast<std::size_t>(2 * j + 1)]) -
-                     radians(lon_bounds_deg[static_cast<std::size_t>(2 * j)]));
+        lon_extent[static_cast<std::size_t>(j)] = radians(std::abs(lon_bounds_deg[static_cast<std::size_t>(2 * j + 1)] -
+                                                                   lon_bounds_deg[static_cast<std::size_t>(2 * j)]));
     }
-    const double total = exact_total(lat_extent) * exact_total(lon_extent);
+    const double lat_total = exact_total(lat_extent);
+    const double total = lat_total * exact_total(lon_extent);
     if (!(total > 0.0)) {
         throw ArgumentError("cell_area_weights: the cells have zero total area");
     }
     AreaWeights weights;
-    const bool uniform_lon =
-        std::all_of(lon_extent.begin(), lon_extent.end(), [&](double w) { return w == lon_extent.front(); });
+    // Widths equal to rounding (bounds written in decimal) count as equal: one weight per row.
+    const bool uniform_lon = std::all_of(lon_extent.begin(), lon_extent.end(), [&](double w) {
+        return std::abs(w - lon_extent.front()) <= 1e-12 * lon_extent.front();
+    });
     if (uniform_lon) {
         for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-            weights.values.push_back(lat_extent[static_cast<std::size_t>(i)] * lon_extent.front() / total);
+            weights.values.push_back(lat_extent[static_cast<std::size_t>(i)] / lat_total / static_cast<double>(nlon));
         }
         return weights;
     }

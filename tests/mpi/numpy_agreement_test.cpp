@@ -1,0 +1,110 @@
+// The 1-rank metrics against numpy (float64) on a fixture that tests/numpy/make_fixture.py writes:
+// agreement to 1e-12 relative. Run at several rank counts, the distributed results must agree too
+// (they are bit-identical to the 1-rank ones, which metrics_test checks).
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/metrics/metrics.hpp"
+#include "mpi_test_support.hpp"
+
+namespace gridshard {
+namespace {
+
+struct Fixture {
+    std::int64_t channels = 0;
+    GridShape grid;
+    std::vector<float> truth;
+    std::vector<float> prediction;
+    std::vector<double> lat_deg;
+    nlohmann::json expected;
+};
+
+Fixture load() {
+    const char* dir = std::getenv("GRIDSHARD_NUMPY_FIXTURE");
+    if (dir == nullptr) {
+        throw std::runtime_error("GRIDSHARD_NUMPY_FIXTURE must name the folder make_fixture.py wrote");
+    }
+    Fixture f;
+    std::ifstream json_file(std::string(dir) + "/expected.json");
+    f.expected = nlohmann::json::parse(json_file);
+    f.channels = f.expected["shape"][0].get<std::int64_t>();
+    f.grid = {f.expected["shape"][1].get<std::int64_t>(), f.expected["shape"][2].get<std::int64_t>()};
+    const auto n = static_cast<std::size_t>(f.channels * f.grid.nlat * f.grid.nlon);
+    f.truth.resize(n);
+    f.prediction.resize(n);
+    f.lat_deg.resize(static_cast<std::size_t>(f.grid.nlat));
+    std::ifstream bin(std::string(dir) + "/fields.bin", std::ios::binary);
+    bin.read(reinterpret_cast<char*>(f.truth.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    bin.read(reinterpret_cast<char*>(f.prediction.data()), static_cast<std::streamsize>(n * sizeof(float)));
+    bin.read(reinterpret_cast<char*>(f.lat_deg.data()),
+             static_cast<std::streamsize>(f.lat_deg.size() * sizeof(double)));
+    if (!bin) {
+        throw std::runtime_error("fields.bin is shorter than the shape in expected.json");
+    }
+    return f;
+}
+
+template <class T>
+std::vector<T> shard_of(const std::vector<T>& global, const GridShape& grid, const Box& box, std::int64_t planes) {
+    std::vector<T> out;
+    for (std::int64_t c = 0; c < planes; ++c) {
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            const auto row = global.begin() + (c * grid.nlat + i) * grid.nlon;
+            out.insert(out.end(), row + box.lon.begin, row + box.lon.end);
+        }
+    }
+    return out;
+}
+
+void expect_numpy(const std::vector<double>& got, const nlohmann::json& expected, const std::string& name) {
+    ASSERT_EQ(got.size(), expected.size()) << name;
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        if (expected[k].is_null()) {
+            EXPECT_TRUE(std::isnan(got[k])) << name << "[" << k << "] = " << got[k] << ", numpy NaN";
+            continue;
+        }
+        const double want = expected[k].get<double>();
+        EXPECT_NEAR(got[k], want, 1e-12 * std::max(1.0, std::abs(want))) << name << "[" << k << "]";
+    }
+}
+
+TEST(NumpyAgreement, EveryMetricAgreesWithNumpy) {
+    const Fixture f = load();
+    const ProcessMesh mesh = mpitest::make_mesh();
+    if (f.grid.nlat < mesh.shape().lat || f.grid.nlon < mesh.shape().lon) {
+        GTEST_SKIP() << "mesh finer than the fixture";
+    }
+    const ShardedGrid grid(mesh, f.grid);
+    const Box& box = grid.box();
+    const AreaWeights weights = cos_lat_weights(f.lat_deg, f.grid.nlon, box.lat);
+    const auto t = shard_of(f.truth, f.grid, box, f.channels);
+    const auto p = shard_of(f.prediction, f.grid, box, f.channels);
+    const FieldShard<float> truth{t, f.channels};
+    const FieldShard<float> prediction{p, f.channels};
+    expect_numpy(weighted_mean<float>(grid, truth, weights.view()), f.expected["weighted_mean"], "weighted_mean");
+    expect_numpy(weighted_nanmean<float>(grid, truth, weights.view()), f.expected["weighted_nanmean"],
+                 "weighted_nanmean");
+    expect_numpy(weighted_std<float>(grid, truth, weights.view()), f.expected["weighted_std"], "weighted_std");
+    expect_numpy(bias<float>(grid, truth, prediction, weights.view()), f.expected["bias"], "bias");
+    expect_numpy(rmse<float>(grid, truth, prediction, weights.view()), f.expected["rmse"], "rmse");
+    expect_numpy(gradient_magnitude_percent_diff<float>(grid, truth, prediction, weights.view()),
+                 f.expected["grad_mag_percent_diff"], "grad_mag_percent_diff");
+    // Zonal means: this rank's rows of numpy's (channels, nlat).
+    nlohmann::json zonal = nlohmann::json::array();
+    for (std::int64_t c = 0; c < f.channels; ++c) {
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            zonal.push_back(f.expected["zonal_mean"][static_cast<std::size_t>(c * f.grid.nlat + i)]);
+        }
+    }
+    expect_numpy(zonal_mean<float>(grid, truth), zonal, "zonal_mean");
+}
+
+}  // namespace
+}  // namespace gridshard
