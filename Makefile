@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast test-asan format format-check clean
+.PHONY: all deps build demo test test-fast test-asan bench format format-check clean
 
 all: build
 
@@ -15,11 +15,15 @@ deps:
 
 build: deps
 	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(BUILD_DIR) -j $(JOBS)
+	@cmake --build $(BUILD_DIR) -j $(JOBS) -- --no-print-directory
 
-# The main job: the decomposition of the 0.25-degree grid over a 4-rank 1x2x2 mesh.
+# The main job: `gridshard eval` on the built-in case (721 x 1440, 4 steps, 3 variables) over 4 ranks on a
+# 1x2x2 mesh. Open MPI needs --oversubscribe on machines with fewer cores, and consent to run as root.
+MPIEXEC ?= mpirun
+MPIEXEC_FLAGS ?= --oversubscribe
 demo: build
-	$(BUILD_DIR)/bin/gridshard decompose --nlat 721 --nlon 1440 --mesh 1x2x2
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 1x2x2
 
 # The whole suite: formatting, the release build's tests, then the sanitizer build's tests.
 test: format-check test-fast test-asan
@@ -29,8 +33,12 @@ test-fast: build
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(ASAN_DIR) -j $(JOBS)
+	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
 	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
+
+# Benchmarks of the hot paths: prints a table and writes $(BUILD_DIR)/bench/results.json (docs/performance.md).
+bench: build
+	/usr/bin/python3 bench/run_bench.py --build-dir $(BUILD_DIR)
 
 format:
 	@git ls-files --cached --others --exclude-standard '*.hpp' '*.cpp' | xargs clang-format -i

@@ -16,4 +16,7 @@ using Runner = std::function<int()>;
 /// `gridshard decompose`: prints how a grid splits over a mesh. Makes no MPI calls.
 Runner add_decompose_command(CLI::App& app);
 
+/// `gridshard eval`: scores a prediction against the truth over MPI (see eval_command.cpp).
+Runner add_eval_command(CLI::App& app);
+
 }  // namespace gridshard::cli

@@ -16,6 +16,7 @@ int run(int argc, char** argv) {
     CLI::App app{"gridshard: metrics of global lat-lon fields split over an MPI process mesh"};
     app.require_subcommand(1);
     gridshard::cli::Runner decompose = gridshard::cli::add_decompose_command(app);
+    gridshard::cli::Runner eval = gridshard::cli::add_eval_command(app);
 
     try {
         app.parse(argc, argv);
@@ -31,6 +32,9 @@ int run(int argc, char** argv) {
     try {
         if (app.got_subcommand("decompose")) {
             return decompose();
+        }
+        if (app.got_subcommand("eval")) {
+            return eval();
         }
     } catch (const gridshard::ArgumentError& error) {
         std::cerr << "gridshard: error: " << error.what() << "\n";

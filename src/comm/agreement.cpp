@@ -6,6 +6,14 @@
 #include "gridshard/comm/mpi_check.hpp"
 #include "gridshard/core/error.hpp"
 
+namespace gridshard {
+
+void check_collectively(const Communicator& comm, const std::string& local_error) {
+    detail::agree_or_throw(comm, local_error);
+}
+
+}  // namespace gridshard
+
 namespace gridshard::detail {
 namespace {
 

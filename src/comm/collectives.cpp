@@ -127,6 +127,17 @@ void reduce_max(const ProcessMesh& mesh, std::span<T> values) {
 }
 
 template <class T>
+std::vector<T> allgather_data(const ProcessMesh& mesh, std::span<const T> values) {
+    const Communicator& data = mesh.data();
+    const auto n = static_cast<std::int64_t>(values.size());
+    detail::agree_or_throw(data, "", {n}, "allgather_data length");
+    std::vector<T> all(values.size() * static_cast<std::size_t>(data.size()));
+    GRIDSHARD_MPI(MPI_Allgather, values.data(), as_count(n, "allgather_data"), detail::mpi_datatype<T>(), all.data(),
+                  as_count(n, "allgather_data"), detail::mpi_datatype<T>(), data.native());
+    return all;
+}
+
+template <class T>
 void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values) {
     allreduce_in_place(mesh.spatial(), values, MPI_SUM);
 }
@@ -276,6 +287,7 @@ std::vector<T> scatter_spatial_from_root(const ProcessMesh& mesh, const Decompos
     template void reduce_min<T>(const ProcessMesh&, std::span<T>);                                                     \
     template void reduce_max<T>(const ProcessMesh&, std::span<T>);                                                     \
     template void spatial_reduce_sum<T>(const ProcessMesh&, std::span<T>);                                             \
+    template std::vector<T> allgather_data<T>(const ProcessMesh&, std::span<const T>);                                 \
     template void broadcast_spatial<T>(const ProcessMesh&, std::span<T>);                                              \
     template std::vector<T> gather_spatial<T>(const ProcessMesh&, const Decomposition&, std::span<const T>,            \
                                               std::int64_t);                                                           \

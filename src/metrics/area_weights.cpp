@@ -1,6 +1,7 @@
 #include "gridshard/metrics/area_weights.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <numbers>
 #include <string>
@@ -43,7 +44,33 @@ double exact_total(std::span<const double> values) {
     return sum.to_double();
 }
 
+// The unit vector at (lat, lon) in degrees.
+std::array<double, 3> unit_vector(double lat_deg, double lon_deg) {
+    const double lat = radians(lat_deg);
+    const double lon = radians(lon_deg);
+    return {std::cos(lat) * std::cos(lon), std::cos(lat) * std::sin(lon), std::sin(lat)};
+}
+
+double dot(const std::array<double, 3>& a, const std::array<double, 3>& b) {
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2];
+}
+
+// The area (steradians) of the spherical triangle abc with great-circle sides (Van Oosterom and
+// Strackee 1983): tan(E/2) = |a.(b x c)| / (1 + a.b + b.c + c.a).
+double triangle_area(const std::array<double, 3>& a, const std::array<double, 3>& b, const std::array<double, 3>& c) {
+    const std::array<double, 3> bxc = {b[1] * c[2] - b[2] * c[1], b[2] * c[0] - b[0] * c[2], b[0] * c[1] - b[1] * c[0]};
+    return 2.0 * std::atan2(std::abs(dot(a, bxc)), 1.0 + dot(a, b) + dot(b, c) + dot(c, a));
+}
+
 }  // namespace
+
+double spherical_cell_area(double south_deg, double north_deg, double west_deg, double east_deg) {
+    const auto sw = unit_vector(south_deg, west_deg);
+    const auto se = unit_vector(south_deg, east_deg);
+    const auto ne = unit_vector(north_deg, east_deg);
+    const auto nw = unit_vector(north_deg, west_deg);
+    return triangle_area(sw, se, ne) + triangle_area(sw, ne, nw);
+}
 
 AreaWeights slice_weights(std::span<const double> global, const GridShape& grid, const Box& box) {
     AreaWeights weights;
@@ -93,38 +120,59 @@ AreaWeights cell_area_weights(std::span<const double> lat_bounds_deg, std::span<
         throw ArgumentError("cell_area_weights: box exceeds the " + std::to_string(nlat) + " x " +
                             std::to_string(nlon) + " cells of the bounds");
     }
-    std::vector<double> lat_extent(static_cast<std::size_t>(nlat));
-    for (std::int64_t i = 0; i < nlat; ++i) {
-        const double a = std::clamp(lat_bounds_deg[static_cast<std::size_t>(2 * i)], -90.0, 90.0);
-        const double b = std::clamp(lat_bounds_deg[static_cast<std::size_t>(2 * i + 1)], -90.0, 90.0);
-        lat_extent[static_cast<std::size_t>(i)] = std::abs(std::sin(radians(b)) - std::sin(radians(a)));
-    }
-    std::vector<double> lon_extent(static_cast<std::size_t>(nlon));
+    auto lat_edges = [&](std::int64_t i) {
+        return std::pair{std::clamp(lat_bounds_deg[static_cast<std::size_t>(2 * i)], -90.0, 90.0),
+                         std::clamp(lat_bounds_deg[static_cast<std::size_t>(2 * i + 1)], -90.0, 90.0)};
+    };
+    auto lon_edges = [&](std::int64_t j) {
+        return std::pair{lon_bounds_deg[static_cast<std::size_t>(2 * j)],
+                         lon_bounds_deg[static_cast<std::size_t>(2 * j + 1)]};
+    };
+    std::vector<double> lon_width(static_cast<std::size_t>(nlon));
     for (std::int64_t j = 0; j < nlon; ++j) {
-        lon_extent[static_cast<std::size_t>(j)] = radians(std::abs(lon_bounds_deg[static_cast<std::size_t>(2 * j + 1)] -
-                                                                   lon_bounds_deg[static_cast<std::size_t>(2 * j)]));
+        const auto [west, east] = lon_edges(j);
+        lon_width[static_cast<std::size_t>(j)] = std::abs(east - west);
     }
-    const double lat_total = exact_total(lat_extent);
-    const double total = lat_total * exact_total(lon_extent);
-    if (!(total > 0.0)) {
-        throw ArgumentError("cell_area_weights: the cells have zero total area");
-    }
+    // Widths equal to rounding (bounds written in decimal) count as equal: one weight per row, and the
+    // grid's total is nlon times a column's, computed from the rows alone.
+    const double width = lon_width.front();
+    const bool uniform_lon =
+        std::all_of(lon_width.begin(), lon_width.end(), [&](double w) { return std::abs(w - width) <= 1e-12 * width; });
     AreaWeights weights;
-    // Widths equal to rounding (bounds written in decimal) count as equal: one weight per row.
-    const bool uniform_lon = std::all_of(lon_extent.begin(), lon_extent.end(), [&](double w) {
-        return std::abs(w - lon_extent.front()) <= 1e-12 * lon_extent.front();
-    });
     if (uniform_lon) {
+        std::vector<double> row_area(static_cast<std::size_t>(nlat));
+        for (std::int64_t i = 0; i < nlat; ++i) {
+            const auto [south, north] = lat_edges(i);
+            row_area[static_cast<std::size_t>(i)] = spherical_cell_area(south, north, 0.0, width);
+        }
+        const double total = exact_total(row_area) * static_cast<double>(nlon);
+        if (!(total > 0.0)) {
+            throw ArgumentError("cell_area_weights: the cells have zero total area");
+        }
         for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-            weights.values.push_back(lat_extent[static_cast<std::size_t>(i)] / lat_total / static_cast<double>(nlon));
+            weights.values.push_back(row_area[static_cast<std::size_t>(i)] / total);
         }
         return weights;
     }
+    // Uneven longitudes: every cell's own area; the total needs every cell (computed, not stored).
+    ExactSum total_sum;
+    for (std::int64_t i = 0; i < nlat; ++i) {
+        const auto [south, north] = lat_edges(i);
+        for (std::int64_t j = 0; j < nlon; ++j) {
+            const auto [west, east] = lon_edges(j);
+            total_sum.add(spherical_cell_area(south, north, west, east));
+        }
+    }
+    const double total = total_sum.to_double();
+    if (!(total > 0.0)) {
+        throw ArgumentError("cell_area_weights: the cells have zero total area");
+    }
     weights.per_point = true;
     for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+        const auto [south, north] = lat_edges(i);
         for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
-            weights.values.push_back(lat_extent[static_cast<std::size_t>(i)] * lon_extent[static_cast<std::size_t>(j)] /
-                                     total);
+            const auto [west, east] = lon_edges(j);
+            weights.values.push_back(spherical_cell_area(south, north, west, east) / total);
         }
     }
     return weights;

@@ -45,6 +45,80 @@ enum Row : int {
     row_count,
 };
 
+// The per-point terms of one row into the scratch rows; returns how many points are valid (finite in
+// both fields, and of non-zero weight). With per-point weights every term is weighted here and the
+// weights of the valid points are stored; with per-row weights the row's weight multiplies the sums
+// later and the valid points are only counted. Pointers are hoisted and marked unaliased so it vectorises.
+template <bool per_point, class T>
+std::int64_t fill_point_terms(const T* truth, const T* prediction, const double* weights, std::int64_t n,
+                              detail::Scratch& rows) {
+    double* __restrict out_truth = rows[masked_truth];
+    double* __restrict out_prediction = rows[masked_prediction];
+    double* __restrict out_truth_square = rows[truth_square];
+    double* __restrict out_prediction_square = rows[prediction_square];
+    double* __restrict out_difference_square = rows[difference_square];
+    double* __restrict out_weight = rows[valid_points];
+    std::int64_t valid_count = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const double a = per_point ? weights[j] : 1.0;
+        const double tv = static_cast<double>(truth[j]);
+        const double pv = static_cast<double>(prediction[j]);
+        const bool valid = ((tv - tv) == 0.0) & ((pv - pv) == 0.0) & (a != 0.0);  // finite in both
+        const double mt = valid ? tv : 0.0;
+        const double mp = valid ? pv : 0.0;
+        const double d = mp - mt;
+        out_truth[j] = a * mt;
+        out_prediction[j] = a * mp;
+        out_truth_square[j] = a * (mt * mt);
+        out_prediction_square[j] = a * (mp * mp);
+        out_difference_square[j] = a * (d * d);
+        if constexpr (per_point) {
+            out_weight[j] = valid ? a : 0.0;
+        }
+        valid_count += valid ? 1 : 0;
+    }
+    return valid_count;
+}
+
+// Masks and weights the gradient magnitudes of one row in place (NaN where a neighbour is NaN); returns
+// how many points of truth and of prediction have a magnitude.
+template <bool per_point>
+std::pair<std::int64_t, std::int64_t> fill_gradient_terms(const double* weights, std::int64_t n,
+                                                          detail::Scratch& rows) {
+    double* __restrict truth = rows[truth_magnitude];
+    double* __restrict prediction = rows[prediction_magnitude];
+    double* __restrict truth_weight = rows[truth_magnitude_weight];
+    double* __restrict prediction_weight = rows[prediction_magnitude_weight];
+    std::int64_t truth_count = 0;
+    std::int64_t prediction_count = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const double a = per_point ? weights[j] : 1.0;
+        const double gt = truth[j];
+        const double gp = prediction[j];
+        const bool truth_ok = (gt == gt) & (a != 0.0);
+        const bool prediction_ok = (gp == gp) & (a != 0.0);
+        truth[j] = truth_ok ? a * gt : 0.0;
+        prediction[j] = prediction_ok ? a * gp : 0.0;
+        if constexpr (per_point) {
+            truth_weight[j] = truth_ok ? a : 0.0;
+            prediction_weight[j] = prediction_ok ? a : 0.0;
+        }
+        truth_count += truth_ok ? 1 : 0;
+        prediction_count += prediction_ok ? 1 : 0;
+    }
+    return {truth_count, prediction_count};
+}
+
+// Adds the weight of a row's valid points: the stored weights (per point) or count x row weight.
+void add_weight(detail::PartialSums& sums, std::int64_t slot_index, const double* stored, std::int64_t n, double factor,
+                const double* point_weights, std::int64_t count) {
+    if (point_weights != nullptr) {
+        sums.add_row(slot_index, stored, n, factor);
+    } else {
+        sums.add_count(slot_index, factor, count);
+    }
+}
+
 }  // namespace
 
 Evaluator::Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights weights, EvaluationOptions options)
@@ -124,22 +198,10 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
                 if (factor == 0.0) {
                     continue;  // NaNs under zero weight vanish
                 }
-                for (std::int64_t j = 0; j < cols; ++j) {
-                    const double a = point_weights != nullptr ? point_weights[j] : 1.0;
-                    const double tv = static_cast<double>(t[j]);
-                    const double pv = static_cast<double>(p[j]);
-                    const bool valid = (tv - tv) == 0.0 && (pv - pv) == 0.0 && a != 0.0;  // finite in both
-                    const double mt = valid ? tv : 0.0;
-                    const double mp = valid ? pv : 0.0;
-                    const double d = mp - mt;
-                    rows[masked_truth][j] = a * mt;
-                    rows[masked_prediction][j] = a * mp;
-                    rows[truth_square][j] = a * (mt * mt);
-                    rows[prediction_square][j] = a * (mp * mp);
-                    rows[difference_square][j] = a * (d * d);
-                    rows[valid_points][j] = valid ? a : 0.0;
-                }
-                sums.add_row(slot(c, valid_weight), rows[valid_points], cols, factor);
+                const std::int64_t valid = point_weights != nullptr
+                                               ? fill_point_terms<true>(t, p, point_weights, cols, rows)
+                                               : fill_point_terms<false>(t, p, point_weights, cols, rows);
+                add_weight(sums, slot(c, valid_weight), rows[valid_points], cols, factor, point_weights, valid);
                 sums.add_row(slot(c, truth_sum), rows[masked_truth], cols, factor);
                 sums.add_row(slot(c, prediction_sum), rows[masked_prediction], cols, factor);
                 sums.add_row(slot(c, truth_squares), rows[truth_square], cols, factor);
@@ -150,21 +212,15 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
                 }
                 truth_gradient_rows->row(c, i, rows[truth_magnitude]);
                 prediction_gradient_rows->row(c, i, rows[prediction_magnitude]);
-                for (std::int64_t j = 0; j < cols; ++j) {
-                    const double a = point_weights != nullptr ? point_weights[j] : 1.0;
-                    const double gt = rows[truth_magnitude][j];
-                    const double gp = rows[prediction_magnitude][j];
-                    const bool truth_ok = gt == gt && a != 0.0;
-                    const bool prediction_ok = gp == gp && a != 0.0;
-                    rows[truth_magnitude][j] = truth_ok ? a * gt : 0.0;
-                    rows[prediction_magnitude][j] = prediction_ok ? a * gp : 0.0;
-                    rows[truth_magnitude_weight][j] = truth_ok ? a : 0.0;
-                    rows[prediction_magnitude_weight][j] = prediction_ok ? a : 0.0;
-                }
+                const auto [truth_valid, prediction_valid] =
+                    point_weights != nullptr ? fill_gradient_terms<true>(point_weights, cols, rows)
+                                             : fill_gradient_terms<false>(point_weights, cols, rows);
                 sums.add_row(slot(c, truth_gradient), rows[truth_magnitude], cols, factor);
-                sums.add_row(slot(c, truth_gradient_weight), rows[truth_magnitude_weight], cols, factor);
+                add_weight(sums, slot(c, truth_gradient_weight), rows[truth_magnitude_weight], cols, factor,
+                           point_weights, truth_valid);
                 sums.add_row(slot(c, prediction_gradient), rows[prediction_magnitude], cols, factor);
-                sums.add_row(slot(c, prediction_gradient_weight), rows[prediction_magnitude_weight], cols, factor);
+                add_weight(sums, slot(c, prediction_gradient_weight), rows[prediction_magnitude_weight], cols, factor,
+                           point_weights, prediction_valid);
             }
         }
     }

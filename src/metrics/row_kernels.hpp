@@ -117,8 +117,9 @@ class GradientRows {
     std::int64_t channels_;
     const HaloBuffers<T>* halo_;
     std::int64_t halo_channel0_;
-    std::vector<double> padded_;  // one row with a halo cell each side
-    double lat_scale_ = 1.0;      // 1 / (R dlat) in metres mode
+    std::vector<double> padded_;          // one row with a halo cell each side
+    std::vector<double> lat_difference_;  // the latitude differences of one row
+    double lat_scale_ = 1.0;              // 1 / (R dlat) in metres mode
 };
 
 /// Throws ArgumentError unless a one-cell-halo gradient can be formed on `grid`.

@@ -291,9 +291,9 @@ void add_block(const T* values, std::int64_t n, double factor, ExactSum& sum) no
         return;
     }
     const U smallest = smallest_less_one + 1;
-    const int top = std::ilogb(static_cast<double>(std::bit_cast<T>(largest))) + 1;  // every |v| < 2^top
+    const bool finite = largest < infinity_bits;  // NaN and infinities have the largest patterns
+    const int top = finite ? std::ilogb(static_cast<double>(std::bit_cast<T>(largest))) + 1 : 0;  // |v| < 2^top
     const int scale_exponent = 50 - top;
-    const bool finite = largest < infinity_bits;
     const bool fits = finite && scale_exponent > -1000 && scale_exponent < 1000 &&
                       std::ilogb(static_cast<double>(std::bit_cast<T>(smallest))) >= top - 49;
     if (!fits) {

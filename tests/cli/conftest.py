@@ -1,5 +1,6 @@
-"""Shared fixtures for the command-line tests: the gridshard binary under test."""
+"""Shared fixtures for the command-line tests: the gridshard binary, plain and under mpirun."""
 import os
+import shlex
 import subprocess
 
 import pytest
@@ -15,9 +16,25 @@ def gridshard_bin():
 
 @pytest.fixture
 def run(gridshard_bin):
-    """Runs `gridshard ARGS...` and returns the CompletedProcess (text mode)."""
+    """Runs `gridshard ARGS...` as one plain process and returns the CompletedProcess (text mode)."""
 
-    def _run(*args, timeout=60):
+    def _run(*args, timeout=120):
         return subprocess.run([gridshard_bin, *map(str, args)], capture_output=True, text=True, timeout=timeout)
+
+    return _run
+
+
+@pytest.fixture
+def mpirun(gridshard_bin):
+    """Runs `mpiexec -n RANKS gridshard ARGS...` (MPIEXEC and MPIEXEC_FLAGS come from CMake)."""
+    launcher = os.environ.get("MPIEXEC", "mpiexec")
+    flags = shlex.split(os.environ.get("MPIEXEC_FLAGS", ""))
+    env = dict(os.environ)
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+
+    def _run(ranks, *args, timeout=180):
+        command = [launcher, "-n", str(ranks), *flags, gridshard_bin, *map(str, args)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
     return _run

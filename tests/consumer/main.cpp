@@ -1,5 +1,7 @@
-// Uses the installed headers and library: the decomposition of the 0.25-degree grid. No MPI calls.
+// Uses the installed headers and library: the decomposition of the 0.25-degree grid, and the netCDF
+// layer (so the installed package must bring netCDF's link line along). No MPI calls.
 #include <gridshard/geometry/decomposition.hpp>
+#include <gridshard/io/netcdf.hpp>
 
 #include <cstdio>
 
@@ -9,5 +11,12 @@ int main() {
     std::printf("lat [%lld, %lld) lon [%lld, %lld)\n", static_cast<long long>(b.lat.begin),
                 static_cast<long long>(b.lat.end), static_cast<long long>(b.lon.begin),
                 static_cast<long long>(b.lon.end));
-    return (b.lat.begin == 361 && b.lon.end == 1440) ? 0 : 1;
+    bool netcdf_error = false;
+    try {
+        const gridshard::io::NetcdfReader reader("/nonexistent/gridshard_consumer.nc");
+    } catch (const gridshard::io::NetcdfError& e) {
+        std::printf("%s\n", e.what());
+        netcdf_error = true;
+    }
+    return (b.lat.begin == 361 && b.lon.end == 1440 && netcdf_error) ? 0 : 1;
 }

@@ -54,15 +54,25 @@ TEST(CellAreaWeights, ExactSphericalAreas) {
     const AreaWeights all = cell_area_weights(lat_bounds, lon_bounds, {{0, 721}, {0, 1440}});
     EXPECT_FALSE(all.per_point);  // equal longitude widths: one weight per row
     EXPECT_NEAR(std::accumulate(all.values.begin(), all.values.end(), 0.0) * 1440, 1.0, 1e-12);
-    // The polar cap row: (sin(-89.875) - sin(-90)) / 2 of the sphere's area spread over 1440 cells.
-    const double cap = (std::sin(-89.875 * std::numbers::pi / 180) + 1.0) / 2.0 / 1440;
-    EXPECT_NEAR(all.values.front(), cap, 1e-18);
+    // Each row's weight is its great-circle quadrilateral's area over the grid's total.
+    EXPECT_NEAR(all.values[100] / all.values[200],
+                spherical_cell_area(lat_bounds[200], lat_bounds[201], 0.0, 0.25) /
+                    spherical_cell_area(lat_bounds[400], lat_bounds[401], 0.0, 0.25),
+                1e-12);
+    // Small cells are nearly latitude bands; a polar cell is a triangle.
+    const double band = 2.0 * std::numbers::pi / 180.0 * 2.0 * std::sin(std::numbers::pi / 180.0);
+    EXPECT_NEAR(spherical_cell_area(-1.0, 1.0, 0.0, 2.0) / band, 1.0, 2e-4);
+    EXPECT_NEAR(spherical_cell_area(89.0, 90.0, 10.0, 20.0), spherical_cell_area(89.0, 90.0, 100.0, 110.0), 1e-15);
+    EXPECT_GT(spherical_cell_area(89.0, 90.0, 10.0, 20.0), 0.0);
     // Uneven longitudes give per-point weights.
     const std::vector<double> uneven_lon{0, 10, 10, 30, 30, 60};
     const AreaWeights points = cell_area_weights(lat_bounds, uneven_lon, {{10, 12}, {1, 3}});
     EXPECT_TRUE(points.per_point);
     ASSERT_EQ(points.values.size(), 4u);
-    EXPECT_NEAR(points.values[1] / points.values[0], 30.0 / 20.0, 1e-12);
+    EXPECT_NEAR(points.values[1] / points.values[0],
+                spherical_cell_area(lat_bounds[20], lat_bounds[21], 30.0, 60.0) /
+                    spherical_cell_area(lat_bounds[20], lat_bounds[21], 10.0, 30.0),
+                1e-12);
 }
 
 TEST(SliceWeights, PerRowAndPerPoint) {

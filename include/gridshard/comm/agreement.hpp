@@ -11,6 +11,15 @@
 
 #include "gridshard/comm/communicator.hpp"
 
+namespace gridshard {
+
+/// Collective over `comm`: raises ArgumentError on every rank when any rank passes a non-empty message
+/// (the lowest such rank's message), so an error only some ranks can see does not leave the others
+/// waiting in a later collective. One small allreduce; a broadcast more on error.
+void check_collectively(const Communicator& comm, const std::string& local_error);
+
+}  // namespace gridshard
+
 namespace gridshard::detail {
 
 /// Collective over `comm`: one allreduce of 1 + 2 * values.size() int64 on success.

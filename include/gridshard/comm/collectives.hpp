@@ -41,6 +41,11 @@ void reduce_min(const ProcessMesh& mesh, std::span<T> values);
 template <class T>
 void reduce_max(const ProcessMesh& mesh, std::span<T> values);
 
+/// Concatenates every data rank's `values` in data-rank order; all ranks of the data group get the
+/// result. Lengths must agree. Collective over `data` (MPI_Allgather).
+template <class T>
+[[nodiscard]] std::vector<T> allgather_data(const ProcessMesh& mesh, std::span<const T> values);
+
 /// Elementwise sum over the spatial group, in place. Collective over `spatial`; all ranks hold the result.
 template <class T>
 void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values);

@@ -22,7 +22,7 @@ struct EvaluationOptions {
     Summation summation = Summation::reproducible;
     /// Compute grad_mag_percent_diff (needs a one-cell halo exchange).
     bool gradient = true;
-    GradientOptions gradient_options;
+    GradientOptions gradient_options{};
 };
 
 /// Scores per channel. `valid` means finite in both truth and prediction; the means are weighted means

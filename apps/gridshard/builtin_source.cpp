@@ -1,0 +1,132 @@
+// The built-in analytic case of `gridshard eval` (see field_source.hpp).
+
+#include <cmath>
+#include <numbers>
+
+#include "field_source.hpp"
+#include "gridshard/core/error.hpp"
+
+namespace gridshard::cli {
+namespace {
+
+constexpr double pi = std::numbers::pi;
+constexpr double degree = pi / 180.0;
+
+// Rossby-Haurwitz wave of wavenumber 4 (Williamson et al. 1992, test case 6).
+struct RossbyHaurwitz {
+    static constexpr double omega = 7.848e-6;  // angular velocity of the wave, 1/s (also K)
+    static constexpr double k = 7.848e-6;
+    static constexpr double r = 4.0;
+    static constexpr double h0 = 8000.0;         // m
+    static constexpr double radius = 6.37122e6;  // m
+    static constexpr double earth_omega = 7.292e-5;
+    static constexpr double gravity = 9.80616;
+
+    // Eastward phase speed of the pattern, radians per second.
+    static constexpr double phase_speed = (r * (3.0 + r) * omega - 2.0 * earth_omega) / ((1.0 + r) * (2.0 + r));
+
+    static double height(double lat, double lon, double seconds, double speed_factor) {
+        const double c = std::cos(lat);
+        const double c2 = c * c;
+        const double c2r = std::pow(c, 2.0 * r);
+        const double a =
+            omega / 2.0 * (2.0 * earth_omega + omega) * c2 +
+            0.25 * k * k *
+                (c2r * ((r + 1.0) * c2 + (2.0 * r * r - r - 2.0)) - 2.0 * r * r * std::pow(c, 2.0 * r - 2.0));
+        const double b = 2.0 * (earth_omega + omega) * k / ((r + 1.0) * (r + 2.0)) * std::pow(c, r) *
+                         ((r * r + 2.0 * r + 2.0) - (r + 1.0) * (r + 1.0) * c2);
+        const double cc = 0.25 * k * k * c2r * ((r + 1.0) * c2 - (r + 2.0));
+        const double shifted = lon - phase_speed * speed_factor * seconds;
+        return h0 + radius * radius / gravity * (a + b * std::cos(r * shifted) + cc * std::cos(2.0 * r * shifted));
+    }
+};
+
+// A deterministic value in [-1, 1) from integer coordinates (the prediction's noise).
+double noise(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
+    std::uint64_t h =
+        static_cast<std::uint64_t>(a) * 0x9E3779B97F4A7C15ULL ^ static_cast<std::uint64_t>(b) * 0xC2B2AE3D27D4EB4FULL ^
+        static_cast<std::uint64_t>(c) * 0x165667B19E3779F9ULL ^ static_cast<std::uint64_t>(d) * 0x27D4EB2F165667C5ULL;
+    h ^= h >> 31;
+    h *= 0xBF58476D1CE4E5B9ULL;
+    h ^= h >> 29;
+    return static_cast<double>(h >> 11) * 0x1p-52 - 1.0;
+}
+
+bool land(double lat, double lon) {
+    return std::sin(2.0 * lon) * std::cos(3.0 * lat) + 0.5 * std::sin(5.0 * lon + lat) > 0.45;
+}
+
+class BuiltinSource final : public FieldSource {
+  public:
+    BuiltinSource(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
+        if (nlat < 2 || nlon < 2 || ntime < 1) {
+            throw ArgumentError("built-in case needs --nlat >= 2, --nlon >= 2 and --ntime >= 1, got " +
+                                std::to_string(nlat) + ", " + std::to_string(nlon) + ", " + std::to_string(ntime));
+        }
+        grid_.lat_dim = "lat";
+        grid_.lon_dim = "lon";
+        grid_.ntime = ntime;
+        for (std::int64_t i = 0; i < nlat; ++i) {
+            grid_.lat_deg.push_back(-90.0 + 180.0 * static_cast<double>(i) / static_cast<double>(nlat - 1));
+        }
+        for (std::int64_t j = 0; j < nlon; ++j) {
+            grid_.lon_deg.push_back(360.0 * static_cast<double>(j) / static_cast<double>(nlon));
+        }
+        grid_.time_dim = "time";
+        grid_.time_units = "hours since 2000-01-01 00:00:00";
+        grid_.time_calendar = "standard";
+        for (std::int64_t s = 0; s < ntime; ++s) {
+            grid_.time_values.push_back(6.0 * static_cast<double>(s));
+        }
+    }
+
+    [[nodiscard]] const SourceGrid& grid() const override { return grid_; }
+
+    [[nodiscard]] std::vector<SourceVariable> variables() const override { return {{"h", 1}, {"t850", 1}, {"sst", 1}}; }
+
+    void read(const SourceVariable& variable, std::int64_t step, const Box& box, std::vector<float>& truth,
+              std::vector<float>& prediction) const override {
+        const int kind = variable.name == "h" ? 0 : variable.name == "t850" ? 1 : 2;
+        const double seconds = 6.0 * 3600.0 * static_cast<double>(step);
+        truth.clear();
+        prediction.clear();
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            const double lat = grid_.lat_deg[static_cast<std::size_t>(i)] * degree;
+            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                const double lon = grid_.lon_deg[static_cast<std::size_t>(j)] * degree;
+                const double wobble = noise(kind, step, i, j);
+                double t = 0.0;
+                double p = 0.0;
+                if (kind == 0) {
+                    t = RossbyHaurwitz::height(lat, lon, seconds, 1.0);
+                    p = RossbyHaurwitz::height(lat, lon, seconds, 1.03) + 4.0 + 0.5 * wobble;
+                } else {
+                    const double base = kind == 1 ? 288.0 - 40.0 * std::sin(lat) * std::sin(lat)
+                                                  : 301.0 - 30.0 * std::sin(lat) * std::sin(lat);
+                    const double drift = 0.02 * static_cast<double>(step);
+                    const double structure = 5.0 * std::sin(3.0 * lon + 2.0 * lat - drift) * std::cos(lat) +
+                                             2.0 * std::cos(12.0 * lon) * std::cos(10.0 * lat);
+                    t = base + structure;
+                    p = base + 0.97 * structure + 0.3 + 0.02 * wobble;
+                    if (kind == 2 && land(lat, lon)) {
+                        t = std::nan("");
+                        p = std::nan("");
+                    }
+                }
+                truth.push_back(static_cast<float>(t));
+                prediction.push_back(static_cast<float>(p));
+            }
+        }
+    }
+
+  private:
+    SourceGrid grid_;
+};
+
+}  // namespace
+
+std::unique_ptr<FieldSource> make_builtin_source(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
+    return std::make_unique<BuiltinSource>(nlat, nlon, ntime);
+}
+
+}  // namespace gridshard::cli

@@ -1,0 +1,390 @@
+// `gridshard eval`: scores a prediction against the truth, per variable and time step, over MPI.
+//
+// Every rank reads or generates only its own box of its own time steps. Per step, one fused evaluation
+// (one halo exchange, one allreduce over the spatial group) and one zonal mean (one allreduce over the
+// lon group); per variable at the end, the per-step scores and zonal means are summed over the data and
+// spatial groups (each value is owned by exactly one rank, the others add zeros, so the sums are exact)
+// and the per-point time sums are gathered over the data group. World rank 0 writes the outputs.
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include "commands.hpp"
+#include "field_source.hpp"
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/comm/environment.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/metrics/evaluation.hpp"
+#include "gridshard/metrics/metrics.hpp"
+#include "gridshard/numerics/double_double.hpp"
+#include "output.hpp"
+
+namespace gridshard::cli {
+namespace {
+
+struct EvalOptions {
+    std::string truth;
+    std::string prediction;
+    std::string vars;
+    std::string mesh;
+    std::string split = "balanced";
+    std::string weights = "cos_lat";
+    std::string summation = "reproducible";
+    std::string json;
+    std::string zonal;
+    bool quiet = false;
+    std::int64_t nlat = 721;
+    std::int64_t nlon = 1440;
+    std::int64_t ntime = 4;
+};
+
+constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+/// 1 x H x W with H*W = ranks and H the largest divisor of ranks not above sqrt(ranks).
+MeshShape default_mesh(int ranks) {
+    int lat = 1;
+    for (int h = 1; h * h <= ranks; ++h) {
+        if (ranks % h == 0) {
+            lat = h;
+        }
+    }
+    return {1, lat, ranks / lat};
+}
+
+std::vector<std::string> split_list(const std::string& text) {
+    std::vector<std::string> items;
+    std::stringstream stream(text);
+    for (std::string item; std::getline(stream, item, ',');) {
+        if (!item.empty()) {
+            items.push_back(item);
+        }
+    }
+    return items;
+}
+
+AreaWeights make_weights(const std::string& kind, const SourceGrid& g, const Box& box) {
+    if (kind == "cos_lat") {
+        return cos_lat_weights(g.lat_deg, g.shape().nlon, box.lat);
+    }
+    if (kind == "cell_area") {
+        const auto lat_bounds = g.lat_bounds_deg.empty() ? bounds_from_centres(g.lat_deg, true) : g.lat_bounds_deg;
+        const auto lon_bounds = g.lon_bounds_deg.empty() ? bounds_from_centres(g.lon_deg, false) : g.lon_bounds_deg;
+        return cell_area_weights(lat_bounds, lon_bounds, box);
+    }
+    throw ArgumentError("--weights must be 'cos_lat' or 'cell_area', got '" + kind + "'");
+}
+
+/// Scores of one variable's channel: per step (ntime values) for each of the seven scores.
+struct ChannelReport {
+    std::string name;
+    std::array<std::vector<double>, score_count> per_time;
+    double rmse_of_time_mean = nan;
+    double time_and_global_mean_bias = nan;
+    std::vector<double> zonal_truth;  // (ntime, nlat)
+    std::vector<double> zonal_prediction;
+};
+
+/// Shows steps done, total and rate on rank 0's stderr when it is a terminal.
+class Progress {
+  public:
+    Progress(bool enabled, std::int64_t total) : enabled_(enabled && isatty(STDERR_FILENO) != 0), total_(total) {}
+    void step(const std::string& variable) {
+        ++done_;
+        if (!enabled_) {
+            return;
+        }
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+        std::fprintf(stderr, "\rgridshard eval: %lld/%lld steps (%s), %.2f steps/s   ", static_cast<long long>(done_),
+                     static_cast<long long>(total_), variable.c_str(), static_cast<double>(done_) / seconds);
+    }
+    ~Progress() {
+        if (enabled_ && done_ > 0) {
+            std::fprintf(stderr, "\n");
+        }
+    }
+
+  private:
+    bool enabled_;
+    std::int64_t total_;
+    std::int64_t done_ = 0;
+    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+/// Scores every channel of `variable` for this rank's steps; collective over the world.
+std::vector<ChannelReport> score_variable(const FieldSource& source, const SourceVariable& variable,
+                                          const ShardedGrid& grid, const Weights& weights, Summation summation,
+                                          Range steps, Progress& progress) {
+    const ProcessMesh& mesh = grid.mesh();
+    const Box& box = grid.box();
+    const SourceGrid& g = source.grid();
+    const std::int64_t ntime = g.ntime;
+    const std::int64_t nlat = g.shape().nlat;
+    const std::int64_t channels = variable.channels;
+    const std::int64_t points = channels * box.area();
+
+    // Owned values are written in place; everything else stays 0 so the sums below are exact.
+    std::vector<double> per_time(score_count * static_cast<std::size_t>(channels * ntime), 0.0);
+    std::vector<double> zonal(static_cast<std::size_t>(2 * channels * ntime * nlat), 0.0);
+    std::vector<DoubleDouble> truth_sum(static_cast<std::size_t>(points));
+    std::vector<DoubleDouble> prediction_sum(static_cast<std::size_t>(points));
+    std::vector<double> invalid(static_cast<std::size_t>(points), 0.0);
+
+    Evaluator evaluator(grid, channels, weights, {.summation = summation});
+    std::vector<float> truth;
+    std::vector<float> prediction;
+    std::string read_error;
+    for (std::int64_t step = steps.begin; step < steps.end && read_error.empty(); ++step) {
+        try {
+            source.read(variable, step, box, truth, prediction);
+        } catch (const std::exception& error) {
+            read_error = error.what();
+        }
+        try {
+            check_collectively(mesh.spatial(), read_error);
+        } catch (const ArgumentError& error) {
+            read_error = error.what();  // the whole spatial group stops here, then raises with the world
+            break;
+        }
+        const FieldShard<float> t{truth, channels};
+        const FieldShard<float> p{prediction, channels};
+        const Scores s = evaluator.evaluate(t, p);
+        const std::array<const std::vector<double>*, score_count> values = {
+            &s.mean_truth, &s.mean_pred, &s.bias, &s.rmse, &s.std_truth, &s.std_pred, &s.grad_mag_percent_diff};
+        if (mesh.spatial().rank() == 0) {
+            for (std::size_t k = 0; k < score_count; ++k) {
+                for (std::int64_t c = 0; c < channels; ++c) {
+                    per_time[(k * static_cast<std::size_t>(channels) + static_cast<std::size_t>(c)) *
+                                 static_cast<std::size_t>(ntime) +
+                             static_cast<std::size_t>(step)] = (*values[k])[static_cast<std::size_t>(c)];
+                }
+            }
+        }
+        const auto zonal_truth = zonal_mean(grid, t, summation);
+        const auto zonal_prediction = zonal_mean(grid, p, summation);
+        if (mesh.coords().lon == 0) {
+            for (std::int64_t c = 0; c < channels; ++c) {
+                for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+                    const auto local = static_cast<std::size_t>(c * box.lat.size() + i);
+                    const auto global = static_cast<std::size_t>((c * ntime + step) * nlat + box.lat.begin + i);
+                    zonal[global] = zonal_truth[local];
+                    zonal[static_cast<std::size_t>(channels * ntime * nlat) + global] = zonal_prediction[local];
+                }
+            }
+        }
+        // Per-point time sums in double-double: exact for values within 2^80 of each other, so the result
+        // does not depend on how the steps are split over data ranks.
+        for (std::int64_t k = 0; k < points; ++k) {
+            const auto n = static_cast<std::size_t>(k);
+            const double tv = truth[n];
+            const double pv = prediction[n];
+            if (!std::isfinite(tv) || !std::isfinite(pv)) {
+                invalid[n] = 1.0;
+                continue;
+            }
+            truth_sum[n] = dd::add(truth_sum[n], {tv, 0.0});
+            prediction_sum[n] = dd::add(prediction_sum[n], {pv, 0.0});
+        }
+        progress.step(variable.name);
+    }
+    check_collectively(mesh.world(), read_error);
+
+    reduce_sum<double>(mesh, per_time);
+    spatial_reduce_sum<double>(mesh, zonal);
+    reduce_sum<double>(mesh, zonal);
+
+    // Time means: the per-point sums of every data rank, merged in data-rank order.
+    std::vector<double> packed(static_cast<std::size_t>(5 * points));
+    for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
+        packed[5 * n] = truth_sum[n].hi;
+        packed[5 * n + 1] = truth_sum[n].lo;
+        packed[5 * n + 2] = prediction_sum[n].hi;
+        packed[5 * n + 3] = prediction_sum[n].lo;
+        packed[5 * n + 4] = invalid[n];
+    }
+    const std::vector<double> all = allgather_data<double>(mesh, packed);
+    std::vector<double> difference(static_cast<std::size_t>(points));
+    std::vector<double> difference_squared(static_cast<std::size_t>(points));
+    for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
+        DoubleDouble t{};
+        DoubleDouble p{};
+        bool bad = false;
+        for (std::size_t d = 0; d < all.size() / packed.size(); ++d) {
+            const double* part = all.data() + d * packed.size() + 5 * n;
+            t = dd::add(t, {part[0], part[1]});
+            p = dd::add(p, {part[2], part[3]});
+            bad = bad || part[4] != 0.0;
+        }
+        const double steps_total = static_cast<double>(ntime);
+        const double diff = bad ? nan : (p.hi + p.lo) / steps_total - (t.hi + t.lo) / steps_total;
+        difference[n] = diff;
+        difference_squared[n] = diff * diff;
+    }
+    const auto mean_difference = weighted_nanmean<double>(grid, {difference, channels}, weights, summation);
+    const auto mean_squared = weighted_nanmean<double>(grid, {difference_squared, channels}, weights, summation);
+
+    std::vector<ChannelReport> reports(static_cast<std::size_t>(channels));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        ChannelReport& r = reports[static_cast<std::size_t>(c)];
+        r.name = channels == 1 ? variable.name : variable.name + "[" + std::to_string(c) + "]";
+        for (std::size_t k = 0; k < score_count; ++k) {
+            const auto first =
+                per_time.begin() +
+                static_cast<std::ptrdiff_t>((k * static_cast<std::size_t>(channels) + static_cast<std::size_t>(c)) *
+                                            static_cast<std::size_t>(ntime));
+            r.per_time[k].assign(first, first + ntime);
+        }
+        r.time_and_global_mean_bias = mean_difference[static_cast<std::size_t>(c)];
+        r.rmse_of_time_mean = std::sqrt(mean_squared[static_cast<std::size_t>(c)]);
+        const auto zonal_first = zonal.begin() + c * ntime * nlat;
+        r.zonal_truth.assign(zonal_first, zonal_first + ntime * nlat);
+        const auto prediction_first = zonal_first + channels * ntime * nlat;
+        r.zonal_prediction.assign(prediction_first, prediction_first + ntime * nlat);
+    }
+    return reports;
+}
+
+// The table, then the zonal file and the JSON report, each complete or absent: if the second file
+// fails, the first is removed again.
+void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshShape& shape,
+                   const std::vector<ChannelReport>& reports) {
+    Report report{shape, options.split, options.weights, options.summation, g.shape(), g.ntime, {}};
+    for (const ChannelReport& r : reports) {
+        report.variables.push_back({r.name, r.per_time, r.rmse_of_time_mean, r.time_and_global_mean_bias});
+    }
+    print_table(report, std::cout);
+    if (!options.zonal.empty()) {
+        std::vector<std::pair<std::string, std::vector<double>>> fields;
+        for (const ChannelReport& r : reports) {
+            fields.emplace_back(r.name + "_truth", r.zonal_truth);
+            fields.emplace_back(r.name + "_pred", r.zonal_prediction);
+        }
+        write_zonal_file(options.zonal, g, fields);
+    }
+    if (!options.json.empty()) {
+        try {
+            write_atomically(options.json, [&](std::ostream& out) { write_json(report, out); });
+        } catch (...) {
+            if (!options.zonal.empty()) {
+                std::filesystem::remove(options.zonal);
+            }
+            throw;
+        }
+    }
+}
+
+int run_eval(const EvalOptions& options) {
+    MpiEnvironment environment(nullptr, nullptr);
+    const Communicator world = Communicator::world();
+    const bool root = world.rank() == 0;
+    try {
+        const SplitRule rule = parse_split_rule(options.split);
+        const Summation summation = parse_summation(options.summation);
+        if (options.weights != "cos_lat" && options.weights != "cell_area") {
+            throw ArgumentError("--weights must be 'cos_lat' or 'cell_area', got '" + options.weights + "'");
+        }
+        if (options.truth.empty() != options.prediction.empty()) {
+            throw ArgumentError("--truth and --pred go together; got only " +
+                                std::string(options.truth.empty() ? "--pred" : "--truth"));
+        }
+        if (!options.json.empty() && !options.zonal.empty() && options.json == options.zonal) {
+            throw ArgumentError("--json and --zonal name the same file '" + options.json + "'");
+        }
+        // Opening the files can fail on some ranks only (a node without the file system): agree first.
+        std::unique_ptr<FieldSource> source;
+        std::string open_error;
+        try {
+            source = options.truth.empty()
+                         ? make_builtin_source(options.nlat, options.nlon, options.ntime)
+                         : make_netcdf_source(options.truth, options.prediction, split_list(options.vars));
+        } catch (const std::exception& error) {
+            open_error = error.what();
+        }
+        check_collectively(world, open_error);
+        std::vector<SourceVariable> variables = source->variables();
+        if (options.truth.empty() && !options.vars.empty()) {
+            std::vector<SourceVariable> chosen;
+            for (const std::string& name : split_list(options.vars)) {
+                const auto it = std::find_if(variables.begin(), variables.end(),
+                                             [&](const SourceVariable& v) { return v.name == name; });
+                if (it == variables.end()) {
+                    throw ArgumentError("--vars: the built-in case has no variable '" + name +
+                                        "' (it has h, t850, sst)");
+                }
+                chosen.push_back(*it);
+            }
+            variables = chosen;
+        }
+
+        const MeshShape shape = options.mesh.empty() ? default_mesh(world.size()) : parse_mesh_shape(options.mesh);
+        const ProcessMesh mesh(world, shape);
+        const SourceGrid& g = source->grid();
+        const ShardedGrid grid(mesh, g.shape(), rule);
+        const AreaWeights weights = make_weights(options.weights, g, grid.box());
+        const Range steps = data_block(g.ntime, shape.data, mesh.coords().data, true);
+
+        std::vector<ChannelReport> reports;
+        {
+            Progress progress(root && !options.quiet, (steps.size()) * static_cast<std::int64_t>(variables.size()));
+            for (const SourceVariable& variable : variables) {
+                auto channel_reports =
+                    score_variable(*source, variable, grid, weights.view(), summation, steps, progress);
+                reports.insert(reports.end(), channel_reports.begin(), channel_reports.end());
+            }
+        }
+
+        // World rank 0 writes; its output errors (an unwritable path) reach every rank.
+        std::string output_error;
+        if (root) {
+            try {
+                write_outputs(options, g, shape, reports);
+            } catch (const std::exception& error) {
+                output_error = error.what();
+            }
+        }
+        check_collectively(world, output_error);
+        return 0;
+    } catch (const ArgumentError& error) {
+        if (root) {
+            std::cerr << "gridshard: error: " << error.what() << "\n";
+        }
+        return exit_usage;
+    } catch (const std::exception& error) {
+        std::cerr << "gridshard: error on rank " << world.rank() << ": " << error.what() << "\n";
+        MpiEnvironment::abort(1);
+    }
+}
+
+}  // namespace
+
+Runner add_eval_command(CLI::App& app) {
+    auto options = std::make_shared<EvalOptions>();
+    CLI::App* command = app.add_subcommand(
+        "eval", "Score a prediction against the truth (CF netCDF files, or the built-in analytic case without them)");
+    command->add_option("--truth", options->truth, "Truth file (CF netCDF)");
+    command->add_option("--pred", options->prediction, "Prediction file (CF netCDF), same grid as the truth");
+    command->add_option("--vars", options->vars, "Comma-separated variables (default: every variable on lat x lon)");
+    command->add_option("--mesh", options->mesh, "Mesh DxHxW (default 1xHxW, H the largest divisor <= sqrt(ranks))");
+    command->add_option("--split", options->split, "Split rule: balanced or div_up")->capture_default_str();
+    command->add_option("--weights", options->weights, "Area weights: cos_lat or cell_area")->capture_default_str();
+    command->add_option("--summation", options->summation, "reproducible or fast")->capture_default_str();
+    command->add_option("--json", options->json, "Write the scores as JSON to this file");
+    command->add_option("--zonal", options->zonal, "Write the zonal means as CF netCDF to this file");
+    command->add_flag("--quiet", options->quiet, "No progress on stderr");
+    command->add_option("--nlat", options->nlat, "Built-in case: latitudes")->capture_default_str();
+    command->add_option("--nlon", options->nlon, "Built-in case: longitudes")->capture_default_str();
+    command->add_option("--ntime", options->ntime, "Built-in case: time steps")->capture_default_str();
+    return [options] { return run_eval(*options); };
+}
+
+}  // namespace gridshard::cli

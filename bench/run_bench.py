@@ -1,0 +1,245 @@
+"""Runs gridshard's benchmarks (`make bench`) and reports the headline ratios.
+
+Steps, in this order so nothing else competes for the two cores while a figure is timed:
+  1. single_rank_bench (mpirun -n 1): the fused suite against a plain read of the same buffers, and
+     gradient_magnitude_percent_diff; writes the .npy inputs of step 2.
+  2. numpy_gradmag.py: the numpy pipeline on those very arrays.
+  3. halo_vs_gather_bench (mpirun -n 4, mesh 1x2x2): halo path against gather path.
+  4. kernels_bench (mpirun -n 1): Google Benchmark table of the hot kernels.
+Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
+
+Missed targets are reported, not failed: the run fails only when a program fails or when two paths
+that must compute the same answer disagree (a benchmark of wrong results is worthless).
+
+Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build]
+"""
+
+import argparse
+import datetime
+import json
+import os
+import pathlib
+import platform
+import shutil
+import subprocess
+import sys
+import time
+
+BENCH_DIR = pathlib.Path(__file__).resolve().parent
+
+# (key, target, comparison, what it is); the order of the printed table.
+TARGETS = [
+    ("fused_suite_fraction_of_read_bandwidth", 0.70, ">=", "t_read / t_suite, reproducible, (8,721,1440) f32"),
+    ("fused_suite_fast_fraction_of_read_bandwidth", None, None, "t_read / t_suite, Summation::fast"),
+    ("reproducible_overhead", 0.15, "<=", "t_suite_reproducible / t_suite_fast - 1"),
+    ("gradmag_speedup_vs_numpy", 20.0, ">=", "t_numpy / t_gridshard, (3,721,1440)"),
+    ("halo_vs_gather_speedup_1x2x2", 10.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
+    ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
+]
+
+# Results that two paths compute must agree this closely (relative), or the run fails.
+AGREEMENT_TOLERANCE = 1e-9
+
+
+def mpi_launcher(build_dir):
+    """mpiexec as CMake found it (so the launcher matches the MPI the binaries link), and its flags."""
+    executable = None
+    cache = build_dir / "CMakeCache.txt"
+    if cache.exists():
+        for line in cache.read_text().splitlines():
+            if line.startswith("MPIEXEC_EXECUTABLE:"):
+                executable = line.split("=", 1)[1].strip()
+    executable = executable or shutil.which("mpiexec") or shutil.which("mpirun")
+    if not executable:
+        sys.exit("run_bench: no mpiexec found")
+    env = dict(os.environ)
+    flags = []
+    version = subprocess.run([executable, "--version"], capture_output=True, text=True).stdout
+    if "Open MPI" in version or "OpenRTE" in version:
+        # As the test harness: root allowed, more ranks than cores allowed, no CMA single copy (blocked in
+        # containers). Busy polling is never forced; oversubscribed Open MPI yields when idle.
+        flags = ["--oversubscribe"]
+        env.update(
+            OMPI_ALLOW_RUN_AS_ROOT="1",
+            OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+            OMPI_MCA_btl_vader_single_copy_mechanism="none",
+            OMPI_MCA_rmaps_base_oversubscribe="1",
+        )
+    return executable, flags, env
+
+
+def run(command, env=None, capture=False):
+    print("+ " + " ".join(str(c) for c in command), flush=True)
+    result = subprocess.run([str(c) for c in command], env=env, text=True, capture_output=capture)
+    if result.returncode != 0:
+        if capture:
+            sys.stderr.write(result.stdout + result.stderr)
+        sys.exit(f"run_bench: {command[0]} failed with status {result.returncode}")
+    return result
+
+
+def load(path):
+    return json.loads(pathlib.Path(path).read_text())
+
+
+def max_relative_difference(a, b):
+    return max(abs(x - y) / abs(y) for x, y in zip(a, b, strict=True))
+
+
+def without_samples(figures):
+    return {k: v for k, v in figures.items() if not k.startswith("samples_")}
+
+
+def kernel_rows(kernels_json):
+    """name, time per iteration, throughput: the kernels table in results.json."""
+    rows = {}
+    for b in kernels_json["benchmarks"]:
+        rows[b["name"]] = {
+            "real_time": b["real_time"],
+            "time_unit": b["time_unit"],
+            "iterations": b["iterations"],
+            **{k: b[k] for k in ("items_per_second", "bytes_per_second", "time_per_point") if k in b},
+        }
+    return rows
+
+
+def cpu_model():
+    try:
+        for line in pathlib.Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def met(value, target, comparison):
+    if target is None:
+        return None
+    return value >= target if comparison == ">=" else value <= target
+
+
+def print_table(results):
+    print()
+    print(f"{'metric':<45} {'value':>10}   {'target':<9} {'met?':<5}")
+    print("-" * 74)
+    for key, target, comparison, _ in TARGETS:
+        value = results[key]
+        ok = met(value, target, comparison)
+        target_text = f"{comparison} {target:g}" if target is not None else "-"
+        met_text = "-" if ok is None else ("yes" if ok else "no")
+        print(f"{key:<45} {value:>10.4g}   {target_text:<9} {met_text:<5}")
+    d = results["details"]
+    suite, grad, halo = d["suite"], d["gradmag"], d["halo_vs_gather"]
+    print()
+    print("medians (seconds):")
+    print(
+        f"  suite (8,721,1440): read {suite['t_read_s']:.5f} ({suite['read_bandwidth_gb_s']:.1f} GB/s), "
+        f"reproducible {suite['t_suite_reproducible_s']:.4f}, fast {suite['t_suite_fast_s']:.4f}"
+    )
+    print(
+        f"  gradmag (3,721,1440): gridshard {grad['t_gridshard_s']:.4f}, numpy {grad['t_numpy_s']:.4f} "
+        f"(from float32 {grad['t_numpy_from_float32_s']:.4f})"
+    )
+    print(
+        f"  1x2x2 mesh: halo {halo['t_halo_s']:.4f}, gather {halo['t_gather_s']:.4f} "
+        f"(of which gathers {halo['t_gather_communication_s']:.4f}); bytes/rank halo "
+        f"{halo['halo_bytes_per_rank_max']:.0f}, gather {halo['gather_bytes_per_rank_max']:.0f}"
+    )
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
+    parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
+    parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
+    args = parser.parse_args()
+
+    started = time.monotonic()
+    build_dir = args.build_dir.resolve()
+    bin_dir = build_dir / "bin"
+    out_dir = build_dir / "bench"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    mpiexec, mpi_flags, env = mpi_launcher(build_dir)
+    reps = str(args.repetitions)
+
+    # 1. One rank: suite against the read loop, and the gradient metric.
+    run([mpiexec, "-n", "1", *mpi_flags, bin_dir / "single_rank_bench", "--out", out_dir / "single_rank.json",
+         "--data-dir", out_dir, "--repetitions", reps], env=env)
+    single = load(out_dir / "single_rank.json")
+    suite, grad = single["suite"], single["gradmag"]
+
+    # 2. numpy on the same arrays, with the system interpreter and its Debian numpy.
+    run(["/usr/bin/python3", BENCH_DIR / "numpy_gradmag.py", out_dir, out_dir / "numpy_gradmag.json",
+         "--repetitions", reps])
+    numpy_figures = load(out_dir / "numpy_gradmag.json")
+    numpy_agreement = max_relative_difference(grad["result"], numpy_figures["result"])
+
+    # 3. Four ranks on a 1x2x2 mesh: halo path against gather path.
+    run([mpiexec, "-n", "4", *mpi_flags, bin_dir / "halo_vs_gather_bench", "--mesh", "1x2x2", "--out",
+         out_dir / "halo_vs_gather.json", "--repetitions", reps], env=env)
+    halo = load(out_dir / "halo_vs_gather.json")
+
+    # 4. The kernels table (printed by Google Benchmark as it runs).
+    run([mpiexec, "-n", "1", *mpi_flags, bin_dir / "kernels_bench", f"--benchmark_min_time={args.kernel_min_time}",
+         "--benchmark_color=false", f"--benchmark_out={out_dir / 'kernels.json'}", "--benchmark_out_format=json"],
+        env=env)
+    kernels = load(out_dir / "kernels.json")
+
+    problems = []
+    if numpy_agreement > AGREEMENT_TOLERANCE:
+        problems.append(f"gridshard and numpy disagree on gradient_magnitude_percent_diff: {numpy_agreement:.3g}")
+    if halo["halo_vs_gather_result_max_relative_difference"] > AGREEMENT_TOLERANCE:
+        problems.append("halo and gather paths disagree: "
+                        f"{halo['halo_vs_gather_result_max_relative_difference']:.3g}")
+    if suite["fast_vs_reproducible_max_relative_difference"] > AGREEMENT_TOLERANCE:
+        problems.append("fast and reproducible suites disagree: "
+                        f"{suite['fast_vs_reproducible_max_relative_difference']:.3g}")
+
+    results = {
+        "fused_suite_fraction_of_read_bandwidth": suite["fraction_reproducible"],
+        "fused_suite_fast_fraction_of_read_bandwidth": suite["fraction_fast"],
+        "reproducible_overhead": suite["reproducible_overhead"],
+        "gradmag_speedup_vs_numpy": numpy_figures["t_numpy_s"] / grad["t_gridshard_s"],
+        "halo_vs_gather_speedup_1x2x2": halo["t_gather_s"] / halo["t_halo_s"],
+        "halo_bytes_fraction_of_gather_1x2x2": halo["bytes_fraction_max_over_ranks"],
+    }
+    results["targets"] = {key: {"target": t, "comparison": c, "meaning": m} for key, t, c, m in TARGETS if t}
+    results["met"] = {key: met(results[key], t, c) for key, t, c, _ in TARGETS if t}
+    results["details"] = {
+        "suite": without_samples(suite),
+        "gradmag": {
+            **without_samples(grad),
+            "t_numpy_s": numpy_figures["t_numpy_s"],
+            "t_numpy_from_float32_s": numpy_figures["t_numpy_from_float32_s"],
+            "speedup_vs_numpy_from_float32": numpy_figures["t_numpy_from_float32_s"] / grad["t_gridshard_s"],
+            "numpy_result": numpy_figures["result"],
+            "numpy_version": numpy_figures["numpy_version"],
+            "gridshard_vs_numpy_max_relative_difference": numpy_agreement,
+        },
+        "halo_vs_gather": without_samples(halo),
+        "kernels": kernel_rows(kernels),
+        "samples_s": {
+            "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
+            "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},
+            "numpy": {k: v for k, v in numpy_figures.items() if k.startswith("samples_")},
+            "halo_vs_gather": {k: v for k, v in halo.items() if k.startswith("samples_")},
+        },
+        "machine": {
+            "cpu": cpu_model(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        },
+        "repetitions": args.repetitions,
+        "bench_seconds": round(time.monotonic() - started, 1),
+    }
+    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print_table(results)
+    print(f"\nwrote {out_dir / 'results.json'} ({results['details']['bench_seconds']} s)")
+    if problems:
+        sys.exit("run_bench: " + "; ".join(problems))
+
+
+if __name__ == "__main__":
+    main()

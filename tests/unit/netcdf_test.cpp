@@ -1,0 +1,924 @@
+// The netCDF layer against small files the tests write with the netCDF C API. No MPI.
+
+#include <gtest/gtest.h>
+#include <netcdf.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gridshard/core/error.hpp"
+#include "gridshard/io/netcdf.hpp"
+
+namespace gridshard::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+void ok(int status) {
+    if (status != NC_NOERR) {
+        throw std::runtime_error(std::string("test fixture: ") + nc_strerror(status));
+    }
+}
+
+// A fresh folder per test, removed afterwards.
+class TempDir {
+  public:
+    TempDir() {
+        static int counter = 0;
+        path_ = fs::temp_directory_path() /
+                ("gridshard_netcdf_test." + std::to_string(::getpid()) + "." + std::to_string(counter++));
+        fs::remove_all(path_);
+        fs::create_directories(path_);
+    }
+    ~TempDir() {
+        std::error_code ignored;
+        fs::remove_all(path_, ignored);
+    }
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
+    [[nodiscard]] std::vector<std::string> entries() const {
+        std::vector<std::string> names;
+        for (const auto& entry : fs::directory_iterator(path_)) {
+            names.push_back(entry.path().filename().string());
+        }
+        return names;
+    }
+
+  private:
+    fs::path path_;
+};
+
+// Writes a file through the C API, in define mode until end().
+class Builder {
+  public:
+    explicit Builder(const std::string& path, int mode = NC_CLOBBER) { ok(nc_create(path.c_str(), mode, &id_)); }
+    ~Builder() {
+        if (id_ >= 0) {
+            nc_close(id_);
+        }
+    }
+    Builder(const Builder&) = delete;
+    Builder& operator=(const Builder&) = delete;
+
+    int dim(const std::string& name, std::size_t length) {
+        int id = -1;
+        ok(nc_def_dim(id_, name.c_str(), length, &id));
+        return id;
+    }
+    int var(const std::string& name, nc_type type, const std::vector<int>& dims) {
+        int id = -1;
+        ok(nc_def_var(id_, name.c_str(), type, static_cast<int>(dims.size()), dims.data(), &id));
+        return id;
+    }
+    void text(int var, const std::string& name, const std::string& value) {
+        ok(nc_put_att_text(id_, var, name.c_str(), value.size(), value.c_str()));
+    }
+    void number(int var, const std::string& name, nc_type type, const std::vector<double>& values) {
+        ok(nc_put_att_double(id_, var, name.c_str(), type, values.size(), values.data()));
+    }
+    void end() { ok(nc_enddef(id_)); }
+    // Converted to the variable's type by netCDF (no packing is applied).
+    void put(int var, const std::vector<double>& values) { ok(nc_put_var_double(id_, var, values.data())); }
+    void put(int var, const std::vector<std::size_t>& count, const std::vector<double>& values) {
+        const std::vector<std::size_t> start(count.size(), 0);
+        ok(nc_put_vara_double(id_, var, start.data(), count.data(), values.data()));
+    }
+    [[nodiscard]] int id() const noexcept { return id_; }
+
+  private:
+    int id_ = -1;
+};
+
+// How the test grid marks its latitude and longitude coordinates.
+enum class Label { standard_name, units, axis, name };
+
+struct Spec {
+    std::size_t nlat = 5;
+    std::size_t nlon = 8;
+    bool south_to_north = true;
+    bool lon_from_minus_180 = false;
+    std::size_t ntime = 3;  // 0: no time dim
+    std::size_t nlev = 0;   // 0: no level dim
+    Label label = Label::standard_name;
+    std::string lat_units = "degrees_north";
+    std::string lon_units = "degrees_east";
+    bool bounds = true;
+    nc_type type = NC_FLOAT;
+};
+
+double value(std::size_t t, std::size_t lev, std::size_t i, std::size_t j) {
+    return static_cast<double>(t * 10000 + lev * 1000 + i * 10 + j);
+}
+
+double lat_of(const Spec& s, std::size_t i) {
+    const double south_first = -80.0 + 40.0 * static_cast<double>(i) * 4.0 / static_cast<double>(s.nlat - 1);
+    return s.south_to_north ? south_first : -south_first;
+}
+
+double lon_of(const Spec& s, std::size_t j) {
+    return (s.lon_from_minus_180 ? -180.0 : 0.0) + 360.0 * static_cast<double>(j) / static_cast<double>(s.nlon);
+}
+
+// A grid file with the variable "field" = value(t, lev, i, j) over ([time,] [lev,] lat, lon).
+std::string make_grid_file(const TempDir& dir, const std::string& name, const Spec& s) {
+    const std::string path = dir / name;
+    Builder b(path);
+    const bool by_name = s.label == Label::name;
+    const std::string lat_name = by_name ? "latitude" : "yc";
+    const std::string lon_name = by_name ? "longitude" : "xc";
+    std::vector<int> dims;
+    int time_var = -1;
+    if (s.ntime > 0) {
+        const int time_dim = b.dim("time", NC_UNLIMITED);
+        dims.push_back(time_dim);
+        time_var = b.var("time", NC_DOUBLE, {time_dim});
+        b.text(time_var, "standard_name", "time");
+        b.text(time_var, "units", "hours since 2020-01-01 00:00:00");
+        b.text(time_var, "calendar", "proleptic_gregorian");
+    }
+    int lev_var = -1;
+    if (s.nlev > 0) {
+        const int lev_dim = b.dim("lev", s.nlev);
+        dims.push_back(lev_dim);
+        lev_var = b.var("lev", NC_DOUBLE, {lev_dim});
+        b.text(lev_var, "units", "hPa");
+    }
+    const int lat_dim = b.dim(lat_name, s.nlat);
+    const int lon_dim = b.dim(lon_name, s.nlon);
+    const int bnds_dim = b.dim("bnds", 2);
+    dims.push_back(lat_dim);
+    dims.push_back(lon_dim);
+    const int lat_var = b.var(lat_name, NC_DOUBLE, {lat_dim});
+    const int lon_var = b.var(lon_name, NC_FLOAT, {lon_dim});
+    switch (s.label) {
+        case Label::standard_name:
+            b.text(lat_var, "standard_name", "latitude");
+            b.text(lon_var, "standard_name", "longitude");
+            break;
+        case Label::units:
+            b.text(lat_var, "units", s.lat_units);
+            b.text(lon_var, "units", s.lon_units);
+            break;
+        case Label::axis:
+            b.text(lat_var, "axis", "Y");
+            b.text(lon_var, "axis", "X");
+            break;
+        case Label::name:
+            break;
+    }
+    int lat_bnds = -1;
+    int lon_bnds = -1;
+    if (s.bounds) {
+        b.text(lat_var, "bounds", "lat_bnds");
+        b.text(lon_var, "bounds", "lon_bnds");
+        lat_bnds = b.var("lat_bnds", NC_DOUBLE, {lat_dim, bnds_dim});
+        lon_bnds = b.var("lon_bnds", NC_DOUBLE, {lon_dim, bnds_dim});
+    }
+    const int field = b.var("field", s.type, dims);
+    b.text(field, "units", "K");
+    b.end();
+
+    if (s.ntime > 0) {
+        std::vector<double> times(s.ntime);
+        for (std::size_t t = 0; t < s.ntime; ++t) {
+            times[t] = 6.0 * static_cast<double>(t);
+        }
+        b.put(time_var, {s.ntime}, times);
+    }
+    if (s.nlev > 0) {
+        std::vector<double> levels(s.nlev);
+        for (std::size_t l = 0; l < s.nlev; ++l) {
+            levels[l] = 1000.0 - 100.0 * static_cast<double>(l);
+        }
+        b.put(lev_var, levels);
+    }
+    std::vector<double> lats(s.nlat);
+    std::vector<double> lons(s.nlon);
+    std::vector<double> lat_b;
+    std::vector<double> lon_b;
+    for (std::size_t i = 0; i < s.nlat; ++i) {
+        lats[i] = lat_of(s, i);
+        lat_b.push_back(lats[i] - 0.5);
+        lat_b.push_back(lats[i] + 0.5);
+    }
+    for (std::size_t j = 0; j < s.nlon; ++j) {
+        lons[j] = lon_of(s, j);
+        lon_b.push_back(lons[j] - 22.5);
+        lon_b.push_back(lons[j] + 22.5);
+    }
+    b.put(lat_var, lats);
+    b.put(lon_var, lons);
+    if (s.bounds) {
+        b.put(lat_bnds, lat_b);
+        b.put(lon_bnds, lon_b);
+    }
+    const std::size_t nt = std::max<std::size_t>(s.ntime, 1);
+    const std::size_t nl = std::max<std::size_t>(s.nlev, 1);
+    std::vector<double> values;
+    for (std::size_t t = 0; t < nt; ++t) {
+        for (std::size_t l = 0; l < nl; ++l) {
+            for (std::size_t i = 0; i < s.nlat; ++i) {
+                for (std::size_t j = 0; j < s.nlon; ++j) {
+                    values.push_back(value(t, l, i, j) + (s.type == NC_DOUBLE ? 0.25 : 0.0));
+                }
+            }
+        }
+    }
+    std::vector<std::size_t> count;
+    if (s.ntime > 0) {
+        count.push_back(s.ntime);
+    }
+    if (s.nlev > 0) {
+        count.push_back(s.nlev);
+    }
+    count.push_back(s.nlat);
+    count.push_back(s.nlon);
+    b.put(field, count, values);
+    return path;
+}
+
+// Checks every value of read(field, steps, box) against value().
+void expect_box(const NetcdfReader& reader, const Spec& s, const Range& steps, const Box& box) {
+    const std::vector<float> got = reader.read("field", steps, box);
+    const auto nl = static_cast<std::int64_t>(std::max<std::size_t>(s.nlev, 1));
+    ASSERT_EQ(got.size(), static_cast<std::size_t>(steps.size() * nl * box.area()));
+    std::size_t k = 0;
+    for (std::int64_t t = steps.begin; t < steps.end; ++t) {
+        for (std::int64_t l = 0; l < nl; ++l) {
+            for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j, ++k) {
+                    const double want = value(static_cast<std::size_t>(t), static_cast<std::size_t>(l),
+                                              static_cast<std::size_t>(i), static_cast<std::size_t>(j)) +
+                                        (s.type == NC_DOUBLE ? 0.25 : 0.0);
+                    ASSERT_EQ(got[k], static_cast<float>(want))
+                        << "t " << t << " lev " << l << " i " << i << " j " << j;
+                }
+            }
+        }
+    }
+}
+
+std::vector<Box> some_boxes(const Spec& s) {
+    const auto nlat = static_cast<std::int64_t>(s.nlat);
+    const auto nlon = static_cast<std::int64_t>(s.nlon);
+    return {{{0, nlat}, {0, nlon}},     {{1, 4}, {2, 7}},    {{nlat - 1, nlat}, {0, 1}},
+            {{0, 2}, {nlon - 3, nlon}}, {{2, 2}, {0, nlon}}, {{nlat, nlat}, {nlon, nlon}}};
+}
+
+template <class F>
+std::string error_of(F&& f) {
+    try {
+        f();
+    } catch (const NetcdfError& e) {
+        return e.what();
+    }
+    return "(no NetcdfError)";
+}
+
+TEST(NetcdfReader, GridSouthToNorthWithTimeAndBounds) {
+    TempDir dir;
+    const Spec s;
+    const NetcdfReader reader(make_grid_file(dir, "a.nc", s));
+    const GridInfo& g = reader.grid();
+    EXPECT_EQ(g.lat_dim, "yc");
+    EXPECT_EQ(g.lon_dim, "xc");
+    EXPECT_EQ(g.lat_deg, (std::vector<double>{-80, -40, 0, 40, 80}));
+    EXPECT_EQ(g.lon_deg, (std::vector<double>{0, 45, 90, 135, 180, 225, 270, 315}));
+    EXPECT_EQ(g.shape(), (GridShape{5, 8}));
+    ASSERT_EQ(g.lat_bounds_deg.size(), 10u);
+    EXPECT_EQ(g.lat_bounds_deg[0], -80.5);
+    EXPECT_EQ(g.lat_bounds_deg[9], 80.5);
+    ASSERT_EQ(g.lon_bounds_deg.size(), 16u);
+    EXPECT_EQ(g.lon_bounds_deg[1], 22.5);
+    EXPECT_EQ(g.lon_bounds_deg[3], 67.5);
+    EXPECT_EQ(g.time_dim, "time");
+    EXPECT_EQ(g.ntime, 3);
+    EXPECT_EQ(g.time_values, (std::vector<double>{0, 6, 12}));
+    EXPECT_EQ(g.time_units, "hours since 2020-01-01 00:00:00");
+    EXPECT_EQ(g.time_calendar, "proleptic_gregorian");
+    EXPECT_EQ(reader.field_variables(), (std::vector<std::string>{"field"}));
+
+    const VariableShape v = reader.variable("field");
+    EXPECT_EQ(v.dim_names, (std::vector<std::string>{"time", "yc", "xc"}));
+    EXPECT_EQ(v.dim_sizes, (std::vector<std::int64_t>{3, 5, 8}));
+    EXPECT_EQ(v.time_index, 0);
+    EXPECT_EQ(v.ntime, 3);
+    EXPECT_EQ(v.channels_per_step, 1);
+    EXPECT_EQ(v.nlat, 5);
+    EXPECT_EQ(v.nlon, 8);
+    for (const Box& box : some_boxes(s)) {
+        expect_box(reader, s, {0, 3}, box);
+        expect_box(reader, s, {1, 2}, box);
+        expect_box(reader, s, {2, 2}, box);
+    }
+}
+
+TEST(NetcdfReader, NorthToSouthFromMinus180WithoutTimeOrBounds) {
+    TempDir dir;
+    Spec s;
+    s.south_to_north = false;
+    s.lon_from_minus_180 = true;
+    s.ntime = 0;
+    s.bounds = false;
+    const NetcdfReader reader(make_grid_file(dir, "b.nc", s));
+    const GridInfo& g = reader.grid();
+    EXPECT_EQ(g.lat_deg, (std::vector<double>{80, 40, 0, -40, -80}));  // file order, not reordered
+    EXPECT_EQ(g.lon_deg, (std::vector<double>{-180, -135, -90, -45, 0, 45, 90, 135}));
+    EXPECT_TRUE(g.lat_bounds_deg.empty());
+    EXPECT_TRUE(g.lon_bounds_deg.empty());
+    EXPECT_TRUE(g.time_dim.empty());
+    EXPECT_EQ(g.ntime, 1);
+    EXPECT_TRUE(g.time_values.empty());
+    const VariableShape v = reader.variable("field");
+    EXPECT_FALSE(v.time_index.has_value());
+    EXPECT_EQ(v.ntime, 1);
+    for (const Box& box : some_boxes(s)) {
+        expect_box(reader, s, {0, 1}, box);
+    }
+    EXPECT_THROW((void)reader.read("field", {0, 2}, {{0, 1}, {0, 1}}), ArgumentError);
+    EXPECT_THROW((void)reader.read("field", {1, 2}, {{0, 1}, {0, 1}}), ArgumentError);
+}
+
+TEST(NetcdfReader, LevelsAreChannels) {
+    TempDir dir;
+    Spec s;
+    s.nlev = 3;
+    const NetcdfReader reader(make_grid_file(dir, "c.nc", s));
+    const VariableShape v = reader.variable("field");
+    EXPECT_EQ(v.dim_names, (std::vector<std::string>{"time", "lev", "yc", "xc"}));
+    EXPECT_EQ(v.channels_per_step, 3);
+    EXPECT_EQ(reader.field_variables(), (std::vector<std::string>{"field"}));  // not lev, time or bounds
+    for (const Box& box : some_boxes(s)) {
+        expect_box(reader, s, {0, 3}, box);
+        expect_box(reader, s, {1, 3}, box);
+    }
+    // Levels without time: channels all the same.
+    s.ntime = 0;
+    const NetcdfReader no_time(make_grid_file(dir, "d.nc", s));
+    EXPECT_EQ(no_time.variable("field").channels_per_step, 3);
+    for (const Box& box : some_boxes(s)) {
+        expect_box(no_time, s, {0, 1}, box);
+    }
+}
+
+TEST(NetcdfReader, DoubleAndShortVariablesConvert) {
+    TempDir dir;
+    Spec s;
+    s.nlev = 2;
+    s.type = NC_DOUBLE;
+    const NetcdfReader doubles(make_grid_file(dir, "double.nc", s));
+    expect_box(doubles, s, {0, 3}, {{1, 5}, {3, 8}});
+    s.type = NC_INT;
+    const NetcdfReader ints(make_grid_file(dir, "int.nc", s));
+    expect_box(ints, s, {1, 3}, {{0, 5}, {0, 8}});
+}
+
+TEST(NetcdfReader, DetectsTheGridByUnitsAxisOrName) {
+    TempDir dir;
+    int n = 0;
+    const std::pair<std::string, std::string> unit_spellings[] = {
+        {"degrees_north", "degrees_east"}, {"degree_north", "degree_east"}, {"degree_N", "degree_E"},
+        {"degrees_N", "degrees_E"},        {"degreeN", "degreeE"},          {"degreesN", "degreesE"}};
+    for (const auto& [lat_units, lon_units] : unit_spellings) {
+        Spec s;
+        s.label = Label::units;
+        s.lat_units = lat_units;
+        s.lon_units = lon_units;
+        const NetcdfReader reader(make_grid_file(dir, std::to_string(n++) + "_units.nc", s));
+        EXPECT_EQ(reader.grid().lat_dim, "yc") << lat_units;
+        EXPECT_EQ(reader.grid().lon_dim, "xc") << lon_units;
+        expect_box(reader, s, {0, 3}, {{1, 3}, {2, 5}});
+    }
+    Spec s;
+    s.label = Label::axis;
+    const NetcdfReader by_axis(make_grid_file(dir, "axis.nc", s));
+    EXPECT_EQ(by_axis.grid().lat_dim, "yc");
+    EXPECT_EQ(by_axis.grid().lon_dim, "xc");
+    EXPECT_EQ(by_axis.grid().lat_deg[4], 80.0);
+    s.label = Label::name;
+    const NetcdfReader by_name(make_grid_file(dir, "name.nc", s));
+    EXPECT_EQ(by_name.grid().lat_dim, "latitude");
+    EXPECT_EQ(by_name.grid().lon_dim, "longitude");
+    expect_box(by_name, s, {0, 3}, {{0, 5}, {0, 8}});
+    // Units in degrees of something else, e.g. a rotated grid's, do not make a latitude.
+    s.label = Label::units;
+    s.lat_units = "degrees";
+    const std::string rotated = make_grid_file(dir, "rotated.nc", s);
+    EXPECT_NE(error_of([&] { NetcdfReader r(rotated); }).find("no latitude coordinate"), std::string::npos);
+}
+
+TEST(NetcdfReader, TimeFoundByStandardNameAxisUnitsUnlimitedOrName) {
+    TempDir dir;
+    const auto file = [&dir](const std::string& name, const std::string& time_name, bool unlimited,
+                             const std::vector<std::pair<std::string, std::string>>& time_attributes,
+                             bool coordinate = true) {
+        const std::string path = dir / name;
+        Builder b(path);
+        const int t = b.dim(time_name, unlimited ? NC_UNLIMITED : 2);
+        const int y = b.dim("lat", 2);
+        const int x = b.dim("lon", 3);
+        const int lat = b.var("lat", NC_DOUBLE, {y});
+        const int lon = b.var("lon", NC_DOUBLE, {x});
+        int time = -1;
+        if (coordinate) {
+            time = b.var(time_name, NC_DOUBLE, {t});
+            for (const auto& [key, text] : time_attributes) {
+                b.text(time, key, text);
+            }
+        }
+        const int f = b.var("f", NC_FLOAT, {t, y, x});
+        b.end();
+        b.put(lat, {-45, 45});
+        b.put(lon, {0, 120, 240});
+        if (coordinate) {
+            b.put(time, {2}, {1.5, 2.5});
+        }
+        b.put(f, {2, 2, 3}, std::vector<double>(12, 1.0));
+        return path;
+    };
+    const NetcdfReader by_standard_name(file("sn.nc", "valid_time", false, {{"standard_name", "time"}}));
+    EXPECT_EQ(by_standard_name.grid().time_dim, "valid_time");
+    EXPECT_EQ(by_standard_name.grid().time_values, (std::vector<double>{1.5, 2.5}));
+    const NetcdfReader by_axis(file("axis.nc", "t", false, {{"axis", "T"}, {"calendar", "noleap"}}));
+    EXPECT_EQ(by_axis.grid().time_dim, "t");
+    EXPECT_EQ(by_axis.grid().time_calendar, "noleap");
+    const NetcdfReader by_units(file("units.nc", "step", false, {{"units", "days since 2000-01-01"}}));
+    EXPECT_EQ(by_units.grid().time_dim, "step");
+    EXPECT_EQ(by_units.grid().time_units, "days since 2000-01-01");
+    const NetcdfReader by_unlimited(file("unlimited.nc", "record", true, {}, false));
+    EXPECT_EQ(by_unlimited.grid().time_dim, "record");
+    EXPECT_EQ(by_unlimited.grid().ntime, 2);
+    EXPECT_TRUE(by_unlimited.grid().time_values.empty());
+    const NetcdfReader by_name(file("name.nc", "time", false, {}));
+    EXPECT_EQ(by_name.grid().time_dim, "time");
+    EXPECT_EQ(by_name.variable("f").time_index, 0);
+    EXPECT_EQ(by_name.read("f", {1, 2}, {{0, 2}, {0, 3}}), std::vector<float>(6, 1.0f));
+}
+
+TEST(NetcdfReader, FillAndMissingValuesBecomeNan) {
+    TempDir dir;
+    const std::string path = dir / "fill.nc";
+    {
+        Builder b(path);
+        const int y = b.dim("lat", 2);
+        const int x = b.dim("lon", 3);
+        const int lat = b.var("lat", NC_FLOAT, {y});
+        const int lon = b.var("lon", NC_FLOAT, {x});
+        const int both = b.var("both", NC_FLOAT, {y, x});
+        b.number(both, "_FillValue", NC_FLOAT, {-999});
+        b.number(both, "missing_value", NC_FLOAT, {1e20});
+        const int two_missing = b.var("two_missing", NC_DOUBLE, {y, x});
+        b.number(two_missing, "missing_value", NC_DOUBLE, {-1, -2});
+        const int default_fill = b.var("default_fill", NC_FLOAT, {y, x});
+        const int bytes = b.var("bytes", NC_BYTE, {y, x});
+        const int unsigned_bytes = b.var("unsigned_bytes", NC_BYTE, {y, x});
+        b.text(unsigned_bytes, "_Unsigned", "true");
+        b.number(unsigned_bytes, "scale_factor", NC_FLOAT, {0.5});
+        b.end();
+        b.put(lat, {10, 20});
+        b.put(lon, {0, 1, 2});
+        b.put(both, {-999, 1, 1e20, 3, 4, -999});
+        b.put(two_missing, {0, -1, 2, -2, 4, 5});
+        b.put(default_fill, {NC_FILL_FLOAT, 1, 2, 3, 4, 5});
+        b.put(bytes, {-127, 1, 2, 3, 4, 5});  // bytes have no default fill
+        b.put(unsigned_bytes, {-1, -128, 0, 1, 127, 2});
+    }
+    const NetcdfReader reader(path);
+    const Box all{{0, 2}, {0, 3}};
+    const auto nan_at = [](const std::vector<float>& v) {
+        std::vector<bool> out;
+        for (float x : v) {
+            out.push_back(std::isnan(x));
+        }
+        return out;
+    };
+    const auto both = reader.read("both", {0, 1}, all);
+    EXPECT_EQ(nan_at(both), (std::vector<bool>{true, false, true, false, false, true}));
+    EXPECT_EQ(both[1], 1.0f);
+    EXPECT_EQ(both[4], 4.0f);
+    EXPECT_EQ(nan_at(reader.read("two_missing", {0, 1}, all)),
+              (std::vector<bool>{false, true, false, true, false, false}));
+    const auto default_fill = reader.read("default_fill", {0, 1}, all);
+    EXPECT_TRUE(std::isnan(default_fill[0]));
+    EXPECT_EQ(default_fill[5], 5.0f);
+    EXPECT_EQ(reader.read("bytes", {0, 1}, all), (std::vector<float>{-127, 1, 2, 3, 4, 5}));
+    EXPECT_EQ(reader.read("unsigned_bytes", {0, 1}, all), (std::vector<float>{127.5f, 64, 0, 0.5f, 63.5f, 1}));
+    // The sub-box reads the same values.
+    EXPECT_EQ(reader.read("unsigned_bytes", {0, 1}, {{1, 2}, {1, 3}}), (std::vector<float>{63.5f, 1}));
+}
+
+TEST(NetcdfReader, PackedShortsAreUnpacked) {
+    TempDir dir;
+    const std::string path = dir / "packed.nc";
+    const std::size_t nt = 2;
+    const std::size_t nl = 2;
+    const std::size_t ny = 4;
+    const std::size_t nx = 6;
+    {
+        Builder b(path);
+        const int t = b.dim("time", NC_UNLIMITED);
+        const int l = b.dim("level", nl);
+        const int y = b.dim("lat", ny);
+        const int x = b.dim("lon", nx);
+        const int lat = b.var("lat", NC_DOUBLE, {y});
+        b.text(lat, "units", "degrees_north");
+        const int lon = b.var("lon", NC_DOUBLE, {x});
+        b.text(lon, "units", "degrees_east");
+        const int z = b.var("z", NC_SHORT, {t, l, y, x});
+        b.number(z, "scale_factor", NC_DOUBLE, {0.5});
+        b.number(z, "add_offset", NC_DOUBLE, {100});
+        b.number(z, "_FillValue", NC_SHORT, {-32767});
+        b.end();
+        b.put(lat, {60, 20, -20, -60});
+        b.put(lon, {0, 60, 120, 180, 240, 300});
+        std::vector<double> packed;
+        for (std::size_t tt = 0; tt < nt; ++tt) {
+            for (std::size_t ll = 0; ll < nl; ++ll) {
+                for (std::size_t i = 0; i < ny; ++i) {
+                    for (std::size_t j = 0; j < nx; ++j) {
+                        packed.push_back((tt == 1 && ll == 0 && i == 2 && j == 3) ? -32767 : value(tt, ll, i, j));
+                    }
+                }
+            }
+        }
+        b.put(z, {nt, nl, ny, nx}, packed);
+    }
+    const NetcdfReader reader(path);
+    EXPECT_EQ(reader.variable("z").channels_per_step, 2);
+    EXPECT_EQ(reader.grid().time_dim, "time");  // the unlimited dim, no coordinate
+    const Box box{{1, 4}, {2, 5}};
+    const auto got = reader.read("z", {0, 2}, box);
+    ASSERT_EQ(got.size(), 2u * 2u * 3u * 3u);
+    std::size_t k = 0;
+    for (std::size_t tt = 0; tt < nt; ++tt) {
+        for (std::size_t ll = 0; ll < nl; ++ll) {
+            for (std::size_t i = 1; i < 4; ++i) {
+                for (std::size_t j = 2; j < 5; ++j, ++k) {
+                    if (tt == 1 && ll == 0 && i == 2 && j == 3) {
+                        EXPECT_TRUE(std::isnan(got[k]));
+                    } else {
+                        EXPECT_EQ(got[k], static_cast<float>(value(tt, ll, i, j) * 0.5 + 100)) << k;
+                    }
+                }
+            }
+        }
+    }
+}
+
+TEST(NetcdfReader, Netcdf4FileWithStringAttributes) {
+    TempDir dir;
+    const std::string path = dir / "nc4.nc";
+    {
+        Builder b(path, NC_CLOBBER | NC_NETCDF4);
+        const int y = b.dim("y", 3);
+        const int x = b.dim("x", 4);
+        const int lat = b.var("y", NC_FLOAT, {y});
+        const int lon = b.var("x", NC_FLOAT, {x});
+        const char* north = "degrees_north";
+        const char* east = "degrees_east";
+        ok(nc_put_att_string(b.id(), lat, "units", 1, &north));
+        ok(nc_put_att_string(b.id(), lon, "units", 1, &east));
+        const int f = b.var("f", NC_FLOAT, {y, x});
+        b.end();
+        b.put(lat, {-30, 0, 30});
+        b.put(lon, {0, 90, 180, 270});
+        std::vector<double> values;
+        for (std::size_t i = 0; i < 3; ++i) {
+            for (std::size_t j = 0; j < 4; ++j) {
+                values.push_back(value(0, 0, i, j));
+            }
+        }
+        b.put(f, values);
+    }
+    const NetcdfReader reader(path);
+    EXPECT_EQ(reader.grid().lat_dim, "y");
+    EXPECT_EQ(reader.grid().lon_dim, "x");
+    EXPECT_EQ(reader.read("f", {0, 1}, {{1, 3}, {1, 3}}), (std::vector<float>{11, 12, 21, 22}));
+}
+
+TEST(NetcdfReader, FieldVariablesSkipCoordinatesBoundsAndCellMeasures) {
+    TempDir dir;
+    const std::string path = dir / "vars.nc";
+    {
+        Builder b(path, NC_CLOBBER | NC_NETCDF4);  // the classic format allows no record dim after the first
+        const int t = b.dim("time", NC_UNLIMITED);
+        const int l = b.dim("plev", 2);
+        const int y = b.dim("lat", 2);
+        const int x = b.dim("lon", 3);
+        const int lat = b.var("lat", NC_DOUBLE, {y});
+        const int lon = b.var("lon", NC_DOUBLE, {x});
+        const int f = b.var("t2m", NC_FLOAT, {t, y, x});
+        b.text(f, "cell_measures", "area: cell_area");
+        (void)b.var("cell_area", NC_DOUBLE, {y, x});
+        (void)b.var("mask", NC_BYTE, {y, x});
+        (void)b.var("ta", NC_FLOAT, {t, l, y, x});
+        (void)b.var("transposed", NC_FLOAT, {t, x, y});
+        (void)b.var("time_not_first", NC_FLOAT, {l, t, y, x});
+        (void)b.var("zonal", NC_FLOAT, {t, y});
+        (void)b.var("label", NC_CHAR, {y, x});
+        b.end();
+        b.put(lat, {-45, 45});
+        b.put(lon, {0, 120, 240});
+    }
+    const NetcdfReader reader(path);
+    EXPECT_EQ(reader.field_variables(), (std::vector<std::string>{"t2m", "mask", "ta"}));
+    EXPECT_EQ(reader.variable("mask").ntime, 1);
+    EXPECT_FALSE(reader.variable("mask").time_index.has_value());
+    EXPECT_EQ(reader.variable("ta").channels_per_step, 2);
+    EXPECT_EQ(reader.grid().ntime, 0);  // no records written yet
+    EXPECT_TRUE(reader.read("t2m", {0, 0}, {{0, 2}, {0, 3}}).empty());
+
+    const std::string transposed = error_of([&] { (void)reader.variable("transposed"); });
+    EXPECT_NE(transposed.find(path), std::string::npos) << transposed;
+    EXPECT_NE(transposed.find("(time, lon, lat)"), std::string::npos) << transposed;
+    EXPECT_THROW((void)reader.read("transposed", {0, 0}, {{0, 1}, {0, 1}}), NetcdfError);
+    EXPECT_NE(error_of([&] { (void)reader.variable("time_not_first"); }).find("must come first"), std::string::npos);
+    EXPECT_THROW((void)reader.variable("zonal"), NetcdfError);
+    EXPECT_THROW((void)reader.variable("label"), NetcdfError);
+    const std::string missing = error_of([&] { (void)reader.variable("nope"); });
+    EXPECT_NE(missing.find("'nope'"), std::string::npos) << missing;
+    EXPECT_NE(missing.find("Variable not found"), std::string::npos) << missing;  // nc_strerror
+    EXPECT_THROW((void)reader.read("nope", {0, 0}, {{0, 1}, {0, 1}}), NetcdfError);
+}
+
+TEST(NetcdfReader, OutOfRangeStepsOrBoxesAreArgumentErrors) {
+    TempDir dir;
+    const Spec s;
+    const NetcdfReader reader(make_grid_file(dir, "a.nc", s));
+    EXPECT_THROW((void)reader.read("field", {0, 4}, {{0, 5}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read("field", {-1, 1}, {{0, 5}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read("field", {2, 1}, {{0, 5}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read("field", {0, 1}, {{0, 6}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read("field", {0, 1}, {{0, 5}, {-1, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read("field", {0, 1}, {{3, 2}, {0, 8}}), ArgumentError);
+}
+
+TEST(NetcdfReader, UnreadableFilesAreNetcdfErrors) {
+    TempDir dir;
+    const std::string missing = dir / "missing.nc";
+    const std::string what = error_of([&] { NetcdfReader r(missing); });
+    EXPECT_NE(what.find(missing), std::string::npos) << what;
+    EXPECT_NE(what.find("No such file"), std::string::npos) << what;
+
+    const std::string text = dir / "notes.nc";
+    std::ofstream(text) << "this is not a netCDF file\n";
+    const std::string not_netcdf = error_of([&] { NetcdfReader r(text); });
+    EXPECT_NE(not_netcdf.find(text), std::string::npos) << not_netcdf;
+    EXPECT_EQ(not_netcdf.find('\n'), std::string::npos) << not_netcdf;  // one line
+
+    const std::string no_lat = dir / "no_lat.nc";
+    {
+        Builder b(no_lat);
+        const int x = b.dim("lon", 3);
+        const int y = b.dim("lat", 2);
+        const int lon = b.var("lon", NC_DOUBLE, {x});
+        const int rlat = b.var("lat", NC_DOUBLE, {y});  // named lat, but a rotated grid's latitude
+        b.text(rlat, "standard_name", "grid_latitude");
+        b.text(rlat, "axis", "Y");
+        b.end();
+        b.put(lon, {0, 1, 2});
+        b.put(rlat, {0, 1});
+    }
+    EXPECT_NE(error_of([&] { NetcdfReader r(no_lat); }).find("no latitude coordinate"), std::string::npos);
+
+    const std::string projected = dir / "projected.nc";
+    {
+        Builder b(projected);
+        for (const auto& [name, axis] : {std::pair{"y", "Y"}, std::pair{"x", "X"}}) {
+            const int v = b.var(name, NC_DOUBLE, {b.dim(name, 2)});
+            b.text(v, "axis", axis);
+            b.text(v, "units", "m");
+        }
+    }
+    EXPECT_NE(error_of([&] { NetcdfReader r(projected); }).find("no latitude coordinate"), std::string::npos);
+
+    const std::string ambiguous = dir / "ambiguous.nc";
+    {
+        Builder b(ambiguous);
+        for (const char* name : {"lat", "lat2"}) {
+            const int y = b.dim(name, 2);
+            b.text(b.var(name, NC_DOUBLE, {y}), "standard_name", "latitude");
+        }
+        b.text(b.var("lon", NC_DOUBLE, {b.dim("lon", 3)}), "standard_name", "longitude");
+    }
+    EXPECT_NE(error_of([&] { NetcdfReader r(ambiguous); }).find("ambiguous latitude"), std::string::npos);
+
+    const std::string bad_lat = dir / "bad_lat.nc";
+    {
+        Builder b(bad_lat);
+        const int lat = b.var("lat", NC_DOUBLE, {b.dim("lat", 2)});
+        (void)b.var("lon", NC_DOUBLE, {b.dim("lon", 3)});
+        b.end();
+        b.put(lat, {0, 95});
+    }
+    EXPECT_NE(error_of([&] { NetcdfReader r(bad_lat); }).find("not in [-90, 90]"), std::string::npos);
+}
+
+TEST(NetcdfReader, MovesKeepTheFileOpen) {
+    TempDir dir;
+    const Spec s;
+    const std::string path = make_grid_file(dir, "a.nc", s);
+    NetcdfReader a(path);
+    NetcdfReader b(std::move(a));
+    expect_box(b, s, {0, 3}, {{0, 5}, {0, 8}});
+    NetcdfReader c(make_grid_file(dir, "other.nc", s));
+    c = std::move(b);
+    EXPECT_EQ(c.path(), path);
+    expect_box(c, s, {1, 2}, {{2, 4}, {1, 6}});
+}
+
+TEST(SameGrid, SizesAndValuesWithinTolerance) {
+    GridInfo a;
+    a.lat_deg = {-45, 45};
+    a.lon_deg = {0, 120, 240};
+    GridInfo b = a;
+    b.lat_dim = "latitude";  // names do not matter
+    EXPECT_TRUE(same_grid(a, b));
+    b.lon_deg[2] += 1e-10;
+    EXPECT_TRUE(same_grid(a, b));
+    b.lon_deg[2] += 1e-8;
+    EXPECT_FALSE(same_grid(a, b));
+    EXPECT_TRUE(same_grid(a, b, 1e-6));
+    b = a;
+    b.lat_deg = {45, -45};
+    EXPECT_FALSE(same_grid(a, b));
+    b.lat_deg = {-45, 45, 60};
+    EXPECT_FALSE(same_grid(a, b));
+}
+
+// Reads a (time, lat) double variable and its attributes back with the C API.
+struct ReadBack {
+    int ncid = -1;
+    explicit ReadBack(const std::string& path) { ok(nc_open(path.c_str(), NC_NOWRITE, &ncid)); }
+    ~ReadBack() { nc_close(ncid); }
+    ReadBack(const ReadBack&) = delete;
+    ReadBack& operator=(const ReadBack&) = delete;
+
+    int varid(const std::string& name) const {
+        int id = -1;
+        ok(nc_inq_varid(ncid, name.c_str(), &id));
+        return id;
+    }
+    std::size_t dim_length(const std::string& name) const {
+        int id = -1;
+        ok(nc_inq_dimid(ncid, name.c_str(), &id));
+        std::size_t length = 0;
+        ok(nc_inq_dimlen(ncid, id, &length));
+        return length;
+    }
+    std::vector<double> values(const std::string& name, std::size_t n) const {
+        std::vector<double> out(n);
+        ok(nc_get_var_double(ncid, varid(name), out.data()));
+        return out;
+    }
+    std::string text(const std::string& var, const std::string& name) const {
+        const int id = var.empty() ? NC_GLOBAL : varid(var);
+        std::size_t length = 0;
+        ok(nc_inq_attlen(ncid, id, name.c_str(), &length));
+        std::string out(length, '\0');
+        ok(nc_get_att_text(ncid, id, name.c_str(), out.data()));
+        return out;
+    }
+};
+
+TEST(WriteZonalMeans, WritesACfFileAndReadsBack) {
+    TempDir dir;
+    Spec s;
+    s.south_to_north = false;
+    const NetcdfReader input(make_grid_file(dir, "input.nc", s));
+    fs::remove(dir / "input.nc");
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> bias(15);
+    for (std::size_t k = 0; k < bias.size(); ++k) {
+        bias[k] = 0.5 * static_cast<double>(k) - 3.0;
+    }
+    bias[7] = nan;
+    const std::vector<double> rmse(15, 1.25);
+    const std::string out = dir / "zonal.nc";
+    write_zonal_means(out, input.grid(), 3, {{"bias", bias, "K", "bias of field"}, {"rmse", rmse}},
+                      {"zonal test", "gridshard eval --test"});
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"zonal.nc"}));  // no temporary left
+
+    const ReadBack file(out);
+    int format = 0;
+    ok(nc_inq_format(file.ncid, &format));
+    EXPECT_EQ(format, NC_FORMAT_64BIT_OFFSET);
+    int unlimited = -1;
+    ok(nc_inq_unlimdim(file.ncid, &unlimited));
+    int time_dim = -1;
+    ok(nc_inq_dimid(file.ncid, "time", &time_dim));
+    EXPECT_EQ(unlimited, time_dim);
+    EXPECT_EQ(file.dim_length("time"), 3u);
+    EXPECT_EQ(file.dim_length("yc"), 5u);
+    EXPECT_EQ(file.values("yc", 5), (std::vector<double>{80, 40, 0, -40, -80}));
+    EXPECT_EQ(file.text("yc", "standard_name"), "latitude");
+    EXPECT_EQ(file.text("yc", "units"), "degrees_north");
+    EXPECT_EQ(file.text("yc", "bounds"), "yc_bnds");
+    EXPECT_EQ(file.values("yc_bnds", 10), input.grid().lat_bounds_deg);
+    EXPECT_EQ(file.values("time", 3), (std::vector<double>{0, 6, 12}));
+    EXPECT_EQ(file.text("time", "units"), "hours since 2020-01-01 00:00:00");
+    EXPECT_EQ(file.text("time", "calendar"), "proleptic_gregorian");
+    EXPECT_EQ(file.text("", "Conventions"), "CF-1.8");
+    EXPECT_EQ(file.text("", "title"), "zonal test");
+    EXPECT_EQ(file.text("", "history"), "gridshard eval --test");
+    EXPECT_EQ(file.text("bias", "units"), "K");
+    EXPECT_EQ(file.text("bias", "long_name"), "bias of field");
+    EXPECT_EQ(file.text("bias", "cell_methods"), "longitude: mean");
+
+    int ndims = 0;
+    int dims[2] = {};
+    nc_type type = NC_NAT;
+    ok(nc_inq_var(file.ncid, file.varid("bias"), nullptr, &type, &ndims, dims, nullptr));
+    EXPECT_EQ(type, NC_DOUBLE);
+    ASSERT_EQ(ndims, 2);
+    EXPECT_EQ(dims[0], time_dim);
+    double fill = 0.0;
+    ok(nc_get_att_double(file.ncid, file.varid("bias"), "_FillValue", &fill));
+    EXPECT_EQ(fill, 9.96920996838687e+36);
+    const auto got = file.values("bias", 15);
+    for (std::size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(got[k], k == 7 ? fill : bias[k]) << k;
+    }
+    EXPECT_EQ(file.values("rmse", 15), rmse);
+
+    // Writing again replaces the file in place.
+    write_zonal_means(out, input.grid(), 3, {{"rmse", std::vector<double>(15, 2.0)}});
+    EXPECT_EQ(ReadBack(out).values("rmse", 15), std::vector<double>(15, 2.0));
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"zonal.nc"}));
+}
+
+TEST(WriteZonalMeans, WithoutTimeCoordinateOrWithOtherTimes) {
+    TempDir dir;
+    Spec s;
+    s.ntime = 0;
+    s.bounds = false;
+    const NetcdfReader input(make_grid_file(dir, "input.nc", s));
+    const std::string out = dir / "zonal.nc";
+    write_zonal_means(out, input.grid(), 1, {{"mean", {1, 2, 3, 4, 5}}});
+    {
+        const ReadBack file(out);
+        EXPECT_EQ(file.dim_length("time"), 1u);
+        int varid = -1;
+        EXPECT_EQ(nc_inq_varid(file.ncid, "time", &varid), NC_ENOTVAR);
+        EXPECT_EQ(nc_inq_varid(file.ncid, "yc_bnds", &varid), NC_ENOTVAR);
+        EXPECT_EQ(file.values("mean", 5), (std::vector<double>{1, 2, 3, 4, 5}));
+    }
+    // Time values given explicitly, e.g. one value for a mean over all steps.
+    Spec timed;
+    const NetcdfReader with_time(make_grid_file(dir, "timed.nc", timed));
+    write_zonal_means(out, with_time.grid(), 1, {{"mean", {1, 2, 3, 4, 5}}}, {}, std::vector<double>{6.0});
+    const ReadBack file(out);
+    EXPECT_EQ(file.values("time", 1), (std::vector<double>{6.0}));
+    EXPECT_EQ(file.text("time", "units"), "hours since 2020-01-01 00:00:00");
+}
+
+TEST(WriteZonalMeans, FailuresLeaveNoFile) {
+    TempDir dir;
+    const Spec s;
+    const NetcdfReader input(make_grid_file(dir, "input.nc", s));
+    const GridInfo grid = input.grid();
+    fs::remove(dir / "input.nc");
+    const std::vector<double> values(15, 1.0);
+
+    const std::string nowhere = dir / "no_such_folder/zonal.nc";
+    const std::string what = error_of([&] { write_zonal_means(nowhere, grid, 3, {{"m", values}}); });
+    EXPECT_NE(what.find(nowhere), std::string::npos) << what;
+    EXPECT_NE(what.find("No such file"), std::string::npos) << what;
+    EXPECT_TRUE(dir.entries().empty());
+
+    const std::string out = dir / "zonal.nc";
+    EXPECT_THROW(write_zonal_means(out, grid, 3, {{"m", std::vector<double>(14)}}), ArgumentError);
+    EXPECT_THROW(write_zonal_means(out, grid, 2, {{"m", std::vector<double>(10)}}), ArgumentError);  // 3 times
+    EXPECT_THROW(write_zonal_means(out, grid, 3, {{"m", values}}, {}, std::vector<double>{1.0}), ArgumentError);
+    EXPECT_TRUE(dir.entries().empty());
+    // Errors after the temporary file exists: a bad name, a duplicate name.
+    EXPECT_THROW(write_zonal_means(out, grid, 3, {{"bad/name", values}}), NetcdfError);
+    EXPECT_THROW(write_zonal_means(out, grid, 3, {{"m", values}, {"m", values}}), NetcdfError);
+    EXPECT_TRUE(dir.entries().empty());
+
+    // A failed write over an existing file leaves it as it was.
+    write_zonal_means(out, grid, 3, {{"m", values}});
+    EXPECT_THROW(write_zonal_means(out, grid, 3, {{"m", values}, {"m", values}}), NetcdfError);
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"zonal.nc"}));
+    EXPECT_EQ(ReadBack(out).values("m", 15), values);
+
+    // The rename itself fails when the path is a folder.
+    const std::string folder = dir / "folder.nc";
+    fs::create_directories(fs::path(folder) / "inside");
+    EXPECT_THROW(write_zonal_means(folder, grid, 3, {{"m", values}}), NetcdfError);
+    EXPECT_EQ(dir.entries().size(), 2u);
+    EXPECT_TRUE(fs::is_directory(folder));
+}
+
+}  // namespace
+}  // namespace gridshard::io
