@@ -32,7 +32,8 @@ test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: deps
-	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON $(CMAKE_FLAGS) >/dev/null
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \
+		$(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
 	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
 

@@ -6,6 +6,8 @@ Steps, in this order so nothing else competes for the two cores while a figure i
   2. numpy_gradmag.py: the numpy pipeline on those very arrays.
   3. halo_vs_gather_bench (mpirun -n 4, mesh 1x2x2): halo path against gather path.
   4. kernels_bench (mpirun -n 1): Google Benchmark table of the hot kernels.
+  5. gridshard eval (one process) against the four CDO runs (fldmean, zonmean, fldstd, RMSE chain) on
+     one generated 721 x 1440 x 4-step, three-variable file pair.
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
@@ -35,6 +37,7 @@ TARGETS = [
     ("gradmag_speedup_vs_numpy", 20.0, ">=", "t_numpy / t_gridshard, (3,721,1440)"),
     ("halo_vs_gather_speedup_1x2x2", 10.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
+    ("eval_speedup_vs_cdo", 5.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
 ]
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
@@ -146,6 +149,49 @@ def print_table(results):
         f"(of which gathers {halo['t_gather_communication_s']:.4f}); bytes/rank halo "
         f"{halo['halo_bytes_per_rank_max']:.0f}, gather {halo['gather_bytes_per_rank_max']:.0f}"
     )
+    cdo = d["eval_vs_cdo"]
+    print(f"  eval (721,1440) x 4 steps x 3 variables, 1 process: gridshard {cdo['t_gridshard_s']:.3f}, "
+          f"4 CDO runs {cdo['t_cdo_s']:.3f}")
+
+
+def time_eval_against_cdo(gridshard, out_dir, repetitions):
+    """Median wall time of `gridshard eval` (one process, cell_area weights, every score of the three
+    variables of truth and prediction) against the four CDO runs a user would need for fldmean, zonmean,
+    fldstd and RMSE, on one generated 721 x 1440 x 4 CF file pair."""
+    sys.path.insert(0, str(BENCH_DIR.parent / "tests" / "cli"))
+    import make_files  # the generator the CLI tests use
+
+    truth, prediction = out_dir / "cdo_truth.nc", out_dir / "cdo_pred.nc"
+    if not truth.exists() or not prediction.exists():
+        make_files.write(truth, 721, 1440, 4, seed=1, with_levels=False)
+        make_files.write(prediction, 721, 1440, 4, seed=2, shift=0.2, with_levels=False)
+    gridshard_command = [gridshard, "eval", "--truth", truth, "--pred", prediction, "--weights", "cell_area",
+                         "--quiet", "--json", out_dir / "eval_vs_cdo.json"]
+    cdo = ["cdo", "-s", "-b", "F64"]
+    cdo_commands = [
+        [*cdo, "fldmean", truth, out_dir / "cdo_fldmean.nc"],
+        [*cdo, "zonmean", truth, out_dir / "cdo_zonmean.nc"],
+        [*cdo, "fldstd", truth, out_dir / "cdo_fldstd.nc"],
+        [*cdo, "-sqrt", "-fldmean", "-sqr", "-sub", prediction, truth, out_dir / "cdo_rmse.nc"],
+    ]
+
+    def wall(commands):
+        start = time.perf_counter()
+        for command in commands:
+            result = subprocess.run([str(c) for c in command], capture_output=True, text=True)
+            if result.returncode != 0:
+                sys.exit(f"run_bench: {command[0]} failed: {result.stderr.strip()}")
+        return time.perf_counter() - start
+
+    print(f"+ gridshard eval vs 4 CDO runs on {truth.name}, {repetitions} repetitions", flush=True)
+    gridshard_samples, cdo_samples = [], []
+    for _ in range(repetitions):  # interleaved, so drifting machine load hits both alike
+        gridshard_samples.append(wall([gridshard_command]))
+        cdo_samples.append(wall(cdo_commands))
+    return {"t_gridshard_s": sorted(gridshard_samples)[len(gridshard_samples) // 2],
+            "t_cdo_s": sorted(cdo_samples)[len(cdo_samples) // 2],
+            "samples_gridshard_s": gridshard_samples, "samples_cdo_s": cdo_samples,
+            "grid": [721, 1440], "ntime": 4, "variables": ["t2m", "sst", "z"]}
 
 
 def main():
@@ -186,6 +232,9 @@ def main():
         env=env)
     kernels = load(out_dir / "kernels.json")
 
+    # 5. The whole tool on one process against CDO's four runs, on the same 721 x 1440 x 4 file.
+    eval_vs_cdo = time_eval_against_cdo(bin_dir / "gridshard", out_dir, max(3, args.repetitions // 7))
+
     problems = []
     if numpy_agreement > AGREEMENT_TOLERANCE:
         problems.append(f"gridshard and numpy disagree on gradient_magnitude_percent_diff: {numpy_agreement:.3g}")
@@ -203,6 +252,7 @@ def main():
         "gradmag_speedup_vs_numpy": numpy_figures["t_numpy_s"] / grad["t_gridshard_s"],
         "halo_vs_gather_speedup_1x2x2": halo["t_gather_s"] / halo["t_halo_s"],
         "halo_bytes_fraction_of_gather_1x2x2": halo["bytes_fraction_max_over_ranks"],
+        "eval_speedup_vs_cdo": eval_vs_cdo["t_cdo_s"] / eval_vs_cdo["t_gridshard_s"],
     }
     results["targets"] = {key: {"target": t, "comparison": c, "meaning": m} for key, t, c, m in TARGETS if t}
     results["met"] = {key: met(results[key], t, c) for key, t, c, _ in TARGETS if t}
@@ -218,6 +268,7 @@ def main():
             "gridshard_vs_numpy_max_relative_difference": numpy_agreement,
         },
         "halo_vs_gather": without_samples(halo),
+        "eval_vs_cdo": eval_vs_cdo,
         "kernels": kernel_rows(kernels),
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},

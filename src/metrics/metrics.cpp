@@ -292,16 +292,18 @@ std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summati
     detail::agree_or_throw(grid.mesh().lon(), error, {x.channels}, "channels");
     PartialSums sums(values * 2, summation, window_for<T>());
     {
-        Scratch scratch(box.lon.size(), 1);
+        // Masked rows keep the input type: float rows take the exact sum's cheaper one-digit path.
+        std::vector<T> masked(static_cast<std::size_t>(box.lon.size()));
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
             const T* row = row_of(x, box, c, i);
+            T* __restrict out = masked.data();
             std::int64_t valid = 0;
             for (std::int64_t j = 0; j < box.lon.size(); ++j) {
-                const double v = static_cast<double>(row[j]);
-                scratch[0][j] = v == v ? v : 0.0;
+                const T v = row[j];
+                out[j] = v == v ? v : T{0};
                 valid += v == v ? 1 : 0;
             }
-            sums.add_row(c * rows + i, scratch[0], box.lon.size(), 1.0);
+            sums.add_row(c * rows + i, masked.data(), box.lon.size(), 1.0);
             sums.add_count(values + c * rows + i, 1.0, valid);
         });
     }

@@ -13,7 +13,7 @@ FILL = np.float32(-9999.0)
 
 
 def write(path, nlat, nlon, ntime, *, seed, north_to_south=False, centred_lon=False, bounds=True, time=True,
-          shift=0.0, levels=2, extra_vars=True, lat_name="lat", coordinate_attributes=True):
+          shift=0.0, with_levels=True, extra_vars=True, lat_name="lat", coordinate_attributes=True):
     rng = np.random.default_rng(seed)
     dlat = 180.0 / nlat
     lat = -90 + dlat / 2 + dlat * np.arange(nlat)
@@ -69,6 +69,8 @@ def write(path, nlat, nlon, ntime, *, seed, north_to_south=False, centred_lon=Fa
             zz = ds.createVariable("z", "i2", lead + (lat_name, "lon"))
             zz.units, zz.scale_factor, zz.add_offset = "m", 0.1, 5500.0
             zz[:] = z if time else z[0]
+            if not with_levels:
+                return
             # A variable with a level dim: its levels become channels.
             ds.createDimension("plev", 2)
             p = ds.createVariable("plev", "f8", ("plev",))
