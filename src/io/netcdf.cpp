@@ -652,6 +652,15 @@ std::vector<float> NetcdfReader::read(const std::string& name, const Range& step
 
     if (type == NC_FLOAT) {
         check(nc_get_vara_float(ncid_, varid, start.data(), count.data(), out.data()), path_, doing);
+        if (missing.size() <= 2 && !transform) {
+            // The common case, branch-free so it vectorises: at most two missing values, no packing.
+            const float first = missing.empty() ? nan : static_cast<float>(missing[0]);
+            const float second = missing.size() < 2 ? first : static_cast<float>(missing[1]);
+            for (float& v : out) {
+                v = (v == first || v == second) ? nan : v;
+            }
+            return out;
+        }
         for (float& v : out) {
             v = convert(static_cast<double>(v));
         }

@@ -428,6 +428,46 @@ TEST_F(Metrics, GradientMagnitudePointwise) {
     }
 }
 
+TEST_F(Metrics, GradientInMetresOnTheSphere) {
+    const GridShape grid{29, 41};
+    const Case k = make_case(grid, 1);
+    const ShardedGrid g(mesh, grid);
+    const Box& box = g.box();
+    const double dlat = 180.0 / 28.0;  // make_case spaces its latitudes pole to pole
+    const double dlon = 360.0 / 41.0;
+    const std::vector<double> rows_lat(k.lat_deg.begin() + box.lat.begin, k.lat_deg.begin() + box.lat.end);
+    const GradientOptions metres{.periodic_lon = true,
+                                 .metres = true,
+                                 .radius_m = 6.371e6,
+                                 .dlat_deg = dlat,
+                                 .dlon_deg = dlon,
+                                 .lat_deg = rows_lat};
+    const auto x = shard_of(k.truth, grid, box, 1);
+    const auto got = gradient_magnitude<float>(g, {x, 1}, metres);
+    const double to_rad = std::numbers::pi / 180.0;
+    for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+        for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+            auto at = [&](std::int64_t a, std::int64_t b) {
+                return static_cast<double>(k.truth[static_cast<std::size_t>(k.index(0, a, (b + 41) % 41))]);
+            };
+            const double gy = i == 0    ? at(1, j) - at(0, j)
+                              : i == 28 ? at(28, j) - at(27, j)
+                                        : (at(i + 1, j) - at(i - 1, j)) / 2;
+            const double gx = (at(i, j + 1) - at(i, j - 1)) / 2;
+            const double lat = k.lat_deg[static_cast<std::size_t>(i)];
+            const double dy = 6.371e6 * dlat * to_rad;
+            const double dx = std::abs(lat) == 90.0 ? 0.0 : 6.371e6 * std::cos(lat * to_rad) * dlon * to_rad;
+            const double expected = std::sqrt(std::pow(gy / dy, 2) + (dx == 0.0 ? 0.0 : std::pow(gx / dx, 2)));
+            const auto n = static_cast<std::size_t>((i - box.lat.begin) * box.lon.size() + j - box.lon.begin);
+            expect_close(got[n] * 1e5, expected * 1e5, "metres gradient");  // per 100 km, to compare at ~1
+        }
+    }
+    // The latitudes of this rank's rows are required.
+    GradientOptions missing = metres;
+    missing.lat_deg = {};
+    EXPECT_THROW((void)gradient_magnitude<float>(g, {x, 1}, missing), ArgumentError);
+}
+
 TEST_F(Metrics, GradientMeansAndPercentDiff) {
     check(
         "weighted_mean_gradient_magnitude", 2, true,

@@ -6,7 +6,9 @@ namespace gridshard {
 
 /// Initialises MPI (MPI_THREAD_FUNNELED) unless it already is, and finalises it on destruction if
 /// this object initialised it. MPI_COMM_WORLD is set to return errors as codes, so failures reach
-/// gridshard's error path instead of aborting. Collective over MPI_COMM_WORLD.
+/// gridshard's error path instead of aborting. A process started without a launcher (no mpirun,
+/// srun or PMI environment) asks Open MPI for a light singleton start, unless the user set otherwise.
+/// Collective over MPI_COMM_WORLD.
 class MpiEnvironment {
   public:
     MpiEnvironment(int* argc, char*** argv);
