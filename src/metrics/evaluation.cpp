@@ -233,7 +233,7 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     for (std::int64_t c = 0; c < channels_; ++c) {
         const DoubleDouble w = sums.value_dd(slot(c, valid_weight));
-        auto mean = [&](Term term) { return dd::divide(sums.value_dd(slot(c, term)), w).hi; };
+        auto mean = [&](Term term) { return sums.ratio(slot(c, term), slot(c, valid_weight)); };
         scores.mean_truth.push_back(mean(truth_sum));
         scores.mean_pred.push_back(mean(prediction_sum));
         scores.bias.push_back(sums.difference(slot(c, prediction_sum), slot(c, truth_sum)) / w.hi);
@@ -246,11 +246,8 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
             scores.grad_mag_percent_diff.push_back(nan);
             continue;
         }
-        const double g_truth =
-            dd::divide(sums.value_dd(slot(c, truth_gradient)), sums.value_dd(slot(c, truth_gradient_weight))).hi;
-        const double g_prediction =
-            dd::divide(sums.value_dd(slot(c, prediction_gradient)), sums.value_dd(slot(c, prediction_gradient_weight)))
-                .hi;
+        const double g_truth = sums.ratio(slot(c, truth_gradient), slot(c, truth_gradient_weight));
+        const double g_prediction = sums.ratio(slot(c, prediction_gradient), slot(c, prediction_gradient_weight));
         scores.grad_mag_percent_diff.push_back(100.0 * (g_prediction - g_truth) / g_truth);
     }
     return scores;

@@ -161,9 +161,7 @@ std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, W
     merge_weighted(sums, grid);
     std::vector<double> result(static_cast<std::size_t>(x.channels));
     for (std::int64_t c = 0; c < x.channels; ++c) {
-        const DoubleDouble valid_weight = sums.value_dd(slot(c, 1, 2));
-        result[static_cast<std::size_t>(c)] =
-            valid_weight.hi > 0 ? dd::divide(sums.value_dd(slot(c, 0, 2)), valid_weight).hi : nan;
+        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 2), slot(c, 1, 2));
     }
     return result;
 }
@@ -378,9 +376,7 @@ std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, Fi
     merge_weighted(sums, grid);
     std::vector<double> result(static_cast<std::size_t>(x.channels));
     for (std::int64_t c = 0; c < x.channels; ++c) {
-        const DoubleDouble valid_weight = sums.value_dd(slot(c, 1, 2));
-        result[static_cast<std::size_t>(c)] =
-            valid_weight.hi > 0 ? dd::divide(sums.value_dd(slot(c, 0, 2)), valid_weight).hi : nan;
+        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 2), slot(c, 1, 2));
     }
     return result;
 }
@@ -415,8 +411,8 @@ std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, Fie
     merge_weighted(sums, grid);
     std::vector<double> result(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
-        const double g_truth = dd::divide(sums.value_dd(slot(c, 0, 4)), sums.value_dd(slot(c, 1, 4))).hi;
-        const double g_prediction = dd::divide(sums.value_dd(slot(c, 2, 4)), sums.value_dd(slot(c, 3, 4))).hi;
+        const double g_truth = sums.ratio(slot(c, 0, 4), slot(c, 1, 4));
+        const double g_prediction = sums.ratio(slot(c, 2, 4), slot(c, 3, 4));
         result[static_cast<std::size_t>(c)] = 100.0 * (g_prediction - g_truth) / g_truth;
     }
     return result;

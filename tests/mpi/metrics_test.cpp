@@ -21,6 +21,8 @@
 namespace gridshard {
 namespace {
 
+using mpitest::shard_of;
+
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
 // A deterministic pseudo-random value in [0, 1) from integer coordinates.
@@ -165,19 +167,6 @@ void expect_identical(const std::vector<double>& got, const std::vector<double>&
                 << what << "[" << k << "]: " << got[k] << " vs " << expected[k];
         }
     }
-}
-
-// The shard of a global (planes, nlat, nlon) field for `box`.
-template <class T>
-std::vector<T> shard_of(const std::vector<T>& global, const GridShape& grid, const Box& box, std::int64_t planes) {
-    std::vector<T> out;
-    for (std::int64_t c = 0; c < planes; ++c) {
-        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-            const auto row = global.begin() + (c * grid.nlat + i) * grid.nlon;
-            out.insert(out.end(), row + box.lon.begin, row + box.lon.end);
-        }
-    }
-    return out;
 }
 
 // Runs `metric` on this rank's shards and on the whole field in this process alone; returns both.

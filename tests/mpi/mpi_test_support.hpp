@@ -42,6 +42,19 @@ std::vector<T> labelled_shard(const Box& box, std::int64_t channels, std::int64_
     return shard;
 }
 
+/// The shard (planes, box) of a global field (planes, nlat, nlon) that every rank holds.
+template <class T>
+std::vector<T> shard_of(const std::vector<T>& global, const GridShape& grid, const Box& box, std::int64_t planes) {
+    std::vector<T> out;
+    for (std::int64_t c = 0; c < planes; ++c) {
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            const auto row = global.begin() + (c * grid.nlat + i) * grid.nlon;
+            out.insert(out.end(), row + box.lon.begin, row + box.lon.end);
+        }
+    }
+    return out;
+}
+
 /// Grids that exercise a mesh: one cell per shard, sizes that do not divide, and small odd ones.
 /// Under `balanced` only grids at least as large as the mesh; under div_up some leave shards empty.
 std::vector<GridShape> test_grids(const MeshShape& mesh, SplitRule rule);

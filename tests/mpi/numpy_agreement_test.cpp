@@ -17,6 +17,8 @@
 namespace gridshard {
 namespace {
 
+using mpitest::shard_of;
+
 struct Fixture {
     std::int64_t channels = 0;
     GridShape grid;
@@ -49,18 +51,6 @@ Fixture load() {
         throw std::runtime_error("fields.bin is shorter than the shape in expected.json");
     }
     return f;
-}
-
-template <class T>
-std::vector<T> shard_of(const std::vector<T>& global, const GridShape& grid, const Box& box, std::int64_t planes) {
-    std::vector<T> out;
-    for (std::int64_t c = 0; c < planes; ++c) {
-        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-            const auto row = global.begin() + (c * grid.nlat + i) * grid.nlon;
-            out.insert(out.end(), row + box.lon.begin, row + box.lon.end);
-        }
-    }
-    return out;
 }
 
 void expect_numpy(const std::vector<double>& got, const nlohmann::json& expected, const std::string& name) {
