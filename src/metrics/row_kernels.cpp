@@ -52,9 +52,7 @@ GradientRows<T>::GradientRows(const GridShape& grid, const Box& box, const Gradi
       field_(field),
       channels_(channels),
       halo_(&halo),
-      halo_channel0_(field_index * channels),
-      padded_(static_cast<std::size_t>(box.lon.size() + 2)),
-      lat_difference_(static_cast<std::size_t>(box.lon.size())) {
+      halo_channel0_(field_index * channels) {
     if (options.metres) {
         const double dlat = options.dlat_deg * std::numbers::pi / 180.0;
         lat_scale_ = 1.0 / (options.radius_m * dlat);
@@ -78,13 +76,9 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, double* out) {
     };
     const T* above = neighbour_row(Side::lat_prev);  // global row gi - 1
     const T* below = neighbour_row(Side::lat_next);  // global row gi + 1
-    // The row with one halo cell each side, so the longitude stencil needs no branches inside.
-    double* padded = padded_.data();
-    for (std::int64_t j = 0; j < cols; ++j) {
-        padded[j + 1] = static_cast<double>(here[j]);
-    }
-    padded[0] = halo_->has(Side::lon_prev) ? static_cast<double>(halo_->at(Side::lon_prev, hc, i, 0)) : 0.0;
-    padded[cols + 1] = halo_->has(Side::lon_next) ? static_cast<double>(halo_->at(Side::lon_next, hc, i, 0)) : 0.0;
+    // The values left and right of the row: halo cells, or unused at a non-periodic global edge.
+    const double left = halo_->has(Side::lon_prev) ? static_cast<double>(halo_->at(Side::lon_prev, hc, i, 0)) : 0.0;
+    const double right = halo_->has(Side::lon_next) ? static_cast<double>(halo_->at(Side::lon_next, hc, i, 0)) : 0.0;
 
     double lon_scale = 1.0;
     if (options_.metres) {
@@ -94,36 +88,62 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, double* out) {
         lon_scale = cos_lat == 0.0 ? 0.0 : 1.0 / (options_.radius_m * cos_lat * dlon);
     }
     // torch.gradient: one-sided differences on the first and last global row, central ones inside.
-    // One branch-free loop per case, so each vectorises.
-    double* __restrict lat_difference = lat_difference_.data();
-    if (gi == 0) {
-        for (std::int64_t j = 0; j < cols; ++j) {
-            lat_difference[j] = static_cast<double>(below[j]) - padded[j + 1];
-        }
-    } else if (gi == grid_.nlat - 1) {
-        for (std::int64_t j = 0; j < cols; ++j) {
-            lat_difference[j] = padded[j + 1] - static_cast<double>(above[j]);
-        }
-    } else {
-        for (std::int64_t j = 0; j < cols; ++j) {
-            lat_difference[j] = (static_cast<double>(below[j]) - static_cast<double>(above[j])) / 2.0;
-        }
+    const RowCase row_case = gi == 0 ? RowCase::first : gi == grid_.nlat - 1 ? RowCase::last : RowCase::interior;
+    switch (row_case) {
+        case RowCase::first:
+            stencil_row<RowCase::first>(above, here, below, cols, lon_scale, out);
+            break;
+        case RowCase::last:
+            stencil_row<RowCase::last>(above, here, below, cols, lon_scale, out);
+            break;
+        case RowCase::interior:
+            stencil_row<RowCase::interior>(above, here, below, cols, lon_scale, out);
+            break;
     }
-    const double lat_scale = lat_scale_;
+    // The first and last column of the row: halo neighbours, or one-sided differences at the global
+    // longitude edges unless longitude is periodic. (A one-column row needs both halo cells.)
+    auto lat_difference = [&](std::int64_t j) {
+        const double h = static_cast<double>(here[j]);
+        return row_case == RowCase::first  ? static_cast<double>(below[j]) - h
+               : row_case == RowCase::last ? h - static_cast<double>(above[j])
+                                           : (static_cast<double>(below[j]) - static_cast<double>(above[j])) / 2.0;
+    };
     auto magnitude = [&](std::int64_t j, double lon_difference) {
-        const double lat_term = lat_difference[j] * lat_scale;
+        const double lat_term = lat_difference(j) * lat_scale_;
         const double lon_term = lon_difference * lon_scale;
         return std::sqrt(lat_term * lat_term + lon_term * lon_term);
     };
-    for (std::int64_t j = 0; j < cols; ++j) {
-        out[j] = magnitude(j, (padded[j + 2] - padded[j]) / 2.0);
+    auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : static_cast<double>(here[j]); };
+    const bool west_edge = !options_.periodic_lon && box_.lon.begin == 0;
+    const bool east_edge = !options_.periodic_lon && box_.lon.end == grid_.nlon;
+    for (std::int64_t j : {std::int64_t{0}, cols - 1}) {
+        const double lon_difference = (west_edge && j == 0)          ? value(1) - value(0)
+                                      : (east_edge && j == cols - 1) ? value(cols - 1) - value(cols - 2)
+                                                                     : (value(j + 1) - value(j - 1)) / 2.0;
+        out[j] = magnitude(j, lon_difference);
     }
-    // Likewise on the first and last global column, unless longitude is periodic.
-    if (!options_.periodic_lon && box_.lon.begin == 0) {
-        out[0] = magnitude(0, padded[2] - padded[1]);
-    }
-    if (!options_.periodic_lon && box_.lon.end == grid_.nlon) {
-        out[cols - 1] = magnitude(cols - 1, padded[cols] - padded[cols - 1]);
+}
+
+template <class T>
+template <typename GradientRows<T>::RowCase row_case>
+void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, double lon_scale,
+                                  double* __restrict out) const {
+    // Interior columns in one branch-free pass, so it vectorises (square root included: -fno-math-errno).
+    const double lat_scale = lat_scale_;
+    for (std::int64_t j = 1; j + 1 < cols; ++j) {
+        const double h = static_cast<double>(here[j]);
+        double lat_difference = 0.0;
+        if constexpr (row_case == RowCase::first) {
+            lat_difference = static_cast<double>(below[j]) - h;
+        } else if constexpr (row_case == RowCase::last) {
+            lat_difference = h - static_cast<double>(above[j]);
+        } else {
+            lat_difference = (static_cast<double>(below[j]) - static_cast<double>(above[j])) / 2.0;
+        }
+        const double lon_difference = (static_cast<double>(here[j + 1]) - static_cast<double>(here[j - 1])) / 2.0;
+        const double lat_term = lat_difference * lat_scale;
+        const double lon_term = lon_difference * lon_scale;
+        out[j] = std::sqrt(lat_term * lat_term + lon_term * lon_term);
     }
 }
 

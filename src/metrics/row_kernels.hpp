@@ -110,6 +110,11 @@ class GradientRows {
     void row(std::int64_t c, std::int64_t i, double* out);
 
   private:
+    enum class RowCase { first, interior, last };  // the global row's place: one-sided or central
+    template <RowCase row_case>
+    void stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, double lon_scale,
+                     double* __restrict out) const;
+
     GridShape grid_;
     Box box_;
     GradientOptions options_;
@@ -117,9 +122,7 @@ class GradientRows {
     std::int64_t channels_;
     const HaloBuffers<T>* halo_;
     std::int64_t halo_channel0_;
-    std::vector<double> padded_;          // one row with a halo cell each side
-    std::vector<double> lat_difference_;  // the latitude differences of one row
-    double lat_scale_ = 1.0;              // 1 / (R dlat) in metres mode
+    double lat_scale_ = 1.0;  // 1 / (R dlat) in metres mode
 };
 
 /// Throws ArgumentError unless a one-cell-halo gradient can be formed on `grid`.
