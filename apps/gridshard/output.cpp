@@ -100,7 +100,13 @@ void write_atomically(const std::string& path, const std::function<void(std::ost
         if (!out) {
             throw ArgumentError("cannot write '" + path + "': the folder does not exist or is not writable");
         }
-        write(out);
+        try {
+            write(out);
+        } catch (...) {
+            std::error_code ignored;
+            fs::remove(temporary, ignored);
+            throw;
+        }
         out.flush();
         if (!out) {
             std::error_code ignored;

@@ -123,8 +123,10 @@ void add_weight(detail::PartialSums& sums, std::int64_t slot_index, const double
 
 Evaluator::Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights weights, EvaluationOptions options)
     : grid_(&grid), channels_(channels), weights_(weights), options_(options) {
+    // A bad channel count is raised by evaluate(), in its collective check, so every rank raises it.
     if (channels < 1) {
-        throw ArgumentError("Evaluator: channels must be >= 1, got " + std::to_string(channels));
+        construction_error_ = "Evaluator: channels must be >= 1, got " + std::to_string(channels);
+        channels_ = 1;
     }
     if (options.gradient) {
         detail::check_gradient_grid(grid.grid());
@@ -153,7 +155,7 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     const Box& box = grid_->box();
     const std::int64_t cols = box.lon.size();
     const detail::RowWeights weights(weights_, box);
-    std::string error = weights.error();
+    std::string error = construction_error_.empty() ? weights.error() : construction_error_;
     for (const auto* field : {&truth, &prediction}) {
         if (error.empty() && field->channels != channels_) {
             error = "evaluate: fields have " + std::to_string(field->channels) + " channels, the Evaluator " +
@@ -163,9 +165,8 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
             error = detail::shard_error(*field, box, field == &truth ? "truth" : "prediction");
         }
     }
-    if (options_.gradient && options_.gradient_options.metres &&
-        static_cast<std::int64_t>(options_.gradient_options.lat_deg.size()) != box.lat.size()) {
-        error = "evaluate: gradient in metres needs the latitude of each of this rank's rows";
+    if (error.empty() && options_.gradient) {
+        error = detail::gradient_options_error(options_.gradient_options, box.lat.size());
     }
     detail::agree_or_throw(grid_->mesh().spatial(), error, {channels_}, "channels");
     HaloBuffers<T>* halo = nullptr;

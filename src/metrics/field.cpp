@@ -1,5 +1,6 @@
 #include "gridshard/metrics/field.hpp"
 
+#include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
 
 namespace gridshard {
@@ -18,8 +19,26 @@ Summation parse_summation(std::string_view text) {
     throw ArgumentError("summation must be 'reproducible' or 'fast', got '" + std::string(text) + "'");
 }
 
+namespace {
+
+// The decomposition, once every spatial rank has agreed on the grid and the split rule: a rank whose
+// arguments differ, or cannot be split, raises on every rank instead of leaving the others waiting.
+Decomposition agreed_decomposition(const ProcessMesh& mesh, GridShape grid, SplitRule rule) {
+    std::string error;
+    try {
+        (void)Decomposition(grid, mesh.shape(), rule);
+    } catch (const ArgumentError& e) {
+        error = e.what();
+    }
+    detail::agree_or_throw(mesh.spatial(), error, {grid.nlat, grid.nlon, static_cast<std::int64_t>(rule)},
+                           "grid (nlat, nlon, split rule)");
+    return {grid, mesh.shape(), rule};
+}
+
+}  // namespace
+
 ShardedGrid::ShardedGrid(const ProcessMesh& mesh, GridShape grid, SplitRule rule)
-    : mesh_(&mesh), decomposition_(grid, mesh.shape(), rule), box_(decomposition_.box(mesh.coords())) {
+    : mesh_(&mesh), decomposition_(agreed_decomposition(mesh, grid, rule)), box_(decomposition_.box(mesh.coords())) {
     // Every rank sees the same decomposition, so every rank takes the same branch here.
     try {
         validate_halo(decomposition_, 1, {.lat = false, .lon = true});

@@ -97,6 +97,15 @@ PartialSums weighted_sums(const ShardedGrid& grid, FieldShard<T> x, Weights a, S
     return sums;
 }
 
+// sum(a*x) / sum(a) per channel from weighted_sums.
+std::vector<double> means_of(const PartialSums& sums, std::int64_t channels) {
+    std::vector<double> result(static_cast<std::size_t>(channels));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 1), total_weight_slot);
+    }
+    return result;
+}
+
 }  // namespace
 
 template <class T>
@@ -111,13 +120,7 @@ std::vector<double> weighted_sum(const ShardedGrid& grid, FieldShard<T> x, Weigh
 
 template <class T>
 std::vector<double> weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
-    const PartialSums sums = weighted_sums(grid, x, a, summation);
-    const DoubleDouble total = sums.value_dd(total_weight_slot);
-    std::vector<double> result(static_cast<std::size_t>(x.channels));
-    for (std::int64_t c = 0; c < x.channels; ++c) {
-        result[static_cast<std::size_t>(c)] = dd::divide(sums.value_dd(slot(c, 0, 1)), total).hi;
-    }
-    return result;
+    return means_of(weighted_sums(grid, x, a, summation), x.channels);
 }
 
 template <class T>
@@ -126,11 +129,17 @@ std::vector<double> regional_weighted_mean(const ShardedGrid& grid, FieldShard<T
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     std::string error = weights.error();
+    if (error.empty() && static_cast<std::int64_t>(region.size()) != box.area()) {
+        error = "region has " + std::to_string(region.size()) + " values but this rank's box has " +
+                std::to_string(box.area()) + " points";
+    }
+    for (std::size_t k = 0; error.empty() && k < region.size(); ++k) {
+        if (!std::isfinite(region[k]) || region[k] < 0.0) {
+            error = "region values must be finite and non-negative, got " + std::to_string(region[k]);
+        }
+    }
     std::vector<double> combined;
-    if (static_cast<std::int64_t>(region.size()) != box.area()) {
-        error = first_error({error, "region has " + std::to_string(region.size()) + " values but this rank's box has " +
-                                        std::to_string(box.area()) + " points"});
-    } else if (error.empty()) {
+    if (error.empty()) {
         combined.resize(region.size());
         for (std::int64_t i = 0; i < box.lat.size(); ++i) {
             for (std::int64_t j = 0; j < box.lon.size(); ++j) {
@@ -139,8 +148,10 @@ std::vector<double> regional_weighted_mean(const ShardedGrid& grid, FieldShard<T
                 combined[k] = w * region[k];
             }
         }
+    } else {
+        combined.assign(static_cast<std::size_t>(box.area()), 0.0);  // unused: the check below raises
     }
-    return weighted_mean(grid, x, Weights{combined, true}, summation);
+    return means_of(weighted_sums(grid, x, Weights{combined, true}, summation, error), x.channels);
 }
 
 template <class T>
@@ -329,11 +340,7 @@ HaloBuffers<T> exchange_for_gradient(const ShardedGrid& grid, std::span<const st
 }
 
 std::string latitude_error(const ShardedGrid& grid, const GradientOptions& options) {
-    if (options.metres && static_cast<std::int64_t>(options.lat_deg.size()) != grid.box().lat.size()) {
-        return "gradient in metres needs the latitude of each of this rank's " + std::to_string(grid.box().lat.size()) +
-               " rows, got " + std::to_string(options.lat_deg.size());
-    }
-    return {};
+    return detail::gradient_options_error(options, grid.box().lat.size());
 }
 
 }  // namespace

@@ -35,6 +35,28 @@ void RowWeights::add_total(PartialSums& sums, std::int64_t slot) const {
     }
 }
 
+std::string gradient_options_error(const GradientOptions& options, std::int64_t rows) {
+    if (!options.metres) {
+        return {};
+    }
+    auto positive = [](double v) { return std::isfinite(v) && v > 0.0; };
+    if (!positive(options.radius_m) || !positive(options.dlat_deg) || !positive(options.dlon_deg)) {
+        return "gradient in metres needs positive, finite radius_m, dlat_deg and dlon_deg, got " +
+               std::to_string(options.radius_m) + ", " + std::to_string(options.dlat_deg) + ", " +
+               std::to_string(options.dlon_deg);
+    }
+    if (static_cast<std::int64_t>(options.lat_deg.size()) != rows) {
+        return "gradient in metres needs the latitude of each of this rank's " + std::to_string(rows) + " rows, got " +
+               std::to_string(options.lat_deg.size());
+    }
+    for (double lat : options.lat_deg) {
+        if (!std::isfinite(lat) || lat < -90.0 || lat > 90.0) {
+            return "gradient in metres: latitude must lie in [-90, 90], got " + std::to_string(lat);
+        }
+    }
+    return {};
+}
+
 void check_gradient_grid(const GridShape& grid) {
     if (grid.nlat < 2 || grid.nlon < 2) {
         throw ArgumentError("gradient needs at least 2 points along each spatial dim, got nlat=" +

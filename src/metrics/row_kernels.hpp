@@ -125,6 +125,10 @@ class GradientRows {
     double lat_scale_ = 1.0;  // 1 / (R dlat) in metres mode
 };
 
+/// What is wrong with gradient options for a box of `rows` rows (empty when nothing): in metres, the
+/// spacings and radius must be positive and finite and every row needs a latitude in [-90, 90].
+[[nodiscard]] std::string gradient_options_error(const GradientOptions& options, std::int64_t rows);
+
 /// Throws ArgumentError unless a one-cell-halo gradient can be formed on `grid`.
 void check_gradient_grid(const GridShape& grid);
 

@@ -655,6 +655,36 @@ TEST_F(Metrics, BadArgumentsRaiseOnEveryRank) {
     const ShardedGrid flat(alone, {1, 8});
     const std::vector<float> row(8, 1.0F);
     EXPECT_THROW((void)gradient_magnitude<float>(flat, {row, 1}), ArgumentError);
+    // A grid that differs on one rank, or that one rank cannot split: every rank of the group raises.
+    if (mesh.spatial().size() > 1) {
+        const GridShape odd = mesh.spatial().rank() == 0 ? GridShape{1, 8} : GridShape{13, 11};
+        EXPECT_THROW(ShardedGrid(mesh, odd), ArgumentError);
+        // An Evaluator with a bad channel count on one rank raises in evaluate(), on every rank.
+        Evaluator evaluator(g, mesh.spatial().rank() == 0 ? 0 : 2, weights);
+        EXPECT_THROW((void)evaluator.evaluate<float>({t, 2}, {p, 2}), ArgumentError);
+    }
+    // A region of the wrong size or with negative values is named as such.
+    try {
+        (void)regional_weighted_mean<float>(g, {t, 2}, weights, std::vector<double>(3, 1.0));
+        FAIL() << "expected ArgumentError";
+    } catch (const ArgumentError& error) {
+        EXPECT_NE(std::string(error.what()).find("region"), std::string::npos) << error.what();
+    }
+    std::vector<double> negative_region(static_cast<std::size_t>(box.area()), 1.0);
+    if (!negative_region.empty() && last) {
+        negative_region[0] = -1.0;
+    }
+    expect_raised_in_last_group(
+        [&] {
+            (void)regional_weighted_mean<float>(g, {t, 2}, weights, negative_region);
+        },
+        "negative region");
+    // Gradient in metres without spacings.
+    const std::vector<double> rows_lat(static_cast<std::size_t>(box.lat.size()), 10.0);
+    GradientOptions no_spacing{};
+    no_spacing.metres = true;
+    no_spacing.lat_deg = rows_lat;
+    EXPECT_THROW((void)gradient_magnitude<float>(g, {t, 2}, no_spacing), ArgumentError);
     // Different channel counts for truth and prediction.
     EXPECT_THROW((void)bias<float>(g, {t, 2}, {std::span<const float>(p).first(p.size() / 2), 1}, weights),
                  ArgumentError);

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "gridshard/comm/halo_exchange.hpp"
@@ -45,12 +46,13 @@ struct Scores {
 /// grid and the weights, which must outlive it.
 class Evaluator {
   public:
-    /// No MPI calls.
+    /// No MPI calls. A bad channel count is raised by evaluate(), alike on every rank.
     Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights weights, EvaluationOptions options = {});
 
-    /// Collective over `spatial`: one halo exchange carrying both fields (2 x channels x perimeter values,
-    /// when the gradient is on), then one allreduce of 10 exact sums per channel plus one (about
-    /// 11.4 KB per channel; 88 bytes per channel with Summation::fast). Every spatial rank holds the scores.
+    /// Collective over `spatial`: a 24-byte argument check, one halo exchange carrying both fields
+    /// (2 x channels x perimeter values, after its own 24-byte check; when the gradient is on), then one
+    /// allreduce of 10 exact sums per channel plus one (1,144 bytes each, so about 11.4 KB per channel;
+    /// with Summation::fast 80 bytes per channel plus 8). Every spatial rank holds the scores.
     template <class T>
     [[nodiscard]] Scores evaluate(FieldShard<T> truth, FieldShard<T> prediction);
 
@@ -64,6 +66,7 @@ class Evaluator {
     EvaluationOptions options_;
     std::optional<HaloBuffers<float>> float_halo_;
     std::optional<HaloBuffers<double>> double_halo_;
+    std::string construction_error_;  // raised by evaluate() on every rank alike
 };
 
 }  // namespace gridshard

@@ -6,10 +6,12 @@
 /// holds the value for its own data-parallel samples. Combining over the data group stays an explicit
 /// reduce_mean / reduce_weighted_mean (comm/collectives.hpp).
 ///
-/// Every metric checks its arguments in the same collective that merges its partial sums, so a bad
-/// argument on one rank raises ArgumentError on every rank of the group instead of a hang.
-/// Bytes on the wire below are per rank, for C channels; an exact partial sum travels as
-/// ExactSum::wire_size = 143 int64 (1,144 bytes), a fast one as 8 bytes.
+/// Every metric first checks its arguments collectively (one 24-byte allreduce over its group), so a
+/// bad argument on one rank raises ArgumentError on every rank of the group instead of a hang; the
+/// gradient metrics' halo exchange makes one more such check. Bytes on the wire below are per rank,
+/// for C channels, besides those checks; an exact partial sum travels as ExactSum::wire_size = 143
+/// int64 (1,144 bytes), a fast one as 8 bytes. Bit-identical results hold for one build: compile
+/// options that change floating-point evaluation (another -march, FMA contraction) may change bits.
 
 #include <cstdint>
 #include <vector>
@@ -41,7 +43,9 @@ template <class T>
 [[nodiscard]] std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a,
                                                Summation summation = Summation::reproducible);
 
-/// `weighted_mean(p - t)` per channel (exactly `(sum a*p - sum a*t) / sum a` when reproducible).
+/// `weighted_mean(p - t)` per channel, as `(sum a*p - sum a*t) / sum a` with the difference of the sums
+/// taken exactly when reproducible (each product a*x is exact for per-row weights, rounded once for
+/// per-point weights).
 /// Collective over `spatial`: one allreduce of 2C + 1 sums.
 template <class T>
 [[nodiscard]] std::vector<double> bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
@@ -61,7 +65,7 @@ template <class T>
 
 /// NaN-aware mean over longitude, `nansum / count of valid`, for each channel and each row of this
 /// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only: one
-/// allreduce of 2 sums per channel and row (compact exact sums: 21 int64 for float input, 75 for
+/// allreduce of 2 sums per channel and row (compact exact sums: 19 int64 each for float input, 76 for
 /// double). Every rank of the lon group holds its own rows.
 template <class T>
 [[nodiscard]] std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x,
