@@ -106,6 +106,15 @@ std::vector<double> means_of(const PartialSums& sums, std::int64_t channels) {
     return result;
 }
 
+// sum over valid points of a*x / their weight per channel (terms 0 and 1 of two); NaN where none is valid.
+std::vector<double> nan_means_of(const PartialSums& sums, std::int64_t channels) {
+    std::vector<double> result(static_cast<std::size_t>(channels));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 2), slot(c, 1, 2));
+    }
+    return result;
+}
+
 }  // namespace
 
 template <class T>
@@ -170,11 +179,7 @@ std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, W
         });
     }
     merge_weighted(sums, grid);
-    std::vector<double> result(static_cast<std::size_t>(x.channels));
-    for (std::int64_t c = 0; c < x.channels; ++c) {
-        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 2), slot(c, 1, 2));
-    }
-    return result;
+    return nan_means_of(sums, x.channels);
 }
 
 template <class T>
@@ -381,11 +386,7 @@ std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, Fi
         });
     }
     merge_weighted(sums, grid);
-    std::vector<double> result(static_cast<std::size_t>(x.channels));
-    for (std::int64_t c = 0; c < x.channels; ++c) {
-        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 2), slot(c, 1, 2));
-    }
-    return result;
+    return nan_means_of(sums, x.channels);
 }
 
 template <class T>
