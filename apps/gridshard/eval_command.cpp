@@ -310,7 +310,8 @@ int run_eval(const EvalOptions& options) {
             throw ArgumentError("--truth and --pred go together; got only " +
                                 std::string(options.truth.empty() ? "--pred" : "--truth"));
         }
-        if (!options.json.empty() && !options.zonal.empty() && options.json == options.zonal) {
+        if (!options.json.empty() && !options.zonal.empty() &&
+            std::filesystem::weakly_canonical(options.json) == std::filesystem::weakly_canonical(options.zonal)) {
             throw ArgumentError("--json and --zonal name the same file '" + options.json + "'");
         }
         // Opening the files can fail on some ranks only (a node without the file system): agree first.

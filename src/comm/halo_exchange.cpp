@@ -1,6 +1,7 @@
 #include "gridshard/comm/halo_exchange.hpp"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "gridshard/comm/agreement.hpp"
@@ -93,6 +94,12 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
             error = "halo exchange: shard has " + std::to_string(field.size()) +
                     " elements but (channels=" + std::to_string(channels) + ", lat=" + std::to_string(box_.lat.size()) +
                     ", lon=" + std::to_string(box_.lon.size()) + ") needs " + std::to_string(channels * box_.area());
+        }
+    }
+    for (const HaloSide& side : sides_) {
+        if (error.empty() && buffers.channels() * side.cells() > std::numeric_limits<int>::max()) {
+            error = "halo exchange: a strip of " + std::to_string(buffers.channels() * side.cells()) +
+                    " values does not fit one MPI message count";
         }
     }
     const Communicator& spatial = mesh_->spatial();

@@ -1,6 +1,7 @@
 #include "gridshard/geometry/decomposition.hpp"
 
 #include <charconv>
+#include <limits>
 
 #include "gridshard/core/error.hpp"
 
@@ -36,6 +37,9 @@ MeshShape parse_mesh_shape(std::string_view text) {
             throw ArgumentError("mesh must be DxHxW with three positive integers, got '" + std::string(text) + "'");
         }
         cursor = next + (k < 2 ? 1 : 0);
+    }
+    if (static_cast<std::int64_t>(values[0]) * values[1] * values[2] > std::numeric_limits<int>::max()) {
+        throw ArgumentError("mesh '" + std::string(text) + "' has more ranks than MPI can count");
     }
     return {values[0], values[1], values[2]};
 }

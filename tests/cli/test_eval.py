@@ -237,6 +237,9 @@ def test_errors(tmp_path, run, files):
     ]
     for extra, needle in cases:
         expect_usage_error(run("eval", *extra, *args), needle, out, zonal)
+    same = tmp_path / "same.nc"
+    expect_usage_error(run("eval", *BUILTIN, "--json", same, "--zonal", tmp_path / "." / "same.nc"), "same file",
+                       same)
 
 
 def test_mesh_finer_than_grid_and_mismatched_rank_count(tmp_path, mpirun):
