@@ -257,3 +257,14 @@ def test_mesh_finer_than_grid_and_mismatched_rank_count(tmp_path, mpirun):
 def test_unwritable_output_leaves_nothing(tmp_path, run):
     out = tmp_path / "no" / "such" / "folder" / "out.json"
     expect_usage_error(run("eval", *BUILTIN, "--json", out), "out.json", out)
+
+
+def test_progress_on_a_terminal_only(gridshard_bin):
+    """`script` gives the tool a pseudo-terminal: progress appears there, and never with --quiet."""
+    command = f"{gridshard_bin} eval --nlat 31 --nlon 60 --ntime 3 > /dev/null"
+    shown = subprocess.run(["script", "-qc", command, "/dev/null"], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stdout
+    assert "9/9 steps" in shown.stdout  # 3 variables x 3 steps, on the terminal (stderr)
+    quiet = subprocess.run(["script", "-qc", command.replace("eval", "eval --quiet"), "/dev/null"],
+                           capture_output=True, text=True, timeout=120)
+    assert quiet.returncode == 0 and "steps" not in quiet.stdout
