@@ -1,7 +1,6 @@
 // Uses the installed headers and library: the decomposition of the 0.25-degree grid, and the netCDF
 // layer (so the installed package must bring netCDF's link line along). No MPI calls.
-#include <gridshard/geometry/decomposition.hpp>
-#include <gridshard/io/netcdf.hpp>
+#include <gridshard/gridshard.hpp>  // every public header must compile from the installed tree
 
 #include <cstdio>
 

@@ -1,0 +1,26 @@
+#pragma once
+/// @file
+/// Everything public in gridshard, one block per layer, lowest first.
+
+#include "gridshard/core/error.hpp"
+
+#include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/geometry/halo_geometry.hpp"
+#include "gridshard/geometry/split.hpp"
+
+#include "gridshard/numerics/double_double.hpp"
+#include "gridshard/numerics/exact_sum.hpp"
+
+#include "gridshard/io/netcdf.hpp"
+
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/comm/communicator.hpp"
+#include "gridshard/comm/environment.hpp"
+#include "gridshard/comm/halo_exchange.hpp"
+#include "gridshard/comm/process_mesh.hpp"
+
+#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/metrics/evaluation.hpp"
+#include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/metrics.hpp"
