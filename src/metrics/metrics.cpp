@@ -52,6 +52,16 @@ void check_arguments(const ShardedGrid& grid, const std::string& local_error, st
     detail::agree_or_throw(grid.mesh().spatial(), local_error, {channels}, "channels");
 }
 
+// The start every weighted metric shares: `error` and the weights' own error raised on every rank of
+// the spatial group alike, then `terms` sums per channel after the total-weight slot, which is filled.
+PartialSums start_weighted(const ShardedGrid& grid, const RowWeights& weights, const std::string& error,
+                           std::int64_t channels, std::int64_t terms, Summation summation) {
+    check_arguments(grid, first_error({error, weights.error()}), channels);
+    PartialSums sums(1 + terms * channels, summation);
+    weights.add_total(sums, total_weight_slot);
+    return sums;
+}
+
 // Merges `sums` over the spatial group and checks the total weight, which every rank sees alike.
 void merge_weighted(PartialSums& sums, const ShardedGrid& grid) {
     sums.allreduce(grid.mesh().spatial());
@@ -83,12 +93,10 @@ PartialSums weighted_sums(const ShardedGrid& grid, FieldShard<T> x, Weights a, S
                           const std::string& extra_error = {}) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    const std::string error = first_error({extra_error, detail::shard_error(x, box, "x"), weights.error()});
-    check_arguments(grid, error, x.channels);
-    PartialSums sums(1 + x.channels, summation);
+    PartialSums sums = start_weighted(grid, weights, first_error({extra_error, detail::shard_error(x, box, "x")}),
+                                      x.channels, 1, summation);
     {
         Scratch scratch(box.lon.size(), 1);
-        weights.add_total(sums, total_weight_slot);
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
             detail::add_weighted_row(sums, slot(c, 0, 1), row_of(x, box, c, i), box.lon.size(), weights, i, scratch[0]);
         });
@@ -167,12 +175,9 @@ template <class T>
 std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    const std::string error = first_error({detail::shard_error(x, box, "x"), weights.error()});
-    check_arguments(grid, error, x.channels);
-    PartialSums sums(1 + 2 * x.channels, summation);
+    PartialSums sums = start_weighted(grid, weights, detail::shard_error(x, box, "x"), x.channels, 2, summation);
     {
         Scratch scratch(box.lon.size());
-        weights.add_total(sums, total_weight_slot);
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
             detail::add_valid_row(sums, slot(c, 0, 2), slot(c, 1, 2), row_of(x, box, c, i), box.lon.size(), weights, i,
                                   scratch[0], scratch[1]);
@@ -186,12 +191,9 @@ template <class T>
 std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    const std::string error = first_error({detail::shard_error(x, box, "x"), weights.error()});
-    check_arguments(grid, error, x.channels);
-    PartialSums sums(1 + 2 * x.channels, summation);
+    PartialSums sums = start_weighted(grid, weights, detail::shard_error(x, box, "x"), x.channels, 2, summation);
     {
         Scratch scratch(box.lon.size());
-        weights.add_total(sums, total_weight_slot);
         const std::int64_t cols = box.lon.size();
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
             const T* row = row_of(x, box, c, i);
@@ -221,13 +223,11 @@ std::vector<double> bias_of(const ShardedGrid& grid, FieldShard<T> truth, FieldS
                             Summation summation, const std::string& caller_error) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    const std::string error = first_error({caller_error, pair_error(truth, prediction, box), weights.error()});
     const std::int64_t channels = truth.channels;
-    check_arguments(grid, error, channels);
-    PartialSums sums(1 + 2 * channels, summation);
+    PartialSums sums = start_weighted(grid, weights, first_error({caller_error, pair_error(truth, prediction, box)}),
+                                      channels, 2, summation);
     {
         Scratch scratch(box.lon.size(), 1);
-        weights.add_total(sums, total_weight_slot);
         for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
             detail::add_weighted_row(sums, slot(c, 0, 2), row_of(truth, box, c, i), box.lon.size(), weights, i,
                                      scratch[0]);
@@ -260,13 +260,11 @@ std::vector<double> rmse_of(const ShardedGrid& grid, FieldShard<T> truth, FieldS
                             Summation summation, const std::string& caller_error) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    const std::string error = first_error({caller_error, pair_error(truth, prediction, box), weights.error()});
     const std::int64_t channels = truth.channels;
-    check_arguments(grid, error, channels);
-    PartialSums sums(1 + channels, summation);
+    PartialSums sums = start_weighted(grid, weights, first_error({caller_error, pair_error(truth, prediction, box)}),
+                                      channels, 1, summation);
     {
         Scratch scratch(box.lon.size());
-        weights.add_total(sums, total_weight_slot);
         const std::int64_t cols = box.lon.size();
         for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
             const T* t = row_of(truth, box, c, i);
@@ -369,15 +367,13 @@ std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, Fi
                                                      const GradientOptions& options, Summation summation) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    check_arguments(grid,
-                    first_error({detail::shard_error(x, box, "x"), weights.error(), latitude_error(grid, options)}),
-                    x.channels);
+    PartialSums sums =
+        start_weighted(grid, weights, first_error({detail::shard_error(x, box, "x"), latitude_error(grid, options)}),
+                       x.channels, 2, summation);
     const std::span<const T> fields[] = {x.values};
     const auto halo = exchange_for_gradient<T>(grid, fields, x.channels, options);
-    PartialSums sums(1 + 2 * x.channels, summation);
     {
         Scratch scratch(box.lon.size(), 3);
-        weights.add_total(sums, total_weight_slot);
         detail::GradientRows<T> rows(grid.grid(), box, options, x.values, x.channels, halo, 0);
         for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
             rows.row(c, i, scratch[2]);
@@ -396,15 +392,13 @@ std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, Fie
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::int64_t channels = truth.channels;
-    check_arguments(grid,
-                    first_error({pair_error(truth, prediction, box), weights.error(), latitude_error(grid, options)}),
-                    channels);
+    PartialSums sums =
+        start_weighted(grid, weights, first_error({pair_error(truth, prediction, box), latitude_error(grid, options)}),
+                       channels, 4, summation);
     const std::span<const T> fields[] = {truth.values, prediction.values};
     const auto halo = exchange_for_gradient<T>(grid, fields, channels, options);  // one exchange, both fields
-    PartialSums sums(1 + 4 * channels, summation);
     {
         Scratch scratch(box.lon.size(), 3);
-        weights.add_total(sums, total_weight_slot);
         detail::GradientRows<T> truth_rows(grid.grid(), box, options, truth.values, channels, halo, 0);
         detail::GradientRows<T> prediction_rows(grid.grid(), box, options, prediction.values, channels, halo, 1);
         for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
