@@ -82,17 +82,23 @@ class BuiltinSource final : public FieldSource {
 
     [[nodiscard]] const SourceGrid& grid() const override { return grid_; }
 
-    [[nodiscard]] std::vector<SourceVariable> variables() const override { return {{"h", 1}, {"t850", 1}, {"sst", 1}}; }
+    [[nodiscard]] std::vector<SourceVariable> variables() const override { return {{"h"}, {"t850"}, {"sst"}}; }
 
-    void read(const SourceVariable& variable, std::int64_t step, const Box& box, std::vector<float>& truth,
-              std::vector<float>& prediction) const override {
-        const int kind = variable.name == "h" ? 0 : variable.name == "t850" ? 1 : 2;
+    [[nodiscard]] std::unique_ptr<VariableSteps> open(const SourceVariable& variable, const Box& box) const override;
+
+    /// Truth and prediction of `kind` (0 h, 1 t850, 2 sst) at `step` over `box`.
+    template <class T>
+    void generate(int kind, std::int64_t step, const Box& box, std::span<T> truth, std::span<T> prediction) const {
+        if (truth.size() != static_cast<std::size_t>(box.area()) || prediction.size() != truth.size()) {
+            throw ArgumentError("built-in case: buffers of " + std::to_string(truth.size()) + " and " +
+                                std::to_string(prediction.size()) + " values for a box of " +
+                                std::to_string(box.area()));
+        }
         const double seconds = 6.0 * 3600.0 * static_cast<double>(step);
-        truth.clear();
-        prediction.clear();
+        std::size_t k = 0;
         for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
             const double lat = grid_.lat_deg[static_cast<std::size_t>(i)] * degree;
-            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j, ++k) {
                 const double lon = grid_.lon_deg[static_cast<std::size_t>(j)] * degree;
                 const double wobble = noise(kind, step, i, j);
                 double t = 0.0;
@@ -113,8 +119,9 @@ class BuiltinSource final : public FieldSource {
                         p = std::nan("");
                     }
                 }
-                truth.push_back(static_cast<float>(t));
-                prediction.push_back(static_cast<float>(p));
+                // Generated in float: the case is float32 data, whichever buffer it fills.
+                truth[k] = static_cast<T>(static_cast<float>(t));
+                prediction[k] = static_cast<T>(static_cast<float>(p));
             }
         }
     }
@@ -122,6 +129,27 @@ class BuiltinSource final : public FieldSource {
   private:
     SourceGrid grid_;
 };
+
+class BuiltinSteps final : public VariableSteps {
+  public:
+    BuiltinSteps(const BuiltinSource& source, int kind, const Box& box) : source_(source), kind_(kind), box_(box) {}
+    void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) override {
+        source_.generate(kind_, step, box_, truth, prediction);
+    }
+    void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) override {
+        source_.generate(kind_, step, box_, truth, prediction);
+    }
+
+  private:
+    const BuiltinSource& source_;
+    int kind_;
+    Box box_;
+};
+
+std::unique_ptr<VariableSteps> BuiltinSource::open(const SourceVariable& variable, const Box& box) const {
+    const int kind = variable.name == "h" ? 0 : variable.name == "t850" ? 1 : 2;
+    return std::make_unique<BuiltinSteps>(*this, kind, box);
+}
 
 }  // namespace
 

@@ -8,8 +8,10 @@
 
 namespace gridshard::cli {
 
-/// Exit status for bad arguments, on every rank.
+/// Exit status for bad input or arguments (ArgumentError), on every rank.
 inline constexpr int exit_usage = 2;
+/// Exit status for a failure of the system: a full disk, an I/O error, MPI, memory exhausted mid-run.
+inline constexpr int exit_failure = 1;
 
 using Runner = std::function<int()>;
 

@@ -10,6 +10,7 @@
 #include "commands.hpp"
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
+#include "options.hpp"
 
 namespace gridshard::cli {
 namespace {
@@ -25,6 +26,8 @@ struct DecomposeOptions {
 
 constexpr int halo_width = 1;
 constexpr std::int64_t float32_bytes = 4;
+/// The largest --nlat and --nlon (halo and gather byte counts stay far inside 64 bits).
+constexpr std::int64_t max_extent = std::int64_t{1} << 31;
 
 nlohmann::ordered_json rank_report(const Decomposition& decomposition, int rank, const Periodicity& periodicity) {
     const MeshShape& mesh = decomposition.mesh();
@@ -108,8 +111,8 @@ int run_decompose(const DecomposeOptions& options) {
 Runner add_decompose_command(CLI::App& app) {
     auto options = std::make_shared<DecomposeOptions>();
     CLI::App* command = app.add_subcommand("decompose", "Show how a grid splits over a data x lat x lon mesh (no MPI)");
-    command->add_option("--nlat", options->nlat, "Number of latitudes")->required();
-    command->add_option("--nlon", options->nlon, "Number of longitudes")->required();
+    add_count_option(*command, "--nlat", options->nlat, 0, max_extent, "Number of latitudes")->required();
+    add_count_option(*command, "--nlon", options->nlon, 0, max_extent, "Number of longitudes")->required();
     command->add_option("--mesh", options->mesh, "Mesh shape DxHxW (data x lat x lon)")->capture_default_str();
     command->add_option("--split", options->split, "Split rule: balanced or div_up")->capture_default_str();
     command->add_flag("--periodic-lon", options->periodic_lon, "Treat longitude as periodic for the halo");

@@ -11,8 +11,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -23,11 +21,15 @@
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/environment.hpp"
+#include "gridshard/comm/memory_check.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
+#include "gridshard/io/output_file.hpp"
 #include "gridshard/metrics/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/double_double.hpp"
+#include "options.hpp"
 #include "output.hpp"
 
 namespace gridshard::cli {
@@ -44,12 +46,17 @@ struct EvalOptions {
     std::string json;
     std::string zonal;
     bool quiet = false;
+    bool allow_time_mismatch = false;
     std::int64_t nlat = 721;
     std::int64_t nlon = 1440;
     std::int64_t ntime = 4;
 };
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+
+/// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the
+/// memory check refuses what a machine cannot hold long before this.
+constexpr std::int64_t max_builtin_extent = 10'000'000;
 
 /// 1 x H x W with H*W = ranks and H the largest divisor of ranks not above sqrt(ranks).
 MeshShape default_mesh(int ranks) {
@@ -60,17 +67,6 @@ MeshShape default_mesh(int ranks) {
         }
     }
     return {1, lat, ranks / lat};
-}
-
-std::vector<std::string> split_list(const std::string& text) {
-    std::vector<std::string> items;
-    std::stringstream stream(text);
-    for (std::string item; std::getline(stream, item, ',');) {
-        if (!item.empty()) {
-            items.push_back(item);
-        }
-    }
-    return items;
 }
 
 AreaWeights make_weights(const std::string& kind, const SourceGrid& g, const Box& box) {
@@ -121,7 +117,32 @@ class Progress {
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-/// Scores every channel of `variable` for this rank's steps; collective over the world.
+/// The bytes one rank allocates for the whole run, an estimate that errs high: per variable (one at a
+/// time) the truth and prediction buffers in `T`, the per-point time sums, and their gather over the data
+/// group; for every variable, its per-step scores and zonal means, held three times over (the sums, the
+/// reports, the output).
+std::uint64_t working_set_bytes(const SourceGrid& g, const std::vector<SourceVariable>& variables, const Box& box,
+                                int data_ranks) {
+    const auto area = static_cast<std::uint64_t>(box.area());
+    const auto ntime = static_cast<std::uint64_t>(g.ntime);
+    const auto nlat = static_cast<std::uint64_t>(g.shape().nlat);
+    std::uint64_t largest = 0;
+    std::uint64_t kept = 0;
+    for (const SourceVariable& v : variables) {
+        const auto points = static_cast<std::uint64_t>(v.channels) * area;
+        const std::uint64_t value = v.type == io::ValueType::float64 ? 8 : 4;
+        // 2 fields (+ a staging copy each for packed data), sums (8 + 8 + 1), the time means (2 x 8), and
+        // with several data ranks the packed sums (3 x 8) and their gather (D x 3 x 8).
+        const std::uint64_t per_point =
+            2 * value + 2 * 8 + 17 + 16 + (data_ranks > 1 ? 24 + 24 * static_cast<std::uint64_t>(data_ranks) : 0);
+        largest = std::max(largest, points * per_point);
+        kept += 3 * static_cast<std::uint64_t>(v.channels) * ntime * (score_count + 2 * nlat) * 8;
+    }
+    return largest + kept + area * 8;
+}
+
+/// Scores every channel of `variable` for this rank's steps, in `T`; collective over the world.
+template <class T>
 std::vector<ChannelReport> score_variable(const FieldSource& source, const SourceVariable& variable,
                                           const ShardedGrid& grid, const Weights& weights, Summation summation,
                                           Range steps, Progress& progress) {
@@ -133,33 +154,34 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     const std::int64_t channels = variable.channels;
     const std::int64_t points = channels * box.area();
 
+    const std::string& name = variable.name;
+    const auto shard_values = static_cast<std::size_t>(points);
     // Owned values are written in place; everything else stays 0 so the sums below are exact.
-    std::vector<double> per_time(score_count * static_cast<std::size_t>(channels * ntime), 0.0);
-    std::vector<double> zonal(static_cast<std::size_t>(2 * channels * ntime * nlat), 0.0);
+    auto per_time = allocate_vector<double>(score_count * static_cast<std::size_t>(channels * ntime),
+                                            "the per-step scores of '" + name + "'");
+    auto zonal = allocate_vector<double>(static_cast<std::size_t>(2 * channels * ntime * nlat),
+                                         "the zonal means of '" + name + "'");
     // Per point: the sum over steps of (pred - truth) as a double-double (sum, error), and whether any
     // step was not finite.
-    std::vector<double> difference_sum(static_cast<std::size_t>(points), 0.0);
-    std::vector<double> difference_error(static_cast<std::size_t>(points), 0.0);
-    std::vector<unsigned char> invalid(static_cast<std::size_t>(points), 0);
+    auto difference_sum = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
+    auto difference_error = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
+    auto invalid = allocate_vector<unsigned char>(shard_values, "the validity flags of '" + name + "'");
 
     Evaluator evaluator(grid, channels, weights, {.summation = summation});
-    std::vector<float> truth;
-    std::vector<float> prediction;
-    std::string read_error;
-    for (std::int64_t step = steps.begin; step < steps.end && read_error.empty(); ++step) {
-        try {
-            source.read(variable, step, box, truth, prediction);
-        } catch (const std::exception& error) {
-            read_error = error.what();
-        }
-        try {
-            check_collectively(mesh.spatial(), read_error);
-        } catch (const ArgumentError& error) {
-            read_error = error.what();  // the whole spatial group stops here, then raises with the world
+    auto truth = allocate_vector<T>(shard_values, "the truth buffer of '" + name + "'");
+    auto prediction = allocate_vector<T>(shard_values, "the prediction buffer of '" + name + "'");
+    std::unique_ptr<VariableSteps> reader;
+    check_collectively(mesh.world(), attempt([&] { reader = source.open(variable, box); }));
+    LocalFailure failure;
+    for (std::int64_t step = steps.begin; step < steps.end && !failure.failed(); ++step) {
+        failure = attempt([&] { reader->read(step, std::span<T>(truth), std::span<T>(prediction)); });
+        const LocalFailure agreed = attempt([&] { check_collectively(mesh.spatial(), failure); });
+        if (agreed.failed()) {
+            failure = agreed;  // the whole spatial group stops here, then raises with the world
             break;
         }
-        const FieldShard<float> t{truth, channels};
-        const FieldShard<float> p{prediction, channels};
+        const FieldShard<T> t{truth, channels};
+        const FieldShard<T> p{prediction, channels};
         const Scores s = evaluator.evaluate(t, p);
         const std::array<const std::vector<double>*, score_count> values = {
             &s.mean_truth, &s.mean_pred, &s.bias, &s.rmse, &s.std_truth, &s.std_pred, &s.grad_mag_percent_diff};
@@ -206,7 +228,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
         }
         progress.step(variable.name);
     }
-    check_collectively(mesh.world(), read_error);
+    check_collectively(mesh.world(), failure);
 
     reduce_sum<double>(mesh, per_time);
     spatial_reduce_sum<double>(mesh, zonal);
@@ -215,7 +237,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     // Time means: the per-point sums of every data rank, merged in data-rank order (nothing to merge
     // with one data rank).
     if (mesh.shape().data > 1) {
-        std::vector<double> packed(static_cast<std::size_t>(3 * points));
+        auto packed = allocate_vector<double>(3 * shard_values, "the time sums of '" + name + "' for the data group");
         for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
             packed[3 * n] = difference_sum[n];
             packed[3 * n + 1] = difference_error[n];
@@ -235,8 +257,8 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
             invalid[n] = any_bad;
         }
     }
-    std::vector<double> difference(static_cast<std::size_t>(points));
-    std::vector<double> difference_squared(static_cast<std::size_t>(points));
+    auto difference = allocate_vector<double>(shard_values, "the time-mean differences of '" + name + "'");
+    auto difference_squared = allocate_vector<double>(shard_values, "the time-mean differences of '" + name + "'");
     for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
         const double d = invalid[n] != 0 ? nan : (difference_sum[n] + difference_error[n]) / static_cast<double>(ntime);
         difference[n] = d;
@@ -266,8 +288,8 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     return reports;
 }
 
-// The table, then the zonal file and the JSON report, each complete or absent: if the second file
-// fails, the first is removed again.
+// The table, then the zonal file and the JSON report, all complete or none: both are written to their
+// temporaries first, then renamed.
 void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshShape& shape,
                    const std::vector<ChannelReport>& reports) {
     Report report{shape, options.split, options.weights, options.summation, g.shape(), g.ntime, {}};
@@ -275,25 +297,33 @@ void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshSh
         report.variables.push_back({r.name, r.per_time, r.rmse_of_time_mean, r.time_and_global_mean_bias});
     }
     print_table(report, std::cout);
+    std::vector<io::OutputJob> jobs;
     if (!options.zonal.empty()) {
-        std::vector<std::pair<std::string, std::vector<double>>> fields;
-        for (const ChannelReport& r : reports) {
-            fields.emplace_back(r.name + "_truth", r.zonal_truth);
-            fields.emplace_back(r.name + "_pred", r.zonal_prediction);
-        }
-        write_zonal_file(options.zonal, g, fields);
+        jobs.push_back({options.zonal, [&](io::AtomicOutput& output) {
+                            std::vector<std::pair<std::string, std::vector<double>>> fields;
+                            for (const ChannelReport& r : reports) {
+                                fields.emplace_back(r.name + "_truth", r.zonal_truth);
+                                fields.emplace_back(r.name + "_pred", r.zonal_prediction);
+                            }
+                            write_zonal_file(output, g, fields);
+                        }});
     }
     if (!options.json.empty()) {
-        try {
-            write_atomically(options.json, [&](std::ostream& out) { write_json(report, out); });
-        } catch (...) {
-            if (!options.zonal.empty()) {
-                std::error_code ignored;  // the JSON error is the one to report
-                std::filesystem::remove(options.zonal, ignored);
-            }
-            throw;
-        }
+        jobs.push_back({options.json, [&](io::AtomicOutput& output) {
+                            std::ostringstream text;
+                            write_json(report, text);
+                            output.write(text.str());
+                        }});
     }
+    io::write_outputs_atomically(jobs);
+}
+
+// Prints a failure every rank knows once, by world rank 0, and returns the exit status of its kind.
+int report_failure(const Communicator& world, const std::string& message, ErrorKind kind) {
+    if (world.rank() == 0) {
+        std::cerr << "gridshard: error: " << message << "\n";
+    }
+    return kind == ErrorKind::argument ? exit_usage : exit_failure;
 }
 
 int run_eval(const EvalOptions& options) {
@@ -310,25 +340,25 @@ int run_eval(const EvalOptions& options) {
             throw ArgumentError("--truth and --pred go together; got only " +
                                 std::string(options.truth.empty() ? "--pred" : "--truth"));
         }
-        if (!options.json.empty() && !options.zonal.empty() &&
-            std::filesystem::weakly_canonical(options.json) == std::filesystem::weakly_canonical(options.zonal)) {
-            throw ArgumentError("--json and --zonal name the same file '" + options.json + "'");
-        }
+        const std::vector<std::string> names = parse_name_list("--vars", options.vars);
+        // Before any work: no output may be an input or another output, or anything but a regular file.
+        // Every rank checks (a node may see another file system), then all agree.
+        check_collectively(world, attempt([&] {
+                               io::check_output_paths({{"--truth", options.truth}, {"--pred", options.prediction}},
+                                                      {{"--json", options.json}, {"--zonal", options.zonal}});
+                           }));
         // Opening the files can fail on some ranks only (a node without the file system): agree first.
         std::unique_ptr<FieldSource> source;
-        std::string open_error;
-        try {
-            source = options.truth.empty()
-                         ? make_builtin_source(options.nlat, options.nlon, options.ntime)
-                         : make_netcdf_source(options.truth, options.prediction, split_list(options.vars));
-        } catch (const std::exception& error) {
-            open_error = error.what();
-        }
-        check_collectively(world, open_error);
+        check_collectively(world, attempt([&] {
+                               source = options.truth.empty()
+                                            ? make_builtin_source(options.nlat, options.nlon, options.ntime)
+                                            : make_netcdf_source(options.truth, options.prediction, names,
+                                                                 options.allow_time_mismatch);
+                           }));
         std::vector<SourceVariable> variables = source->variables();
-        if (options.truth.empty() && !options.vars.empty()) {
+        if (options.truth.empty() && !names.empty()) {
             std::vector<SourceVariable> chosen;
-            for (const std::string& name : split_list(options.vars)) {
+            for (const std::string& name : names) {
                 const auto it = std::find_if(variables.begin(), variables.end(),
                                              [&](const SourceVariable& v) { return v.name == name; });
                 if (it == variables.end()) {
@@ -344,38 +374,41 @@ int run_eval(const EvalOptions& options) {
         const ProcessMesh mesh(world, shape);
         const SourceGrid& g = source->grid();
         const ShardedGrid grid(mesh, g.shape(), rule);
-        const AreaWeights weights = make_weights(options.weights, g, grid.box());
         const Range steps = data_block(g.ntime, shape.data, mesh.coords().data, true);
+        // Before anything field-sized is allocated: does every node hold what its ranks need?
+        check_memory_fits(world, working_set_bytes(g, variables, grid.box(), shape.data),
+                          "grid " + std::to_string(g.shape().nlat) + " x " + std::to_string(g.shape().nlon) + ", " +
+                              std::to_string(g.ntime) + " steps, " + std::to_string(variables.size()) +
+                              " variables, mesh " + to_string(shape));
+        const AreaWeights weights = make_weights(options.weights, g, grid.box());
 
         std::vector<ChannelReport> reports;
         {
             Progress progress(root && !options.quiet, (steps.size()) * static_cast<std::int64_t>(variables.size()));
             for (const SourceVariable& variable : variables) {
                 auto channel_reports =
-                    score_variable(*source, variable, grid, weights.view(), summation, steps, progress);
+                    variable.type == io::ValueType::float64
+                        ? score_variable<double>(*source, variable, grid, weights.view(), summation, steps, progress)
+                        : score_variable<float>(*source, variable, grid, weights.view(), summation, steps, progress);
                 reports.insert(reports.end(), channel_reports.begin(), channel_reports.end());
             }
         }
 
-        // World rank 0 writes; its output errors (an unwritable path) reach every rank.
-        std::string output_error;
+        // World rank 0 writes; its output errors (a full disk) reach every rank.
+        LocalFailure output_failure;
         if (root) {
-            try {
-                write_outputs(options, g, shape, reports);
-            } catch (const std::exception& error) {
-                output_error = error.what();
-            }
+            output_failure = attempt([&] { write_outputs(options, g, shape, reports); });
         }
-        check_collectively(world, output_error);
+        check_collectively(world, output_failure);
         return 0;
     } catch (const ArgumentError& error) {
-        if (root) {
-            std::cerr << "gridshard: error: " << error.what() << "\n";
-        }
-        return exit_usage;
+        return report_failure(world, error.what(), ErrorKind::argument);
+    } catch (const SystemError& error) {
+        return report_failure(world, error.what(), ErrorKind::system);
     } catch (const std::exception& error) {
+        // Seen by this rank only (an MPI failure, memory exhausted mid-run): end every rank now.
         std::cerr << "gridshard: error on rank " << world.rank() << ": " << error.what() << "\n";
-        MpiEnvironment::abort(1);
+        MpiEnvironment::abort(exit_failure);
     }
 }
 
@@ -395,9 +428,11 @@ Runner add_eval_command(CLI::App& app) {
     command->add_option("--json", options->json, "Write the scores as JSON to this file");
     command->add_option("--zonal", options->zonal, "Write the zonal means as CF netCDF to this file");
     command->add_flag("--quiet", options->quiet, "No progress on stderr");
-    command->add_option("--nlat", options->nlat, "Built-in case: latitudes")->capture_default_str();
-    command->add_option("--nlon", options->nlon, "Built-in case: longitudes")->capture_default_str();
-    command->add_option("--ntime", options->ntime, "Built-in case: time steps")->capture_default_str();
+    command->add_flag("--allow-time-mismatch", options->allow_time_mismatch,
+                      "Compare step by step even when the files' time coordinates differ");
+    add_count_option(*command, "--nlat", options->nlat, 2, max_builtin_extent, "Built-in case: latitudes");
+    add_count_option(*command, "--nlon", options->nlon, 2, max_builtin_extent, "Built-in case: longitudes");
+    add_count_option(*command, "--ntime", options->ntime, 1, max_builtin_extent, "Built-in case: time steps");
     return [options] { return run_eval(*options); };
 }
 

@@ -1,14 +1,16 @@
 #pragma once
 // Where `gridshard eval` gets its fields: the built-in analytic case or a pair of netCDF files. A source
-// describes the grid and the variables, and reads one rank's box of one time step. No MPI calls.
+// describes the grid and the variables, and opens a read plan per variable and box that fills the
+// caller's buffers step by step. No MPI calls.
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "gridshard/geometry/decomposition.hpp"
-#include "gridshard/io/netcdf.hpp"
+#include "gridshard/io/grid_info.hpp"
 
 namespace gridshard::cli {
 
@@ -16,10 +18,21 @@ namespace gridshard::cli {
 /// the built-in case's pole-to-pole one).
 using SourceGrid = io::GridInfo;
 
-/// A variable to score: `channels` planes per time step (levels; 1 for a 2-D field).
+/// A variable to score: `channels` planes per time step (levels; 1 for a 2-D field), read and scored in
+/// `type` (double when either file stores it in double, so nothing is rounded).
 struct SourceVariable {
     std::string name;
     std::int64_t channels = 1;
+    io::ValueType type = io::ValueType::float32;
+};
+
+/// One variable's box of truth and prediction, step by step, into the caller's buffers
+/// ((channels, rows, cols) each, missing values as NaN).
+class VariableSteps {
+  public:
+    virtual ~VariableSteps() = default;
+    virtual void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) = 0;
+    virtual void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) = 0;
 };
 
 class FieldSource {
@@ -27,24 +40,24 @@ class FieldSource {
     virtual ~FieldSource() = default;
     [[nodiscard]] virtual const SourceGrid& grid() const = 0;
     [[nodiscard]] virtual std::vector<SourceVariable> variables() const = 0;
-    /// Reads `box` of time step `step` of `variable` from truth and prediction, (channels, rows, cols)
-    /// each, missing values as NaN.
-    virtual void read(const SourceVariable& variable, std::int64_t step, const Box& box, std::vector<float>& truth,
-                      std::vector<float>& prediction) const = 0;
+    /// A read plan for `box` of `variable`.
+    [[nodiscard]] virtual std::unique_ptr<VariableSteps> open(const SourceVariable& variable, const Box& box) const = 0;
 };
 
 /// The built-in analytic case: a Rossby-Haurwitz wave (Williamson et al. 1992, case 6) height field,
 /// a temperature with finer structure and a sea-surface temperature with a land mask of NaN, on a
 /// regular `nlat x nlon` grid pole to pole over `ntime` six-hourly steps; the prediction is the truth
 /// with a slightly wrong phase speed, a bias and deterministic noise. Every value depends only on its
-/// global indices, so any rank generates its own box.
+/// global indices, so any rank generates its own box. Float32.
 [[nodiscard]] std::unique_ptr<FieldSource> make_builtin_source(std::int64_t nlat, std::int64_t nlon,
                                                                std::int64_t ntime);
 
-/// The variables of a truth and a prediction file (all with a lat and a lon dim, or `names`), checked
-/// to share grid and shapes. Throws ArgumentError naming the file and the problem.
+/// The variables of a truth and a prediction file (all with a lat and a lon dim, or `names`), checked to
+/// share grid, shapes, units (UDUNITS-2: "m/s" is "m s-1") and, unless `allow_time_mismatch`, time
+/// coordinates (after unit conversion). Throws ArgumentError naming the files and the problem.
 [[nodiscard]] std::unique_ptr<FieldSource> make_netcdf_source(const std::string& truth_path,
                                                               const std::string& prediction_path,
-                                                              const std::vector<std::string>& names);
+                                                              const std::vector<std::string>& names,
+                                                              bool allow_time_mismatch);
 
 }  // namespace gridshard::cli

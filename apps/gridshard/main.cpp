@@ -1,5 +1,6 @@
-// gridshard: the command-line front end. Parses the subcommand and hands over to it; every error
-// becomes a one-line message and exit status 2 (bad arguments) or 1 (anything else).
+// gridshard: the command-line front end. Parses the subcommand and hands over to it. Every error becomes
+// one line, printed once (by world rank 0 under a launcher), and the exit status of its kind: 2 for bad
+// input or arguments, 1 for a failure of the system (see commands.hpp).
 
 #include <malloc.h>
 #include <CLI/CLI.hpp>
@@ -7,11 +8,30 @@
 #include <cstdio>
 #include <exception>
 #include <iostream>
+#include <ostream>
 
 #include "commands.hpp"
+#include "gridshard/comm/communicator.hpp"
+#include "gridshard/comm/environment.hpp"
 #include "gridshard/core/error.hpp"
 
 namespace {
+
+// Writes `text` once: under mpirun or srun every rank parses the same command line, so only world rank 0
+// speaks. Finding the rank starts MPI (a light singleton for a process started plainly); if that fails,
+// every process speaks rather than none.
+void say_once(std::ostream& out, const std::string& text) {
+    bool speak = true;
+    try {
+        const gridshard::MpiEnvironment environment(nullptr, nullptr);
+        speak = gridshard::Communicator::world().rank() == 0;
+    } catch (const std::exception&) {
+        speak = true;
+    }
+    if (speak) {
+        out << text << std::flush;
+    }
+}
 
 int run(int argc, char** argv) {
     CLI::App app{"gridshard: metrics of global lat-lon fields split over an MPI process mesh"};
@@ -21,12 +41,14 @@ int run(int argc, char** argv) {
 
     try {
         app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& help) {
-        return app.exit(help);
-    } catch (const CLI::CallForAllHelp& help) {
-        return app.exit(help);
+    } catch (const CLI::CallForHelp&) {
+        say_once(std::cout, (app.get_subcommands().empty() ? &app : app.get_subcommands().front())->help());
+        return 0;
+    } catch (const CLI::CallForAllHelp&) {
+        say_once(std::cout, app.help("", CLI::AppFormatMode::All));
+        return 0;
     } catch (const CLI::ParseError& error) {
-        std::cerr << "gridshard: error: " << error.what() << "\n";
+        say_once(std::cerr, std::string("gridshard: error: ") + error.what() + "\n");
         return gridshard::cli::exit_usage;
     }
 
@@ -35,14 +57,14 @@ int run(int argc, char** argv) {
             return decompose();
         }
         if (app.got_subcommand("eval")) {
-            return eval();
+            return eval();  // prints its own errors, once
         }
     } catch (const gridshard::ArgumentError& error) {
-        std::cerr << "gridshard: error: " << error.what() << "\n";
+        say_once(std::cerr, std::string("gridshard: error: ") + error.what() + "\n");
         return gridshard::cli::exit_usage;
     } catch (const std::exception& error) {
         std::cerr << "gridshard: error: " << error.what() << "\n";
-        return 1;
+        return gridshard::cli::exit_failure;
     }
     return gridshard::cli::exit_usage;
 }
@@ -58,6 +80,6 @@ int main(int argc, char** argv) {
         return run(argc, argv);
     } catch (const std::exception& error) {
         std::cerr << "gridshard: error: " << error.what() << "\n";
-        return 1;
+        return gridshard::cli::exit_failure;
     }
 }

@@ -1,8 +1,9 @@
-// `gridshard eval` on a pair of CF netCDF files: each rank reads only its hyperslabs.
+// `gridshard eval` on a pair of CF netCDF files: each rank reads only its hyperslabs, through read plans.
 
 #include "field_source.hpp"
 #include "gridshard/core/error.hpp"
-#include "output.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/units.hpp"
 
 namespace gridshard::cli {
 namespace {
@@ -18,13 +19,33 @@ std::string shape_text(const io::VariableShape& v) {
     return "(" + text + ")";
 }
 
+class NetcdfSteps final : public VariableSteps {
+  public:
+    NetcdfSteps(io::VariableReader truth, io::VariableReader prediction)
+        : truth_(std::move(truth)), prediction_(std::move(prediction)) {}
+    void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) override {
+        truth_.read_step(step, truth);
+        prediction_.read_step(step, prediction);
+    }
+    void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) override {
+        truth_.read_step(step, truth);
+        prediction_.read_step(step, prediction);
+    }
+
+  private:
+    io::VariableReader truth_;
+    io::VariableReader prediction_;
+};
+
 class NetcdfSource final : public FieldSource {
   public:
     NetcdfSource(const std::string& truth_path, const std::string& prediction_path,
-                 const std::vector<std::string>& names)
+                 const std::vector<std::string>& names, bool allow_time_mismatch)
         : truth_(truth_path), prediction_(prediction_path) {
         const io::GridInfo& a = truth_.grid();
         const io::GridInfo& b = prediction_.grid();
+        const std::string truth_name = "the truth '" + truth_path + "'";
+        const std::string prediction_name = "the prediction '" + prediction_path + "'";
         if (!io::same_grid(a, b)) {
             throw ArgumentError("truth '" + truth_path + "' (" + std::to_string(a.shape().nlat) + " x " +
                                 std::to_string(a.shape().nlon) + ") and prediction '" + prediction_path + "' (" +
@@ -38,6 +59,11 @@ class NetcdfSource final : public FieldSource {
         if (a.ntime < 1) {
             throw ArgumentError("truth '" + truth_path + "' has no time steps");
         }
+        if (!allow_time_mismatch) {
+            if (const std::string problem = io::time_mismatch(a, truth_name, b, prediction_name); !problem.empty()) {
+                throw ArgumentError(problem + " (--allow-time-mismatch compares them step by step regardless)");
+            }
+        }
         for (const std::string& name : names.empty() ? truth_.field_variables() : names) {
             const io::VariableShape t = truth_.variable(name);
             const io::VariableShape p = prediction_.variable(name);
@@ -45,7 +71,13 @@ class NetcdfSource final : public FieldSource {
                 throw ArgumentError("variable '" + name + "' has shape " + shape_text(t) + " in the truth but " +
                                     shape_text(p) + " in the prediction");
             }
-            variables_.push_back({name, t.channels_per_step});
+            if (!io::same_units(t.units, p.units)) {
+                throw ArgumentError("variable '" + name + "' has units '" + t.units + "' in " + truth_name + " but '" +
+                                    p.units + "' in " + prediction_name + " (no conversion is made)");
+            }
+            const bool any_double = t.value_type == io::ValueType::float64 || p.value_type == io::ValueType::float64;
+            variables_.push_back(
+                {name, t.channels_per_step, any_double ? io::ValueType::float64 : io::ValueType::float32});
         }
         if (variables_.empty()) {
             throw ArgumentError("truth '" + truth_path + "' has no variable on its lat x lon grid");
@@ -55,10 +87,8 @@ class NetcdfSource final : public FieldSource {
     [[nodiscard]] const SourceGrid& grid() const override { return truth_.grid(); }
     [[nodiscard]] std::vector<SourceVariable> variables() const override { return variables_; }
 
-    void read(const SourceVariable& variable, std::int64_t step, const Box& box, std::vector<float>& truth,
-              std::vector<float>& prediction) const override {
-        truth = truth_.read(variable.name, {step, step + 1}, box);
-        prediction = prediction_.read(variable.name, {step, step + 1}, box);
+    [[nodiscard]] std::unique_ptr<VariableSteps> open(const SourceVariable& variable, const Box& box) const override {
+        return std::make_unique<NetcdfSteps>(truth_.reader(variable.name, box), prediction_.reader(variable.name, box));
     }
 
   private:
@@ -70,17 +100,8 @@ class NetcdfSource final : public FieldSource {
 }  // namespace
 
 std::unique_ptr<FieldSource> make_netcdf_source(const std::string& truth_path, const std::string& prediction_path,
-                                                const std::vector<std::string>& names) {
-    return std::make_unique<NetcdfSource>(truth_path, prediction_path, names);
-}
-
-void write_zonal_file(const std::string& path, const SourceGrid& grid,
-                      const std::vector<std::pair<std::string, std::vector<double>>>& fields) {
-    std::vector<io::ZonalVariable> variables;
-    for (const auto& [name, values] : fields) {
-        variables.push_back({name, values, "", "zonal mean of " + name});
-    }
-    io::write_zonal_means(path, grid, grid.ntime, variables);
+                                                const std::vector<std::string>& names, bool allow_time_mismatch) {
+    return std::make_unique<NetcdfSource>(truth_path, prediction_path, names, allow_time_mismatch);
 }
 
 }  // namespace gridshard::cli

@@ -1,12 +1,9 @@
 #include "output.hpp"
 
-#include <unistd.h>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
 
-#include "gridshard/core/error.hpp"
+#include "gridshard/io/zonal_writer.hpp"
 
 namespace gridshard::cli {
 namespace {
@@ -87,39 +84,13 @@ void write_json(const Report& report, std::ostream& out) {
     out << "}}\n";
 }
 
-void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write) {
-    namespace fs = std::filesystem;
-    const fs::path target(path);
-    std::string name = ".";
-    name += target.filename().string();
-    name += ".tmp";
-    name += std::to_string(static_cast<long long>(getpid()));
-    const fs::path temporary = target.parent_path() / name;
-    {
-        std::ofstream out(temporary, std::ios::trunc);
-        if (!out) {
-            throw ArgumentError("cannot write '" + path + "': the folder does not exist or is not writable");
-        }
-        try {
-            write(out);
-        } catch (...) {
-            std::error_code ignored;
-            fs::remove(temporary, ignored);
-            throw;
-        }
-        out.flush();
-        if (!out) {
-            std::error_code ignored;
-            fs::remove(temporary, ignored);
-            throw ArgumentError("cannot write '" + path + "': writing failed (disk full?)");
-        }
+void write_zonal_file(io::AtomicOutput& output, const SourceGrid& grid,
+                      const std::vector<std::pair<std::string, std::vector<double>>>& fields) {
+    std::vector<io::ZonalVariable> variables;
+    for (const auto& [name, values] : fields) {
+        variables.push_back({name, values, "", "zonal mean of " + name});
     }
-    std::error_code error;
-    fs::rename(temporary, target, error);
-    if (error) {
-        fs::remove(temporary, error);
-        throw ArgumentError("cannot write '" + path + "': " + error.message());
-    }
+    io::write_zonal_means(output, grid, grid.ntime, variables);
 }
 
 }  // namespace gridshard::cli

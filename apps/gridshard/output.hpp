@@ -1,11 +1,10 @@
 #pragma once
 // The outputs of `gridshard eval`: the table on stdout, the JSON report and the zonal-mean file.
-// Files are written to a temporary name in the same folder and renamed into place, so a failed run
-// leaves none. No MPI calls: world rank 0 writes.
+// Files go through io::AtomicOutput (a temporary in the same folder, renamed into place once every
+// output is complete), so a failed run leaves none. No MPI calls: world rank 0 writes.
 
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -13,6 +12,7 @@
 
 #include "field_source.hpp"
 #include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/io/output_file.hpp"
 
 namespace gridshard::cli {
 
@@ -47,12 +47,8 @@ void print_table(const Report& report, std::ostream& out);
 /// The JSON document of the eval contract: numbers with 17 significant digits, NaN as null.
 void write_json(const Report& report, std::ostream& out);
 
-/// Writes `path` through `write` into a temporary file beside it, then renames it into place; on any
-/// failure the temporary is removed and ArgumentError names the path.
-void write_atomically(const std::string& path, const std::function<void(std::ostream&)>& write);
-
-/// The zonal means as CF netCDF: one (time, lat) variable per entry of `fields`, atomically.
-void write_zonal_file(const std::string& path, const SourceGrid& grid,
+/// The zonal means as CF netCDF into `output`'s temporary: one (time, lat) variable per entry of `fields`.
+void write_zonal_file(io::AtomicOutput& output, const SourceGrid& grid,
                       const std::vector<std::pair<std::string, std::vector<double>>>& fields);
 
 }  // namespace gridshard::cli

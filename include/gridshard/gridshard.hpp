@@ -3,6 +3,7 @@
 /// Everything public in gridshard, one block per layer, lowest first.
 
 #include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
 
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
@@ -11,13 +12,19 @@
 #include "gridshard/numerics/double_double.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 
-#include "gridshard/io/netcdf.hpp"
+#include "gridshard/io/file_extent.hpp"
+#include "gridshard/io/grid_info.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/output_file.hpp"
+#include "gridshard/io/units.hpp"
+#include "gridshard/io/zonal_writer.hpp"
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/comm/halo_exchange.hpp"
+#include "gridshard/comm/memory_check.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 
 #include "gridshard/metrics/area_weights.hpp"

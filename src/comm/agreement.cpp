@@ -9,7 +9,11 @@
 namespace gridshard {
 
 void check_collectively(const Communicator& comm, const std::string& local_error) {
-    detail::agree_or_throw(comm, local_error);
+    detail::agree_or_throw(comm, {local_error, ErrorKind::argument});
+}
+
+void check_collectively(const Communicator& comm, const LocalFailure& failure) {
+    detail::agree_or_throw(comm, failure);
 }
 
 }  // namespace gridshard
@@ -30,8 +34,9 @@ std::string join(const std::vector<std::int64_t>& values) {
 
 }  // namespace
 
-void agree_or_throw(const Communicator& comm, const std::string& local_error,
-                    std::initializer_list<std::int64_t> values, std::string_view what) {
+void agree_or_throw(const Communicator& comm, const LocalFailure& failure, std::initializer_list<std::int64_t> values,
+                    std::string_view what) {
+    const std::string& local_error = failure.message;
     constexpr std::int64_t no_error = std::numeric_limits<std::int64_t>::max();
     // One MIN-allreduce carries: the lowest failing rank, min(values), min(-values) = -max(values).
     std::vector<std::int64_t> buffer;
@@ -49,10 +54,13 @@ void agree_or_throw(const Communicator& comm, const std::string& local_error,
     if (buffer[0] != no_error) {
         const int failing_rank = static_cast<int>(buffer[0]);
         std::string message = local_error;
-        int length = static_cast<int>(message.size());
-        GRIDSHARD_MPI(MPI_Bcast, &length, 1, MPI_INT, failing_rank, comm.native());
-        message.resize(static_cast<std::size_t>(length));
-        GRIDSHARD_MPI(MPI_Bcast, message.data(), length, MPI_CHAR, failing_rank, comm.native());
+        int header[2] = {static_cast<int>(message.size()), static_cast<int>(failure.kind)};
+        GRIDSHARD_MPI(MPI_Bcast, header, 2, MPI_INT, failing_rank, comm.native());
+        message.resize(static_cast<std::size_t>(header[0]));
+        GRIDSHARD_MPI(MPI_Bcast, message.data(), header[0], MPI_CHAR, failing_rank, comm.native());
+        if (header[1] == static_cast<int>(ErrorKind::system)) {
+            throw SystemError(message);
+        }
         throw ArgumentError(message);
     }
     const std::size_t n = values.size();

@@ -72,6 +72,14 @@ Communicator Communicator::split(int color, int key) const {
     return result;
 }
 
+Communicator Communicator::split_shared_memory() const {
+    MPI_Comm part = MPI_COMM_NULL;
+    GRIDSHARD_MPI(MPI_Comm_split_type, comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &part);
+    Communicator result(part, true);
+    GRIDSHARD_MPI(MPI_Comm_set_errhandler, part, MPI_ERRORS_RETURN);
+    return result;
+}
+
 void Communicator::barrier() const {
     GRIDSHARD_MPI(MPI_Barrier, comm_);
 }

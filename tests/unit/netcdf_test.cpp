@@ -15,7 +15,8 @@
 #include <vector>
 
 #include "gridshard/core/error.hpp"
-#include "gridshard/io/netcdf.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/zonal_writer.hpp"
 
 namespace gridshard::io {
 namespace {
@@ -249,7 +250,7 @@ std::string make_grid_file(const TempDir& dir, const std::string& name, const Sp
 
 // Checks every value of read(field, steps, box) against value().
 void expect_box(const NetcdfReader& reader, const Spec& s, const Range& steps, const Box& box) {
-    const std::vector<float> got = reader.read("field", steps, box);
+    const std::vector<float> got = reader.read<float>("field", steps, box);
     const auto nl = static_cast<std::int64_t>(std::max<std::size_t>(s.nlev, 1));
     ASSERT_EQ(got.size(), static_cast<std::size_t>(steps.size() * nl * box.area()));
     std::size_t k = 0;
@@ -279,10 +280,10 @@ template <class F>
 std::string error_of(F&& f) {
     try {
         f();
-    } catch (const NetcdfError& e) {
+    } catch (const ArgumentError& e) {  // NetcdfError is one
         return e.what();
     }
-    return "(no NetcdfError)";
+    return "(no ArgumentError)";
 }
 
 TEST(NetcdfReader, GridSouthToNorthWithTimeAndBounds) {
@@ -345,8 +346,8 @@ TEST(NetcdfReader, NorthToSouthFromMinus180WithoutTimeOrBounds) {
     for (const Box& box : some_boxes(s)) {
         expect_box(reader, s, {0, 1}, box);
     }
-    EXPECT_THROW((void)reader.read("field", {0, 2}, {{0, 1}, {0, 1}}), ArgumentError);
-    EXPECT_THROW((void)reader.read("field", {1, 2}, {{0, 1}, {0, 1}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {0, 2}, {{0, 1}, {0, 1}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {1, 2}, {{0, 1}, {0, 1}}), ArgumentError);
 }
 
 TEST(NetcdfReader, LevelsAreChannels) {
@@ -462,7 +463,7 @@ TEST(NetcdfReader, TimeFoundByStandardNameAxisUnitsUnlimitedOrName) {
     const NetcdfReader by_name(file("name.nc", "time", false, {}));
     EXPECT_EQ(by_name.grid().time_dim, "time");
     EXPECT_EQ(by_name.variable("f").time_index, 0);
-    EXPECT_EQ(by_name.read("f", {1, 2}, {{0, 2}, {0, 3}}), std::vector<float>(6, 1.0f));
+    EXPECT_EQ(by_name.read<float>("f", {1, 2}, {{0, 2}, {0, 3}}), std::vector<float>(6, 1.0f));
 }
 
 TEST(NetcdfReader, FillAndMissingValuesBecomeNan) {
@@ -502,19 +503,19 @@ TEST(NetcdfReader, FillAndMissingValuesBecomeNan) {
         }
         return out;
     };
-    const auto both = reader.read("both", {0, 1}, all);
+    const auto both = reader.read<float>("both", {0, 1}, all);
     EXPECT_EQ(nan_at(both), (std::vector<bool>{true, false, true, false, false, true}));
     EXPECT_EQ(both[1], 1.0f);
     EXPECT_EQ(both[4], 4.0f);
-    EXPECT_EQ(nan_at(reader.read("two_missing", {0, 1}, all)),
+    EXPECT_EQ(nan_at(reader.read<float>("two_missing", {0, 1}, all)),
               (std::vector<bool>{false, true, false, true, false, false}));
-    const auto default_fill = reader.read("default_fill", {0, 1}, all);
+    const auto default_fill = reader.read<float>("default_fill", {0, 1}, all);
     EXPECT_TRUE(std::isnan(default_fill[0]));
     EXPECT_EQ(default_fill[5], 5.0f);
-    EXPECT_EQ(reader.read("bytes", {0, 1}, all), (std::vector<float>{-127, 1, 2, 3, 4, 5}));
-    EXPECT_EQ(reader.read("unsigned_bytes", {0, 1}, all), (std::vector<float>{127.5f, 64, 0, 0.5f, 63.5f, 1}));
+    EXPECT_EQ(reader.read<float>("bytes", {0, 1}, all), (std::vector<float>{-127, 1, 2, 3, 4, 5}));
+    EXPECT_EQ(reader.read<float>("unsigned_bytes", {0, 1}, all), (std::vector<float>{127.5f, 64, 0, 0.5f, 63.5f, 1}));
     // The sub-box reads the same values.
-    EXPECT_EQ(reader.read("unsigned_bytes", {0, 1}, {{1, 2}, {1, 3}}), (std::vector<float>{63.5f, 1}));
+    EXPECT_EQ(reader.read<float>("unsigned_bytes", {0, 1}, {{1, 2}, {1, 3}}), (std::vector<float>{63.5f, 1}));
 }
 
 TEST(NetcdfReader, PackedShortsAreUnpacked) {
@@ -557,7 +558,7 @@ TEST(NetcdfReader, PackedShortsAreUnpacked) {
     EXPECT_EQ(reader.variable("z").channels_per_step, 2);
     EXPECT_EQ(reader.grid().time_dim, "time");  // the unlimited dim, no coordinate
     const Box box{{1, 4}, {2, 5}};
-    const auto got = reader.read("z", {0, 2}, box);
+    const auto got = reader.read<float>("z", {0, 2}, box);
     ASSERT_EQ(got.size(), 2u * 2u * 3u * 3u);
     std::size_t k = 0;
     for (std::size_t tt = 0; tt < nt; ++tt) {
@@ -603,7 +604,7 @@ TEST(NetcdfReader, Netcdf4FileWithStringAttributes) {
     const NetcdfReader reader(path);
     EXPECT_EQ(reader.grid().lat_dim, "y");
     EXPECT_EQ(reader.grid().lon_dim, "x");
-    EXPECT_EQ(reader.read("f", {0, 1}, {{1, 3}, {1, 3}}), (std::vector<float>{11, 12, 21, 22}));
+    EXPECT_EQ(reader.read<float>("f", {0, 1}, {{1, 3}, {1, 3}}), (std::vector<float>{11, 12, 21, 22}));
 }
 
 TEST(NetcdfReader, FieldVariablesSkipCoordinatesBoundsAndCellMeasures) {
@@ -636,31 +637,31 @@ TEST(NetcdfReader, FieldVariablesSkipCoordinatesBoundsAndCellMeasures) {
     EXPECT_FALSE(reader.variable("mask").time_index.has_value());
     EXPECT_EQ(reader.variable("ta").channels_per_step, 2);
     EXPECT_EQ(reader.grid().ntime, 0);  // no records written yet
-    EXPECT_TRUE(reader.read("t2m", {0, 0}, {{0, 2}, {0, 3}}).empty());
+    EXPECT_TRUE(reader.read<float>("t2m", {0, 0}, {{0, 2}, {0, 3}}).empty());
 
     const std::string transposed = error_of([&] { (void)reader.variable("transposed"); });
     EXPECT_NE(transposed.find(path), std::string::npos) << transposed;
     EXPECT_NE(transposed.find("(time, lon, lat)"), std::string::npos) << transposed;
-    EXPECT_THROW((void)reader.read("transposed", {0, 0}, {{0, 1}, {0, 1}}), NetcdfError);
+    EXPECT_THROW((void)reader.read<float>("transposed", {0, 0}, {{0, 1}, {0, 1}}), NetcdfError);
     EXPECT_NE(error_of([&] { (void)reader.variable("time_not_first"); }).find("must come first"), std::string::npos);
     EXPECT_THROW((void)reader.variable("zonal"), NetcdfError);
     EXPECT_THROW((void)reader.variable("label"), NetcdfError);
     const std::string missing = error_of([&] { (void)reader.variable("nope"); });
     EXPECT_NE(missing.find("'nope'"), std::string::npos) << missing;
     EXPECT_NE(missing.find("Variable not found"), std::string::npos) << missing;  // nc_strerror
-    EXPECT_THROW((void)reader.read("nope", {0, 0}, {{0, 1}, {0, 1}}), NetcdfError);
+    EXPECT_THROW((void)reader.read<float>("nope", {0, 0}, {{0, 1}, {0, 1}}), NetcdfError);
 }
 
 TEST(NetcdfReader, OutOfRangeStepsOrBoxesAreArgumentErrors) {
     TempDir dir;
     const Spec s;
     const NetcdfReader reader(make_grid_file(dir, "a.nc", s));
-    EXPECT_THROW((void)reader.read("field", {0, 4}, {{0, 5}, {0, 8}}), ArgumentError);
-    EXPECT_THROW((void)reader.read("field", {-1, 1}, {{0, 5}, {0, 8}}), ArgumentError);
-    EXPECT_THROW((void)reader.read("field", {2, 1}, {{0, 5}, {0, 8}}), ArgumentError);
-    EXPECT_THROW((void)reader.read("field", {0, 1}, {{0, 6}, {0, 8}}), ArgumentError);
-    EXPECT_THROW((void)reader.read("field", {0, 1}, {{0, 5}, {-1, 8}}), ArgumentError);
-    EXPECT_THROW((void)reader.read("field", {0, 1}, {{3, 2}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {0, 4}, {{0, 5}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {-1, 1}, {{0, 5}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {2, 1}, {{0, 5}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {0, 1}, {{0, 6}, {0, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {0, 1}, {{0, 5}, {-1, 8}}), ArgumentError);
+    EXPECT_THROW((void)reader.read<float>("field", {0, 1}, {{3, 2}, {0, 8}}), ArgumentError);
 }
 
 TEST(NetcdfReader, UnreadableFilesAreNetcdfErrors) {
@@ -912,10 +913,11 @@ TEST(WriteZonalMeans, FailuresLeaveNoFile) {
     EXPECT_EQ(dir.entries(), (std::vector<std::string>{"zonal.nc"}));
     EXPECT_EQ(ReadBack(out).values("m", 15), values);
 
-    // The rename itself fails when the path is a folder.
+    // A path that is a folder is refused before anything is written.
     const std::string folder = dir / "folder.nc";
     fs::create_directories(fs::path(folder) / "inside");
-    EXPECT_THROW(write_zonal_means(folder, grid, 3, {{"m", values}}), NetcdfError);
+    const std::string is_folder = error_of([&] { write_zonal_means(folder, grid, 3, {{"m", values}}); });
+    EXPECT_NE(is_folder.find("is a directory"), std::string::npos) << is_folder;
     EXPECT_EQ(dir.entries().size(), 2u);
     EXPECT_TRUE(fs::is_directory(folder));
 }

@@ -4,19 +4,56 @@
 /// instead of leaving the others waiting in a collective (DESIGN §6).
 
 #include <cstdint>
+#include <exception>
 #include <initializer_list>
+#include <new>
 #include <span>
 #include <string>
 #include <string_view>
 
 #include "gridshard/comm/communicator.hpp"
+#include "gridshard/core/error.hpp"
 
 namespace gridshard {
 
+/// What kind of failure a rank saw: bad input or arguments (ArgumentError, exit status 2) or a failure
+/// of the system (SystemError, MpiError, memory exhausted: exit status 1).
+enum class ErrorKind : int { argument = 0, system = 1 };
+
+/// A failure one rank saw, to be agreed on with check_collectively. Empty when the rank is fine.
+struct LocalFailure {
+    std::string message;
+    ErrorKind kind = ErrorKind::argument;
+    [[nodiscard]] bool failed() const noexcept { return !message.empty(); }
+};
+
+/// Runs `work()` and returns what it threw as a LocalFailure (nothing when it returned): ArgumentError
+/// is ErrorKind::argument; SystemError, MpiError, std::bad_alloc and any other exception are
+/// ErrorKind::system. No MPI calls of its own.
+template <class Work>
+[[nodiscard]] LocalFailure attempt(Work&& work) noexcept {
+    try {
+        work();
+        return {};
+    } catch (const ArgumentError& error) {
+        return {error.what(), ErrorKind::argument};
+    } catch (const std::bad_alloc&) {
+        return {"out of memory", ErrorKind::system};
+    } catch (const std::exception& error) {
+        return {error.what(), ErrorKind::system};
+    } catch (...) {
+        return {"unknown failure", ErrorKind::system};
+    }
+}
+
 /// Collective over `comm`: raises ArgumentError on every rank when any rank passes a non-empty message
 /// (the lowest such rank's message), so an error only some ranks can see does not leave the others
-/// waiting in a later collective. One small allreduce; a broadcast more on error.
+/// waiting in a later collective. One small allreduce; two broadcasts more on error.
 void check_collectively(const Communicator& comm, const std::string& local_error);
+
+/// Collective over `comm`: as above, raising on every rank the lowest failing rank's failure as
+/// ArgumentError or SystemError, by its kind.
+void check_collectively(const Communicator& comm, const LocalFailure& failure);
 
 }  // namespace gridshard
 
@@ -25,10 +62,16 @@ namespace gridshard::detail {
 /// Collective over `comm`: one allreduce of 1 + 2 * values.size() int64 on success.
 /// Every rank passes its own error message (empty when its arguments are fine) and values that
 /// must be equal on every rank (counts, shapes), named by `what`. If any rank has an error, every
-/// rank throws ArgumentError with the lowest such rank's message (one more broadcast); if the
+/// rank throws the lowest such rank's failure (two more broadcasts: ArgumentError, or SystemError for
+/// ErrorKind::system); if the
 /// values differ, every rank throws ArgumentError naming `what` and the smallest and largest values.
-void agree_or_throw(const Communicator& comm, const std::string& local_error,
+void agree_or_throw(const Communicator& comm, const LocalFailure& failure,
                     std::initializer_list<std::int64_t> values = {}, std::string_view what = "");
+/// The same with an argument error's message (empty when this rank's arguments are fine).
+inline void agree_or_throw(const Communicator& comm, const std::string& local_error,
+                           std::initializer_list<std::int64_t> values = {}, std::string_view what = "") {
+    agree_or_throw(comm, LocalFailure{local_error, ErrorKind::argument}, values, what);
+}
 
 /// Collective over `comm`: one MPI_Allreduce(MPI_SUM) of `values`, in place, without an argument check.
 /// For callers that have agreed on the length already (with agree_or_throw); every rank holds the sums.

@@ -36,6 +36,9 @@ class Communicator {
     /// MPI_Comm_split: ranks with the same `color` form a new owned communicator, ordered by `key`.
     /// Collective over this communicator.
     [[nodiscard]] Communicator split(int color, int key) const;
+    /// MPI_Comm_split_type(MPI_COMM_TYPE_SHARED): the ranks that share this rank's memory (its node), as a
+    /// new owned communicator ordered as in this one. Collective over this communicator.
+    [[nodiscard]] Communicator split_shared_memory() const;
     /// Blocks until every rank of this communicator arrives. Collective over this communicator.
     void barrier() const;
 

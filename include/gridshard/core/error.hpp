@@ -13,14 +13,24 @@ class Error : public std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
-/// A caller's argument is invalid: the message names the argument and the values it had.
-/// Raised alike on every rank when every rank can see the condition (see DESIGN §6).
+/// A caller's argument or input is invalid (a bad option, a file that cannot have been read right, a
+/// request larger than the machine): the message names the argument and the values it had. Raised alike
+/// on every rank when every rank can see the condition (docs/design.md, error contract). The tool exits
+/// with status 2.
 class ArgumentError : public Error {
   public:
     using Error::Error;
 };
 
-/// An MPI call returned an error code; the message carries MPI's own error string.
+/// The system failed while doing something valid: a full disk, an I/O error, memory exhausted at run
+/// time. The tool exits with status 1.
+class SystemError : public Error {
+  public:
+    using Error::Error;
+};
+
+/// An MPI call returned an error code; the message carries MPI's own error string. The tool exits with
+/// status 1.
 class MpiError : public Error {
   public:
     MpiError(const std::string& what, int error_code) : Error(what), error_code_(error_code) {}

@@ -1,0 +1,23 @@
+#pragma once
+// Option parsing shared by the subcommands: whole numbers that are checked instead of saturated, and name
+// lists without empty or repeated names. Errors are CLI11 parse errors (exit status 2) naming the option.
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace gridshard::cli {
+
+/// Registers `name` (e.g. "--nlat") as a whole number in [min, max] stored in `target`. Text that is not a
+/// decimal whole number, or one outside the range (including one that overflows 64 bits), is a parse error
+/// naming the option, the text and the range.
+CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::int64_t& target, std::int64_t min,
+                              std::int64_t max, const std::string& description);
+
+/// The names of a comma-separated list such as `--vars t2m,sst`; an empty name or one given twice is an
+/// ArgumentError naming `option` and the text. An empty text is an empty list.
+[[nodiscard]] std::vector<std::string> parse_name_list(const std::string& option, const std::string& text);
+
+}  // namespace gridshard::cli

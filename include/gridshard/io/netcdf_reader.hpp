@@ -1,0 +1,139 @@
+#pragma once
+/// @file
+/// Reading CF-convention netCDF input: the grid of a file, and hyperslabs of its fields through read
+/// plans that are resolved once and fill a caller's buffer each step. No MPI calls anywhere here: under
+/// MPI every rank opens the file itself and reads only its own box.
+///
+/// @code
+///   gridshard::io::NetcdfReader truth("truth.nc");            // checks the file holds all its data
+///   const gridshard::io::GridInfo& grid = truth.grid();        // lat, lon (file order), time, bounds
+///   gridshard::io::VariableReader t2m = truth.reader("t2m", box);   // resolved once
+///   std::vector<double> step(t2m.values_per_step());
+///   t2m.read_step(3, std::span<double>(step));                 // (channels, rows, cols), NaN where missing
+/// @endcode
+///
+/// Not thread-safe: the netCDF C library is not. Indices are always in file order; nothing is reordered
+/// (latitude may run either way, longitude may start anywhere).
+///
+/// What is refused (NetcdfError, an ArgumentError): a path that is not a regular file (checked before
+/// opening, so a FIFO never blocks); a file that is not netCDF; a file shorter than its header says
+/// (classic formats: the data of every variable; netCDF-4: HDF5's end-of-file address), at open and before
+/// and after every read, so a file cut short or truncated during a run is an error, never zeros; no
+/// latitude or longitude coordinate; a curvilinear grid (2-D latitude or longitude); a variable that is not
+/// numeric or whose dims do not end in (lat, lon); contradicting CF attributes.
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gridshard/core/error.hpp"
+#include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/io/grid_info.hpp"
+
+namespace gridshard::io {
+
+/// A netCDF file cannot be read or written as asked: missing or unreadable, not netCDF, truncated, no
+/// latitude or longitude coordinate, a missing or misshapen variable, a name netCDF refuses. The one-line message names
+/// the file and the problem, and carries netCDF's own message (nc_strerror) when a netCDF call failed.
+class NetcdfError : public ArgumentError {
+  public:
+    /// `nc_status` is the netCDF return code that caused the error, or 0 (NC_NOERR) when none did.
+    explicit NetcdfError(const std::string& what, int nc_status = 0) : ArgumentError(what), nc_status_(nc_status) {}
+    /// The netCDF return code (0 when the error was not a failed netCDF call).
+    [[nodiscard]] int nc_status() const noexcept { return nc_status_; }
+
+  private:
+    int nc_status_;
+};
+
+namespace detail {
+struct OpenFile;
+}
+
+class VariableReader;
+
+/// An open netCDF file: its grid, its field variables, and read plans for them. Move-only; the plans it
+/// makes share the open file, so they stay valid when the reader is gone. No MPI calls.
+class NetcdfReader {
+  public:
+    /// Opens `path` (which must be a regular file), checks that it holds every byte its header declares,
+    /// and finds its grid (see the rules of find_grid in the io layer's docs: standard_name, units, axis,
+    /// then name). Throws NetcdfError.
+    explicit NetcdfReader(const std::string& path);
+    ~NetcdfReader();
+    NetcdfReader(NetcdfReader&&) noexcept;
+    NetcdfReader& operator=(NetcdfReader&&) noexcept;
+    NetcdfReader(const NetcdfReader&) = delete;
+    NetcdfReader& operator=(const NetcdfReader&) = delete;
+
+    [[nodiscard]] const std::string& path() const;
+    [[nodiscard]] const GridInfo& grid() const;
+
+    /// The numeric variables, other than coordinates, bounds and cell measures, that variable() accepts
+    /// (last two dims lat and lon, time first if present), in file order. Throws NetcdfError for a field
+    /// on 2-D (curvilinear) coordinates.
+    [[nodiscard]] std::vector<std::string> field_variables() const;
+
+    /// The layout, units and value type of variable `name`. Throws NetcdfError when it is missing, not
+    /// numeric, its last two dims are not (lat, lon), it has the time dim anywhere but first, or it lies on
+    /// 2-D (curvilinear) coordinates.
+    [[nodiscard]] VariableShape variable(const std::string& name) const;
+
+    /// A read plan for `box` (latitude rows and longitude columns, file index order) of variable `name`,
+    /// resolved once: dims, types and decoding. Throws as variable() does, and ArgumentError when the box
+    /// does not fit the grid.
+    [[nodiscard]] VariableReader reader(const std::string& name, const Box& box) const;
+
+    /// Convenience: steps [steps.begin, steps.end) of `box`, (steps, channels, rows, cols), through a plan.
+    template <class T>
+    [[nodiscard]] std::vector<T> read(const std::string& name, const Range& steps, const Box& box) const;
+
+    /// Throws NetcdfError when the file is now shorter than its header needs (it shrank since it was
+    /// opened); `context` ("reading variable 't2m' at step 3") goes into the message.
+    void check_complete(const std::string& context) const;
+
+  private:
+    std::shared_ptr<detail::OpenFile> file_;
+};
+
+/// A plan to read one variable's box step by step: everything about the variable is resolved when the
+/// plan is made, and each read fills the caller's buffer with no allocation (a variable whose stored
+/// integers do not fit the buffer's type goes through one staging buffer that the plan owns). One plan
+/// serves one thread. No MPI calls.
+class VariableReader {
+  public:
+    [[nodiscard]] const VariableShape& shape() const noexcept { return shape_; }
+    /// The type values come out in without rounding (see ValueType).
+    [[nodiscard]] ValueType value_type() const noexcept { return shape_.value_type; }
+    /// channels_per_step x box rows x box cols.
+    [[nodiscard]] std::size_t values_per_step() const noexcept { return values_per_step_; }
+
+    /// Reads step `step` (0 for a variable without a time dim) into `out` (values_per_step() values,
+    /// (channels, rows, cols)), decoded (see the CF decoding rules), NaN where missing or invalid. A
+    /// float `out` for a double variable rounds; a double `out` is exact for every variable. Throws
+    /// ArgumentError for a step out of range or a buffer of the wrong size, NetcdfError when netCDF fails
+    /// or the file is shorter than it must be, before or after the read.
+    void read_step(std::int64_t step, std::span<float> out);
+    void read_step(std::int64_t step, std::span<double> out);
+
+    ~VariableReader();
+    VariableReader(VariableReader&&) noexcept;
+    VariableReader& operator=(VariableReader&&) noexcept;
+
+  private:
+    friend class NetcdfReader;
+    struct Plan;
+    VariableReader(std::shared_ptr<detail::OpenFile> file, std::unique_ptr<Plan> plan, VariableShape shape,
+                   std::size_t values_per_step);
+    template <class T>
+    void read_into(std::int64_t step, std::span<T> out);
+
+    std::shared_ptr<detail::OpenFile> file_;
+    std::unique_ptr<Plan> plan_;
+    VariableShape shape_;
+    std::size_t values_per_step_ = 0;
+};
+
+}  // namespace gridshard::io

@@ -1,0 +1,80 @@
+#pragma once
+/// @file
+/// Outputs that never touch inputs: the checks every output path passes before any work, and the one
+/// atomic writer every output goes through (a temporary beside the target, fsync, rename). No MPI calls.
+///
+/// @code
+///   gridshard::io::check_output_paths({{"--truth", truth}, {"--pred", pred}}, {{"--json", json}});
+///   gridshard::io::AtomicOutput out(json);   // creates a temporary beside the target
+///   out.write(text);                         // or write the file at out.temporary_path() with a library
+///   out.commit();                            // fsync, rename over the target, fsync the folder
+/// @endcode
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gridshard::io {
+
+/// A path the user named, with the option that named it (for messages), e.g. {"--json", "out.json"}.
+struct NamedPath {
+    std::string option;
+    std::string path;
+};
+
+/// Refuses, with ArgumentError naming the options and paths, an output that:
+/// - is the same file as an input, by device and inode (so another spelling, a symlink or a hard link
+///   is caught), or the same file as another output;
+/// - exists and is not a regular file (a directory, a device, a FIFO, a socket), or is a dangling
+///   symbolic link;
+/// - lies in a folder that does not exist.
+/// Inputs that do not exist are skipped here (the reader refuses them, and anything but a regular file).
+/// Empty paths are skipped. No MPI calls.
+void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
+
+/// An output under construction: a new temporary file in the target's folder (the folder of the file a
+/// symlink target points to, so the link is kept), removed by the destructor unless commit() has renamed
+/// it over the target. Creating it fails with ArgumentError when the folder is missing or not writable,
+/// or the target is a directory; writing and committing fail with SystemError when the system does (a
+/// full disk, an I/O error). Move-only; no MPI calls.
+class AtomicOutput {
+  public:
+    explicit AtomicOutput(const std::string& path);
+    ~AtomicOutput();
+    AtomicOutput(AtomicOutput&& other) noexcept;
+    AtomicOutput& operator=(AtomicOutput&&) = delete;
+    AtomicOutput(const AtomicOutput&) = delete;
+    AtomicOutput& operator=(const AtomicOutput&) = delete;
+
+    /// The path the user gave.
+    [[nodiscard]] const std::string& path() const noexcept { return path_; }
+    /// The temporary file, for a library that writes by path (netCDF); it exists, empty, from construction.
+    [[nodiscard]] const std::string& temporary_path() const noexcept { return temporary_; }
+
+    /// Appends `bytes` to the temporary file.
+    void write(std::string_view bytes);
+
+    /// Flushes the temporary to disk (fsync), renames it over the target, and syncs the folder.
+    void commit();
+
+  private:
+    void close_descriptor() noexcept;
+
+    std::string path_;
+    std::string target_;
+    std::string temporary_;
+    int fd_ = -1;
+    bool committed_ = false;
+};
+
+/// Writes several outputs as one: every temporary is written completely first, then all are renamed, so
+/// a failure in any leaves every target as it was. Each entry is a path and a function that fills an
+/// AtomicOutput. No MPI calls.
+struct OutputJob {
+    std::string path;
+    std::function<void(AtomicOutput&)> fill;
+};
+void write_outputs_atomically(const std::vector<OutputJob>& jobs);
+
+}  // namespace gridshard::io

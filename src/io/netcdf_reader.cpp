@@ -1,0 +1,322 @@
+#include "gridshard/io/netcdf_reader.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "cf_decoding.hpp"
+#include "cf_grid.hpp"
+#include "gridshard/core/memory.hpp"
+#include "gridshard/io/file_extent.hpp"
+#include "netcdf_handle.hpp"
+
+namespace gridshard::io {
+
+namespace detail {
+
+/// The state every reader and plan of one file shares: the netCDF handle, the grid, and a descriptor of
+/// our own on the same file with the size its header needs, to see a file that is or becomes too short.
+struct OpenFile {
+    explicit OpenFile(const std::string& path);
+    ~OpenFile() {
+        if (fd >= 0) {
+            ::close(fd);
+        }
+    }
+    OpenFile(const OpenFile&) = delete;
+    OpenFile& operator=(const OpenFile&) = delete;
+
+    /// Throws NetcdfError naming `context()` when the file is shorter than its header needs.
+    template <class Context>
+    void check_complete(Context&& context) const {
+        const std::uint64_t size = current_size();
+        if (size < required_bytes) {
+            fail_truncated(size, context());
+        }
+    }
+    [[nodiscard]] std::uint64_t current_size() const;
+    [[noreturn]] void fail_truncated(std::uint64_t size, const std::string& context) const;
+
+    std::string path;
+    NetcdfHandle handle;
+    int fd = -1;
+    std::uint64_t required_bytes = 0;
+    GridInfo grid;
+};
+
+namespace {
+
+const char* kind_of(mode_t mode) {
+    return S_ISDIR(mode)    ? "a directory"
+           : S_ISFIFO(mode) ? "a FIFO"
+           : S_ISSOCK(mode) ? "a socket"
+           : S_ISCHR(mode)  ? "a character device"
+           : S_ISBLK(mode)  ? "a block device"
+                            : "not a regular file";
+}
+
+// Refuses anything but a regular file before netCDF opens it: opening a FIFO would block forever.
+const std::string& regular_file(const std::string& path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) {
+        fail(path, std::string("cannot open: ") + std::strerror(errno));
+    }
+    if (!S_ISREG(info.st_mode)) {
+        fail(path, std::string("is not a regular file (") + kind_of(info.st_mode) + ")");
+    }
+    return path;
+}
+
+std::uint64_t file_size(int fd, const std::string& path) {
+    struct stat info {};
+    if (::fstat(fd, &info) != 0) {
+        fail(path, std::string("cannot read its size: ") + std::strerror(errno));
+    }
+    return static_cast<std::uint64_t>(info.st_size);
+}
+
+// The bytes the header of the file behind `fd` says the file must have (0 when the format is unknown).
+std::uint64_t required_bytes(int fd, const std::string& path, std::uint64_t size) {
+    std::vector<unsigned char> prefix;
+    std::uint64_t wanted = std::min<std::uint64_t>(size, 64 * 1024);
+    for (;;) {
+        prefix.resize(static_cast<std::size_t>(wanted));
+        std::size_t have = 0;
+        while (have < prefix.size()) {
+            const ssize_t got = ::pread(fd, prefix.data() + have, prefix.size() - have, static_cast<off_t>(have));
+            if (got < 0 && errno == EINTR) {
+                continue;
+            }
+            if (got < 0) {
+                fail(path, std::string("cannot read its header: ") + std::strerror(errno));
+            }
+            if (got == 0) {
+                break;  // shorter than it was a moment ago: the parser sees the end
+            }
+            have += static_cast<std::size_t>(got);
+        }
+        prefix.resize(have);
+        const FileExtent extent = netcdf_file_extent(prefix, have < wanted ? have : size);
+        if (!extent.problem.empty()) {
+            fail(path, extent.problem);
+        }
+        if (extent.more_header_bytes == 0) {
+            return extent.required_bytes;
+        }
+        if (extent.more_header_bytes <= prefix.size()) {
+            return 0;  // no progress possible: do not loop
+        }
+        wanted = extent.more_header_bytes;
+    }
+}
+
+}  // namespace
+
+OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(regular_file(file_path)) {
+    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        fail(path, std::string("cannot open: ") + std::strerror(errno));
+    }
+    required_bytes = io::detail::required_bytes(fd, path, file_size(fd, path));
+    check_complete([] { return std::string(); });
+    grid = find_grid(handle);
+}
+
+std::uint64_t OpenFile::current_size() const {
+    return file_size(fd, path);
+}
+
+void OpenFile::fail_truncated(std::uint64_t size, const std::string& context) const {
+    fail(path, "is truncated: it has " + std::to_string(size) + " of the " + std::to_string(required_bytes) +
+                   " bytes its header declares" + (context.empty() ? "" : " (" + context + ")"));
+}
+
+}  // namespace detail
+
+// ------------------------------------------------------------------------------------------ NetcdfReader
+
+NetcdfReader::NetcdfReader(const std::string& path) : file_(std::make_shared<detail::OpenFile>(path)) {}
+NetcdfReader::~NetcdfReader() = default;
+NetcdfReader::NetcdfReader(NetcdfReader&&) noexcept = default;
+NetcdfReader& NetcdfReader::operator=(NetcdfReader&&) noexcept = default;
+
+const std::string& NetcdfReader::path() const {
+    return file_->path;
+}
+const GridInfo& NetcdfReader::grid() const {
+    return file_->grid;
+}
+
+void NetcdfReader::check_complete(const std::string& context) const {
+    file_->check_complete([&] { return context; });
+}
+
+std::vector<std::string> NetcdfReader::field_variables() const {
+    const detail::NetcdfHandle& file = file_->handle;
+    const std::vector<std::string> auxiliary = detail::auxiliary_variables(file);
+    std::vector<std::string> names;
+    const int nvars = file.nvars();
+    for (int varid = 0; varid < nvars; ++varid) {
+        VariableShape shape;
+        // Coordinate variables are 1-D, so never fields; bounds and cell measures can look like fields.
+        if (!detail::describe(file, file_->grid, varid, shape).empty() ||
+            std::find(auxiliary.begin(), auxiliary.end(), shape.name) != auxiliary.end()) {
+            continue;
+        }
+        names.push_back(variable(shape.name).name);  // refuses a field on curvilinear coordinates
+    }
+    return names;
+}
+
+VariableShape NetcdfReader::variable(const std::string& name) const {
+    const detail::NetcdfHandle& file = file_->handle;
+    int varid = -1;
+    detail::check(nc_inq_varid(file.ncid(), name.c_str(), &varid), file.path(), "no variable '" + name + "'");
+    VariableShape shape;
+    if (const std::string problem = detail::describe(file, file_->grid, varid, shape); !problem.empty()) {
+        detail::fail(file.path(), "variable '" + name + "' " + problem);
+    }
+    if (const std::string coordinate = detail::curvilinear_coordinate(file, varid); !coordinate.empty()) {
+        detail::fail(file.path(), "variable '" + name + "' lies on the 2-D coordinate " + coordinate +
+                                      ": a curvilinear grid, which is not supported");
+    }
+    shape.value_type = detail::CfDecoding(file, varid).value_type();
+    return shape;
+}
+
+// ---------------------------------------------------------------------------------------- VariableReader
+
+struct VariableReader::Plan {
+    int varid = -1;
+    detail::CfDecoding decoding;
+    std::vector<std::size_t> start;
+    std::vector<std::size_t> count;
+    std::vector<double> staging;  // stored values that a float buffer cannot hold exactly
+};
+
+VariableReader NetcdfReader::reader(const std::string& name, const Box& box) const {
+    const VariableShape shape = variable(name);
+    const auto fits = [](const Range& r, std::int64_t n) { return r.begin >= 0 && r.begin <= r.end && r.end <= n; };
+    if (!fits(box.lat, shape.nlat) || !fits(box.lon, shape.nlon)) {
+        throw ArgumentError("netCDF file '" + path() + "': box lat [" + std::to_string(box.lat.begin) + ", " +
+                            std::to_string(box.lat.end) + ") lon [" + std::to_string(box.lon.begin) + ", " +
+                            std::to_string(box.lon.end) + ") of variable '" + name + "' is outside its " +
+                            std::to_string(shape.nlat) + " x " + std::to_string(shape.nlon) + " grid");
+    }
+    const detail::NetcdfHandle& file = file_->handle;
+    const int varid = *file.find_var(name);
+    auto plan = std::make_unique<VariableReader::Plan>(
+        VariableReader::Plan{varid, detail::CfDecoding(file, varid), {}, {}, {}});
+    const std::size_t ndims = shape.dim_sizes.size();
+    plan->start.assign(ndims, 0);
+    plan->count.resize(ndims);
+    for (std::size_t k = 0; k < ndims; ++k) {
+        plan->count[k] = static_cast<std::size_t>(shape.dim_sizes[k]);
+    }
+    plan->start[ndims - 2] = static_cast<std::size_t>(box.lat.begin);
+    plan->count[ndims - 2] = static_cast<std::size_t>(box.lat.size());
+    plan->start[ndims - 1] = static_cast<std::size_t>(box.lon.begin);
+    plan->count[ndims - 1] = static_cast<std::size_t>(box.lon.size());
+    if (shape.time_index) {
+        plan->count[0] = 1;
+    }
+    const std::size_t values = static_cast<std::size_t>(shape.channels_per_step) * static_cast<std::size_t>(box.area());
+    return VariableReader(file_, std::move(plan), shape, values);
+}
+
+template <class T>
+std::vector<T> NetcdfReader::read(const std::string& name, const Range& steps, const Box& box) const {
+    VariableReader plan = reader(name, box);
+    const VariableShape& shape = plan.shape();
+    if (!(steps.begin >= 0 && steps.begin <= steps.end && steps.end <= shape.ntime)) {
+        throw ArgumentError("netCDF file '" + path() + "': steps [" + std::to_string(steps.begin) + ", " +
+                            std::to_string(steps.end) + ") of variable '" + name + "' are outside [0, " +
+                            std::to_string(shape.ntime) + ")" + (shape.time_index ? "" : " (it has no time dim)"));
+    }
+    const std::size_t step_size = plan.values_per_step();
+    std::vector<T> out =
+        allocate_vector<T>(static_cast<std::size_t>(steps.size()) * step_size, "variable '" + name + "'");
+    for (std::int64_t t = 0; t < steps.size(); ++t) {
+        plan.read_step(steps.begin + t, std::span<T>(out).subspan(static_cast<std::size_t>(t) * step_size, step_size));
+    }
+    return out;
+}
+
+template std::vector<float> NetcdfReader::read<float>(const std::string&, const Range&, const Box&) const;
+template std::vector<double> NetcdfReader::read<double>(const std::string&, const Range&, const Box&) const;
+
+VariableReader::VariableReader(std::shared_ptr<detail::OpenFile> file, std::unique_ptr<Plan> plan, VariableShape shape,
+                               std::size_t values_per_step)
+    : file_(std::move(file)), plan_(std::move(plan)), shape_(std::move(shape)), values_per_step_(values_per_step) {}
+VariableReader::~VariableReader() = default;
+VariableReader::VariableReader(VariableReader&&) noexcept = default;
+VariableReader& VariableReader::operator=(VariableReader&&) noexcept = default;
+
+void VariableReader::read_step(std::int64_t step, std::span<float> out) {
+    read_into(step, out);
+}
+void VariableReader::read_step(std::int64_t step, std::span<double> out) {
+    read_into(step, out);
+}
+
+namespace {
+
+int get(int ncid, int varid, const std::size_t* start, const std::size_t* count, float* out) {
+    return nc_get_vara_float(ncid, varid, start, count, out);
+}
+int get(int ncid, int varid, const std::size_t* start, const std::size_t* count, double* out) {
+    return nc_get_vara_double(ncid, varid, start, count, out);
+}
+
+}  // namespace
+
+template <class T>
+void VariableReader::read_into(std::int64_t step, std::span<T> out) {
+    const std::string& path = file_->path;
+    if (step < 0 || step >= shape_.ntime) {
+        throw ArgumentError("netCDF file '" + path + "': step " + std::to_string(step) + " of variable '" +
+                            shape_.name + "' is outside [0, " + std::to_string(shape_.ntime) + ")" +
+                            (shape_.time_index ? "" : " (it has no time dim)"));
+    }
+    if (out.size() != values_per_step_) {
+        throw ArgumentError("netCDF file '" + path + "': a buffer of " + std::to_string(out.size()) +
+                            " values for a step of variable '" + shape_.name + "', which has " +
+                            std::to_string(values_per_step_));
+    }
+    if (values_per_step_ == 0) {
+        return;
+    }
+    const auto context = [&] { return "reading variable '" + shape_.name + "' at step " + std::to_string(step); };
+    if (shape_.time_index) {
+        plan_->start[0] = static_cast<std::size_t>(step);
+    }
+    const int ncid = file_->handle.ncid();
+    file_->check_complete(context);
+    if (plan_->decoding.stored_values_fit<T>()) {
+        if (const int status = get(ncid, plan_->varid, plan_->start.data(), plan_->count.data(), out.data());
+            status != NC_NOERR) {
+            detail::fail(path, context(), status);
+        }
+        plan_->decoding.apply(out);
+    } else {
+        std::vector<double>& staging = plan_->staging;
+        if (staging.size() != values_per_step_) {
+            staging = allocate_vector<double>(values_per_step_, "the staging buffer of variable '" + shape_.name + "'");
+        }
+        if (const int status = get(ncid, plan_->varid, plan_->start.data(), plan_->count.data(), staging.data());
+            status != NC_NOERR) {
+            detail::fail(path, context(), status);
+        }
+        plan_->decoding.apply(std::span<double>(staging));
+        std::transform(staging.begin(), staging.end(), out.begin(), [](double v) { return static_cast<T>(v); });
+    }
+    // After the read too: netCDF and HDF5 return zeros for bytes past the end of a file cut meanwhile.
+    file_->check_complete(context);
+}
+
+}  // namespace gridshard::io

@@ -1,0 +1,238 @@
+#include "gridshard/io/output_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <utility>
+
+#include "gridshard/core/error.hpp"
+
+namespace gridshard::io {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string in_quotes(const std::string& path) {
+    return "'" + path + "'";
+}
+
+const char* kind_of(mode_t mode) {
+    if (S_ISDIR(mode)) {
+        return "a directory";
+    }
+    if (S_ISFIFO(mode)) {
+        return "a FIFO";
+    }
+    if (S_ISSOCK(mode)) {
+        return "a socket";
+    }
+    if (S_ISCHR(mode)) {
+        return "a character device";
+    }
+    if (S_ISBLK(mode)) {
+        return "a block device";
+    }
+    return "not a regular file";
+}
+
+// The problem with `path` as a file to write, named after its kind ("is a directory"), or "" when fine.
+std::string not_regular(const struct stat& info) {
+    if (S_ISREG(info.st_mode)) {
+        return "";
+    }
+    return S_ISDIR(info.st_mode) ? "is a directory"
+                                 : std::string("is not a regular file (") + kind_of(info.st_mode) + ")";
+}
+
+// Failures the user can fix by naming another path are argument errors; the others are the system's.
+bool is_path_problem(int error) {
+    return error == EACCES || error == EPERM || error == EROFS || error == ENOENT || error == ENOTDIR ||
+           error == EISDIR || error == ENAMETOOLONG || error == ELOOP;
+}
+
+[[noreturn]] void fail_errno(const std::string& path, const std::string& doing, int error) {
+    const std::string message = "cannot write " + in_quotes(path) + ": " + doing + ": " + std::strerror(error);
+    if (is_path_problem(error)) {
+        throw ArgumentError(message);
+    }
+    throw SystemError(message);
+}
+
+fs::path folder_of(const fs::path& path) {
+    const fs::path parent = path.parent_path();
+    return parent.empty() ? fs::path(".") : parent;
+}
+
+struct Identity {
+    dev_t device = 0;
+    ino_t inode = 0;
+    bool operator==(const Identity&) const = default;
+};
+
+}  // namespace
+
+void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs) {
+    std::vector<std::pair<Identity, const NamedPath*>> seen;
+    for (const NamedPath& input : inputs) {
+        struct stat info {};
+        if (!input.path.empty() && ::stat(input.path.c_str(), &info) == 0) {
+            seen.push_back({{info.st_dev, info.st_ino}, &input});
+        }
+    }
+    std::vector<std::pair<std::string, const NamedPath*>> planned;  // outputs that do not exist yet
+    for (const NamedPath& output : outputs) {
+        if (output.path.empty()) {
+            continue;
+        }
+        const std::string named = output.option + " " + in_quotes(output.path);
+        struct stat link {};
+        if (::lstat(output.path.c_str(), &link) == 0) {
+            struct stat info {};
+            if (::stat(output.path.c_str(), &info) != 0) {
+                throw ArgumentError(named + " is a dangling symbolic link");
+            }
+            if (const std::string problem = not_regular(info); !problem.empty()) {
+                throw ArgumentError(named + " " + problem);
+            }
+            const Identity identity{info.st_dev, info.st_ino};
+            for (const auto& [other, whose] : seen) {
+                if (other == identity) {
+                    throw ArgumentError(named + " is the same file as " + whose->option + " " + in_quotes(whose->path) +
+                                        "; an output never overwrites an input or another output");
+                }
+            }
+            seen.push_back({identity, &output});
+            continue;
+        }
+        if (errno != ENOENT) {
+            throw ArgumentError(named + ": " + std::strerror(errno));
+        }
+        const fs::path folder = folder_of(output.path);
+        struct stat info {};
+        if (::stat(folder.c_str(), &info) != 0) {
+            throw ArgumentError(named + ": folder " + in_quotes(folder.string()) + " does not exist");
+        }
+        if (!S_ISDIR(info.st_mode)) {
+            throw ArgumentError(named + ": " + in_quotes(folder.string()) + " is not a folder");
+        }
+        std::error_code ignored;
+        const std::string canonical = fs::weakly_canonical(output.path, ignored).string();
+        for (const auto& [other, whose] : planned) {
+            if (other == canonical) {
+                throw ArgumentError(named + " is the same file as " + whose->option + " " + in_quotes(whose->path) +
+                                    "; an output never overwrites another output");
+            }
+        }
+        planned.emplace_back(canonical, &output);
+    }
+}
+
+AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path) {
+    struct stat link {};
+    if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
+        std::error_code error;
+        target_ = fs::canonical(path, error).string();  // write the file the link points to; keep the link
+        if (error) {
+            throw ArgumentError("cannot write " + in_quotes(path) + ": it is a dangling symbolic link");
+        }
+    }
+    struct stat info {};
+    const bool exists = ::stat(target_.c_str(), &info) == 0;
+    if (exists) {
+        if (const std::string problem = not_regular(info); !problem.empty()) {
+            throw ArgumentError("cannot write " + in_quotes(path) + ": it " + problem);
+        }
+    }
+    static std::atomic<unsigned> counter{0};
+    const fs::path target(target_);
+    for (int attempt = 0;; ++attempt) {
+        std::string name = ".";  // built by appending: GCC 12 warns falsely (-Wrestrict) on "." + string
+        name += target.filename().string();
+        name += ".tmp-";
+        name += std::to_string(::getpid());
+        name += "-";
+        name += std::to_string(counter++);
+        temporary_ = (folder_of(target) / name).string();
+        fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd_ >= 0) {
+            break;
+        }
+        if (errno != EEXIST || attempt == 100) {
+            const int error = errno;
+            temporary_.clear();
+            fail_errno(path, "cannot create a file in folder " + in_quotes(folder_of(target).string()), error);
+        }
+    }
+    if (exists) {
+        (void)::fchmod(fd_, info.st_mode & 07777);  // the replacement keeps the old file's permissions
+    }
+}
+
+AtomicOutput::~AtomicOutput() {
+    close_descriptor();
+    if (!committed_ && !temporary_.empty()) {
+        ::unlink(temporary_.c_str());
+    }
+}
+
+AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept
+    : path_(std::move(other.path_)),
+      target_(std::move(other.target_)),
+      temporary_(std::exchange(other.temporary_, {})),
+      fd_(std::exchange(other.fd_, -1)),
+      committed_(other.committed_) {}
+
+void AtomicOutput::close_descriptor() noexcept {
+    if (fd_ >= 0) {
+        ::close(std::exchange(fd_, -1));
+    }
+}
+
+void AtomicOutput::write(std::string_view bytes) {
+    while (!bytes.empty()) {
+        const ssize_t written = ::write(fd_, bytes.data(), bytes.size());
+        if (written < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw SystemError("cannot write " + in_quotes(path_) + ": " + std::strerror(errno));
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(written));
+    }
+}
+
+void AtomicOutput::commit() {
+    // fsync flushes the file whichever descriptor wrote it (this one, or a library's by path).
+    if (::fsync(fd_) != 0) {
+        throw SystemError("cannot write " + in_quotes(path_) + ": flushing to disk: " + std::strerror(errno));
+    }
+    close_descriptor();
+    if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
+        fail_errno(path_, "renaming the temporary file into place", errno);
+    }
+    committed_ = true;
+    const int folder = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (folder >= 0) {
+        (void)::fsync(folder);  // makes the rename durable; file systems that cannot are no failure
+        ::close(folder);
+    }
+}
+
+void write_outputs_atomically(const std::vector<OutputJob>& jobs) {
+    std::vector<AtomicOutput> outputs;
+    outputs.reserve(jobs.size());
+    for (const OutputJob& job : jobs) {
+        outputs.emplace_back(job.path);
+        job.fill(outputs.back());
+    }
+    for (AtomicOutput& output : outputs) {
+        output.commit();
+    }
+}
+
+}  // namespace gridshard::io
