@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast test-asan bench format format-check clean
+.PHONY: all deps build demo test test-fast test-asan fuzz bench format format-check clean
 
 all: build
 
@@ -25,8 +25,8 @@ demo: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
 	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 1x2x2
 
-# The whole suite: formatting, the release build's tests, then the sanitizer build's tests.
-test: format-check test-fast test-asan
+# The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run.
+test: format-check test-fast test-asan fuzz
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -36,6 +36,20 @@ test-asan: deps
 		$(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
 	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
+
+# The CF reader's fuzz target (clang's libFuzzer, with ASan and UBSan) for FUZZ_SECONDS over a seed corpus of
+# valid and cut-short files; inputs that grow coverage accumulate in $(FUZZ_DIR)/corpus, crashes go to
+# $(FUZZ_DIR)/crashes. Run longer with `make fuzz FUZZ_SECONDS=3600`.
+FUZZ_DIR ?= build-fuzz
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDSHARD_FUZZ=ON \
+		-DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target cf_reader_fuzz -- --no-print-directory
+	@/usr/bin/python3 tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	$(FUZZ_DIR)/bin/cf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 # Benchmarks of the hot paths: prints a table and writes $(BUILD_DIR)/bench/results.json (docs/performance.md).
 bench: build
@@ -48,4 +62,4 @@ format-check: deps
 	@git ls-files --cached --others --exclude-standard '*.hpp' '*.cpp' | xargs clang-format --dry-run --Werror && echo "format-check: clean"
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

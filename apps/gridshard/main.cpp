@@ -20,17 +20,18 @@ namespace {
 // Writes `text` once: under mpirun or srun every rank parses the same command line, so only world rank 0
 // speaks. Finding the rank starts MPI (a light singleton for a process started plainly); if that fails,
 // every process speaks rather than none.
+// Rank 0 speaks before MPI is finalised: MPI_Finalize holds the other ranks until then, so none exits
+// (and has the launcher end the job) before the line is out.
 void say_once(std::ostream& out, const std::string& text) {
-    bool speak = true;
     try {
         const gridshard::MpiEnvironment environment(nullptr, nullptr);
-        speak = gridshard::Communicator::world().rank() == 0;
+        if (gridshard::Communicator::world().rank() == 0) {
+            out << text << std::flush;
+        }
+        return;
     } catch (const std::exception&) {
-        speak = true;
     }
-    if (speak) {
-        out << text << std::flush;
-    }
+    out << text << std::flush;
 }
 
 int run(int argc, char** argv) {

@@ -204,10 +204,18 @@ class ClassicHeader {
         return n;
     }
 
+    // Names longer than netCDF's NC_MAX_NAME are refused here: netCDF-C accepts them at open and then
+    // copies them into callers' NC_MAX_NAME + 1 buffers (found by the fuzz target).
     void skip_name() {
         const std::uint64_t length = count();
+        if (length > max_name_bytes) {
+            throw Malformed{"a name of " + std::to_string(length) + " bytes, more than netCDF's limit of " +
+                            std::to_string(max_name_bytes)};
+        }
         in_.skip(padded4(length));
     }
+
+    static constexpr std::uint64_t max_name_bytes = 256;  // NC_MAX_NAME
 
     void read_dims() {
         const std::uint64_t n = list_length(0x0A, "dimension");

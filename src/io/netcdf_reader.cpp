@@ -23,13 +23,6 @@ namespace detail {
 /// our own on the same file with the size its header needs, to see a file that is or becomes too short.
 struct OpenFile {
     explicit OpenFile(const std::string& path);
-    ~OpenFile() {
-        if (fd >= 0) {
-            ::close(fd);
-        }
-    }
-    OpenFile(const OpenFile&) = delete;
-    OpenFile& operator=(const OpenFile&) = delete;
 
     /// Throws NetcdfError naming `context()` when the file is shorter than its header needs.
     template <class Context>
@@ -42,10 +35,26 @@ struct OpenFile {
     [[nodiscard]] std::uint64_t current_size() const;
     [[noreturn]] void fail_truncated(std::uint64_t size, const std::string& context) const;
 
+    // Opens our descriptor and checks the file is complete before `handle` opens it; returns `file_path`.
+    const std::string& opened_complete(const std::string& file_path);
+
+    // A descriptor closed by its destructor, so that a constructor that throws half-way leaks nothing.
+    struct Descriptor {
+        int value = -1;
+        Descriptor() = default;
+        Descriptor(const Descriptor&) = delete;
+        Descriptor& operator=(const Descriptor&) = delete;
+        ~Descriptor() {
+            if (value >= 0) {
+                ::close(value);
+            }
+        }
+    };
+
     std::string path;
-    NetcdfHandle handle;
-    int fd = -1;
+    Descriptor descriptor;
     std::uint64_t required_bytes = 0;
+    NetcdfHandle handle;  // after descriptor and required_bytes, which opened_complete() sets first
     GridInfo grid;
 };
 
@@ -115,20 +124,33 @@ std::uint64_t required_bytes(int fd, const std::string& path, std::uint64_t size
     }
 }
 
-}  // namespace
-
-OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(regular_file(file_path)) {
-    fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// Our own descriptor, opened before netCDF opens the file, so that a file cut short is reported as such
+// rather than as whatever netCDF or HDF5 make of it.
+int open_checked(const std::string& path) {
+    const int fd = ::open(regular_file(path).c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
         fail(path, std::string("cannot open: ") + std::strerror(errno));
     }
-    required_bytes = io::detail::required_bytes(fd, path, file_size(fd, path));
-    check_complete([] { return std::string(); });
+    return fd;
+}
+
+}  // namespace
+
+OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(opened_complete(file_path)) {
     grid = find_grid(handle);
+    check_complete([] { return std::string("reading its coordinates"); });  // a cut meanwhile reads as zeros
+}
+
+const std::string& OpenFile::opened_complete(const std::string& file_path) {
+    descriptor.value = open_checked(file_path);
+    const int fd = descriptor.value;
+    required_bytes = io::detail::required_bytes(fd, file_path, file_size(fd, file_path));
+    check_complete([] { return std::string(); });
+    return file_path;
 }
 
 std::uint64_t OpenFile::current_size() const {
-    return file_size(fd, path);
+    return file_size(descriptor.value, path);
 }
 
 void OpenFile::fail_truncated(std::uint64_t size, const std::string& context) const {

@@ -151,12 +151,8 @@ AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path)
     static std::atomic<unsigned> counter{0};
     const fs::path target(target_);
     for (int attempt = 0;; ++attempt) {
-        std::string name = ".";  // built by appending: GCC 12 warns falsely (-Wrestrict) on "." + string
-        name += target.filename().string();
-        name += ".tmp-";
-        name += std::to_string(::getpid());
-        name += "-";
-        name += std::to_string(counter++);
+        const std::string name =
+            "." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
         temporary_ = (folder_of(target) / name).string();
         fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ >= 0) {

@@ -1,0 +1,475 @@
+"""Faults a careless operator or a damaged file system produces, each class with generated files.
+
+Every case checks the exit status (2 bad input or arguments, 1 a failure of the system), that the message
+is one line naming the problem, that no output or temporary is left behind, and that every input is
+byte-identical afterwards (by checksum). Valid but awkward data (valid_range, double precision, units
+spelled two ways, times in other units) must instead give the answer float64 numpy gives.
+"""
+import hashlib
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import netCDF4
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import make_files  # noqa: E402
+
+QUIET = ["--quiet"]
+
+
+def checksums(paths):
+    return {str(p): hashlib.sha256(Path(p).read_bytes()).hexdigest() for p in paths}
+
+
+def leftovers(folder, names):
+    """Outputs or their temporaries (".NAME.tmp-...") present in `folder`."""
+    return [p.name for p in Path(folder).iterdir()
+            if any(p.name == n or p.name.startswith("." + n + ".tmp") for n in names)]
+
+
+def expect_failure(result, needle, *, status=2, folder=None, outputs=(), inputs=None, before=None):
+    assert result.returncode == status, (result.returncode, result.stdout, result.stderr)
+    message = result.stderr.strip()
+    assert message.count("gridshard: error") == 1, message
+    assert len(message.splitlines()) == 1, message
+    assert needle in message, message
+    if folder is not None:
+        assert leftovers(folder, [Path(o).name for o in outputs]) == [], os.listdir(folder)
+    if inputs is not None:
+        assert checksums(inputs) == before
+
+
+def write_grid_file(path, values, *, fmt="NETCDF4", dtype="f4", units="K", time_units="hours since 2000-01-01",
+                    times=None, calendar=None, attributes=None, lat=None, lon=None):
+    """A (time, lat, lon) variable `v` with the given values and attributes; lat/lon from the shape."""
+    ntime, nlat, nlon = values.shape
+    lat = np.linspace(-87.5, 87.5, nlat) if lat is None else lat
+    lon = np.arange(nlon) * 360.0 / nlon if lon is None else lon
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", nlat)
+        ds.createDimension("lon", nlon)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units = time_units
+        if calendar:
+            t.calendar = calendar
+        t[:] = 6.0 * np.arange(ntime) if times is None else times
+        y = ds.createVariable("lat", "f8", ("lat",))
+        y.units, y.standard_name = "degrees_north", "latitude"
+        y[:] = lat
+        x = ds.createVariable("lon", "f8", ("lon",))
+        x.units, x.standard_name = "degrees_east", "longitude"
+        x[:] = lon
+        v = ds.createVariable("v", dtype, ("time", "lat", "lon"))
+        v.set_auto_maskandscale(False)
+        if units is not None:
+            v.units = units
+        for key, value in (attributes or {}).items():
+            v.setncattr(key, value)
+        v[:] = values
+    return lat
+
+
+def weighted(values, lat):
+    """cos-lat weights, normalised over the valid points: numpy's weighted mean of each step (float64)."""
+    w = np.broadcast_to(np.cos(np.deg2rad(lat))[None, :, None], values.shape)
+    valid = np.isfinite(values)
+    return np.array([(np.where(valid[s], values[s], 0) * w[s]).sum() / np.where(valid[s], w[s], 0).sum()
+                     for s in range(values.shape[0])])
+
+
+@pytest.fixture
+def pair(tmp_path):
+    truth, pred = tmp_path / "truth.nc", tmp_path / "pred.nc"
+    make_files.write(truth, 23, 40, 2, seed=1, with_levels=False)
+    make_files.write(pred, 23, 40, 2, seed=2, shift=0.2, with_levels=False)
+    return truth, pred
+
+
+# ------------------------------------------------------------ 1. outputs never touch inputs
+
+def test_an_output_naming_an_input_by_any_path_is_refused(tmp_path, run, pair):
+    truth, pred = pair
+    before = checksums([truth, pred])
+    (tmp_path / "sub").mkdir()
+    os.symlink(truth, tmp_path / "link.nc")
+    os.link(pred, tmp_path / "hard.nc")
+    spellings = [
+        ("--json", truth), ("--zonal", pred), ("--json", tmp_path / "sub" / ".." / "truth.nc"),
+        ("--zonal", tmp_path / "link.nc"), ("--json", tmp_path / "hard.nc"),
+    ]
+    for option, path in spellings:
+        result = run("eval", "--truth", truth, "--pred", pred, option, path, *QUIET)
+        expect_failure(result, "is the same file as", inputs=[truth, pred], before=before)
+        assert not leftovers(tmp_path, [".truth.nc", ".pred.nc", ".hard.nc"])
+    assert os.path.islink(tmp_path / "link.nc") and os.stat(tmp_path / "hard.nc").st_nlink == 2
+
+
+def test_two_outputs_naming_one_file_are_refused(tmp_path, run, pair):
+    truth, pred = pair
+    before = checksums([truth, pred])
+    out = tmp_path / "out.json"
+    out.write_text("previous\n")
+    os.symlink(out, tmp_path / "alias.json")
+    for first, second in [(out, tmp_path / "alias.json"), (tmp_path / "new.nc", tmp_path / "." / "new.nc")]:
+        result = run("eval", "--truth", truth, "--pred", pred, "--json", first, "--zonal", second, *QUIET)
+        expect_failure(result, "is the same file as", inputs=[truth, pred], before=before)
+    assert out.read_text() == "previous\n" and not (tmp_path / "new.nc").exists()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
+def test_an_output_naming_a_device_is_refused_and_the_device_kept(tmp_path, run):
+    device = tmp_path / "null_copy"
+    os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
+    for option in ["--json", "--zonal"]:
+        result = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, option, device, *QUIET)
+        expect_failure(result, "is not a regular file (a character device)")
+        assert stat.S_ISCHR(os.lstat(device).st_mode)
+    assert sorted(os.listdir(tmp_path)) == ["null_copy"]
+
+
+def test_an_output_that_is_a_directory_or_in_no_folder_is_refused(tmp_path, run):
+    (tmp_path / "folder.json").mkdir()
+    expect_failure(run("eval", "--nlat", 10, "--nlon", 12, "--json", tmp_path / "folder.json", *QUIET),
+                   "is a directory", folder=tmp_path, outputs=["x"])
+    expect_failure(run("eval", "--nlat", 10, "--nlon", 12, "--zonal", tmp_path / "none" / "z.nc", *QUIET),
+                   "does not exist")
+    assert os.listdir(tmp_path) == ["folder.json"]
+
+
+def test_a_symlinked_output_is_written_through_and_kept_a_link(tmp_path, run):
+    target = tmp_path / "real.json"
+    target.write_text("old")
+    os.symlink(target, tmp_path / "link.json")
+    result = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", tmp_path / "link.json", *QUIET)
+    assert result.returncode == 0, result.stderr
+    assert os.path.islink(tmp_path / "link.json")
+    assert json.loads(target.read_text())["ntime"] == 1
+    assert sorted(os.listdir(tmp_path)) == ["link.json", "real.json"]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
+def test_a_full_disk_is_a_system_failure_and_leaves_the_old_output(tmp_path, run):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        old = disk / "z.nc"
+        old.write_bytes(b"old output")
+        result = run("eval", "--nlat", 361, "--nlon", 24, "--ntime", 8, "--zonal", old, *QUIET)  # ~140 KB
+        expect_failure(result, "No space left on device", status=1, folder=disk, outputs=[])
+        assert old.read_bytes() == b"old output"
+        assert os.listdir(disk) == ["z.nc"]
+    finally:
+        subprocess.run(["umount", str(disk)])
+
+
+# ------------------------------------------------------------ 2. truncated or damaged data
+
+FORMATS = ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA", "NETCDF4"]
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("fraction", [0.5, 0.99])
+def test_a_file_cut_short_is_refused(tmp_path, run, fmt, fraction):
+    rng = np.random.default_rng(3)
+    truth, pred, cut = tmp_path / "t.nc", tmp_path / "p.nc", tmp_path / "cut.nc"
+    write_grid_file(truth, rng.normal(280, 5, (6, 16, 32)), fmt=fmt)
+    write_grid_file(pred, rng.normal(280, 5, (6, 16, 32)), fmt=fmt)
+    data = truth.read_bytes()
+    cut.write_bytes(data[: int(len(data) * fraction)])
+    before = checksums([cut, pred])
+    out = tmp_path / "out.json"
+    result = run("eval", "--truth", cut, "--pred", pred, "--json", out, *QUIET)
+    expect_failure(result, "cut.nc", folder=tmp_path, outputs=["out.json"], inputs=[cut, pred], before=before)
+    assert "truncated" in result.stderr or fmt == "NETCDF4", result.stderr
+
+
+def run_and_truncate(command, victim, env=None, delay=0.05):
+    """Starts `command`, waits until some process of it holds `victim` open, lets it run `delay` seconds
+    more (into its reads), stops it, truncates `victim` to half, lets it go on and returns
+    (returncode, stderr). Wherever the cut lands, the run must fail."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    victim = str(Path(victim).resolve())
+    deadline = time.monotonic() + 60
+
+    def holders():
+        found = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                if any(os.readlink(f"/proc/{pid}/fd/{fd}") == victim for fd in os.listdir(f"/proc/{pid}/fd")):
+                    found.append(int(pid))
+            except OSError:
+                continue
+        return found
+
+    stopped = []
+    while time.monotonic() < deadline and process.poll() is None:
+        pids = holders()
+        if pids:
+            time.sleep(delay)
+            for pid in pids:
+                os.kill(pid, signal.SIGSTOP)
+            stopped = pids
+            break
+        time.sleep(0.0005)
+    assert stopped, "the run never opened " + victim
+    size = os.path.getsize(victim)
+    os.truncate(victim, size // 2)
+    for pid in stopped:
+        os.kill(pid, signal.SIGCONT)
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF3_64BIT_OFFSET", "NETCDF4"])
+def test_a_file_truncated_during_the_run_is_an_error(tmp_path, gridshard_bin, fmt):
+    rng = np.random.default_rng(4)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    write_grid_file(truth, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt=fmt)
+    write_grid_file(pred, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt=fmt)
+    out = tmp_path / "out.json"
+    status, stderr = run_and_truncate([gridshard_bin, "eval", "--truth", truth, "--pred", pred, "--json", out,
+                                       *QUIET], truth)
+    assert status == 2, stderr
+    assert stderr.count("gridshard: error") == 1 and "t.nc" in stderr, stderr
+    if fmt != "NETCDF4":
+        assert "truncated" in stderr, stderr
+    assert leftovers(tmp_path, ["out.json"]) == []
+
+
+def test_a_file_truncated_under_mpi_stops_every_rank(tmp_path, gridshard_bin):
+    rng = np.random.default_rng(5)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    write_grid_file(truth, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
+    write_grid_file(pred, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
+    out = tmp_path / "out.json"
+    launcher = os.environ.get("MPIEXEC", "mpiexec")
+    flags = os.environ.get("MPIEXEC_FLAGS", "").split()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    command = [launcher, "-n", "2", *flags, gridshard_bin, "eval", "--truth", truth, "--pred", pred,
+               "--mesh", "1x2x1", "--json", out, *QUIET]
+    status, stderr = run_and_truncate(command, truth, env=env)
+    assert status == 2, stderr
+    assert stderr.count("gridshard: error") == 1 and "truncated" in stderr, stderr
+    assert leftovers(tmp_path, ["out.json"]) == []
+
+
+def test_a_rank_killed_mid_run_ends_every_rank_and_writes_nothing(tmp_path, gridshard_bin):
+    rng = np.random.default_rng(6)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    write_grid_file(truth, rng.normal(280, 5, (200, 91, 180)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
+    write_grid_file(pred, rng.normal(280, 5, (200, 91, 180)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
+    before = checksums([truth, pred])
+    out = tmp_path / "out.json"
+    launcher = os.environ.get("MPIEXEC", "mpiexec")
+    flags = os.environ.get("MPIEXEC_FLAGS", "").split()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    # Several passes over the files, so the run is still going when a rank is killed.
+    command = [launcher, "-n", "2", *flags, gridshard_bin, "eval", "--truth", truth, "--pred", pred,
+               "--mesh", "1x1x2", "--weights", "cell_area", "--json", out, *QUIET]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    marker = str(out)
+
+    def ranks():
+        found = []
+        for pid in os.listdir("/proc"):
+            try:
+                cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if cmdline and cmdline[0].endswith(b"gridshard") and marker.encode() in cmdline:
+                found.append(int(pid))
+        return found
+
+    deadline = time.monotonic() + 60
+    while len(ranks()) < 2 and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.01)
+    victims = ranks()
+    assert len(victims) == 2, "the ranks never started"
+    time.sleep(0.2)
+    os.kill(victims[-1], signal.SIGKILL)
+    killed = time.monotonic()
+    process.communicate(timeout=60)
+    while ranks() and time.monotonic() - killed < 10:
+        time.sleep(0.05)
+    assert ranks() == [], "ranks outlived the killed one by more than 10 s"
+    assert time.monotonic() - killed < 10
+    assert process.returncode != 0
+    assert leftovers(tmp_path, ["out.json"]) == []
+    assert checksums([truth, pred]) == before
+
+
+# ------------------------------------------------------------ 3. CF decoding
+
+def test_values_outside_the_valid_range_are_missing(tmp_path, run):
+    rng = np.random.default_rng(7)
+    t = rng.normal(280, 5, (3, 18, 36))
+    p = t + rng.normal(0.5, 1, t.shape)
+    for a in (t, p):
+        a[:, 2:5, 3:9] = -999.0  # outside the valid range, and no _FillValue says so
+    cases = [{"valid_range": np.array([150.0, 350.0], "f4")},
+             {"valid_min": np.float32(150.0)},
+             {"valid_min": np.float32(150.0), "valid_max": np.float32(350.0)}]
+    for attributes in cases:
+        lat = write_grid_file(tmp_path / "t.nc", t.astype("f4"), attributes=attributes)
+        write_grid_file(tmp_path / "p.nc", p.astype("f4"), attributes=attributes)
+        out = tmp_path / "out.json"
+        result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--json", out, *QUIET)
+        assert result.returncode == 0, result.stderr
+        scores = json.loads(out.read_text())["variables"]["v"]["per_time"]
+        masked_t = np.where(t.astype("f4") < 150, np.nan, t.astype("f4").astype("f8"))
+        masked_p = np.where(p.astype("f4") < 150, np.nan, p.astype("f4").astype("f8"))
+        np.testing.assert_allclose(scores["mean_truth"], weighted(masked_t, lat), rtol=1e-12)
+        np.testing.assert_allclose(scores["bias"], weighted(masked_p - masked_t, lat), rtol=1e-10)
+
+
+def test_valid_range_applies_to_packed_values_before_unpacking(tmp_path, run):
+    rng = np.random.default_rng(8)
+    packed = rng.integers(-2000, 2000, (2, 12, 24)).astype("i2")
+    packed[:, 0, :5] = 30000  # outside valid_range in the packed type
+    attributes = {"scale_factor": 0.01, "add_offset": 280.0, "valid_range": np.array([-3000, 3000], "i2")}
+    lat = write_grid_file(tmp_path / "t.nc", packed, dtype="i2", attributes=attributes)
+    write_grid_file(tmp_path / "p.nc", packed, dtype="i2", attributes=attributes)
+    out = tmp_path / "out.json"
+    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--json", out, *QUIET)
+    assert result.returncode == 0, result.stderr
+    unpacked = np.where(packed > 3000, np.nan, packed * 0.01 + 280.0)
+    mean = json.loads(out.read_text())["variables"]["v"]["per_time"]["mean_truth"]
+    np.testing.assert_allclose(mean, weighted(unpacked, lat), rtol=1e-13)
+
+
+def test_a_curvilinear_grid_with_index_axes_is_refused(tmp_path, run):
+    for path in [tmp_path / "t.nc", tmp_path / "p.nc"]:
+        with netCDF4.Dataset(path, "w") as ds:
+            ds.createDimension("time", 2)
+            ds.createDimension("y", 40)
+            ds.createDimension("x", 50)
+            y = ds.createVariable("y", "f8", ("y",))
+            y.axis = "Y"
+            y[:] = np.arange(40)
+            x = ds.createVariable("x", "f8", ("x",))
+            x.axis = "X"
+            x[:] = np.arange(50)
+            la = ds.createVariable("lat2d", "f8", ("y", "x"))
+            la.standard_name, la.units = "latitude", "degrees_north"
+            la[:] = np.linspace(20, 60, 40)[:, None] + np.zeros(50)
+            lo = ds.createVariable("lon2d", "f8", ("y", "x"))
+            lo.standard_name, lo.units = "longitude", "degrees_east"
+            lo[:] = np.linspace(-30, 30, 50)[None, :] + np.zeros((40, 1))
+            v = ds.createVariable("v", "f4", ("time", "y", "x"))
+            v.coordinates = "lat2d lon2d"
+            v[:] = 1.0
+    before = checksums([tmp_path / "t.nc", tmp_path / "p.nc"])
+    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", *QUIET)
+    expect_failure(result, "curvilinear", inputs=[tmp_path / "t.nc", tmp_path / "p.nc"], before=before)
+    assert "lat2d" in result.stderr
+
+
+def test_different_units_are_refused_and_equal_ones_in_other_spelling_accepted(tmp_path, run):
+    values = np.random.default_rng(9).normal(5, 1, (2, 10, 20))
+    write_grid_file(tmp_path / "t.nc", values, units="K")
+    write_grid_file(tmp_path / "p.nc", values, units="degC")
+    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", *QUIET)
+    expect_failure(result, "units 'K'")
+    assert "'degC'" in result.stderr
+    write_grid_file(tmp_path / "t.nc", values, units="m/s")
+    write_grid_file(tmp_path / "p.nc", values, units="m s-1")
+    assert run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", *QUIET).returncode == 0
+
+
+def test_times_are_compared_after_converting_their_units(tmp_path, run):
+    values = np.random.default_rng(10).normal(5, 1, (3, 10, 20))
+    t, p = tmp_path / "t.nc", tmp_path / "p.nc"
+    write_grid_file(t, values, time_units="hours since 2000-01-01", times=[0, 6, 12])
+    write_grid_file(p, values, time_units="days since 2000-01-01", times=[0, 0.25, 0.5])
+    assert run("eval", "--truth", t, "--pred", p, *QUIET).returncode == 0
+    write_grid_file(p, values, time_units="days since 2000-01-01", times=[0, 0.25, 0.75])
+    expect_failure(run("eval", "--truth", t, "--pred", p, *QUIET), "times differ at step 2")
+    assert run("eval", "--truth", t, "--pred", p, "--allow-time-mismatch", *QUIET).returncode == 0
+    write_grid_file(p, values, time_units="hours since 2000-01-01", times=[0, 6, 12], calendar="noleap")
+    expect_failure(run("eval", "--truth", t, "--pred", p, *QUIET), "calendars differ")
+
+
+# ------------------------------------------------------------ 4. native precision
+
+def test_double_precision_is_kept(tmp_path, run):
+    rng = np.random.default_rng(11)
+    truth = 1e5 + rng.normal(0, 10, (2, 16, 32))
+    pred = truth + 1e-4 * (1 + rng.random(truth.shape))  # differences far below float32's resolution at 1e5
+    lat = write_grid_file(tmp_path / "t.nc", truth, dtype="f8")
+    write_grid_file(tmp_path / "p.nc", pred, dtype="f8")
+    out = tmp_path / "out.json"
+    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--json", out, *QUIET)
+    assert result.returncode == 0, result.stderr
+    scores = json.loads(out.read_text())["variables"]["v"]["per_time"]
+    np.testing.assert_allclose(scores["bias"], weighted(pred - truth, lat), rtol=1e-9)
+    np.testing.assert_allclose(scores["rmse"], np.sqrt(weighted((pred - truth) ** 2, lat)), rtol=1e-9)
+    np.testing.assert_allclose(scores["mean_pred"], weighted(pred, lat), rtol=1e-15)
+
+
+def test_packed_shorts_with_a_double_scale_unpack_to_double(tmp_path, run):
+    rng = np.random.default_rng(12)
+    packed = rng.integers(-30000, 30000, (2, 12, 24)).astype("i2")
+    attributes = {"scale_factor": np.float64(1e-3), "add_offset": np.float64(1e5)}
+    lat = write_grid_file(tmp_path / "t.nc", packed, dtype="i2", attributes=attributes)
+    write_grid_file(tmp_path / "p.nc", (packed + 1).astype("i2"), dtype="i2", attributes=attributes)
+    out = tmp_path / "out.json"
+    assert run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--json", out,
+               *QUIET).returncode == 0
+    bias = json.loads(out.read_text())["variables"]["v"]["per_time"]["bias"]
+    t = packed * 1e-3 + 1e5
+    p = (packed + 1) * 1e-3 + 1e5
+    np.testing.assert_allclose(bias, weighted(p - t, lat), rtol=1e-9)
+
+
+# ------------------------------------------------------------ 5. arguments and memory bounded
+
+@pytest.mark.parametrize("args,needle", [
+    (["--nlat", "99999999999999999999"], "--nlat"),
+    (["--ntime", "-1"], "--ntime"),
+    (["--nlon", "12abc"], "12abc"),
+    (["--nlat", "200000", "--nlon", "200000", "--ntime", "4"], "not enough memory"),
+    (["--vars", ","], "empty name"),
+    (["--vars", "h,,t850"], "empty name"),
+    (["--vars", "h,h"], "twice"),
+])
+def test_bad_counts_lists_and_sizes_are_refused_up_front(tmp_path, run, args, needle):
+    out = tmp_path / "out.json"
+    expect_failure(run("eval", *args, "--json", out, *QUIET), needle, folder=tmp_path, outputs=["out.json"])
+
+
+def test_decompose_refuses_an_overflowing_count(run):
+    expect_failure(run("decompose", "--nlat", "18446744073709551617", "--nlon", 4), "--nlat")
+
+
+def test_a_fifo_input_is_refused_at_once(tmp_path, run, pair):
+    _, pred = pair
+    fifo = tmp_path / "truth.fifo"
+    os.mkfifo(fifo)
+    start = time.monotonic()
+    result = run("eval", "--truth", fifo, "--pred", pred, *QUIET, timeout=30)
+    expect_failure(result, "is not a regular file (a FIFO)")
+    assert time.monotonic() - start < 10
+
+
+# ------------------------------------------------------------ 6. one voice under MPI
+
+def test_argument_errors_are_printed_once_under_mpi(tmp_path, mpirun):
+    for args, needle in [(["eval", "--nlat", "x"], "--nlat"), (["eval", "--vars", "h,h", *QUIET], "twice"),
+                         (["decompose", "--nlat", 3, "--nlon", 4, "--mesh", "1x4x1"], "nlat=3")]:
+        result = mpirun(3, *args)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.count("gridshard: error") == 1, result.stderr
+        assert needle in result.stderr
