@@ -133,24 +133,27 @@ std::vector<int> NetcdfHandle::var_dims(int varid) const {
 }
 
 std::optional<nc_type> NetcdfHandle::attribute_type(int varid, const char* name) const {
-    nc_type type = NC_NAT;
-    const int status = nc_inq_atttype(ncid_, varid, name, &type);
+    const auto info = attribute_info(varid, name);
+    return info ? std::optional<nc_type>(info->type) : std::nullopt;
+}
+
+std::optional<NetcdfHandle::AttributeInfo> NetcdfHandle::attribute_info(int varid, const char* name) const {
+    AttributeInfo info;
+    const int status = nc_inq_att(ncid_, varid, name, &info.type, &info.length);
     if (status == NC_ENOTATT) {
         return std::nullopt;
     }
     check(status, path_, "reading attribute '" + std::string(name) + "' of '" + var_name(varid) + "'");
-    return type;
+    return info;
 }
 
 std::optional<std::string> NetcdfHandle::text_attribute(int varid, const char* name) const {
-    nc_type type = NC_NAT;
-    std::size_t length = 0;
-    const int status = nc_inq_att(ncid_, varid, name, &type, &length);
-    if (status == NC_ENOTATT) {
+    const auto info = attribute_info(varid, name);
+    if (!info) {
         return std::nullopt;
     }
+    const auto [type, length] = *info;
     const std::string doing = "reading attribute '" + std::string(name) + "' of '" + var_name(varid) + "'";
-    check(status, path_, doing);
     if (type == NC_CHAR) {
         std::string text(length, '\0');
         check(nc_get_att_text(ncid_, varid, name, text.data()), path_, doing);
@@ -167,18 +170,15 @@ std::optional<std::string> NetcdfHandle::text_attribute(int varid, const char* n
 }
 
 std::optional<std::vector<double>> NetcdfHandle::numeric_attribute(int varid, const char* name) const {
-    nc_type type = NC_NAT;
-    std::size_t length = 0;
-    const int status = nc_inq_att(ncid_, varid, name, &type, &length);
-    if (status == NC_ENOTATT) {
+    const auto info = attribute_info(varid, name);
+    if (!info) {
         return std::nullopt;
     }
-    const std::string doing = "reading attribute '" + std::string(name) + "' of '" + var_name(varid) + "'";
-    check(status, path_, doing);
-    if (!is_numeric(type)) {
+    if (!is_numeric(info->type)) {
         fail(path_, "attribute '" + std::string(name) + "' of '" + var_name(varid) + "' is not numeric");
     }
-    std::vector<double> values(length);
+    const std::string doing = "reading attribute '" + std::string(name) + "' of '" + var_name(varid) + "'";
+    std::vector<double> values(info->length);
     check(nc_get_att_double(ncid_, varid, name, values.data()), path_, doing);
     return values;
 }

@@ -44,6 +44,12 @@ class NetcdfHandle {
     [[nodiscard]] std::optional<int> find_var(const std::string& name) const;
     [[nodiscard]] nc_type var_type(int varid) const;
     [[nodiscard]] std::vector<int> var_dims(int varid) const;
+    struct AttributeInfo {
+        nc_type type = NC_NAT;
+        std::size_t length = 0;
+    };
+    /// The type and length of attribute `name` of `varid`, or nothing when absent.
+    [[nodiscard]] std::optional<AttributeInfo> attribute_info(int varid, const char* name) const;
     /// The type of attribute `name` of `varid`, or nothing when absent.
     [[nodiscard]] std::optional<nc_type> attribute_type(int varid, const char* name) const;
     /// A text attribute (NC_CHAR or NC_STRING), trimmed, or nothing when absent or not text.

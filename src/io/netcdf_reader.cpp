@@ -11,6 +11,7 @@
 
 #include "cf_decoding.hpp"
 #include "cf_grid.hpp"
+#include "file_kind.hpp"
 #include "gridshard/core/memory.hpp"
 #include "gridshard/io/file_extent.hpp"
 #include "netcdf_handle.hpp"
@@ -60,15 +61,6 @@ struct OpenFile {
 
 namespace {
 
-const char* kind_of(mode_t mode) {
-    return S_ISDIR(mode)    ? "a directory"
-           : S_ISFIFO(mode) ? "a FIFO"
-           : S_ISSOCK(mode) ? "a socket"
-           : S_ISCHR(mode)  ? "a character device"
-           : S_ISBLK(mode)  ? "a block device"
-                            : "not a regular file";
-}
-
 // Refuses anything but a regular file before netCDF opens it: opening a FIFO would block forever.
 const std::string& regular_file(const std::string& path) {
     struct stat info {};
@@ -76,7 +68,7 @@ const std::string& regular_file(const std::string& path) {
         fail(path, std::string("cannot open: ") + std::strerror(errno));
     }
     if (!S_ISREG(info.st_mode)) {
-        fail(path, std::string("is not a regular file (") + kind_of(info.st_mode) + ")");
+        fail(path, std::string("is not a regular file (") + file_kind(info.st_mode) + ")");
     }
     return path;
 }

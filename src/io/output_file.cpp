@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <utility>
 
+#include "file_kind.hpp"
 #include "gridshard/core/error.hpp"
 
 namespace gridshard::io {
@@ -21,32 +22,13 @@ std::string in_quotes(const std::string& path) {
     return "'" + path + "'";
 }
 
-const char* kind_of(mode_t mode) {
-    if (S_ISDIR(mode)) {
-        return "a directory";
-    }
-    if (S_ISFIFO(mode)) {
-        return "a FIFO";
-    }
-    if (S_ISSOCK(mode)) {
-        return "a socket";
-    }
-    if (S_ISCHR(mode)) {
-        return "a character device";
-    }
-    if (S_ISBLK(mode)) {
-        return "a block device";
-    }
-    return "not a regular file";
-}
-
 // The problem with `path` as a file to write, named after its kind ("is a directory"), or "" when fine.
 std::string not_regular(const struct stat& info) {
     if (S_ISREG(info.st_mode)) {
         return "";
     }
     return S_ISDIR(info.st_mode) ? "is a directory"
-                                 : std::string("is not a regular file (") + kind_of(info.st_mode) + ")";
+                                 : std::string("is not a regular file (") + detail::file_kind(info.st_mode) + ")";
 }
 
 // Failures the user can fix by naming another path are argument errors; the others are the system's.

@@ -78,6 +78,22 @@ def write_grid_file(path, values, *, fmt="NETCDF4", dtype="f4", units="K", time_
     return lat
 
 
+def write_pair(folder, shape, *, fmt="NETCDF3_64BIT_OFFSET", seed=0):
+    """Truth and prediction files t.nc and p.nc of random float32 fields of `shape` (time, lat, lon)."""
+    rng = np.random.default_rng(seed)
+    truth, pred = Path(folder) / "t.nc", Path(folder) / "p.nc"
+    write_grid_file(truth, rng.normal(280, 5, shape).astype("f4"), fmt=fmt)
+    write_grid_file(pred, rng.normal(280, 5, shape).astype("f4"), fmt=fmt)
+    return truth, pred
+
+
+def mpi_command(ranks, *args):
+    launcher = os.environ.get("MPIEXEC", "mpiexec")
+    flags = os.environ.get("MPIEXEC_FLAGS", "").split()
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    return [launcher, "-n", str(ranks), *flags, *map(str, args)], env
+
+
 def weighted(values, lat):
     """cos-lat weights, normalised over the valid points: numpy's weighted mean of each step (float64)."""
     w = np.broadcast_to(np.cos(np.deg2rad(lat))[None, :, None], values.shape)
@@ -181,10 +197,8 @@ FORMATS = ["NETCDF3_CLASSIC", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA", "NET
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("fraction", [0.5, 0.99])
 def test_a_file_cut_short_is_refused(tmp_path, run, fmt, fraction):
-    rng = np.random.default_rng(3)
-    truth, pred, cut = tmp_path / "t.nc", tmp_path / "p.nc", tmp_path / "cut.nc"
-    write_grid_file(truth, rng.normal(280, 5, (6, 16, 32)), fmt=fmt)
-    write_grid_file(pred, rng.normal(280, 5, (6, 16, 32)), fmt=fmt)
+    truth, pred = write_pair(tmp_path, (6, 16, 32), fmt=fmt, seed=3)
+    cut = tmp_path / "cut.nc"
     data = truth.read_bytes()
     cut.write_bytes(data[: int(len(data) * fraction)])
     before = checksums([cut, pred])
@@ -194,7 +208,7 @@ def test_a_file_cut_short_is_refused(tmp_path, run, fmt, fraction):
     assert "truncated" in result.stderr or fmt == "NETCDF4", result.stderr
 
 
-def run_and_truncate(command, victim, env=None, delay=0.05):
+def run_and_truncate(command, victim, env=None, delay=0.0):
     """Starts `command`, waits until some process of it holds `victim` open, lets it run `delay` seconds
     more (into its reads), stops it, truncates `victim` to half, lets it go on and returns
     (returncode, stderr). Wherever the cut lands, the run must fail."""
@@ -235,13 +249,12 @@ def run_and_truncate(command, victim, env=None, delay=0.05):
 
 @pytest.mark.parametrize("fmt", ["NETCDF3_64BIT_OFFSET", "NETCDF4"])
 def test_a_file_truncated_during_the_run_is_an_error(tmp_path, gridshard_bin, fmt):
-    rng = np.random.default_rng(4)
-    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
-    write_grid_file(truth, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt=fmt)
-    write_grid_file(pred, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt=fmt)
+    truth, pred = write_pair(tmp_path, (1000, 46, 90), fmt=fmt, seed=4)
     out = tmp_path / "out.json"
+    # 20 ms after the file is opened the run is reading steps (it reads for ~0.3 s on an idle machine; a
+    # loaded one is slower, so the cut lands earlier, never after the last read).
     status, stderr = run_and_truncate([gridshard_bin, "eval", "--truth", truth, "--pred", pred, "--json", out,
-                                       *QUIET], truth)
+                                       *QUIET], truth, delay=0.02)
     assert status == 2, stderr
     assert stderr.count("gridshard: error") == 1 and "t.nc" in stderr, stderr
     if fmt != "NETCDF4":
@@ -250,16 +263,10 @@ def test_a_file_truncated_during_the_run_is_an_error(tmp_path, gridshard_bin, fm
 
 
 def test_a_file_truncated_under_mpi_stops_every_rank(tmp_path, gridshard_bin):
-    rng = np.random.default_rng(5)
-    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
-    write_grid_file(truth, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
-    write_grid_file(pred, rng.normal(280, 5, (400, 46, 90)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
+    truth, pred = write_pair(tmp_path, (400, 46, 90), seed=5)
     out = tmp_path / "out.json"
-    launcher = os.environ.get("MPIEXEC", "mpiexec")
-    flags = os.environ.get("MPIEXEC_FLAGS", "").split()
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    command = [launcher, "-n", "2", *flags, gridshard_bin, "eval", "--truth", truth, "--pred", pred,
-               "--mesh", "1x2x1", "--json", out, *QUIET]
+    command, env = mpi_command(2, gridshard_bin, "eval", "--truth", truth, "--pred", pred, "--mesh", "1x2x1",
+                               "--json", out, *QUIET)
     status, stderr = run_and_truncate(command, truth, env=env)
     assert status == 2, stderr
     assert stderr.count("gridshard: error") == 1 and "truncated" in stderr, stderr
@@ -267,18 +274,11 @@ def test_a_file_truncated_under_mpi_stops_every_rank(tmp_path, gridshard_bin):
 
 
 def test_a_rank_killed_mid_run_ends_every_rank_and_writes_nothing(tmp_path, gridshard_bin):
-    rng = np.random.default_rng(6)
-    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
-    write_grid_file(truth, rng.normal(280, 5, (200, 91, 180)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
-    write_grid_file(pred, rng.normal(280, 5, (200, 91, 180)).astype("f4"), fmt="NETCDF3_64BIT_OFFSET")
+    truth, pred = write_pair(tmp_path, (200, 91, 180), seed=6)
     before = checksums([truth, pred])
     out = tmp_path / "out.json"
-    launcher = os.environ.get("MPIEXEC", "mpiexec")
-    flags = os.environ.get("MPIEXEC_FLAGS", "").split()
-    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    # Several passes over the files, so the run is still going when a rank is killed.
-    command = [launcher, "-n", "2", *flags, gridshard_bin, "eval", "--truth", truth, "--pred", pred,
-               "--mesh", "1x1x2", "--weights", "cell_area", "--json", out, *QUIET]
+    command, env = mpi_command(2, gridshard_bin, "eval", "--truth", truth, "--pred", pred, "--mesh", "1x1x2",
+                               "--json", out, *QUIET)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
     marker = str(out)
 
