@@ -154,24 +154,44 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     const std::int64_t channels = variable.channels;
     const std::int64_t points = channels * box.area();
 
+    // Everything field-sized is allocated here, before the first collective, and the outcome agreed: a
+    // rank that runs out of memory makes every rank raise the same SystemError instead of hanging.
     const std::string& name = variable.name;
     const auto shard_values = static_cast<std::size_t>(points);
-    // Owned values are written in place; everything else stays 0 so the sums below are exact.
-    auto per_time = allocate_vector<double>(score_count * static_cast<std::size_t>(channels * ntime),
-                                            "the per-step scores of '" + name + "'");
-    auto zonal = allocate_vector<double>(static_cast<std::size_t>(2 * channels * ntime * nlat),
-                                         "the zonal means of '" + name + "'");
-    // Per point: the sum over steps of (pred - truth) as a double-double (sum, error), and whether any
-    // step was not finite.
-    auto difference_sum = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
-    auto difference_error = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
-    auto invalid = allocate_vector<unsigned char>(shard_values, "the validity flags of '" + name + "'");
-
-    Evaluator evaluator(grid, channels, weights, {.summation = summation});
-    auto truth = allocate_vector<T>(shard_values, "the truth buffer of '" + name + "'");
-    auto prediction = allocate_vector<T>(shard_values, "the prediction buffer of '" + name + "'");
+    std::vector<double> per_time;
+    std::vector<double> zonal;
+    std::vector<double> difference_sum;
+    std::vector<double> difference_error;
+    std::vector<unsigned char> invalid;
+    std::vector<double> packed;
+    std::vector<double> difference;
+    std::vector<double> difference_squared;
+    std::vector<T> truth;
+    std::vector<T> prediction;
     std::unique_ptr<VariableSteps> reader;
-    check_collectively(mesh.world(), attempt([&] { reader = source.open(variable, box); }));
+    check_collectively(
+        mesh.world(), attempt([&] {
+            // Owned values are written in place; everything else stays 0 so the sums are exact.
+            per_time = allocate_vector<double>(score_count * static_cast<std::size_t>(channels * ntime),
+                                               "the per-step scores of '" + name + "'");
+            zonal = allocate_vector<double>(static_cast<std::size_t>(2 * channels * ntime * nlat),
+                                            "the zonal means of '" + name + "'");
+            // Per point: the sum over steps of (pred - truth) as a double-double (sum, error),
+            // and whether any step was not finite.
+            difference_sum = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
+            difference_error = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
+            invalid = allocate_vector<unsigned char>(shard_values, "the validity flags of '" + name + "'");
+            if (mesh.shape().data > 1) {
+                packed =
+                    allocate_vector<double>(3 * shard_values, "the time sums of '" + name + "' for the data group");
+            }
+            difference = allocate_vector<double>(shard_values, "the time means of '" + name + "'");
+            difference_squared = allocate_vector<double>(shard_values, "the time means of '" + name + "'");
+            truth = allocate_vector<T>(shard_values, "the truth buffer of '" + name + "'");
+            prediction = allocate_vector<T>(shard_values, "the prediction buffer of '" + name + "'");
+            reader = source.open(variable, box);
+        }));
+    Evaluator evaluator(grid, channels, weights, {.summation = summation});
     LocalFailure failure;
     for (std::int64_t step = steps.begin; step < steps.end && !failure.failed(); ++step) {
         failure = attempt([&] { reader->read(step, std::span<T>(truth), std::span<T>(prediction)); });
@@ -237,7 +257,6 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     // Time means: the per-point sums of every data rank, merged in data-rank order (nothing to merge
     // with one data rank).
     if (mesh.shape().data > 1) {
-        auto packed = allocate_vector<double>(3 * shard_values, "the time sums of '" + name + "' for the data group");
         for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
             packed[3 * n] = difference_sum[n];
             packed[3 * n + 1] = difference_error[n];
@@ -257,8 +276,6 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
             invalid[n] = any_bad;
         }
     }
-    auto difference = allocate_vector<double>(shard_values, "the time-mean differences of '" + name + "'");
-    auto difference_squared = allocate_vector<double>(shard_values, "the time-mean differences of '" + name + "'");
     for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
         const double d = invalid[n] != 0 ? nan : (difference_sum[n] + difference_error[n]) / static_cast<double>(ntime);
         difference[n] = d;
@@ -404,6 +421,7 @@ int run_eval(const EvalOptions& options) {
     } catch (const ArgumentError& error) {
         return report_failure(world, error.what(), ErrorKind::argument);
     } catch (const SystemError& error) {
+        // Every SystemError that reaches here was agreed by check_collectively: every rank has it.
         return report_failure(world, error.what(), ErrorKind::system);
     } catch (const std::exception& error) {
         // Seen by this rank only (an MPI failure, memory exhausted mid-run): end every rank now.
