@@ -48,6 +48,7 @@ fuzz: deps
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target cf_reader_fuzz -- --no-print-directory
 	@/usr/bin/python3 tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
+	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0 \
 	$(FUZZ_DIR)/bin/cf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
