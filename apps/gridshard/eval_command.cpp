@@ -141,6 +141,37 @@ std::uint64_t working_set_bytes(const SourceGrid& g, const std::vector<SourceVar
     return largest + kept + area * 8;
 }
 
+/// What a rank read of its inputs, as numbers every rank must agree on: the grid's sizes, the steps, the
+/// number of variables and a 63-bit FNV-1a hash of the coordinates, times, names, channels and types.
+struct InputFingerprint {
+    std::int64_t nlat;
+    std::int64_t nlon;
+    std::int64_t ntime;
+    std::int64_t variables;
+    std::int64_t hash;
+};
+
+InputFingerprint input_fingerprint(const FieldSource& source) {
+    std::uint64_t hash = 14695981039346656037ull;
+    const auto mix = [&hash](const void* data, std::size_t bytes) {
+        for (std::size_t k = 0; k < bytes; ++k) {
+            hash = (hash ^ static_cast<const unsigned char*>(data)[k]) * 1099511628211ull;
+        }
+    };
+    const SourceGrid& g = source.grid();
+    for (const std::vector<double>* values : {&g.lat_deg, &g.lon_deg, &g.time_values}) {
+        mix(values->data(), values->size() * sizeof(double));
+    }
+    const std::vector<SourceVariable> variables = source.variables();
+    for (const SourceVariable& v : variables) {
+        mix(v.name.c_str(), v.name.size() + 1);
+        mix(&v.channels, sizeof v.channels);
+        mix(&v.type, sizeof v.type);
+    }
+    return {g.shape().nlat, g.shape().nlon, g.ntime, static_cast<std::int64_t>(variables.size()),
+            static_cast<std::int64_t>(hash >> 1)};
+}
+
 /// Scores every channel of `variable` for this rank's steps, in `T`; collective over the world.
 template <class T>
 std::vector<ChannelReport> score_variable(const FieldSource& source, const SourceVariable& variable,
@@ -182,6 +213,12 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
             difference_error = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
             invalid = allocate_vector<unsigned char>(shard_values, "the validity flags of '" + name + "'");
             if (mesh.shape().data > 1) {
+                // Gathered over the data group in one message: it must fit an MPI count.
+                if (3 * shard_values > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+                    throw ArgumentError("variable '" + name + "': the time sums of a rank's box (" +
+                                        std::to_string(3 * shard_values) + " values) exceed an MPI message; " +
+                                        "use a finer mesh");
+                }
                 packed =
                     allocate_vector<double>(3 * shard_values, "the time sums of '" + name + "' for the data group");
             }
@@ -372,6 +409,11 @@ int run_eval(const EvalOptions& options) {
                                             : make_netcdf_source(options.truth, options.prediction, names,
                                                                  options.allow_time_mismatch);
                            }));
+        // Every rank opened the files itself: a file still being written, or a stale copy on one node, would
+        // give ranks different step counts or variables and so different collectives. Agree first.
+        const InputFingerprint read = input_fingerprint(*source);
+        detail::agree_or_throw(world, "", {read.nlat, read.nlon, read.ntime, read.variables, read.hash},
+                               "the inputs as each rank reads them (nlat, nlon, steps, variables, hash)");
         std::vector<SourceVariable> variables = source->variables();
         if (options.truth.empty() && !names.empty()) {
             std::vector<SourceVariable> chosen;

@@ -67,6 +67,13 @@ class NetcdfSource final : public FieldSource {
         for (const std::string& name : names.empty() ? truth_.field_variables() : names) {
             const io::VariableShape t = truth_.variable(name);
             const io::VariableShape p = prediction_.variable(name);
+            if (t.ntime != a.ntime) {
+                if (names.empty()) {
+                    continue;  // a field without the time dim (a mask, orography) has nothing to score per step
+                }
+                throw ArgumentError("--vars: variable '" + name + "' of " + truth_name + " has no time dim, but the " +
+                                    "files have " + std::to_string(a.ntime) + " steps");
+            }
             if (t.dim_sizes != p.dim_sizes) {
                 throw ArgumentError("variable '" + name + "' has shape " + shape_text(t) + " in the truth but " +
                                     shape_text(p) + " in the prediction");

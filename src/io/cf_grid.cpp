@@ -333,12 +333,18 @@ std::string describe(const NetcdfHandle& file, const GridInfo& grid, int varid, 
             }
             shape.time_index = 0;
             shape.ntime = shape.dim_sizes[0];
-        } else {
-            shape.channels_per_step *= shape.dim_sizes[k];
+        } else if (__builtin_mul_overflow(shape.channels_per_step, shape.dim_sizes[k], &shape.channels_per_step)) {
+            return "has dims " + dims_text + " whose product overflows 64 bits";
         }
     }
     shape.nlat = shape.dim_sizes[n - 2];
     shape.nlon = shape.dim_sizes[n - 1];
+    // A netCDF-4 file may declare dims far larger than the data it holds; a step must stay countable.
+    std::int64_t per_step = 0;
+    if (__builtin_mul_overflow(shape.channels_per_step, shape.nlat, &per_step) ||
+        __builtin_mul_overflow(per_step, shape.nlon, &per_step) || per_step > (std::int64_t{1} << 53)) {
+        return "has dims " + dims_text + ": more values per step than can be read";
+    }
     shape.units = file.text_attribute(varid, "units").value_or("");
     return {};
 }

@@ -257,7 +257,7 @@ std::uint64_t little_endian(std::span<const unsigned char> bytes, std::uint64_t 
     return value;
 }
 
-// The superblock at `at` (its signature already matched): base address + end-of-file address.
+// The superblock at `at` (its signature already matched): its end-of-file address.
 FileExtent hdf5_extent(std::span<const unsigned char> prefix, std::uint64_t file_size, std::uint64_t at) {
     FileExtent result;
     result.format = FileExtent::Format::hdf5;
@@ -303,18 +303,15 @@ FileExtent hdf5_extent(std::span<const unsigned char> prefix, std::uint64_t file
     if (!need(base_at - at + (eof_index + 1) * w)) {
         return result;
     }
-    const std::uint64_t base = little_endian(prefix, base_at, width);
     const std::uint64_t eof = little_endian(prefix, base_at + eof_index * w, width);
     const std::uint64_t undefined = width == 8 ? max_u64 : (std::uint64_t{1} << (8 * w)) - 1;
-    if (eof == undefined || base == undefined) {
+    if (eof == undefined) {
         result.format = FileExtent::Format::unknown;
         return result;
     }
-    if (eof > max_u64 - base) {
-        result.problem = "the HDF5 end-of-file address overflows";
-        return result;
-    }
-    result.required_bytes = base + eof;
+    // The end-of-file address is absolute (HDF5 compares it with the file's size, base address included),
+    // unlike the other addresses, which are relative to the base (the user block's end).
+    result.required_bytes = eof;
     return result;
 }
 

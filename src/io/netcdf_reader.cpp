@@ -129,6 +129,13 @@ int open_checked(const std::string& path) {
 }  // namespace
 
 OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(opened_complete(file_path)) {
+    // The checks watch our descriptor's file: it must be the one netCDF opened, not one renamed away since.
+    struct stat ours {};
+    struct stat now {};
+    if (::fstat(descriptor.value, &ours) != 0 || ::stat(path.c_str(), &now) != 0 || ours.st_dev != now.st_dev ||
+        ours.st_ino != now.st_ino) {
+        fail(path, "was replaced while it was being opened");
+    }
     grid = find_grid(handle);
     check_complete([] { return std::string("reading its coordinates"); });  // a cut meanwhile reads as zeros
 }

@@ -146,9 +146,6 @@ AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path)
             fail_errno(path, "cannot create a file in folder " + in_quotes(folder_of(target).string()), error);
         }
     }
-    if (exists) {
-        (void)::fchmod(fd_, info.st_mode & 07777);  // the replacement keeps the old file's permissions
-    }
 }
 
 AtomicOutput::~AtomicOutput() {
@@ -184,12 +181,26 @@ void AtomicOutput::write(std::string_view bytes) {
     }
 }
 
-void AtomicOutput::commit() {
+void AtomicOutput::flush() {
+    // The replacement keeps the old file's permissions, given only now: a read-only target must not make
+    // the temporary unwritable to a library that writes it by path.
+    struct stat info {};
+    if (::stat(target_.c_str(), &info) == 0) {
+        (void)::fchmod(fd_, info.st_mode & 07777);
+    }
     // fsync flushes the file whichever descriptor wrote it (this one, or a library's by path).
     if (::fsync(fd_) != 0) {
         throw SystemError("cannot write " + in_quotes(path_) + ": flushing to disk: " + std::strerror(errno));
     }
     close_descriptor();
+}
+
+void AtomicOutput::commit() {
+    flush();
+    publish();
+}
+
+void AtomicOutput::publish() {
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
         fail_errno(path_, "renaming the temporary file into place", errno);
     }
@@ -209,7 +220,10 @@ void write_outputs_atomically(const std::vector<OutputJob>& jobs) {
         job.fill(outputs.back());
     }
     for (AtomicOutput& output : outputs) {
-        output.commit();
+        output.flush();
+    }
+    for (AtomicOutput& output : outputs) {
+        output.publish();
     }
 }
 

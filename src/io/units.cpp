@@ -2,6 +2,7 @@
 
 #include <udunits2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -82,7 +83,8 @@ std::string time_mismatch(const GridInfo& a, const std::string& a_name, const Gr
         return "the time calendars differ: '" + a.time_calendar + "' in " + a_name + ", '" + b.time_calendar + "' in " +
                b_name;
     }
-    // Both in `a`'s units; the tolerance is a millisecond in those units.
+    // Both in `a`'s units; the tolerance is a millisecond in those units (the same units, unreadable or
+    // absent, are compared as they are, to a relative 1e-12).
     double scale = 1.0;
     double offset = 0.0;
     double tolerance = 0.0;
@@ -92,13 +94,14 @@ std::string time_mismatch(const GridInfo& a, const std::string& a_name, const Gr
     const auto describe = [&](const GridInfo& g, const std::string& name) {
         return "'" + g.time_units + "' of " + name;
     };
-    if (!ua || ut_are_convertible(ua.get(), seconds.get()) == 0) {
-        return "cannot read the time units " + describe(a, a_name);
-    }
-    if (!ub || ut_are_convertible(ub.get(), seconds.get()) == 0) {
-        return "cannot read the time units " + describe(b, b_name);
-    }
-    {
+    const auto is_time = [&](const Unit& u) { return u && ut_are_convertible(u.get(), seconds.get()) != 0; };
+    if (a.time_units != b.time_units || is_time(ua)) {
+        if (!is_time(ua)) {
+            return "cannot read the time units " + describe(a, a_name);
+        }
+        if (!is_time(ub)) {
+            return "cannot read the time units " + describe(b, b_name);
+        }
         const Converter to_seconds(ut_get_converter(ua.get(), seconds.get()));
         const double seconds_per_unit =
             cv_convert_double(to_seconds.get(), 1.0) - cv_convert_double(to_seconds.get(), 0.0);
@@ -108,7 +111,18 @@ std::string time_mismatch(const GridInfo& a, const std::string& a_name, const Gr
         const Converter b_to_a(ut_get_converter(ub.get(), ua.get()));
         offset = cv_convert_double(b_to_a.get(), 0.0);
         scale = cv_convert_double(b_to_a.get(), 1.0) - offset;
-        if (a_calendar != "standard" && a_calendar != "proleptic_gregorian" && std::abs(offset) > tolerance) {
+        // UDUNITS-2 counts days in CF's "standard" calendar (Julian before 1582-10-15, Gregorian after).
+        // A proleptic Gregorian calendar agrees with it once both reference dates are past the switch;
+        // other calendars (noleap, 360_day, julian, ...) only when the reference dates are the same.
+        const auto after_switch = [&](const Unit& u) {
+            const Unit gregorian = parse("seconds since 1582-10-15 00:00:00");
+            const Converter c(ut_get_converter(u.get(), gregorian.get()));
+            return cv_convert_double(c.get(), 0.0) >= 0.0;
+        };
+        const bool convertible = a_calendar == "standard" ||
+                                 (a_calendar == "proleptic_gregorian" && after_switch(ua) && after_switch(ub)) ||
+                                 std::abs(offset) <= tolerance;
+        if (!convertible) {
             return "the time units " + describe(a, a_name) + " and " + describe(b, b_name) +
                    " have different reference dates in calendar '" + a.time_calendar + "', which cannot be converted";
         }
@@ -116,7 +130,7 @@ std::string time_mismatch(const GridInfo& a, const std::string& a_name, const Gr
     for (std::size_t k = 0; k < a.time_values.size(); ++k) {
         const double ta = a.time_values[k];
         const double tb = b.time_values[k] * scale + offset;
-        if (!(std::abs(ta - tb) <= tolerance + 1e-12 * std::abs(ta))) {
+        if (!(std::abs(ta - tb) <= tolerance + 1e-12 * std::max(std::abs(ta), std::abs(tb)))) {
             return "the times differ at step " + std::to_string(k) + ": " + number(a.time_values[k]) + " " +
                    a.time_units + " in " + a_name + ", " + number(b.time_values[k]) + " " + b.time_units + " in " +
                    b_name;

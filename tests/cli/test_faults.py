@@ -381,8 +381,11 @@ def test_different_units_are_refused_and_equal_ones_in_other_spelling_accepted(t
     values = np.random.default_rng(9).normal(5, 1, (2, 10, 20))
     write_grid_file(tmp_path / "t.nc", values, units="K")
     write_grid_file(tmp_path / "p.nc", values, units="degC")
-    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", *QUIET)
-    expect_failure(result, "units 'K'")
+    inputs = [tmp_path / "t.nc", tmp_path / "p.nc"]
+    before = checksums(inputs)
+    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--json", tmp_path / "o.json",
+                 *QUIET)
+    expect_failure(result, "units 'K'", folder=tmp_path, outputs=["o.json"], inputs=inputs, before=before)
     assert "'degC'" in result.stderr
     write_grid_file(tmp_path / "t.nc", values, units="m/s")
     write_grid_file(tmp_path / "p.nc", values, units="m s-1")
@@ -396,7 +399,9 @@ def test_times_are_compared_after_converting_their_units(tmp_path, run):
     write_grid_file(p, values, time_units="days since 2000-01-01", times=[0, 0.25, 0.5])
     assert run("eval", "--truth", t, "--pred", p, *QUIET).returncode == 0
     write_grid_file(p, values, time_units="days since 2000-01-01", times=[0, 0.25, 0.75])
-    expect_failure(run("eval", "--truth", t, "--pred", p, *QUIET), "times differ at step 2")
+    before = checksums([t, p])
+    expect_failure(run("eval", "--truth", t, "--pred", p, "--zonal", tmp_path / "z.nc", *QUIET),
+                   "times differ at step 2", folder=tmp_path, outputs=["z.nc"], inputs=[t, p], before=before)
     assert run("eval", "--truth", t, "--pred", p, "--allow-time-mismatch", *QUIET).returncode == 0
     write_grid_file(p, values, time_units="hours since 2000-01-01", times=[0, 6, 12], calendar="noleap")
     expect_failure(run("eval", "--truth", t, "--pred", p, *QUIET), "calendars differ")
@@ -450,6 +455,36 @@ def test_bad_counts_lists_and_sizes_are_refused_up_front(tmp_path, run, args, ne
     expect_failure(run("eval", *args, "--json", out, *QUIET), needle, folder=tmp_path, outputs=["out.json"])
 
 
+def test_declared_dims_beyond_the_data_are_refused(tmp_path, run):
+    """netCDF-4 may declare dims far larger than the data it holds: their product must not wrap."""
+    path = tmp_path / "huge.nc"
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        for name, size in [("a", 6), ("b", 27), ("c", 341010727049393363), ("lat", 3), ("lon", 4)]:
+            ds.createDimension(name, size)
+        ds.createVariable("lat", "f8", ("lat",)).units = "degrees_north"
+        ds.createVariable("lon", "f8", ("lon",)).units = "degrees_east"
+        ds["lat"][:] = [-60, 0, 60]
+        ds["lon"][:] = [0, 90, 180, 270]
+        ds.createVariable("v", "f4", ("a", "b", "c", "lat", "lon"), chunksizes=(1, 1, 1, 3, 4))
+    before = checksums([path])
+    expect_failure(run("eval", "--truth", path, "--pred", path, "--vars", "v", *QUIET), "overflows 64 bits",
+                   inputs=[path], before=before)
+
+
+def test_fields_without_a_time_dim_are_left_out_or_refused_when_named(tmp_path, run):
+    values = np.random.default_rng(13).normal(5, 1, (3, 10, 20))
+    for name in ["t.nc", "p.nc"]:
+        write_grid_file(tmp_path / name, values)
+        with netCDF4.Dataset(tmp_path / name, "a") as ds:
+            ds.createVariable("lsm", "f4", ("lat", "lon"))[:] = 1.0
+    out = tmp_path / "out.json"
+    result = run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--json", out, *QUIET)
+    assert result.returncode == 0, result.stderr
+    assert list(json.loads(out.read_text())["variables"]) == ["v"]
+    expect_failure(run("eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--vars", "v,lsm", *QUIET),
+                   "'lsm'")
+
+
 def test_decompose_refuses_an_overflowing_count(run):
     expect_failure(run("decompose", "--nlat", "18446744073709551617", "--nlon", 4), "--nlat")
 
@@ -458,9 +493,11 @@ def test_a_fifo_input_is_refused_at_once(tmp_path, run, pair):
     _, pred = pair
     fifo = tmp_path / "truth.fifo"
     os.mkfifo(fifo)
+    before = checksums([pred])
     start = time.monotonic()
-    result = run("eval", "--truth", fifo, "--pred", pred, *QUIET, timeout=30)
-    expect_failure(result, "is not a regular file (a FIFO)")
+    result = run("eval", "--truth", fifo, "--pred", pred, "--json", tmp_path / "o.json", *QUIET, timeout=30)
+    expect_failure(result, "is not a regular file (a FIFO)", folder=tmp_path, outputs=["o.json"], inputs=[pred],
+                   before=before)
     assert time.monotonic() - start < 10
 
 

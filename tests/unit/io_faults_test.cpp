@@ -116,6 +116,29 @@ TEST(FileExtent, AnyPrefixAsksForMoreOrGivesTheSameAnswer) {
     }
 }
 
+// HDF5's end-of-file address is absolute: a file with a 512-byte user block (superblock at 512, base
+// address 512) needs exactly the address, not the address plus the base.
+TEST(FileExtent, Hdf5EndOfFileIsAnAbsoluteOffsetWithAUserBlock) {
+    TempDir dir;
+    Spec s;
+    s.mode = NC_CLOBBER | NC_NETCDF4;
+    const auto plain = bytes_of(make_grid_file(dir, "plain.nc", s));
+    ASSERT_GE(plain[8], 2) << "netCDF-4 writes superblock version 2 or 3";
+    const int width = plain[9];
+    std::vector<unsigned char> blocked(512, 0);
+    blocked.insert(blocked.end(), plain.begin(), plain.end());
+    const auto put = [&](std::size_t at, std::uint64_t value) {
+        for (int k = 0; k < width; ++k) {
+            blocked[at + static_cast<std::size_t>(k)] = static_cast<unsigned char>(value >> (8 * k));
+        }
+    };
+    put(512 + 12, 512);                                                   // base address
+    put(512 + 12 + 2 * static_cast<std::size_t>(width), blocked.size());  // end of file, absolute
+    const FileExtent extent = netcdf_file_extent(blocked, blocked.size());
+    EXPECT_EQ(extent.format, FileExtent::Format::hdf5);
+    EXPECT_EQ(extent.required_bytes, blocked.size());
+}
+
 TEST(FileExtent, CutHeadersAndGarbageAreProblemsOrUnknown) {
     TempDir dir;
     Spec s;
@@ -409,6 +432,27 @@ TEST(Units, TimesAreComparedAfterConversion) {
     d.time_units = "hours since 2000-01-02";
     d.time_values = {-24, -18, -12};
     EXPECT_TRUE(contains(time_mismatch(c, "C", d, "D"), "cannot be converted"));
+    // UDUNITS-2 counts the standard calendar (Julian before 1582-10-15): proleptic_gregorian is converted
+    // only when both reference dates are past the switch.
+    GridInfo early = a;
+    early.time_calendar = "proleptic_gregorian";
+    early.time_units = "days since 0001-01-01";
+    early.time_values = {719162, 719162.25, 719162.5};  // 1970-01-01 in the proleptic Gregorian calendar
+    GridInfo late = early;
+    late.time_units = "days since 1970-01-01";
+    late.time_values = {0, 0.25, 0.5};
+    EXPECT_TRUE(contains(time_mismatch(early, "E", late, "L"), "cannot be converted"));
+    GridInfo later = late;
+    later.time_units = "hours since 1969-12-31";
+    later.time_values = {24, 30, 36};
+    EXPECT_EQ(time_mismatch(late, "L", later, "M"), "");
+    // The same units text, even one UDUNITS cannot read, compares the values as they are.
+    GridInfo bare = a;
+    bare.time_units = "";
+    EXPECT_EQ(time_mismatch(bare, "A", bare, "B"), "");
+    GridInfo bare_other = bare;
+    bare_other.time_values[1] = 7;
+    EXPECT_TRUE(contains(time_mismatch(bare, "A", bare_other, "B"), "differ at step 1"));
     a.time_calendar = "gregorian";  // one with standard
     GridInfo e = a;
     e.time_calendar = "standard";

@@ -9,7 +9,7 @@
 ///   data is known: `begin + size` for fixed-size variables, `begin + (numrecs - 1) * recsize + size`
 ///   for record variables (recsize: the per-record sizes padded to 4 bytes, unpadded when there is only
 ///   one record variable, as netCDF lays them out).
-/// - netCDF-4 (HDF5): the superblock's end-of-file address, plus its base address.
+/// - netCDF-4 (HDF5): the superblock's end-of-file address (an absolute offset, user block included).
 
 #include <cstdint>
 #include <span>

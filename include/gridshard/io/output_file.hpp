@@ -55,7 +55,14 @@ class AtomicOutput {
     /// Appends `bytes` to the temporary file.
     void write(std::string_view bytes);
 
-    /// Flushes the temporary to disk (fsync), renames it over the target, and syncs the folder.
+    /// Gives the temporary the target's permissions (when it exists), flushes it to disk (fsync) and
+    /// closes it: after this only the rename is left, which does not fail for want of space.
+    void flush();
+
+    /// Renames the flushed temporary over the target and syncs the folder.
+    void publish();
+
+    /// flush(), then publish().
     void commit();
 
   private:
@@ -68,9 +75,9 @@ class AtomicOutput {
     bool committed_ = false;
 };
 
-/// Writes several outputs as one: every temporary is written completely first, then all are renamed, so
-/// a failure in any leaves every target as it was. Each entry is a path and a function that fills an
-/// AtomicOutput. No MPI calls.
+/// Writes several outputs as one: every temporary is written and flushed to disk first, then all are
+/// renamed, so a failure in writing or flushing any leaves every target as it was. Each entry is a path
+/// and a function that fills an AtomicOutput. No MPI calls.
 struct OutputJob {
     std::string path;
     std::function<void(AtomicOutput&)> fill;

@@ -16,10 +16,11 @@ namespace gridshard::io {
 
 /// Why the time coordinates of `a` and `b` are not the same instants, or "" when they are (or when
 /// either file has no time coordinate). Values are compared after converting `b`'s units to `a`'s
-/// ("6 hours since 2000-01-01" is "0.25 days since 2000-01-01") to within a millisecond. Calendars must
-/// agree ("standard" and "gregorian" are one); in a calendar other than the standard ones, units with
-/// different reference dates are reported rather than converted (UDUNITS-2 knows only the mixed
-/// Gregorian calendar). Names the files by `a_name` and `b_name` ("truth 'T.nc'").
+/// ("6 hours since 2000-01-01" is "0.25 days since 2000-01-01") to within a millisecond; the same units
+/// text, even unreadable or empty, compares the values as they are. Calendars must agree ("standard" and
+/// "gregorian" are one). UDUNITS-2 counts in the standard (mixed Julian-Gregorian) calendar, so different
+/// reference dates are converted there, in "proleptic_gregorian" when both are after 1582-10-15, and in
+/// other calendars not at all (reported instead). Names the files by `a_name` and `b_name`.
 [[nodiscard]] std::string time_mismatch(const GridInfo& a, const std::string& a_name, const GridInfo& b,
                                         const std::string& b_name);
 
