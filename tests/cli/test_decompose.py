@@ -5,7 +5,7 @@ import pytest
 
 
 def split_sizes(n, parts, rule):
-    """The DESIGN §2 rules, written independently of the C++ code."""
+    """The docs/design.md §2 rules, written independently of the C++ code."""
     if rule == "balanced":
         q, r = divmod(n, parts)
         return [q + 1 if k < r else q for k in range(parts)]

@@ -84,7 +84,7 @@ Case make_case(GridShape grid, std::int64_t channels) {
     return k;
 }
 
-// ---- plain-loop references, double precision, straight from DESIGN §3 ----
+// ---- plain-loop references, double precision, straight from docs/design.md §3 ----
 
 double ref_weighted_mean(const Case& k, const std::vector<float>& x, std::int64_t c,
                          const std::vector<double>* region = nullptr) {

@@ -1,4 +1,4 @@
-// The split rules of DESIGN §2, exhaustively for n in 1..300 and parts in 1..16. No MPI.
+// The split rules of docs/design.md §2, exhaustively for n in 1..300 and parts in 1..16. No MPI.
 
 #include <gtest/gtest.h>
 

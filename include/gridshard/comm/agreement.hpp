@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Collective argument checks, so that an error only some ranks can see is raised on every rank
-/// instead of leaving the others waiting in a collective (DESIGN §6).
+/// instead of leaving the others waiting in a collective (docs/design.md §6).
 
 #include <cstdint>
 #include <exception>

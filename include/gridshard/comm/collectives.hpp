@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The collectives that sharded metric code needs (DESIGN §4). Each names the group it talks to and
+/// The collectives that sharded metric code needs (docs/design.md §4). Each names the group it talks to and
 /// the ranks that hold the result. Element types: float, double, std::int32_t, std::int64_t.
 ///
 /// Shards are contiguous arrays `(channels, box.lat.size(), box.lon.size())`, longitude fastest, where

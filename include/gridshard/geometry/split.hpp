@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Splitting one dimension into contiguous parts (DESIGN §2). No MPI calls.
+/// Splitting one dimension into contiguous parts (docs/design.md §2). No MPI calls.
 ///
 /// @code
 ///   auto sizes = gridshard::split_sizes(721, 4, gridshard::SplitRule::balanced);  // 181,180,180,180

@@ -89,7 +89,7 @@ struct AreaWeights {
 /// No MPI calls.
 [[nodiscard]] AreaWeights slice_weights(std::span<const double> global, const GridShape& grid, const Box& box);
 
-/// Options of the gradient metrics (DESIGN §3). The defaults are torch.gradient's: unit spacing, edges
+/// Options of the gradient metrics (docs/design.md §3). The defaults are torch.gradient's: unit spacing, edges
 /// by one-sided differences, no periodicity.
 struct GradientOptions {
     /// Central differences across the longitude seam instead of one-sided ones at the first and last column.

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The metrics of DESIGN §3 on shards. Each gives the serial answer whatever the decomposition: with
+/// The metrics of docs/design.md §3 on shards. Each gives the serial answer whatever the decomposition: with
 /// Summation::reproducible (the default) the result is bit-identical for every mesh shape, rank count
 /// and split rule. Results are per channel and "spatially global": every rank of the spatial group
 /// holds the value for its own data-parallel samples. Combining over the data group stays an explicit

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Exact, order-independent summation: the reproducible sums behind every metric (DESIGN §5).
+/// Exact, order-independent summation: the reproducible sums behind every metric (docs/design.md §5).
 /// No MPI calls.
 ///
 /// ## Algorithm
