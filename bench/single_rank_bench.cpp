@@ -47,10 +47,11 @@ double max_relative_difference(const std::vector<double>& a, const std::vector<d
 }
 
 double max_relative_difference(const Scores& a, const Scores& b) {
-    return std::max({max_relative_difference(a.mean_truth, b.mean_truth),
-                     max_relative_difference(a.mean_pred, b.mean_pred), max_relative_difference(a.rmse, b.rmse),
-                     max_relative_difference(a.std_truth, b.std_truth),
-                     max_relative_difference(a.grad_mag_percent_diff, b.grad_mag_percent_diff)});
+    double worst = 0.0;
+    for (const char* name : {"mean_truth", "mean_pred", "rmse", "std_truth", "grad_mag_percent_diff"}) {
+        worst = std::max(worst, max_relative_difference(a[name], b[name]));
+    }
+    return worst;
 }
 
 nlohmann::ordered_json suite_figures(const Options& options, const ShardedGrid& grid, const FieldPair& fields,

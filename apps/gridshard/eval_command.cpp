@@ -81,10 +81,10 @@ AreaWeights make_weights(const std::string& kind, const SourceGrid& g, const Box
     throw ArgumentError("--weights must be 'cos_lat' or 'cell_area', got '" + kind + "'");
 }
 
-/// Scores of one variable's channel: per step (ntime values) for each of the seven scores.
+/// Scores of one variable's channel: per step (ntime values) for each registered score.
 struct ChannelReport {
     std::string name;
-    std::array<std::vector<double>, score_count> per_time;
+    std::vector<std::vector<double>> per_time;
     double rmse_of_time_mean = nan;
     double time_and_global_mean_bias = nan;
     std::vector<double> zonal_truth;  // (ntime, nlat)
@@ -136,7 +136,7 @@ std::uint64_t working_set_bytes(const SourceGrid& g, const std::vector<SourceVar
         const std::uint64_t per_point =
             2 * value + 2 * 8 + 17 + 16 + (data_ranks > 1 ? 24 + 24 * static_cast<std::uint64_t>(data_ranks) : 0);
         largest = std::max(largest, points * per_point);
-        kept += 3 * static_cast<std::uint64_t>(v.channels) * ntime * (score_count + 2 * nlat) * 8;
+        kept += 3 * static_cast<std::uint64_t>(v.channels) * ntime * (evaluation_scores().size() + 2 * nlat) * 8;
     }
     return largest + kept + area * 8;
 }
@@ -184,6 +184,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     const std::int64_t nlat = g.shape().nlat;
     const std::int64_t channels = variable.channels;
     const std::int64_t points = channels * box.area();
+    const std::size_t score_count = evaluation_scores().size();
 
     // Everything field-sized is allocated here, before the first collective, and the outcome agreed: a
     // rank that runs out of memory makes every rank raise the same SystemError instead of hanging.
@@ -240,14 +241,12 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
         const FieldShard<T> t{truth, channels};
         const FieldShard<T> p{prediction, channels};
         const Scores s = evaluator.evaluate(t, p);
-        const std::array<const std::vector<double>*, score_count> values = {
-            &s.mean_truth, &s.mean_pred, &s.bias, &s.rmse, &s.std_truth, &s.std_pred, &s.grad_mag_percent_diff};
         if (mesh.spatial().rank() == 0) {
             for (std::size_t k = 0; k < score_count; ++k) {
                 for (std::int64_t c = 0; c < channels; ++c) {
                     per_time[(k * static_cast<std::size_t>(channels) + static_cast<std::size_t>(c)) *
                                  static_cast<std::size_t>(ntime) +
-                             static_cast<std::size_t>(step)] = (*values[k])[static_cast<std::size_t>(c)];
+                             static_cast<std::size_t>(step)] = s.at(k)[static_cast<std::size_t>(c)];
                 }
             }
         }
@@ -325,6 +324,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     for (std::int64_t c = 0; c < channels; ++c) {
         ChannelReport& r = reports[static_cast<std::size_t>(c)];
         r.name = channels == 1 ? variable.name : variable.name + "[" + std::to_string(c) + "]";
+        r.per_time.resize(score_count);
         for (std::size_t k = 0; k < score_count; ++k) {
             const auto first =
                 per_time.begin() +
@@ -346,7 +346,8 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
 // temporaries first, then renamed.
 void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshShape& shape,
                    const std::vector<ChannelReport>& reports) {
-    Report report{shape, options.split, options.weights, options.summation, g.shape(), g.ntime, {}};
+    Report report{shape,     options.split, options.weights,     options.summation,
+                  g.shape(), g.ntime,       evaluation_scores(), {}};
     for (const ChannelReport& r : reports) {
         report.variables.push_back({r.name, r.per_time, r.rmse_of_time_mean, r.time_and_global_mean_bias});
     }

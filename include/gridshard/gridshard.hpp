@@ -31,3 +31,4 @@
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/metrics.hpp"
+#include "gridshard/metrics/scores.hpp"

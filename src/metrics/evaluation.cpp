@@ -11,23 +11,12 @@
 namespace gridshard {
 namespace {
 
-// The sums of one channel, after the shared total-weight slot 0.
-enum Term : std::int64_t {
-    valid_weight,        // sum over valid points of a
-    truth_sum,           // sum a t
-    prediction_sum,      // sum a p
-    truth_squares,       // sum a t^2
-    prediction_squares,  // sum a p^2
-    difference_squares,  // sum a (p - t)^2
-    truth_gradient,      // sum over points with a gradient of a |grad t|
-    truth_gradient_weight,
-    prediction_gradient,
-    prediction_gradient_weight,
-    term_count,
-};
+// The sums of one channel (EvaluationSums::Term), after the shared total-weight slot 0.
+using Term = EvaluationSums::Term;
+constexpr std::int64_t term_count = EvaluationSums::term_count;
 
 constexpr std::int64_t slot(std::int64_t c, Term term) {
-    return 1 + c * term_count + term;
+    return 1 + c * term_count + static_cast<std::int64_t>(term);
 }
 
 // One row of scratch per row quantity.
@@ -202,12 +191,12 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
                 const std::int64_t valid = point_weights != nullptr
                                                ? fill_point_terms<true>(t, p, point_weights, cols, rows)
                                                : fill_point_terms<false>(t, p, point_weights, cols, rows);
-                add_weight(sums, slot(c, valid_weight), rows[valid_points], cols, factor, point_weights, valid);
-                sums.add_row(slot(c, truth_sum), rows[masked_truth], cols, factor);
-                sums.add_row(slot(c, prediction_sum), rows[masked_prediction], cols, factor);
-                sums.add_row(slot(c, truth_squares), rows[truth_square], cols, factor);
-                sums.add_row(slot(c, prediction_squares), rows[prediction_square], cols, factor);
-                sums.add_row(slot(c, difference_squares), rows[difference_square], cols, factor);
+                add_weight(sums, slot(c, Term::valid_weight), rows[valid_points], cols, factor, point_weights, valid);
+                sums.add_row(slot(c, Term::truth_sum), rows[masked_truth], cols, factor);
+                sums.add_row(slot(c, Term::prediction_sum), rows[masked_prediction], cols, factor);
+                sums.add_row(slot(c, Term::truth_squares), rows[truth_square], cols, factor);
+                sums.add_row(slot(c, Term::prediction_squares), rows[prediction_square], cols, factor);
+                sums.add_row(slot(c, Term::difference_squares), rows[difference_square], cols, factor);
                 if (halo == nullptr) {
                     continue;
                 }
@@ -216,12 +205,12 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
                 const auto [truth_valid, prediction_valid] =
                     point_weights != nullptr ? fill_gradient_terms<true>(point_weights, cols, rows)
                                              : fill_gradient_terms<false>(point_weights, cols, rows);
-                sums.add_row(slot(c, truth_gradient), rows[truth_magnitude], cols, factor);
-                add_weight(sums, slot(c, truth_gradient_weight), rows[truth_magnitude_weight], cols, factor,
+                sums.add_row(slot(c, Term::truth_gradient), rows[truth_magnitude], cols, factor);
+                add_weight(sums, slot(c, Term::truth_gradient_weight), rows[truth_magnitude_weight], cols, factor,
                            point_weights, truth_valid);
-                sums.add_row(slot(c, prediction_gradient), rows[prediction_magnitude], cols, factor);
-                add_weight(sums, slot(c, prediction_gradient_weight), rows[prediction_magnitude_weight], cols, factor,
-                           point_weights, prediction_valid);
+                sums.add_row(slot(c, Term::prediction_gradient), rows[prediction_magnitude], cols, factor);
+                add_weight(sums, slot(c, Term::prediction_gradient_weight), rows[prediction_magnitude_weight], cols,
+                           factor, point_weights, prediction_valid);
             }
         }
     }
@@ -230,26 +219,16 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
         throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(sums.value(0)));
     }
 
-    Scores scores;
-    const double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<std::string> names;
+    for (const ScoreDefinition& d : options_.scores) {
+        names.push_back(d.name);
+    }
+    Scores scores(std::move(names), channels_);
     for (std::int64_t c = 0; c < channels_; ++c) {
-        const DoubleDouble w = sums.value_dd(slot(c, valid_weight));
-        auto mean = [&](Term term) { return sums.ratio(slot(c, term), slot(c, valid_weight)); };
-        scores.mean_truth.push_back(mean(truth_sum));
-        scores.mean_pred.push_back(mean(prediction_sum));
-        scores.bias.push_back(sums.difference(slot(c, prediction_sum), slot(c, truth_sum)) / w.hi);
-        scores.rmse.push_back(std::sqrt(mean(difference_squares)));
-        scores.std_truth.push_back(
-            dd::population_std(w, sums.value_dd(slot(c, truth_sum)), sums.value_dd(slot(c, truth_squares))));
-        scores.std_pred.push_back(
-            dd::population_std(w, sums.value_dd(slot(c, prediction_sum)), sums.value_dd(slot(c, prediction_squares))));
-        if (halo == nullptr) {
-            scores.grad_mag_percent_diff.push_back(nan);
-            continue;
+        const EvaluationSums channel(sums, slot(c, Term::valid_weight), halo != nullptr);
+        for (std::size_t k = 0; k < options_.scores.size(); ++k) {
+            scores[options_.scores[k].name][static_cast<std::size_t>(c)] = options_.scores[k].finalize(channel);
         }
-        const double g_truth = sums.ratio(slot(c, truth_gradient), slot(c, truth_gradient_weight));
-        const double g_prediction = sums.ratio(slot(c, prediction_gradient), slot(c, prediction_gradient_weight));
-        scores.grad_mag_percent_diff.push_back(100.0 * (g_prediction - g_truth) / g_truth);
     }
     return scores;
 }

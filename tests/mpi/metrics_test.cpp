@@ -544,11 +544,11 @@ TEST_F(Metrics, FusedEvaluationMatchesItsDefinitions) {
             Evaluator evaluator(g, k.channels, row_weights(k, box, w));
             const Scores s = evaluator.evaluate<float>({t, k.channels}, {p, k.channels});
             const Scores again = evaluator.evaluate<float>({t, k.channels}, {p, k.channels});
-            EXPECT_EQ(s.rmse, again.rmse);  // reusable
+            EXPECT_EQ(s["rmse"], again["rmse"]);  // reusable
             std::vector<double> all;
-            for (const auto* v :
-                 {&s.mean_truth, &s.mean_pred, &s.bias, &s.rmse, &s.std_truth, &s.std_pred, &s.grad_mag_percent_diff}) {
-                all.insert(all.end(), v->begin(), v->end());
+            for (const char* name :
+                 {"mean_truth", "mean_pred", "bias", "rmse", "std_truth", "std_pred", "grad_mag_percent_diff"}) {
+                all.insert(all.end(), s[name].begin(), s[name].end());
             }
             return all;
         },
@@ -603,6 +603,48 @@ TEST_F(Metrics, FusedEvaluationMatchesItsDefinitions) {
                 all.insert(all.end(), v.begin(), v.end());
             }
             return all;
+        });
+}
+
+// A score is one registry entry: an extra finalizer over the same sums is computed by the Evaluator on every
+// layout, bit-identical to one rank, and an unknown name is an ArgumentError.
+TEST_F(Metrics, ARegisteredScoreIsComputedByTheEvaluator) {
+    check(
+        "registered score", 2, true,
+        [](const ShardedGrid& g, const Case& k, const Box& box) {
+            std::vector<double> w;
+            const auto t = shard_of(k.truth, k.grid, box, k.channels);
+            const auto p = shard_of(k.prediction, k.grid, box, k.channels);
+            EvaluationOptions options;
+            options.scores.push_back(
+                {"mean_square_truth", "msq_truth", "weighted mean of truth^2", 12, 4, [](const EvaluationSums& sums) {
+                     using T = EvaluationSums::Term;
+                     return sums.ratio(T::truth_squares, T::valid_weight);
+                 }});
+            Evaluator evaluator(g, k.channels, row_weights(k, box, w), options);
+            const Scores s = evaluator.evaluate<float>({t, k.channels}, {p, k.channels});
+            EXPECT_EQ(s.names().size(), evaluation_scores().size() + 1);
+            EXPECT_THROW((void)s["no_such_score"], ArgumentError);
+            return s["mean_square_truth"];
+        },
+        [](const Case& k, const std::vector<double>&) {
+            std::vector<double> expected;
+            for (std::int64_t c = 0; c < k.channels; ++c) {
+                double w = 0, stt = 0;
+                for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                    for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                        const auto n = static_cast<std::size_t>(k.index(c, i, j));
+                        const double a = k.weights[static_cast<std::size_t>(i)];
+                        if (a == 0 || !std::isfinite(k.truth[n]) || !std::isfinite(k.prediction[n])) {
+                            continue;
+                        }
+                        w += a;
+                        stt += a * k.truth[n] * k.truth[n];
+                    }
+                }
+                expected.push_back(stt / w);
+            }
+            return expected;
         });
 }
 

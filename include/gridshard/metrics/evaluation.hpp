@@ -16,6 +16,7 @@
 
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/scores.hpp"
 
 namespace gridshard {
 
@@ -24,26 +25,16 @@ struct EvaluationOptions {
     /// Compute grad_mag_percent_diff (needs a one-cell halo exchange).
     bool gradient = true;
     GradientOptions gradient_options{};
+    /// The scores to finalize, in order (see metrics/scores.hpp); each is a finalizer over the same sums.
+    std::vector<ScoreDefinition> scores = evaluation_scores();
 };
 
-/// Scores per channel. `valid` means finite in both truth and prediction; the means are weighted means
-/// over valid points: mean_truth, mean_pred, bias = mean(p - t), rmse = sqrt(mean((p - t)^2)),
-/// std_truth and std_pred (population, about each field's own mean over the valid points), and
-/// grad_mag_percent_diff = 100 (G(p) - G(t)) / G(t), G the weighted NaN-aware mean of the gradient
-/// magnitude, each field with its own NaN set. NaN where a channel has no valid point.
-struct Scores {
-    std::vector<double> mean_truth;
-    std::vector<double> mean_pred;
-    std::vector<double> bias;
-    std::vector<double> rmse;
-    std::vector<double> std_truth;
-    std::vector<double> std_pred;
-    std::vector<double> grad_mag_percent_diff;
-};
-
-/// Computes Scores for fields of `channels` channels on `grid`; reusable for any number of fields (it
-/// keeps its halo buffers between calls, so one Evaluator serves one thread). Holds references to the
-/// grid and the weights, which must outlive it.
+/// Computes the registered scores (EvaluationOptions::scores, by default evaluation_scores(): valid means
+/// finite in both truth and prediction under a non-zero weight, every mean over the valid points, each
+/// field's gradient mean over its own finite magnitudes; NaN where a channel has no valid point) for
+/// fields of `channels` channels on `grid`; reusable for any number of fields (it keeps its halo buffers
+/// between calls, so one Evaluator serves one thread). Holds references to the grid and the weights,
+/// which must outlive it.
 class Evaluator {
   public:
     /// No MPI calls. A bad channel count is raised by evaluate(), alike on every rank.
