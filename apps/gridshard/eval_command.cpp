@@ -14,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <sstream>
 
 #include "commands.hpp"
@@ -28,7 +29,7 @@
 #include "gridshard/metrics/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
-#include "gridshard/numerics/double_double.hpp"
+#include "gridshard/metrics/time_mean.hpp"
 #include "options.hpp"
 #include "output.hpp"
 
@@ -192,43 +193,29 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     const auto shard_values = static_cast<std::size_t>(points);
     std::vector<double> per_time;
     std::vector<double> zonal;
-    std::vector<double> difference_sum;
-    std::vector<double> difference_error;
-    std::vector<unsigned char> invalid;
-    std::vector<double> packed;
-    std::vector<double> difference;
-    std::vector<double> difference_squared;
     std::vector<T> truth;
     std::vector<T> prediction;
     std::unique_ptr<VariableSteps> reader;
-    check_collectively(
-        mesh.world(), attempt([&] {
-            // Owned values are written in place; everything else stays 0 so the sums are exact.
-            per_time = allocate_vector<double>(score_count * static_cast<std::size_t>(channels * ntime),
-                                               "the per-step scores of '" + name + "'");
-            zonal = allocate_vector<double>(static_cast<std::size_t>(2 * channels * ntime * nlat),
-                                            "the zonal means of '" + name + "'");
-            // Per point: the sum over steps of (pred - truth) as a double-double (sum, error),
-            // and whether any step was not finite.
-            difference_sum = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
-            difference_error = allocate_vector<double>(shard_values, "the time sums of '" + name + "'");
-            invalid = allocate_vector<unsigned char>(shard_values, "the validity flags of '" + name + "'");
-            if (mesh.shape().data > 1) {
-                // Gathered over the data group in one message: it must fit an MPI count.
-                if (3 * shard_values > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
-                    throw ArgumentError("variable '" + name + "': the time sums of a rank's box (" +
-                                        std::to_string(3 * shard_values) + " values) exceed an MPI message; " +
-                                        "use a finer mesh");
-                }
-                packed =
-                    allocate_vector<double>(3 * shard_values, "the time sums of '" + name + "' for the data group");
-            }
-            difference = allocate_vector<double>(shard_values, "the time means of '" + name + "'");
-            difference_squared = allocate_vector<double>(shard_values, "the time means of '" + name + "'");
-            truth = allocate_vector<T>(shard_values, "the truth buffer of '" + name + "'");
-            prediction = allocate_vector<T>(shard_values, "the prediction buffer of '" + name + "'");
-            reader = source.open(variable, box);
-        }));
+    std::optional<TimeMeanAccumulator> time_sums;  // this rank's steps, then (merged) every step
+    check_collectively(mesh.world(), attempt([&] {
+                           // Owned values are written in place; everything else stays 0 so the sums are exact.
+                           per_time = allocate_vector<double>(score_count * static_cast<std::size_t>(channels * ntime),
+                                                              "the per-step scores of '" + name + "'");
+                           zonal = allocate_vector<double>(static_cast<std::size_t>(2 * channels * ntime * nlat),
+                                                           "the zonal means of '" + name + "'");
+                           truth = allocate_vector<T>(shard_values, "the truth buffer of '" + name + "'");
+                           prediction = allocate_vector<T>(shard_values, "the prediction buffer of '" + name + "'");
+                           if (mesh.shape().data > 1 &&
+                               3 * shard_values + 1 > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+                               // The time sums are gathered over the data group in one message: it must fit an MPI
+                               // count.
+                               throw ArgumentError("variable '" + name + "': the time sums of a rank's box (" +
+                                                   std::to_string(3 * shard_values + 1) +
+                                                   " values) exceed an MPI message; " + "use a finer mesh");
+                           }
+                           time_sums.emplace(grid, channels);
+                           reader = source.open(variable, box);
+                       }));
     Evaluator evaluator(grid, channels, weights, {.summation = summation});
     LocalFailure failure;
     for (std::int64_t step = steps.begin; step < steps.end && !failure.failed(); ++step) {
@@ -262,26 +249,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
                 }
             }
         }
-        // Per-point time sums of the difference, with each addition's rounding error kept (TwoSum). The
-        // sum is exact, so independent of how the steps are split over data ranks, while each point's
-        // differences span less than about 2^(80 - log2 ntime), which geophysical fields do by far;
-        // beyond that the time-mean scores may differ in the last bits between data-parallel splits.
-        // Branch-free, so it vectorises.
-        double* __restrict sum = difference_sum.data();
-        double* __restrict error = difference_error.data();
-        unsigned char* __restrict bad = invalid.data();
-        for (std::int64_t k = 0; k < points; ++k) {
-            const double tv = truth[static_cast<std::size_t>(k)];
-            const double pv = prediction[static_cast<std::size_t>(k)];
-            const double d = pv - tv;
-            const bool finite = (d - d) == 0.0;  // false for NaN or infinite inputs
-            const double x = finite ? d : 0.0;
-            const double s_new = sum[k] + x;
-            const double v = s_new - sum[k];
-            error[k] += (sum[k] - (s_new - v)) + (x - v);
-            sum[k] = s_new;
-            bad[k] |= finite ? 0 : 1;
-        }
+        time_sums->add(t, p);
         progress.step(variable.name);
     }
     check_collectively(mesh.world(), failure);
@@ -290,35 +258,12 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     spatial_reduce_sum<double>(mesh, zonal);
     reduce_sum<double>(mesh, zonal);
 
-    // Time means: the per-point sums of every data rank, merged in data-rank order (nothing to merge
-    // with one data rank).
-    if (mesh.shape().data > 1) {
-        for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
-            packed[3 * n] = difference_sum[n];
-            packed[3 * n + 1] = difference_error[n];
-            packed[3 * n + 2] = invalid[n];
-        }
-        const std::vector<double> all = allgather_data<double>(mesh, packed);
-        for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
-            DoubleDouble merged{};
-            unsigned char any_bad = 0;
-            for (std::size_t d = 0; d < all.size() / packed.size(); ++d) {
-                const double* part = all.data() + d * packed.size() + 3 * n;
-                merged = dd::add(merged, dd::two_sum(part[0], part[1]));
-                any_bad |= part[2] != 0.0 ? 1 : 0;
-            }
-            difference_sum[n] = merged.hi;
-            difference_error[n] = merged.lo;
-            invalid[n] = any_bad;
-        }
-    }
-    for (std::size_t n = 0; n < static_cast<std::size_t>(points); ++n) {
-        const double d = invalid[n] != 0 ? nan : (difference_sum[n] + difference_error[n]) / static_cast<double>(ntime);
-        difference[n] = d;
-        difference_squared[n] = d * d;
-    }
-    const auto mean_difference = weighted_nanmean<double>(grid, {difference, channels}, weights, summation);
-    const auto mean_squared = weighted_nanmean<double>(grid, {difference_squared, channels}, weights, summation);
+    // Time means: every data rank's sums, merged over the data group; a point not finite at any step
+    // is left out, as every score of eval does.
+    time_sums->merge_over_data();
+    const auto mean_difference =
+        time_sums->time_and_global_mean_bias(weights, ValidityPolicy::skip_invalid_pairs, summation);
+    const auto rmse_of_time_mean = time_sums->rmse_of_time_mean(weights, ValidityPolicy::skip_invalid_pairs, summation);
 
     std::vector<ChannelReport> reports(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
@@ -333,7 +278,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
             r.per_time[k].assign(first, first + ntime);
         }
         r.time_and_global_mean_bias = mean_difference[static_cast<std::size_t>(c)];
-        r.rmse_of_time_mean = std::sqrt(mean_squared[static_cast<std::size_t>(c)]);
+        r.rmse_of_time_mean = rmse_of_time_mean[static_cast<std::size_t>(c)];
         const auto zonal_first = zonal.begin() + c * ntime * nlat;
         r.zonal_truth.assign(zonal_first, zonal_first + ntime * nlat);
         const auto prediction_first = zonal_first + channels * ntime * nlat;

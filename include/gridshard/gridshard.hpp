@@ -32,3 +32,4 @@
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
+#include "gridshard/metrics/time_mean.hpp"

@@ -8,6 +8,7 @@
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/metrics/time_mean.hpp"
 #include "gridshard/numerics/double_double.hpp"
 #include "row_kernels.hpp"
 
@@ -423,42 +424,28 @@ std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, Fie
 namespace {
 
 // Per-point means over `ntime` leading steps, (channels, rows, cols) in double, summed in step order.
+// The time-mean metrics of fields holding every step, through the one streaming TimeMeanAccumulator, with
+// the policy `rmse` and `bias` have (propagate). The arguments are agreed over the spatial group first.
 template <class T>
-std::vector<double> time_mean(const FieldShard<T>& x, std::int64_t ntime, std::int64_t points_per_step) {
-    std::vector<double> mean(static_cast<std::size_t>(points_per_step), 0.0);
-    for (std::int64_t s = 0; s < ntime; ++s) {
-        const T* step = x.values.data() + s * points_per_step;
-        for (std::int64_t k = 0; k < points_per_step; ++k) {
-            mean[static_cast<std::size_t>(k)] += static_cast<double>(step[k]);
-        }
-    }
-    for (double& m : mean) {
-        m /= static_cast<double>(ntime);
-    }
-    return mean;
-}
-
-// The time means of truth and prediction, or an error message (the same checks as rmse and bias).
-template <class T>
-std::string time_means(const ShardedGrid& grid, const FieldShard<T>& truth, const FieldShard<T>& prediction,
-                       std::int64_t ntime, std::vector<double>& truth_mean, std::vector<double>& prediction_mean,
-                       std::int64_t& channels) {
+TimeMeanAccumulator accumulate_steps(const ShardedGrid& grid, const FieldShard<T>& truth,
+                                     const FieldShard<T>& prediction, std::int64_t ntime) {
+    std::string error;
     if (ntime < 1 || truth.channels % ntime != 0) {
-        channels = 1;
-        return "ntime=" + std::to_string(ntime) + " must be >= 1 and divide the " + std::to_string(truth.channels) +
-               " leading planes";
-    }
-    const std::string error = pair_error(truth, prediction, grid.box());
-    channels = truth.channels / ntime;
-    if (error.empty()) {
-        const std::int64_t points = channels * grid.box().area();
-        truth_mean = time_mean(truth, ntime, points);
-        prediction_mean = time_mean(prediction, ntime, points);
+        error = "ntime=" + std::to_string(ntime) + " must be >= 1 and divide the " + std::to_string(truth.channels) +
+                " leading planes";
     } else {
-        truth_mean.assign(static_cast<std::size_t>(channels * grid.box().area()), 0.0);
-        prediction_mean = truth_mean;
+        error = pair_error(truth, prediction, grid.box());
     }
-    return error;
+    const std::int64_t channels = error.empty() ? truth.channels / ntime : 1;
+    check_arguments(grid, error, channels);
+    TimeMeanAccumulator sums(grid, channels);
+    const auto step_values = static_cast<std::size_t>(channels * grid.box().area());
+    for (std::int64_t s = 0; s < ntime; ++s) {
+        const auto offset = static_cast<std::size_t>(s) * step_values;
+        sums.add<T>({truth.values.subspan(offset, step_values), channels},
+                    {prediction.values.subspan(offset, step_values), channels});
+    }
+    return sums;
 }
 
 }  // namespace
@@ -466,21 +453,14 @@ std::string time_means(const ShardedGrid& grid, const FieldShard<T>& truth, cons
 template <class T>
 std::vector<double> rmse_of_time_mean(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
                                       std::int64_t ntime, Weights a, Summation summation) {
-    std::vector<double> truth_mean;
-    std::vector<double> prediction_mean;
-    std::int64_t channels = 0;
-    const std::string error = time_means(grid, truth, prediction, ntime, truth_mean, prediction_mean, channels);
-    return rmse_of<double>(grid, {truth_mean, channels}, {prediction_mean, channels}, a, summation, error);
+    return accumulate_steps(grid, truth, prediction, ntime).rmse_of_time_mean(a, ValidityPolicy::propagate, summation);
 }
 
 template <class T>
 std::vector<double> time_and_global_mean_bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
                                               std::int64_t ntime, Weights a, Summation summation) {
-    std::vector<double> truth_mean;
-    std::vector<double> prediction_mean;
-    std::int64_t channels = 0;
-    const std::string error = time_means(grid, truth, prediction, ntime, truth_mean, prediction_mean, channels);
-    return bias_of<double>(grid, {truth_mean, channels}, {prediction_mean, channels}, a, summation, error);
+    return accumulate_steps(grid, truth, prediction, ntime)
+        .time_and_global_mean_bias(a, ValidityPolicy::propagate, summation);
 }
 
 #define GRIDSHARD_INSTANTIATE_METRICS(T)                                                                              \

@@ -16,6 +16,7 @@
 #include "gridshard/metrics/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
+#include "gridshard/metrics/time_mean.hpp"
 #include "mpi_test_support.hpp"
 
 namespace gridshard {
@@ -646,6 +647,63 @@ TEST_F(Metrics, ARegisteredScoreIsComputedByTheEvaluator) {
             }
             return expected;
         });
+}
+
+// The time means of `gridshard eval` and of the library are one TimeMeanAccumulator: streamed over this
+// data rank's block of steps (uneven when D does not divide T) and merged, it gives the library's
+// rmse_of_time_mean on every step bit for bit; skip_invalid_pairs leaves out points not finite at a step.
+TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
+    const GridShape grid{13, 17};
+    const std::int64_t channels = 2;
+    const std::int64_t ntime = 5;
+    const Case k = make_case(grid, channels * ntime);
+    const ShardedGrid g(mesh, grid);
+    const Box& box = g.box();
+    std::vector<double> w;
+    const Weights weights = row_weights(k, box, w);
+    const auto t = shard_of(k.truth, grid, box, channels * ntime);
+    const auto p = shard_of(k.prediction, grid, box, channels * ntime);
+    const auto library_rmse = rmse_of_time_mean<float>(g, {t, channels * ntime}, {p, channels * ntime}, ntime, weights);
+    const auto library_bias =
+        time_and_global_mean_bias<float>(g, {t, channels * ntime}, {p, channels * ntime}, ntime, weights);
+
+    TimeMeanAccumulator sums(g, channels);
+    const Range steps = data_block(ntime, mesh.shape().data, mesh.coords().data, true);
+    const auto step_values = static_cast<std::size_t>(channels * box.area());
+    for (std::int64_t s = steps.begin; s < steps.end; ++s) {
+        const auto offset = static_cast<std::size_t>(s) * step_values;
+        sums.add<float>({std::span<const float>(t).subspan(offset, step_values), channels},
+                        {std::span<const float>(p).subspan(offset, step_values), channels});
+    }
+    sums.merge_over_data();
+    EXPECT_EQ(sums.steps(), ntime);
+    expect_identical(sums.rmse_of_time_mean(weights, ValidityPolicy::propagate), library_rmse, "streamed rmse");
+    expect_identical(sums.time_and_global_mean_bias(weights, ValidityPolicy::propagate), library_bias, "streamed bias");
+    EXPECT_TRUE(std::isnan(library_rmse[1]));  // channel 1 has NaN points, which propagate
+
+    const auto skipped = sums.rmse_of_time_mean(weights, ValidityPolicy::skip_invalid_pairs);
+    for (std::int64_t c = 0; c < channels; ++c) {
+        double total = 0;
+        double sum = 0;
+        for (std::int64_t i = 0; i < grid.nlat; ++i) {
+            for (std::int64_t j = 0; j < grid.nlon; ++j) {
+                double d = 0;
+                bool valid = true;
+                for (std::int64_t s = 0; s < ntime; ++s) {
+                    const auto n = static_cast<std::size_t>(k.index(s * channels + c, i, j));
+                    valid = valid && std::isfinite(k.truth[n]) && std::isfinite(k.prediction[n]);
+                    d += static_cast<double>(k.prediction[n]) - static_cast<double>(k.truth[n]);
+                }
+                const double a = k.weights[static_cast<std::size_t>(i)];
+                if (valid && a != 0) {
+                    d /= static_cast<double>(ntime);
+                    total += a;
+                    sum += a * d * d;
+                }
+            }
+        }
+        expect_close(skipped[static_cast<std::size_t>(c)], std::sqrt(sum / total), "skip_invalid_pairs rmse");
+    }
 }
 
 TEST_F(Metrics, FastSummationIsCloseButNotPromisedIdentical) {

@@ -30,6 +30,16 @@ enum class Summation {
     fast,
 };
 
+/// How a sum treats values that are not finite (docs/design.md §3).
+enum class ValidityPolicy {
+    /// NaN or inf under a zero weight vanishes; under a non-zero weight it propagates into the result.
+    propagate,
+    /// NaN points leave both the numerator and the weight; an infinity counts as a value.
+    skip_nan,
+    /// A point counts when truth and prediction are both finite and its weight is non-zero.
+    skip_invalid_pairs,
+};
+
 /// "reproducible" or "fast".
 [[nodiscard]] std::string_view to_string(Summation summation) noexcept;
 /// Parses "reproducible" or "fast"; throws ArgumentError naming the value otherwise.

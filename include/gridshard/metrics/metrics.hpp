@@ -96,14 +96,15 @@ template <class T>
                                                                   Summation summation = Summation::reproducible);
 
 /// rmse of the time means: `truth` and `prediction` hold `ntime` steps, (ntime, channels, rows, cols)
-/// with `channels = x.channels / ntime`; per-point time means are formed locally in double.
-/// Collective over `spatial`: one allreduce of C + 1 sums at the end.
+/// with `channels = x.channels / ntime`. The per-point time means of (p - t) come from the one streaming
+/// TimeMeanAccumulator (metrics/time_mean.hpp) under ValidityPolicy::propagate, as `rmse` treats values.
+/// Collective over `spatial`: the argument check, then one allreduce of C + 1 sums.
 template <class T>
 [[nodiscard]] std::vector<double> rmse_of_time_mean(const ShardedGrid& grid, FieldShard<T> truth,
                                                     FieldShard<T> prediction, std::int64_t ntime, Weights a,
                                                     Summation summation = Summation::reproducible);
 
-/// Weighted mean over space of (time-mean p - time-mean t), shapes as rmse_of_time_mean.
+/// Weighted mean over space of (time-mean p - time-mean t), shapes and accumulation as rmse_of_time_mean.
 /// Collective over `spatial`: one allreduce of 2C + 1 sums at the end.
 template <class T>
 [[nodiscard]] std::vector<double> time_and_global_mean_bias(const ShardedGrid& grid, FieldShard<T> truth,

@@ -1,0 +1,66 @@
+#pragma once
+/// @file
+/// Time-mean scores streamed one step at a time: per-point sums over steps of (prediction - truth),
+/// exact, merged over the data group, and finalized into rmse_of_time_mean and time_and_global_mean_bias
+/// under a named validity policy. The library's time-mean metrics and `gridshard eval` are this code.
+///
+/// @code
+///   gridshard::TimeMeanAccumulator sums(grid, channels);
+///   for (each of this data rank's steps) sums.add<float>(truth_step, prediction_step);   // no MPI
+///   sums.merge_over_data(mesh);                                                         // over data
+///   auto rmse = sums.rmse_of_time_mean(weights, gridshard::ValidityPolicy::skip_invalid_pairs);
+/// @endcode
+
+#include <cstdint>
+#include <vector>
+
+#include "gridshard/metrics/field.hpp"
+
+namespace gridshard {
+
+/// Per point of a rank's box and channel: the sum over steps of the finite differences (prediction -
+/// truth) as a double-double (TwoSum), and the IEEE sum of the non-finite ones. The finite sum is exact
+/// while a point's differences span less than about 2^(80 - log2 steps), so its value does not depend on
+/// how steps are split over data ranks or added; the non-finite sum is NaN or an infinity as IEEE
+/// arithmetic gives it. 24 bytes per point. Holds a reference to `grid`, which must outlive it.
+class TimeMeanAccumulator {
+  public:
+    /// No MPI calls.
+    TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t channels);
+
+    /// Adds one step, both fields (channels, rows, cols) of this rank's box. No MPI calls; throws
+    /// ArgumentError for a shape that does not fit (agree first where only some ranks could err).
+    template <class T>
+    void add(FieldShard<T> truth, FieldShard<T> prediction);
+
+    /// Collective over `data`: one all-gather of the sums (24 bytes per point per data rank), merged in
+    /// data-rank order, and of the step counts; afterwards every data rank holds the sums over every step.
+    void merge_over_data();
+
+    /// The steps added (over every data rank after merge_over_data()).
+    [[nodiscard]] std::int64_t steps() const noexcept { return steps_; }
+
+    /// Per point the time mean of (prediction - truth) under `policy`: propagate keeps the non-finite sum
+    /// (NaN, or an infinity), skip_nan makes a point NaN only when a step was NaN, skip_invalid_pairs makes
+    /// a point NaN when any step was not finite. No MPI calls.
+    [[nodiscard]] std::vector<double> mean_difference(ValidityPolicy policy) const;
+
+    /// sqrt(weighted mean of the squared time-mean differences): with propagate as `rmse` treats values
+    /// (weighted_mean), otherwise over the points left (weighted_nanmean). Collective over `spatial`.
+    [[nodiscard]] std::vector<double> rmse_of_time_mean(Weights a, ValidityPolicy policy,
+                                                        Summation summation = Summation::reproducible) const;
+
+    /// The weighted mean of the time-mean differences, as rmse_of_time_mean. Collective over `spatial`.
+    [[nodiscard]] std::vector<double> time_and_global_mean_bias(Weights a, ValidityPolicy policy,
+                                                                Summation summation = Summation::reproducible) const;
+
+  private:
+    const ShardedGrid* grid_;
+    std::int64_t channels_;
+    std::int64_t steps_ = 0;
+    std::vector<double> sum_;
+    std::vector<double> error_;
+    std::vector<double> special_;  // the IEEE sum of the non-finite differences (0 when none)
+};
+
+}  // namespace gridshard

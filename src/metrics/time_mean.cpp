@@ -1,0 +1,132 @@
+#include "gridshard/metrics/time_mean.hpp"
+
+#include <cmath>
+#include <limits>
+#include <span>
+
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
+#include "gridshard/metrics/metrics.hpp"
+#include "gridshard/numerics/double_double.hpp"
+
+namespace gridshard {
+
+TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t channels)
+    : grid_(&grid), channels_(channels) {
+    if (channels < 1) {
+        throw ArgumentError("TimeMeanAccumulator: channels must be >= 1, got " + std::to_string(channels));
+    }
+    const auto points = static_cast<std::size_t>(channels * grid.box().area());
+    sum_ = allocate_vector<double>(points, "the time sums");
+    error_ = allocate_vector<double>(points, "the time sums");
+    special_ = allocate_vector<double>(points, "the time sums");
+}
+
+template <class T>
+void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
+    const std::size_t points = sum_.size();
+    if (truth.channels != channels_ || prediction.channels != channels_ || truth.values.size() != points ||
+        prediction.values.size() != points) {
+        throw ArgumentError("TimeMeanAccumulator::add: truth (" + std::to_string(truth.values.size()) +
+                            " values) and prediction (" + std::to_string(prediction.values.size()) + " values) of " +
+                            std::to_string(truth.channels) + " and " + std::to_string(prediction.channels) +
+                            " channels, for " + std::to_string(channels_) + " channels of " + std::to_string(points) +
+                            " values");
+    }
+    // Branch-free TwoSum, so it vectorises; non-finite differences go to their own IEEE sum.
+    const T* __restrict t = truth.values.data();
+    const T* __restrict p = prediction.values.data();
+    double* __restrict sum = sum_.data();
+    double* __restrict error = error_.data();
+    double* __restrict special = special_.data();
+    for (std::size_t k = 0; k < points; ++k) {
+        const double d = static_cast<double>(p[k]) - static_cast<double>(t[k]);
+        const bool finite = (d - d) == 0.0;  // false for NaN or infinite
+        const double x = finite ? d : 0.0;
+        const double s_new = sum[k] + x;
+        const double v = s_new - sum[k];
+        error[k] += (sum[k] - (s_new - v)) + (x - v);
+        sum[k] = s_new;
+        special[k] += finite ? 0.0 : d;
+    }
+    ++steps_;
+}
+
+void TimeMeanAccumulator::merge_over_data() {
+    const ProcessMesh& mesh = grid_->mesh();
+    if (mesh.shape().data == 1) {
+        return;  // nothing to merge
+    }
+    const std::size_t points = sum_.size();
+    auto packed = allocate_vector<double>(3 * points + 1, "the time sums for the data group");
+    for (std::size_t n = 0; n < points; ++n) {
+        packed[3 * n] = sum_[n];
+        packed[3 * n + 1] = error_[n];
+        packed[3 * n + 2] = special_[n];
+    }
+    packed[3 * points] = static_cast<double>(steps_);
+    const std::vector<double> all = allgather_data<double>(mesh, packed);
+    const std::size_t parts = all.size() / packed.size();
+    steps_ = 0;
+    for (std::size_t d = 0; d < parts; ++d) {
+        steps_ += static_cast<std::int64_t>(all[d * packed.size() + 3 * points]);
+    }
+    for (std::size_t n = 0; n < points; ++n) {
+        DoubleDouble merged{};
+        double special = 0.0;
+        for (std::size_t d = 0; d < parts; ++d) {  // in data-rank order
+            const double* part = all.data() + d * packed.size() + 3 * n;
+            merged = dd::add(merged, dd::two_sum(part[0], part[1]));
+            special += part[2];
+        }
+        sum_[n] = merged.hi;
+        error_[n] = merged.lo;
+        special_[n] = special;
+    }
+}
+
+std::vector<double> TimeMeanAccumulator::mean_difference(ValidityPolicy policy) const {
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    std::vector<double> mean(sum_.size());
+    const double steps = static_cast<double>(steps_);
+    for (std::size_t n = 0; n < mean.size(); ++n) {
+        const double special = special_[n];
+        const double finite_mean = (sum_[n] + error_[n]) / steps;
+        if (special == 0.0 || steps_ == 0) {
+            mean[n] = steps_ == 0 ? nan : finite_mean;
+        } else {
+            mean[n] = policy == ValidityPolicy::skip_invalid_pairs ? nan : special;  // NaN or an infinity
+        }
+    }
+    return mean;
+}
+
+std::vector<double> TimeMeanAccumulator::rmse_of_time_mean(Weights a, ValidityPolicy policy,
+                                                           Summation summation) const {
+    std::vector<double> squares = mean_difference(policy);
+    for (double& d : squares) {
+        d *= d;
+    }
+    const FieldShard<double> field{squares, channels_};
+    std::vector<double> result = policy == ValidityPolicy::propagate
+                                     ? weighted_mean<double>(*grid_, field, a, summation)
+                                     : weighted_nanmean<double>(*grid_, field, a, summation);
+    for (double& r : result) {
+        r = std::sqrt(r);
+    }
+    return result;
+}
+
+std::vector<double> TimeMeanAccumulator::time_and_global_mean_bias(Weights a, ValidityPolicy policy,
+                                                                   Summation summation) const {
+    const std::vector<double> difference = mean_difference(policy);
+    const FieldShard<double> field{difference, channels_};
+    return policy == ValidityPolicy::propagate ? weighted_mean<double>(*grid_, field, a, summation)
+                                               : weighted_nanmean<double>(*grid_, field, a, summation);
+}
+
+template void TimeMeanAccumulator::add<float>(FieldShard<float>, FieldShard<float>);
+template void TimeMeanAccumulator::add<double>(FieldShard<double>, FieldShard<double>);
+
+}  // namespace gridshard
