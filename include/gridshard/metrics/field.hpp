@@ -10,6 +10,7 @@
 ///   auto mean = gridshard::weighted_mean(grid, gridshard::FieldShard<float>{t, channels}, w.view());
 /// @endcode
 
+#include <concepts>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -72,9 +73,14 @@ class ShardedGrid {
     std::string halo_problem_;
 };
 
+/// The value types the metrics take: float and double. Anything else (an integer field, a long double)
+/// fails to compile, since no FieldShard of it can be formed.
+template <class T>
+concept FieldValue = std::same_as<T, float> || std::same_as<T, double>;
+
 /// A rank's shard of a field: `channels` planes of the rank's box, `(channels, rows, cols)`, longitude
 /// fastest. Leading dims (batch, time, level) are flattened into channels. Non-owning.
-template <class T>
+template <FieldValue T>
 struct FieldShard {
     std::span<const T> values;
     std::int64_t channels = 1;
