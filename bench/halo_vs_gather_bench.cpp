@@ -23,8 +23,8 @@
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/comm/mpi_check.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
-#include "gridshard/metrics/area_weights.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 

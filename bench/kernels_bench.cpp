@@ -13,7 +13,7 @@
 
 #include "bench_support.hpp"
 #include "gridshard/comm/environment.hpp"
-#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/exact_sum.hpp"

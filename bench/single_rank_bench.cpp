@@ -21,7 +21,7 @@
 #include "bench_support.hpp"
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/core/error.hpp"
-#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
 

@@ -18,11 +18,15 @@
 namespace {
 
 // Writes `text` once: under mpirun or srun every rank parses the same command line, so only world rank 0
-// speaks. Finding the rank starts MPI (a light singleton for a process started plainly); if that fails,
-// every process speaks rather than none.
-// Rank 0 speaks before MPI is finalised: MPI_Finalize holds the other ranks until then, so none exits
-// (and has the launcher end the job) before the line is out.
+// speaks. A process started plainly is alone and speaks without starting MPI; under a launcher, finding
+// the rank starts MPI, and if that fails every process speaks rather than none. Rank 0 speaks before MPI
+// is finalised: MPI_Finalize holds the other ranks until then, so none exits (and has the launcher end
+// the job) before the line is out.
 void say_once(std::ostream& out, const std::string& text) {
+    if (!gridshard::MpiEnvironment::launched()) {
+        out << text << std::flush;
+        return;
+    }
     try {
         const gridshard::MpiEnvironment environment(nullptr, nullptr);
         if (gridshard::Communicator::world().rank() == 0) {

@@ -5,7 +5,9 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
 
+#include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/geometry/field_views.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
 #include "gridshard/geometry/split.hpp"
 
@@ -27,7 +29,6 @@
 #include "gridshard/comm/memory_check.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 
-#include "gridshard/metrics/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/metrics.hpp"

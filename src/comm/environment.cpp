@@ -49,6 +49,10 @@ MpiEnvironment::~MpiEnvironment() {
     }
 }
 
+bool MpiEnvironment::launched() noexcept {
+    return !started_without_launcher();
+}
+
 void MpiEnvironment::abort(int exit_code) noexcept {
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::_Exit(exit_code);

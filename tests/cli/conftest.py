@@ -6,6 +6,21 @@ import subprocess
 import pytest
 
 
+@pytest.fixture(scope="session", autouse=True)
+def private_mpi_session_folder(tmp_path_factory):
+    """Open MPI keeps a session folder under TMPDIR for every start, singletons included; concurrent jobs
+    that share one (other ctest entries run beside this suite) can race when one cleans up as another
+    creates its own. The tool's processes started here get a folder of their own."""
+    folder = tmp_path_factory.mktemp("ompi_session")
+    previous = os.environ.get("TMPDIR")
+    os.environ["TMPDIR"] = str(folder)
+    yield folder
+    if previous is None:
+        os.environ.pop("TMPDIR", None)
+    else:
+        os.environ["TMPDIR"] = previous
+
+
 @pytest.fixture(scope="session")
 def gridshard_bin():
     path = os.environ.get("GRIDSHARD_BIN")

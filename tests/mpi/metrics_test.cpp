@@ -13,7 +13,7 @@
 
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
-#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/time_mean.hpp"

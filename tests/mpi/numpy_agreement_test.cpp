@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "mpi_test_support.hpp"
 

@@ -7,7 +7,7 @@
 #include <numeric>
 
 #include "gridshard/core/error.hpp"
-#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 
 namespace gridshard {
 namespace {

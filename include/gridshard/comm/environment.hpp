@@ -16,6 +16,10 @@ class MpiEnvironment {
     MpiEnvironment& operator=(const MpiEnvironment&) = delete;
     ~MpiEnvironment();
 
+    /// Whether a launcher (mpirun, mpiexec, srun, a PMI or PMIx process manager) started this process, as
+    /// its environment says. No MPI calls; for a process that wants to know before starting MPI.
+    [[nodiscard]] static bool launched() noexcept;
+
     /// Ends every rank of MPI_COMM_WORLD with `exit_code` after a failure that not all ranks saw.
     [[noreturn]] static void abort(int exit_code) noexcept;
 

@@ -20,6 +20,7 @@
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 #include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/geometry/field_views.hpp"
 
 namespace gridshard {
 
@@ -72,38 +73,6 @@ class ShardedGrid {
     std::optional<HaloExchange> periodic_halo_;
     std::string halo_problem_;
 };
-
-/// The value types the metrics take: float and double. Anything else (an integer field, a long double)
-/// fails to compile, since no FieldShard of it can be formed.
-template <class T>
-concept FieldValue = std::same_as<T, float> || std::same_as<T, double>;
-
-/// A rank's shard of a field: `channels` planes of the rank's box, `(channels, rows, cols)`, longitude
-/// fastest. Leading dims (batch, time, level) are flattened into channels. Non-owning.
-template <FieldValue T>
-struct FieldShard {
-    std::span<const T> values;
-    std::int64_t channels = 1;
-};
-
-/// Area weights for a rank's box, non-owning: one weight per row of the box (a field of shape
-/// (nlat, 1) broadcast over longitude) or one per point `(rows, cols)`. Weights must be finite and
-/// non-negative, and their total over the grid positive.
-struct Weights {
-    std::span<const double> values;
-    bool per_point = false;
-};
-
-/// Owning area weights for a rank's box.
-struct AreaWeights {
-    std::vector<double> values;
-    bool per_point = false;
-    [[nodiscard]] Weights view() const noexcept { return {values, per_point}; }
-};
-
-/// The slice of global weights of shape (nlat) (per row) or (nlat, nlon) (per point) that `box` covers.
-/// No MPI calls.
-[[nodiscard]] AreaWeights slice_weights(std::span<const double> global, const GridShape& grid, const Box& box);
 
 /// Options of the gradient metrics (docs/design.md §3). The defaults are torch.gradient's: unit spacing, edges
 /// by one-sided differences, no periodicity.

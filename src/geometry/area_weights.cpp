@@ -1,4 +1,4 @@
-#include "gridshard/metrics/area_weights.hpp"
+#include "gridshard/geometry/area_weights.hpp"
 
 #include <algorithm>
 #include <array>

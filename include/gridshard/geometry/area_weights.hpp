@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gridshard/geometry/decomposition.hpp"
-#include "gridshard/metrics/field.hpp"
+#include "gridshard/geometry/field_views.hpp"
 
 namespace gridshard {
 
