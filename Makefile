@@ -38,10 +38,12 @@ test-asan: deps
 	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE no-sanitizer
 
 # The CF reader's fuzz target (clang's libFuzzer, with ASan and UBSan) for FUZZ_SECONDS over a seed corpus of
-# valid and cut-short files; inputs that grow coverage accumulate in $(FUZZ_DIR)/corpus, crashes go to
-# $(FUZZ_DIR)/crashes. Run longer with `make fuzz FUZZ_SECONDS=3600`.
+# valid and cut-short files, from a fixed FUZZ_SEED so a run can be repeated; inputs that grow coverage
+# accumulate in $(FUZZ_DIR)/corpus, crashes go to $(FUZZ_DIR)/crashes. Run longer with
+# `make fuzz FUZZ_SECONDS=3600 FUZZ_SEED=0` (0: a new seed each run), netCDF-4 inputs with GRIDSHARD_FUZZ_HDF5=1.
 FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
+FUZZ_SEED ?= 1
 fuzz: deps
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDSHARD_FUZZ=ON \
 		-DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
@@ -49,7 +51,8 @@ fuzz: deps
 	@/usr/bin/python3 tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0 \
-	$(FUZZ_DIR)/bin/cf_reader_fuzz -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
+	$(FUZZ_DIR)/bin/cf_reader_fuzz -seed=$(FUZZ_SEED) -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+		-print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
 # Benchmarks of the hot paths: prints a table and writes $(BUILD_DIR)/bench/results.json (docs/performance.md).

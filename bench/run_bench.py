@@ -33,6 +33,7 @@ BENCH_DIR = pathlib.Path(__file__).resolve().parent
 TARGETS = [
     ("fused_suite_fraction_of_read_bandwidth", 0.70, ">=", "t_read / t_suite, reproducible, (8,721,1440) f32"),
     ("fused_suite_fast_fraction_of_read_bandwidth", None, None, "t_read / t_suite, Summation::fast"),
+    ("fused_suite_threads_speedup", 1.7, ">=", "t_suite 1 thread / t_suite all cores, reproducible, one rank"),
     ("reproducible_overhead", 0.15, "<=", "t_suite_reproducible / t_suite_fast - 1"),
     ("gradmag_speedup_vs_numpy", 20.0, ">=", "t_numpy / t_gridshard, (3,721,1440)"),
     ("halo_vs_gather_speedup_1x2x2", 10.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
@@ -61,7 +62,7 @@ def mpi_launcher(build_dir):
     if "Open MPI" in version or "OpenRTE" in version:
         # As the test harness: root allowed, more ranks than cores allowed, no CMA single copy (blocked in
         # containers). Busy polling is never forced; oversubscribed Open MPI yields when idle.
-        flags = ["--oversubscribe"]
+        flags = ["--oversubscribe", "--bind-to", "none"]  # no binding: a rank's threads get every core
         env.update(
             OMPI_ALLOW_RUN_AS_ROOT="1",
             OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
@@ -209,11 +210,16 @@ def main():
     mpiexec, mpi_flags, env = mpi_launcher(build_dir)
     reps = str(args.repetitions)
 
-    # 1. One rank: suite against the read loop, and the gradient metric.
+    # 1. One rank, one thread: suite against the read loop, and the gradient metric; then the suite again
+    #    with a thread per core, for the threads' speed-up.
+    cores = os.cpu_count() or 1
     run([mpiexec, "-n", "1", *mpi_flags, bin_dir / "single_rank_bench", "--out", out_dir / "single_rank.json",
-         "--data-dir", out_dir, "--repetitions", reps], env=env)
+         "--data-dir", out_dir, "--repetitions", reps], env={**env, "OMP_NUM_THREADS": "1"})
     single = load(out_dir / "single_rank.json")
     suite, grad = single["suite"], single["gradmag"]
+    run([mpiexec, "-n", "1", *mpi_flags, bin_dir / "single_rank_bench", "--out", out_dir / "single_rank_threads.json",
+         "--data-dir", out_dir, "--repetitions", reps], env={**env, "OMP_NUM_THREADS": str(cores)})
+    threaded = load(out_dir / "single_rank_threads.json")["suite"]
 
     # 2. numpy on the same arrays, with the system interpreter and its Debian numpy.
     run(["/usr/bin/python3", BENCH_DIR / "numpy_gradmag.py", out_dir, out_dir / "numpy_gradmag.json",
@@ -248,6 +254,7 @@ def main():
     results = {
         "fused_suite_fraction_of_read_bandwidth": suite["fraction_reproducible"],
         "fused_suite_fast_fraction_of_read_bandwidth": suite["fraction_fast"],
+        "fused_suite_threads_speedup": suite["t_suite_reproducible_s"] / threaded["t_suite_reproducible_s"],
         "reproducible_overhead": suite["reproducible_overhead"],
         "gradmag_speedup_vs_numpy": numpy_figures["t_numpy_s"] / grad["t_gridshard_s"],
         "halo_vs_gather_speedup_1x2x2": halo["t_gather_s"] / halo["t_halo_s"],
@@ -258,6 +265,7 @@ def main():
     results["met"] = {key: met(results[key], t, c) for key, t, c, _ in TARGETS if t}
     results["details"] = {
         "suite": without_samples(suite),
+        "suite_threads": {**without_samples(threaded), "threads": cores},
         "gradmag": {
             **without_samples(grad),
             "t_numpy_s": numpy_figures["t_numpy_s"],

@@ -19,7 +19,7 @@ struct DecomposeOptions {
     std::int64_t nlat = 0;
     std::int64_t nlon = 0;
     std::string mesh = "1x1x1";
-    std::string split = "balanced";
+    SplitRule split = SplitRule::balanced;
     bool periodic_lon = false;
     bool json = false;
 };
@@ -58,8 +58,8 @@ std::string neighbour_text(const nlohmann::ordered_json& value) {
 void print_table(const DecomposeOptions& options, const Decomposition& decomposition,
                  const nlohmann::ordered_json& ranks) {
     std::printf("grid %lld x %lld over mesh %s (data x lat x lon), split %s%s\n", static_cast<long long>(options.nlat),
-                static_cast<long long>(options.nlon), to_string(decomposition.mesh()).c_str(), options.split.c_str(),
-                options.periodic_lon ? ", periodic longitude" : "");
+                static_cast<long long>(options.nlon), to_string(decomposition.mesh()).c_str(),
+                std::string(to_string(options.split)).c_str(), options.periodic_lon ? ", periodic longitude" : "");
     std::printf("%5s  %-9s  %-13s  %-13s  %-11s  %-29s  %12s  %14s\n", "rank", "coords", "lat", "lon", "shape",
                 "neighbours (lat -/+, lon -/+)", "halo B/ch", "gather B/ch");
     for (const auto& r : ranks) {
@@ -83,7 +83,7 @@ void print_table(const DecomposeOptions& options, const Decomposition& decomposi
 
 int run_decompose(const DecomposeOptions& options) {
     const MeshShape mesh = parse_mesh_shape(options.mesh);
-    const SplitRule rule = parse_split_rule(options.split);
+    const SplitRule rule = options.split;
     const Decomposition decomposition({options.nlat, options.nlon}, mesh, rule);
     const Periodicity periodicity{.lat = false, .lon = options.periodic_lon};
 
@@ -94,7 +94,7 @@ int run_decompose(const DecomposeOptions& options) {
     if (options.json) {
         const nlohmann::ordered_json report = {
             {"mesh", {{"data", mesh.data}, {"lat", mesh.lat}, {"lon", mesh.lon}}},
-            {"split", options.split},
+            {"split", to_string(options.split)},
             {"grid", {{"nlat", options.nlat}, {"nlon", options.nlon}}},
             {"ranks", ranks},
             {"periodic_lon", options.periodic_lon},
@@ -114,7 +114,9 @@ Runner add_decompose_command(CLI::App& app) {
     add_count_option(*command, "--nlat", options->nlat, 0, max_extent, "Number of latitudes")->required();
     add_count_option(*command, "--nlon", options->nlon, 0, max_extent, "Number of longitudes")->required();
     command->add_option("--mesh", options->mesh, "Mesh shape DxHxW (data x lat x lon)")->capture_default_str();
-    command->add_option("--split", options->split, "Split rule: balanced or div_up")->capture_default_str();
+    add_choice_option(
+        *command, "--split", options->split, parse_split_rule, [](SplitRule r) { return to_string(r); },
+        "Split rule: balanced or div_up");
     command->add_flag("--periodic-lon", options->periodic_lon, "Treat longitude as periodic for the halo");
     command->add_flag("--json", options->json, "Print the decomposition as one JSON document");
     return [options] { return run_decompose(*options); };

@@ -23,6 +23,7 @@
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/comm/memory_check.hpp"
+#include "gridshard/comm/threads.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
 #include "gridshard/geometry/area_weights.hpp"
@@ -41,9 +42,9 @@ struct EvalOptions {
     std::string prediction;
     std::string vars;
     std::string mesh;
-    std::string split = "balanced";
-    std::string weights = "cos_lat";
-    std::string summation = "reproducible";
+    SplitRule split = SplitRule::balanced;
+    AreaWeighting weights = AreaWeighting::cos_lat;
+    Summation summation = Summation::reproducible;
     std::string json;
     std::string zonal;
     bool quiet = false;
@@ -70,16 +71,13 @@ MeshShape default_mesh(int ranks) {
     return {1, lat, ranks / lat};
 }
 
-AreaWeights make_weights(const std::string& kind, const SourceGrid& g, const Box& box) {
-    if (kind == "cos_lat") {
+AreaWeights make_weights(AreaWeighting kind, const SourceGrid& g, const Box& box) {
+    if (kind == AreaWeighting::cos_lat) {
         return cos_lat_weights(g.lat_deg, g.shape().nlon, box.lat);
     }
-    if (kind == "cell_area") {
-        const auto lat_bounds = g.lat_bounds_deg.empty() ? bounds_from_centres(g.lat_deg, true) : g.lat_bounds_deg;
-        const auto lon_bounds = g.lon_bounds_deg.empty() ? bounds_from_centres(g.lon_deg, false) : g.lon_bounds_deg;
-        return cell_area_weights(lat_bounds, lon_bounds, box);
-    }
-    throw ArgumentError("--weights must be 'cos_lat' or 'cell_area', got '" + kind + "'");
+    const auto lat_bounds = g.lat_bounds_deg.empty() ? bounds_from_centres(g.lat_deg, true) : g.lat_bounds_deg;
+    const auto lon_bounds = g.lon_bounds_deg.empty() ? bounds_from_centres(g.lon_deg, false) : g.lon_bounds_deg;
+    return cell_area_weights(lat_bounds, lon_bounds, box);
 }
 
 /// Scores of one variable's channel: per step (ntime values) for each registered score.
@@ -291,8 +289,14 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
 // temporaries first, then renamed.
 void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshShape& shape,
                    const std::vector<ChannelReport>& reports) {
-    Report report{shape,     options.split, options.weights,     options.summation,
-                  g.shape(), g.ntime,       evaluation_scores(), {}};
+    Report report{shape,
+                  std::string(to_string(options.split)),
+                  std::string(to_string(options.weights)),
+                  std::string(to_string(options.summation)),
+                  g.shape(),
+                  g.ntime,
+                  evaluation_scores(),
+                  {}};
     for (const ChannelReport& r : reports) {
         report.variables.push_back({r.name, r.per_time, r.rmse_of_time_mean, r.time_and_global_mean_bias});
     }
@@ -329,13 +333,11 @@ int report_failure(const Communicator& world, const std::string& message, ErrorK
 int run_eval(const EvalOptions& options) {
     MpiEnvironment environment(nullptr, nullptr);
     const Communicator world = Communicator::world();
+    (void)use_cores_of_this_rank(world);  // threads per rank, so ranks on one node share its cores
     const bool root = world.rank() == 0;
     try {
-        const SplitRule rule = parse_split_rule(options.split);
-        const Summation summation = parse_summation(options.summation);
-        if (options.weights != "cos_lat" && options.weights != "cell_area") {
-            throw ArgumentError("--weights must be 'cos_lat' or 'cell_area', got '" + options.weights + "'");
-        }
+        const SplitRule rule = options.split;
+        const Summation summation = options.summation;
         if (options.truth.empty() != options.prediction.empty()) {
             throw ArgumentError("--truth and --pred go together; got only " +
                                 std::string(options.truth.empty() ? "--pred" : "--truth"));
@@ -428,9 +430,15 @@ Runner add_eval_command(CLI::App& app) {
     command->add_option("--pred", options->prediction, "Prediction file (CF netCDF), same grid as the truth");
     command->add_option("--vars", options->vars, "Comma-separated variables (default: every variable on lat x lon)");
     command->add_option("--mesh", options->mesh, "Mesh DxHxW (default 1xHxW, H the largest divisor <= sqrt(ranks))");
-    command->add_option("--split", options->split, "Split rule: balanced or div_up")->capture_default_str();
-    command->add_option("--weights", options->weights, "Area weights: cos_lat or cell_area")->capture_default_str();
-    command->add_option("--summation", options->summation, "reproducible or fast")->capture_default_str();
+    add_choice_option(
+        *command, "--split", options->split, parse_split_rule, [](SplitRule r) { return to_string(r); },
+        "Split rule: balanced or div_up");
+    add_choice_option(
+        *command, "--weights", options->weights, parse_area_weighting, [](AreaWeighting w) { return to_string(w); },
+        "Area weights: cos_lat or cell_area");
+    add_choice_option(
+        *command, "--summation", options->summation, parse_summation, [](Summation m) { return to_string(m); },
+        "reproducible or fast");
     command->add_option("--json", options->json, "Write the scores as JSON to this file");
     command->add_option("--zonal", options->zonal, "Write the zonal means as CF netCDF to this file");
     command->add_flag("--quiet", options->quiet, "No progress on stderr");

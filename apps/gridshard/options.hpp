@@ -16,6 +16,26 @@ namespace gridshard::cli {
 CLI::Option* add_count_option(CLI::App& app, const std::string& name, std::int64_t& target, std::int64_t min,
                               std::int64_t max, const std::string& description);
 
+/// Registers `name` (e.g. "--split") as a choice parsed once by `parse` (one of the library's parsers,
+/// such as parse_split_rule) into `target`; the ArgumentError of a bad value becomes a parse error naming
+/// the option and the value. `target`'s initial value is the default.
+template <class Enum, class Parse, class Print>
+CLI::Option* add_choice_option(CLI::App& app, const std::string& name, Enum& target, Parse parse, Print print,
+                               const std::string& description) {
+    CLI::Option* option = app.add_option_function<std::string>(
+        name,
+        [&target, name, parse](const std::string& text) {
+            try {
+                target = parse(text);
+            } catch (const std::exception& error) {
+                throw CLI::ValidationError(name, error.what());
+            }
+        },
+        description);
+    option->default_str(std::string(print(target)));
+    return option;
+}
+
 /// The names of a comma-separated list such as `--vars t2m,sst`; an empty name or one given twice is an
 /// ArgumentError naming `option` and the text. An empty text is an empty list.
 [[nodiscard]] std::vector<std::string> parse_name_list(const std::string& option, const std::string& text);

@@ -28,6 +28,7 @@
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/comm/memory_check.hpp"
 #include "gridshard/comm/process_mesh.hpp"
+#include "gridshard/comm/threads.hpp"
 
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"

@@ -10,6 +10,21 @@
 #include "gridshard/numerics/exact_sum.hpp"
 
 namespace gridshard {
+
+std::string_view to_string(AreaWeighting weighting) noexcept {
+    return weighting == AreaWeighting::cos_lat ? "cos_lat" : "cell_area";
+}
+
+AreaWeighting parse_area_weighting(std::string_view text) {
+    if (text == "cos_lat") {
+        return AreaWeighting::cos_lat;
+    }
+    if (text == "cell_area") {
+        return AreaWeighting::cell_area;
+    }
+    throw ArgumentError("weights must be 'cos_lat' or 'cell_area', got '" + std::string(text) + "'");
+}
+
 namespace {
 
 double radians(double degrees) {

@@ -2,11 +2,14 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <vector>
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/numerics/double_double.hpp"
 #include "row_kernels.hpp"
+#include "threads.hpp"
 
 namespace gridshard {
 namespace {
@@ -166,54 +169,65 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
             .execute(std::span<const std::span<const T>>(fields), *halo);
     }
 
-    detail::PartialSums sums(1 + channels_ * term_count, options_.summation);
-    {
-        weights.add_total(sums, 0);
+    // The (channel, row) pairs are shared between the threads; each forms its own exact partial sums,
+    // merged exactly below, so the scores are the same bits for any number of threads.
+    const std::int64_t rows_per_channel = box.lat.size();
+    const std::int64_t items = channels_ * rows_per_channel;
+    const int threads = detail::threads_for(items);
+    std::vector<detail::PartialSums> partial(static_cast<std::size_t>(threads),
+                                             detail::PartialSums(1 + channels_ * term_count, options_.summation));
+    std::optional<detail::GradientRows<T>> truth_gradient_rows;
+    std::optional<detail::GradientRows<T>> prediction_gradient_rows;
+    if (halo != nullptr) {
+        truth_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, truth.values, channels_, *halo, 0);
+        prediction_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, prediction.values, channels_,
+                                         *halo, 1);
+    }
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads) if (threads > 1)) {
+        detail::PartialSums& sums = partial[static_cast<std::size_t>(detail::thread_index())];
         detail::Scratch rows(cols, row_count);
-        std::optional<detail::GradientRows<T>> truth_gradient_rows;
-        std::optional<detail::GradientRows<T>> prediction_gradient_rows;
-        if (halo != nullptr) {
-            truth_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, truth.values, channels_, *halo,
-                                        0);
-            prediction_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, prediction.values,
-                                             channels_, *halo, 1);
-        }
-        for (std::int64_t c = 0; c < channels_; ++c) {
-            for (std::int64_t i = 0; i < box.lat.size(); ++i) {
-                const T* t = truth.values.data() + (c * box.lat.size() + i) * cols;
-                const T* p = prediction.values.data() + (c * box.lat.size() + i) * cols;
-                // Per-row weights multiply whole row sums; per-point weights multiply each value here.
-                const double* point_weights = weights.per_point() ? weights.points(i) : nullptr;
-                const double factor = weights.per_point() ? 1.0 : weights.row(i);
-                if (factor == 0.0) {
-                    continue;  // NaNs under zero weight vanish
-                }
-                const std::int64_t valid = point_weights != nullptr
-                                               ? fill_point_terms<true>(t, p, point_weights, cols, rows)
-                                               : fill_point_terms<false>(t, p, point_weights, cols, rows);
-                add_weight(sums, slot(c, Term::valid_weight), rows[valid_points], cols, factor, point_weights, valid);
-                sums.add_row(slot(c, Term::truth_sum), rows[masked_truth], cols, factor);
-                sums.add_row(slot(c, Term::prediction_sum), rows[masked_prediction], cols, factor);
-                sums.add_row(slot(c, Term::truth_squares), rows[truth_square], cols, factor);
-                sums.add_row(slot(c, Term::prediction_squares), rows[prediction_square], cols, factor);
-                sums.add_row(slot(c, Term::difference_squares), rows[difference_square], cols, factor);
-                if (halo == nullptr) {
-                    continue;
-                }
-                truth_gradient_rows->row(c, i, rows[truth_magnitude]);
-                prediction_gradient_rows->row(c, i, rows[prediction_magnitude]);
-                const auto [truth_valid, prediction_valid] =
-                    point_weights != nullptr ? fill_gradient_terms<true>(point_weights, cols, rows)
-                                             : fill_gradient_terms<false>(point_weights, cols, rows);
-                sums.add_row(slot(c, Term::truth_gradient), rows[truth_magnitude], cols, factor);
-                add_weight(sums, slot(c, Term::truth_gradient_weight), rows[truth_magnitude_weight], cols, factor,
-                           point_weights, truth_valid);
-                sums.add_row(slot(c, Term::prediction_gradient), rows[prediction_magnitude], cols, factor);
-                add_weight(sums, slot(c, Term::prediction_gradient_weight), rows[prediction_magnitude_weight], cols,
-                           factor, point_weights, prediction_valid);
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::int64_t item = 0; item < items; ++item) {
+            const std::int64_t c = item / rows_per_channel;
+            const std::int64_t i = item % rows_per_channel;
+            const T* t = truth.values.data() + (c * box.lat.size() + i) * cols;
+            const T* p = prediction.values.data() + (c * box.lat.size() + i) * cols;
+            // Per-row weights multiply whole row sums; per-point weights multiply each value here.
+            const double* point_weights = weights.per_point() ? weights.points(i) : nullptr;
+            const double factor = weights.per_point() ? 1.0 : weights.row(i);
+            if (factor == 0.0) {
+                continue;  // NaNs under zero weight vanish
             }
+            const std::int64_t valid = point_weights != nullptr
+                                           ? fill_point_terms<true>(t, p, point_weights, cols, rows)
+                                           : fill_point_terms<false>(t, p, point_weights, cols, rows);
+            add_weight(sums, slot(c, Term::valid_weight), rows[valid_points], cols, factor, point_weights, valid);
+            sums.add_row(slot(c, Term::truth_sum), rows[masked_truth], cols, factor);
+            sums.add_row(slot(c, Term::prediction_sum), rows[masked_prediction], cols, factor);
+            sums.add_row(slot(c, Term::truth_squares), rows[truth_square], cols, factor);
+            sums.add_row(slot(c, Term::prediction_squares), rows[prediction_square], cols, factor);
+            sums.add_row(slot(c, Term::difference_squares), rows[difference_square], cols, factor);
+            if (halo == nullptr) {
+                continue;
+            }
+            truth_gradient_rows->row(c, i, rows[truth_magnitude]);
+            prediction_gradient_rows->row(c, i, rows[prediction_magnitude]);
+            const auto [truth_valid, prediction_valid] = point_weights != nullptr
+                                                             ? fill_gradient_terms<true>(point_weights, cols, rows)
+                                                             : fill_gradient_terms<false>(point_weights, cols, rows);
+            sums.add_row(slot(c, Term::truth_gradient), rows[truth_magnitude], cols, factor);
+            add_weight(sums, slot(c, Term::truth_gradient_weight), rows[truth_magnitude_weight], cols, factor,
+                       point_weights, truth_valid);
+            sums.add_row(slot(c, Term::prediction_gradient), rows[prediction_magnitude], cols, factor);
+            add_weight(sums, slot(c, Term::prediction_gradient_weight), rows[prediction_magnitude_weight], cols, factor,
+                       point_weights, prediction_valid);
         }
     }
+    detail::PartialSums& sums = partial.front();
+    for (std::size_t k = 1; k < partial.size(); ++k) {
+        sums.merge(partial[k]);
+    }
+    weights.add_total(sums, 0);
     sums.allreduce(grid_->mesh().spatial());
     if (!(sums.value(0) > 0.0)) {
         throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(sums.value(0)));

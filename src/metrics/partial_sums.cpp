@@ -57,6 +57,18 @@ void PartialSums::add_count(std::int64_t slot, double factor, std::int64_t count
     }
 }
 
+void PartialSums::merge(const PartialSums& other) {
+    if (exact_mode()) {
+        for (std::size_t s = 0; s < exact_.size(); ++s) {
+            exact_[s].add(other.exact_[s]);
+        }
+    } else {
+        for (std::size_t s = 0; s < plain_.size(); ++s) {
+            plain_[s] += other.plain_[s];
+        }
+    }
+}
+
 void PartialSums::allreduce(const Communicator& comm) {
     if (!exact_mode()) {
         allreduce_sum_in_place(comm, std::span<double>(plain_));

@@ -30,6 +30,10 @@ class PartialSums {
     /// Adds `factor * count` to slot `slot`, exactly in reproducible mode.
     void add_count(std::int64_t slot, double factor, std::int64_t count);
 
+    /// Adds every slot of `other` (as many slots, the same summation) to this one: exactly in reproducible
+    /// mode, so the result does not depend on how the terms were shared between threads. No MPI calls.
+    void merge(const PartialSums& other);
+
     /// Collective over `comm`: one allreduce of every slot; every rank of `comm` must hold as many slots
     /// (agree on the arguments first). Afterwards every rank of `comm` holds the merged sums.
     void allreduce(const Communicator& comm);

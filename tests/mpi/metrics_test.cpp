@@ -17,6 +17,10 @@
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/time_mean.hpp"
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
 #include "mpi_test_support.hpp"
 
 namespace gridshard {
@@ -704,6 +708,45 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
         }
         expect_close(skipped[static_cast<std::size_t>(c)], std::sqrt(sum / total), "skip_invalid_pairs rmse");
     }
+}
+
+// The Evaluator shares its rows between threads, each with exact partial sums merged exactly: the scores
+// are the same bits for 1, 2 and 3 threads (per-row and per-point weights, gradient on).
+TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {
+#if defined(_OPENMP)
+    const GridShape grid{31, 23};
+    const Case k = make_case(grid, 3);
+    const ShardedGrid g(mesh, grid);
+    const auto t = shard_of(k.truth, grid, g.box(), 3);
+    const auto p = shard_of(k.prediction, grid, g.box(), 3);
+    std::vector<double> w;
+    const Weights per_row = row_weights(k, g.box(), w);
+    std::vector<double> point_weights;
+    for (std::int64_t i = 0; i < g.box().lat.size(); ++i) {
+        for (std::int64_t j = 0; j < g.box().lon.size(); ++j) {
+            point_weights.push_back(w[static_cast<std::size_t>(i)] * (1.0 + 0.01 * static_cast<double>(j)));
+        }
+    }
+    const int before = omp_get_max_threads();
+    for (const Weights weights : {per_row, Weights{point_weights, true}}) {
+        std::vector<std::vector<double>> results;
+        for (const int threads : {1, 2, 3}) {
+            omp_set_num_threads(threads);
+            Evaluator evaluator(g, 3, weights);
+            const Scores s = evaluator.evaluate<float>({t, 3}, {p, 3});
+            std::vector<double> all;
+            for (std::size_t n = 0; n < s.names().size(); ++n) {
+                all.insert(all.end(), s.at(n).begin(), s.at(n).end());
+            }
+            results.push_back(all);
+        }
+        expect_identical(results[1], results[0], "2 threads vs 1");
+        expect_identical(results[2], results[0], "3 threads vs 1");
+    }
+    omp_set_num_threads(before);
+#else
+    GTEST_SKIP() << "built without OpenMP";
+#endif
 }
 
 TEST_F(Metrics, FastSummationIsCloseButNotPromisedIdentical) {

@@ -4,12 +4,21 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/geometry/field_views.hpp"
 
 namespace gridshard {
+
+/// Which area weights: cos(latitude) (ACE's spherical_area_weights) or the cells' spherical areas.
+enum class AreaWeighting { cos_lat, cell_area };
+
+/// "cos_lat" or "cell_area".
+[[nodiscard]] std::string_view to_string(AreaWeighting weighting) noexcept;
+/// Parses "cos_lat" or "cell_area"; throws ArgumentError naming the value otherwise.
+[[nodiscard]] AreaWeighting parse_area_weighting(std::string_view text);
 
 /// cos(latitude) per row of `rows`, normalised so the weights of the whole `lat_deg.size() x nlon` grid
 /// sum to 1: ACE's `spherical_area_weights`. `lat_deg` holds every latitude of the grid (a 1-D array

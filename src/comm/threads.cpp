@@ -1,0 +1,31 @@
+#include "gridshard/comm/threads.hpp"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
+namespace gridshard {
+
+int use_cores_of_this_rank(const Communicator& comm) {
+    const Communicator node = comm.split_shared_memory();
+#if defined(_OPENMP)
+    if (std::getenv("OMP_NUM_THREADS") == nullptr) {
+        cpu_set_t mask;
+        CPU_ZERO(&mask);
+        const int allowed = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : 1;
+        const int share = static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / node.size();
+        omp_set_num_threads(std::max(1, std::min(allowed, share)));
+    }
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+}  // namespace gridshard

@@ -1,0 +1,37 @@
+#pragma once
+// Threads within a rank: the metrics share their (channel, row) work between OpenMP threads when the
+// library is built with OpenMP (GRIDSHARD_OPENMP), and run serially otherwise. Internal; no MPI calls.
+
+#include <algorithm>
+#include <cstdint>
+
+#if defined(_OPENMP)
+#include <omp.h>
+#define GRIDSHARD_PRAGMA(text) _Pragma(#text)
+#else
+#define GRIDSHARD_PRAGMA(text)
+#endif
+
+namespace gridshard::detail {
+
+/// The threads to use for `items` independent pieces of work: OpenMP's current default (OMP_NUM_THREADS,
+/// or what use_cores_of_this_rank set), never more than the items; 1 without OpenMP.
+[[nodiscard]] inline int threads_for(std::int64_t items) noexcept {
+#if defined(_OPENMP)
+    return static_cast<int>(std::clamp<std::int64_t>(items, 1, omp_get_max_threads()));
+#else
+    (void)items;
+    return 1;
+#endif
+}
+
+/// This thread's index within the current parallel region (0 outside one, or without OpenMP).
+[[nodiscard]] inline int thread_index() noexcept {
+#if defined(_OPENMP)
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+}  // namespace gridshard::detail
