@@ -9,6 +9,7 @@
 #include "gridshard/core/memory.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/double_double.hpp"
+#include "threads.hpp"
 
 namespace gridshard {
 
@@ -40,7 +41,10 @@ void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
     double* __restrict sum = sum_.data();
     double* __restrict error = error_.data();
     double* __restrict special = special_.data();
-    for (std::size_t k = 0; k < points; ++k) {
+    const auto n = static_cast<std::int64_t>(points);
+    // Each point on its own: the threads split the points, and the sums are the same bits for any count.
+    GRIDSHARD_PRAGMA(omp parallel for simd schedule(static) num_threads(detail::threads_for(n / 65536 + 1)))
+    for (std::int64_t k = 0; k < n; ++k) {
         const double d = static_cast<double>(p[k]) - static_cast<double>(t[k]);
         const bool finite = (d - d) == 0.0;  // false for NaN or infinite
         const double x = finite ? d : 0.0;

@@ -268,3 +268,14 @@ def test_progress_on_a_terminal_only(gridshard_bin):
     quiet = subprocess.run(["script", "-qc", command.replace("eval", "eval --quiet"), "/dev/null"],
                            capture_output=True, text=True, timeout=120)
     assert quiet.returncode == 0 and "steps" not in quiet.stdout
+
+
+def test_json_is_bit_identical_for_any_thread_count(tmp_path, gridshard_bin, serial_builtin):
+    """Each rank shares its work between threads; OMP_NUM_THREADS changes nothing in the numbers."""
+    for threads in ["1", "2", "3"]:
+        out = tmp_path / f"threads{threads}.json"
+        result = subprocess.run([gridshard_bin, "eval", *map(str, BUILTIN), "--json", str(out)],
+                                capture_output=True, text=True, timeout=120,
+                                env=dict(os.environ, OMP_NUM_THREADS=threads))
+        assert result.returncode == 0, result.stderr
+        assert report(out)["variables"] == serial_builtin["variables"], threads

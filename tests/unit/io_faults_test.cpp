@@ -48,15 +48,21 @@ const Format formats[] = {{"CDF-1", NC_CLOBBER},
                           {"CDF-5", NC_CLOBBER | NC_64BIT_DATA},
                           {"netCDF-4", NC_CLOBBER | NC_NETCDF4}};
 
+// A grid file of `ntime` steps and `nlev` levels in format `f`, named after the format.
+std::string file_in_format(const TempDir& dir, const Format& f, std::size_t ntime = 3, std::size_t nlev = 0) {
+    Spec s;
+    s.ntime = ntime;
+    s.nlev = nlev;
+    s.mode = f.mode;
+    return make_grid_file(dir, std::string(f.name) + ".nc", s);
+}
+
 // ------------------------------------------------------------------------------------------- file extent
 
 TEST(FileExtent, EveryFormatNeedsWhatItsWriterWrote) {
     TempDir dir;
     for (const Format& f : formats) {
-        Spec s;
-        s.nlev = 2;
-        s.mode = f.mode;
-        const std::string path = make_grid_file(dir, std::string(f.name) + ".nc", s);
+        const std::string path = file_in_format(dir, f, 3, 2);
         const auto bytes = bytes_of(path);
         const FileExtent extent = netcdf_file_extent(bytes, bytes.size());
         EXPECT_TRUE(extent.problem.empty()) << f.name << ": " << extent.problem;
@@ -100,9 +106,7 @@ TEST(FileExtent, OneRecordVariableIsUnpaddedAndSeveralArePadded) {
 TEST(FileExtent, AnyPrefixAsksForMoreOrGivesTheSameAnswer) {
     TempDir dir;
     for (const Format& f : formats) {
-        Spec s;
-        s.mode = f.mode;
-        const auto bytes = bytes_of(make_grid_file(dir, std::string(f.name) + ".nc", s));
+        const auto bytes = bytes_of(file_in_format(dir, f));
         const FileExtent whole = netcdf_file_extent(bytes, bytes.size());
         for (std::size_t n = 0; n <= std::min<std::size_t>(bytes.size(), 2048); ++n) {
             const FileExtent part = netcdf_file_extent(std::span(bytes).first(n), bytes.size());
@@ -193,10 +197,7 @@ TEST(FileExtent, NamesLongerThanNetcdfAllowsAreRefusedBeforeNetcdfOpensTheFile) 
 TEST(Truncation, AFileCutShortIsRefusedAtOpenInEveryFormat) {
     TempDir dir;
     for (const Format& f : formats) {
-        Spec s;
-        s.ntime = 4;
-        s.mode = f.mode;
-        const std::string path = make_grid_file(dir, std::string(f.name) + ".nc", s);
+        const std::string path = file_in_format(dir, f, 4);
         fs::resize_file(path, fs::file_size(path) - fs::file_size(path) / 5);
         const std::string what = error_of([&] { NetcdfReader reader(path); });
         EXPECT_TRUE(contains(what, "is truncated")) << f.name << ": " << what;
@@ -206,10 +207,7 @@ TEST(Truncation, AFileCutShortIsRefusedAtOpenInEveryFormat) {
 TEST(Truncation, AFileThatShrinksDuringReadsFailsAtTheNextStep) {
     TempDir dir;
     for (const Format& f : formats) {
-        Spec s;
-        s.ntime = 4;
-        s.mode = f.mode;
-        const std::string path = make_grid_file(dir, std::string(f.name) + ".nc", s);
+        const std::string path = file_in_format(dir, f, 4);
         const NetcdfReader reader(path);
         VariableReader plan = reader.reader("field", {{0, 5}, {0, 8}});
         std::vector<float> step(plan.values_per_step());
