@@ -45,7 +45,7 @@ T* pack_edge(std::span<const T> field, const Box& box, std::int64_t channels, co
 
 HaloExchange::HaloExchange(const ProcessMesh& mesh, const Decomposition& decomposition, int width,
                            Periodicity periodicity)
-    : mesh_(&mesh), width_(width) {
+    : mesh_(mesh), width_(width) {
     const GridShape grid = decomposition.grid();
     detail::agree_or_throw(mesh.spatial(), plan_error(mesh, decomposition, width, periodicity),
                            {grid.nlat, grid.nlon, static_cast<std::int64_t>(decomposition.rule()), width,
@@ -102,7 +102,7 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
                     " values does not fit one MPI message count";
         }
     }
-    const Communicator& spatial = mesh_->spatial();
+    const Communicator& spatial = mesh_.spatial();
     detail::agree_or_throw(spatial, error, {buffers.channels()}, "halo exchange channels");
 
     // A message crossing my side s is tagged s; the neighbour receives it across opposite(s).
@@ -113,7 +113,7 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
         if (side.is_self) {
             continue;
         }
-        const int peer = spatial_rank_of_coords(mesh_->shape(), side.neighbour);
+        const int peer = spatial_rank_of_coords(mesh_.shape(), side.neighbour);
         const int count = static_cast<int>(buffers.received_[s].size());
         GRIDSHARD_MPI(MPI_Irecv, buffers.received_[s].data(), count, detail::mpi_datatype<T>(), peer,
                       static_cast<int>(opposite(side.side)), spatial.native(),
@@ -134,7 +134,7 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
         for (const auto& field : fields) {
             out = pack_edge(field, box_, channels, side, out);
         }
-        const int peer = spatial_rank_of_coords(mesh_->shape(), side.neighbour);
+        const int peer = spatial_rank_of_coords(mesh_.shape(), side.neighbour);
         const int count = static_cast<int>(buffers.sent_[s].size());
         GRIDSHARD_MPI(MPI_Isend, buffers.sent_[s].data(), count, detail::mpi_datatype<T>(), peer,
                       static_cast<int>(side.side), spatial.native(), &requests[static_cast<std::size_t>(pending++)]);

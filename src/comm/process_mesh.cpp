@@ -18,23 +18,28 @@ Communicator checked_world(const Communicator& parent, const MeshShape& shape) {
     return parent.duplicate();
 }
 
+// The groups of the mesh, split from its own duplicate of `parent`.
+std::shared_ptr<const ProcessMesh::State> mesh_state(const Communicator& parent, const MeshShape& shape) {
+    Communicator world = checked_world(parent, shape);
+    const MeshCoords coords = coords_of_rank(shape, world.rank());
+    Communicator data = world.split(spatial_rank_of_coords(shape, coords), coords.data);
+    Communicator lat = world.split(coords.data * shape.lon + coords.lon, coords.lat);
+    Communicator lon = world.split(coords.data * shape.lat + coords.lat, coords.lon);
+    Communicator spatial = world.split(coords.data, spatial_rank_of_coords(shape, coords));
+    return std::make_shared<const ProcessMesh::State>(ProcessMesh::State{
+        shape, std::move(world), coords, std::move(data), std::move(lat), std::move(lon), std::move(spatial)});
+}
+
 }  // namespace
 
-ProcessMesh::ProcessMesh(const Communicator& parent, MeshShape shape)
-    : shape_(shape),
-      world_(checked_world(parent, shape)),
-      coords_(coords_of_rank(shape, world_.rank())),
-      data_(world_.split(spatial_rank_of_coords(shape, coords_), coords_.data)),
-      lat_(world_.split(coords_.data * shape.lon + coords_.lon, coords_.lat)),
-      lon_(world_.split(coords_.data * shape.lat + coords_.lat, coords_.lon)),
-      spatial_(world_.split(coords_.data, spatial_rank_of_coords(shape, coords_))) {}
+ProcessMesh::ProcessMesh(const Communicator& parent, MeshShape shape) : state_(mesh_state(parent, shape)) {}
 
 std::optional<int> ProcessMesh::neighbour_spatial_rank(Side side, const Periodicity& periodicity) const {
-    const auto neighbour = neighbour_coords(shape_, coords_, side, periodicity);
+    const auto neighbour = neighbour_coords(shape(), coords(), side, periodicity);
     if (!neighbour) {
         return std::nullopt;
     }
-    return spatial_rank_of_coords(shape_, *neighbour);
+    return spatial_rank_of_coords(shape(), *neighbour);
 }
 
 }  // namespace gridshard

@@ -114,7 +114,11 @@ void add_weight(detail::PartialSums& sums, std::int64_t slot_index, const double
 }  // namespace
 
 Evaluator::Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights weights, EvaluationOptions options)
-    : grid_(&grid), channels_(channels), weights_(weights), options_(options) {
+    : grid_(grid),
+      channels_(channels),
+      weight_values_(weights.values.begin(), weights.values.end()),
+      weights_{weight_values_, weights.per_point},
+      options_(std::move(options)) {
     // A bad channel count is raised by evaluate(), in its collective check, so every rank raises it.
     if (channels < 1) {
         construction_error_ = "Evaluator: channels must be >= 1, got " + std::to_string(channels);
@@ -129,7 +133,7 @@ Evaluator::Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights wei
 template <>
 HaloBuffers<float>& Evaluator::halo_buffers<float>() {
     if (!float_halo_) {
-        float_halo_ = grid_->halo_plan(options_.gradient_options.periodic_lon).make_buffers<float>(2 * channels_);
+        float_halo_ = grid_.halo_plan(options_.gradient_options.periodic_lon).make_buffers<float>(2 * channels_);
     }
     return *float_halo_;
 }
@@ -137,14 +141,14 @@ HaloBuffers<float>& Evaluator::halo_buffers<float>() {
 template <>
 HaloBuffers<double>& Evaluator::halo_buffers<double>() {
     if (!double_halo_) {
-        double_halo_ = grid_->halo_plan(options_.gradient_options.periodic_lon).make_buffers<double>(2 * channels_);
+        double_halo_ = grid_.halo_plan(options_.gradient_options.periodic_lon).make_buffers<double>(2 * channels_);
     }
     return *double_halo_;
 }
 
 template <class T>
 Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
-    const Box& box = grid_->box();
+    const Box& box = grid_.box();
     const std::int64_t cols = box.lon.size();
     const detail::RowWeights weights(weights_, box);
     std::string error = construction_error_.empty() ? weights.error() : construction_error_;
@@ -160,12 +164,12 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     if (error.empty() && options_.gradient) {
         error = detail::gradient_options_error(options_.gradient_options, box.lat.size());
     }
-    detail::agree_or_throw(grid_->mesh().spatial(), error, {channels_}, "channels");
+    detail::agree_or_throw(grid_.mesh().spatial(), error, {channels_}, "channels");
     HaloBuffers<T>* halo = nullptr;
     if (options_.gradient) {
         halo = &halo_buffers<T>();
         const std::span<const T> fields[] = {truth.values, prediction.values};
-        grid_->halo_plan(options_.gradient_options.periodic_lon)
+        grid_.halo_plan(options_.gradient_options.periodic_lon)
             .execute(std::span<const std::span<const T>>(fields), *halo);
     }
 
@@ -179,8 +183,8 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     std::optional<detail::GradientRows<T>> truth_gradient_rows;
     std::optional<detail::GradientRows<T>> prediction_gradient_rows;
     if (halo != nullptr) {
-        truth_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, truth.values, channels_, *halo, 0);
-        prediction_gradient_rows.emplace(grid_->grid(), box, options_.gradient_options, prediction.values, channels_,
+        truth_gradient_rows.emplace(grid_.grid(), box, options_.gradient_options, truth.values, channels_, *halo, 0);
+        prediction_gradient_rows.emplace(grid_.grid(), box, options_.gradient_options, prediction.values, channels_,
                                          *halo, 1);
     }
     GRIDSHARD_PRAGMA(omp parallel num_threads(threads) if (threads > 1)) {
@@ -228,7 +232,7 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
         sums.merge(partial[k]);
     }
     weights.add_total(sums, 0);
-    sums.allreduce(grid_->mesh().spatial());
+    sums.allreduce(grid_.mesh().spatial());
     if (!(sums.value(0) > 0.0)) {
         throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(sums.value(0)));
     }

@@ -38,7 +38,7 @@ Decomposition agreed_decomposition(const ProcessMesh& mesh, GridShape grid, Spli
 }  // namespace
 
 ShardedGrid::ShardedGrid(const ProcessMesh& mesh, GridShape grid, SplitRule rule)
-    : mesh_(&mesh), decomposition_(agreed_decomposition(mesh, grid, rule)), box_(decomposition_.box(mesh.coords())) {
+    : mesh_(mesh), decomposition_(agreed_decomposition(mesh, grid, rule)), box_(decomposition_.box(mesh.coords())) {
     // Every rank sees the same decomposition, so every rank takes the same branch here.
     try {
         validate_halo(decomposition_, 1, {.lat = false, .lon = true});

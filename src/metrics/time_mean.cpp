@@ -14,7 +14,7 @@
 namespace gridshard {
 
 TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t channels)
-    : grid_(&grid), channels_(channels) {
+    : grid_(grid), channels_(channels) {
     if (channels < 1) {
         throw ArgumentError("TimeMeanAccumulator: channels must be >= 1, got " + std::to_string(channels));
     }
@@ -58,7 +58,7 @@ void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
 }
 
 void TimeMeanAccumulator::merge_over_data() {
-    const ProcessMesh& mesh = grid_->mesh();
+    const ProcessMesh& mesh = grid_.mesh();
     if (mesh.shape().data == 1) {
         return;  // nothing to merge
     }
@@ -114,8 +114,8 @@ std::vector<double> TimeMeanAccumulator::rmse_of_time_mean(Weights a, ValidityPo
     }
     const FieldShard<double> field{squares, channels_};
     std::vector<double> result = policy == ValidityPolicy::propagate
-                                     ? weighted_mean<double>(*grid_, field, a, summation)
-                                     : weighted_nanmean<double>(*grid_, field, a, summation);
+                                     ? weighted_mean<double>(grid_, field, a, summation)
+                                     : weighted_nanmean<double>(grid_, field, a, summation);
     for (double& r : result) {
         r = std::sqrt(r);
     }
@@ -126,8 +126,8 @@ std::vector<double> TimeMeanAccumulator::time_and_global_mean_bias(Weights a, Va
                                                                    Summation summation) const {
     const std::vector<double> difference = mean_difference(policy);
     const FieldShard<double> field{difference, channels_};
-    return policy == ValidityPolicy::propagate ? weighted_mean<double>(*grid_, field, a, summation)
-                                               : weighted_nanmean<double>(*grid_, field, a, summation);
+    return policy == ValidityPolicy::propagate ? weighted_mean<double>(grid_, field, a, summation)
+                                               : weighted_nanmean<double>(grid_, field, a, summation);
 }
 
 template void TimeMeanAccumulator::add<float>(FieldShard<float>, FieldShard<float>);

@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <numbers>
+#include <optional>
 
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
@@ -747,6 +748,31 @@ TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {
 #else
     GTEST_SKIP() << "built without OpenMP";
 #endif
+}
+
+// A binding holds an Evaluator without the mesh, grid and weights it was made from: it keeps its own
+// copies (the mesh's communicators shared), so it still works, with the same bits, once they are gone.
+TEST_F(Metrics, AnEvaluatorOutlivesTheMeshGridAndWeightsItWasMadeFrom) {
+    const GridShape grid{17, 19};
+    const Case k = make_case(grid, 2);
+    const ShardedGrid g(mesh, grid);
+    std::vector<double> w;
+    const auto t = shard_of(k.truth, grid, g.box(), 2);
+    const auto p = shard_of(k.prediction, grid, g.box(), 2);
+    const Scores expected = Evaluator(g, 2, row_weights(k, g.box(), w)).evaluate<float>({t, 2}, {p, 2});
+
+    std::optional<Evaluator> kept;
+    {
+        const ProcessMesh own_mesh(mesh.world(), mesh.shape());
+        const ShardedGrid own_grid(own_mesh, grid);
+        std::vector<double> own_weights;
+        kept.emplace(own_grid, 2, row_weights(k, own_grid.box(), own_weights));
+        std::fill(own_weights.begin(), own_weights.end(), -1.0);  // the caller's buffer changes, then goes
+    }
+    const Scores s = kept->evaluate<float>({t, 2}, {p, 2});
+    for (std::size_t n = 0; n < s.names().size(); ++n) {
+        expect_identical(s.at(n), expected.at(n), s.names()[n]);
+    }
 }
 
 TEST_F(Metrics, FastSummationIsCloseButNotPromisedIdentical) {

@@ -56,7 +56,8 @@ class HaloBuffers {
 
 /// A halo-exchange plan for shards `(channels, box)` of one decomposition: neighbour ranks, strip shapes
 /// and tags are computed once in the constructor; `execute` is const and can be called any number of times.
-/// Every neighbour gets all channels of a field in one message. The mesh must outlive the plan.
+/// Every neighbour gets all channels of a field in one message. The plan keeps a copy of the mesh
+/// (sharing its communicators), so it may outlive the mesh it was built from.
 class HaloExchange {
   public:
     /// Validates `width` and `decomposition` (see validate_halo: no empty shards, shards at least `width`
@@ -88,7 +89,7 @@ class HaloExchange {
     [[nodiscard]] int width() const noexcept { return width_; }
 
   private:
-    const ProcessMesh* mesh_;
+    ProcessMesh mesh_;  // a copy: it shares the mesh's communicators
     Box box_;
     int width_;
     std::vector<HaloSide> sides_;

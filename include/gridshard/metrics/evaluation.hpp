@@ -33,12 +33,16 @@ struct EvaluationOptions {
 /// finite in both truth and prediction under a non-zero weight, every mean over the valid points, each
 /// field's gradient mean over its own finite magnitudes; NaN where a channel has no valid point) for
 /// fields of `channels` channels on `grid`; reusable for any number of fields (it keeps its halo buffers
-/// between calls, so one Evaluator serves one thread). Holds references to the grid and the weights,
-/// which must outlive it.
+/// between calls, so one Evaluator serves one caller at a time). Keeps its own copies of the grid and the
+/// weights, so it may outlive both. Move-only.
 class Evaluator {
   public:
     /// No MPI calls. A bad channel count is raised by evaluate(), alike on every rank.
     Evaluator(const ShardedGrid& grid, std::int64_t channels, Weights weights, EvaluationOptions options = {});
+    Evaluator(Evaluator&&) noexcept = default;
+    Evaluator& operator=(Evaluator&&) noexcept = default;
+    Evaluator(const Evaluator&) = delete;
+    Evaluator& operator=(const Evaluator&) = delete;
 
     /// Collective over `spatial`: a 24-byte argument check, one halo exchange carrying both fields
     /// (2 x channels x perimeter values, after its own 24-byte check; when the gradient is on), then one
@@ -51,8 +55,9 @@ class Evaluator {
     template <class T>
     HaloBuffers<T>& halo_buffers();
 
-    const ShardedGrid* grid_;
+    ShardedGrid grid_;
     std::int64_t channels_;
+    std::vector<double> weight_values_;  // the caller's weights, copied; weights_ views them
     Weights weights_;
     EvaluationOptions options_;
     std::optional<HaloBuffers<float>> float_halo_;

@@ -48,8 +48,8 @@ enum class ValidityPolicy {
 [[nodiscard]] Summation parse_summation(std::string_view text);
 
 /// The global grid as this rank sees it: the process mesh, the decomposition, this rank's box, and the
-/// one-cell halo plans the gradient metrics use, built once. Holds a reference to the mesh, which must
-/// outlive it.
+/// one-cell halo plans the gradient metrics use, built once. Keeps a copy of the mesh (copies share its
+/// communicators), so it may outlive the mesh it was built from; copying a ShardedGrid makes no MPI call.
 class ShardedGrid {
   public:
     /// Collective over `spatial` (builds the halo plans, when the decomposition allows halos).
@@ -59,14 +59,14 @@ class ShardedGrid {
     /// when the decomposition cannot exchange halos (an empty shard under div_up). No MPI calls.
     [[nodiscard]] const HaloExchange& halo_plan(bool periodic_lon) const;
 
-    [[nodiscard]] const ProcessMesh& mesh() const noexcept { return *mesh_; }
+    [[nodiscard]] const ProcessMesh& mesh() const noexcept { return mesh_; }
     [[nodiscard]] const Decomposition& decomposition() const noexcept { return decomposition_; }
     [[nodiscard]] const GridShape& grid() const noexcept { return decomposition_.grid(); }
     /// This rank's box.
     [[nodiscard]] const Box& box() const noexcept { return box_; }
 
   private:
-    const ProcessMesh* mesh_;
+    ProcessMesh mesh_;  // a copy: it shares the mesh's communicators
     Decomposition decomposition_;
     Box box_;
     std::optional<HaloExchange> open_halo_;

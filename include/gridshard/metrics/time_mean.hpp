@@ -22,7 +22,7 @@ namespace gridshard {
 /// truth) as a double-double (TwoSum), and the IEEE sum of the non-finite ones. The finite sum is exact
 /// while a point's differences span less than about 2^(80 - log2 steps), so its value does not depend on
 /// how steps are split over data ranks or added; the non-finite sum is NaN or an infinity as IEEE
-/// arithmetic gives it. 24 bytes per point. Holds a reference to `grid`, which must outlive it.
+/// arithmetic gives it. 24 bytes per point. Keeps a copy of `grid` (sharing its mesh), so it may outlive it.
 class TimeMeanAccumulator {
   public:
     /// No MPI calls.
@@ -55,7 +55,7 @@ class TimeMeanAccumulator {
                                                                 Summation summation = Summation::reproducible) const;
 
   private:
-    const ShardedGrid* grid_;
+    ShardedGrid grid_;
     std::int64_t channels_;
     std::int64_t steps_ = 0;
     std::vector<double> sum_;
