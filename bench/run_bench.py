@@ -31,14 +31,14 @@ BENCH_DIR = pathlib.Path(__file__).resolve().parent
 
 # (key, target, comparison, what it is); the order of the printed table.
 TARGETS = [
-    ("fused_suite_fraction_of_read_bandwidth", 0.70, ">=", "t_read / t_suite, reproducible, (8,721,1440) f32"),
+    ("fused_suite_fraction_of_read_bandwidth", 0.50, ">=", "t_read / t_suite, reproducible, (8,721,1440) f32, 1 thread"),
     ("fused_suite_fast_fraction_of_read_bandwidth", None, None, "t_read / t_suite, Summation::fast"),
     ("fused_suite_threads_speedup", 1.7, ">=", "t_suite 1 thread / t_suite all cores, reproducible, one rank"),
     ("reproducible_overhead", 0.15, "<=", "t_suite_reproducible / t_suite_fast - 1"),
-    ("gradmag_speedup_vs_numpy", 20.0, ">=", "t_numpy / t_gridshard, (3,721,1440)"),
-    ("halo_vs_gather_speedup_1x2x2", 10.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
+    ("gradmag_speedup_vs_numpy", None, None, "t_numpy / t_gridshard, (3,721,1440); the peer to meet is torch"),
+    ("halo_vs_gather_speedup_1x2x2", 25.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
-    ("eval_speedup_vs_cdo", 5.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
+    ("eval_speedup_vs_cdo", 10.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
     ("eval_speedup_vs_cdo_16_steps", 8.0, ">=", "the same on a 721 x 1440, 16-step, three-variable pair"),
 ]
 
