@@ -4,6 +4,7 @@
 #include <limits>
 #include <span>
 
+#include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
@@ -63,7 +64,12 @@ void TimeMeanAccumulator::merge_over_data() {
         return;  // nothing to merge
     }
     const std::size_t points = sum_.size();
-    auto packed = allocate_vector<double>(3 * points + 1, "the time sums for the data group");
+    // Agreed before the gather, so a rank short of memory raises on every rank instead of leaving the
+    // others waiting in it.
+    std::vector<double> packed;
+    check_collectively(mesh.data(), attempt([&] {
+                           packed = allocate_vector<double>(3 * points + 1, "the time sums for the data group");
+                       }));
     for (std::size_t n = 0; n < points; ++n) {
         packed[3 * n] = sum_[n];
         packed[3 * n + 1] = error_[n];

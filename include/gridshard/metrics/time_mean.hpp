@@ -33,8 +33,9 @@ class TimeMeanAccumulator {
     template <class T>
     void add(FieldShard<T> truth, FieldShard<T> prediction);
 
-    /// Collective over `data`: one all-gather of the sums (24 bytes per point per data rank), merged in
-    /// data-rank order, and of the step counts; afterwards every data rank holds the sums over every step.
+    /// Collective over `data`: a small agreement that every rank could allocate its send buffer, then one
+    /// all-gather of the sums (24 bytes per point per data rank), merged in data-rank order, and of the
+    /// step counts; afterwards every data rank holds the sums over every step.
     void merge_over_data();
 
     /// The steps added (over every data rank after merge_over_data()).
