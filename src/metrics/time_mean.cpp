@@ -44,7 +44,7 @@ void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
     double* __restrict special = special_.data();
     const auto n = static_cast<std::int64_t>(points);
     // Each point on its own: the threads split the points, and the sums are the same bits for any count.
-    GRIDSHARD_PRAGMA(omp parallel for simd schedule(static) num_threads(detail::threads_for(n / 65536 + 1)))
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(n / 65536 + 1)))
     for (std::int64_t k = 0; k < n; ++k) {
         const double d = static_cast<double>(p[k]) - static_cast<double>(t[k]);
         const bool finite = (d - d) == 0.0;  // false for NaN or infinite
