@@ -11,6 +11,7 @@
 #include "gridshard/metrics/time_mean.hpp"
 #include "gridshard/numerics/double_double.hpp"
 #include "row_kernels.hpp"
+#include "threads.hpp"
 
 namespace gridshard {
 namespace {
@@ -304,11 +305,13 @@ std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summati
     // Slots: the nansum of each (channel, row), then its count of valid points; no weights here.
     detail::agree_or_throw(grid.mesh().lon(), error, {x.channels}, "channels");
     PartialSums sums(values * 2, summation, window_for<T>());
-    {
+    // Every (channel, row) has slots of its own, formed by one thread: the same bits for any thread count.
+    GRIDSHARD_PRAGMA(omp parallel num_threads(detail::threads_for(values)) if (values > 1)) {
         // Masked rows keep the input type: float rows take the exact sum's cheaper one-digit path.
         std::vector<T> masked(static_cast<std::size_t>(box.lon.size()));
-        for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
-            const T* row = row_of(x, box, c, i);
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::int64_t k = 0; k < values; ++k) {
+            const T* row = row_of(x, box, k / rows, k % rows);
             T* __restrict out = masked.data();
             std::int64_t valid = 0;
             for (std::int64_t j = 0; j < box.lon.size(); ++j) {
@@ -316,9 +319,9 @@ std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summati
                 out[j] = v == v ? v : T{0};
                 valid += v == v ? 1 : 0;
             }
-            sums.add_row(c * rows + i, masked.data(), box.lon.size(), 1.0);
-            sums.add_count(values + c * rows + i, 1.0, valid);
-        });
+            sums.add_row(k, masked.data(), box.lon.size(), 1.0);
+            sums.add_count(values + k, 1.0, valid);
+        }
     }
     sums.allreduce(grid.mesh().lon());
     std::vector<double> result(static_cast<std::size_t>(values));

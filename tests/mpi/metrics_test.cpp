@@ -711,8 +711,8 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
     }
 }
 
-// The Evaluator shares its rows between threads, each with exact partial sums merged exactly: the scores
-// are the same bits for 1, 2 and 3 threads (per-row and per-point weights, gradient on).
+// The Evaluator shares its rows between threads, each with exact partial sums merged exactly, and the zonal
+// mean its (channel, row) sums: the same bits for 1, 2 and 3 threads (per-row and per-point weights).
 TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {
 #if defined(_OPENMP)
     const GridShape grid{31, 23};
@@ -739,6 +739,8 @@ TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {
             for (std::size_t n = 0; n < s.names().size(); ++n) {
                 all.insert(all.end(), s.at(n).begin(), s.at(n).end());
             }
+            const auto zonal = zonal_mean<float>(g, {t, 3});  // threaded over (channel, row) too
+            all.insert(all.end(), zonal.begin(), zonal.end());
             results.push_back(all);
         }
         expect_identical(results[1], results[0], "2 threads vs 1");
