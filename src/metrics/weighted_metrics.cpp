@@ -103,17 +103,13 @@ std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weigh
     return result;
 }
 
-namespace {
-
-// bias with an error found by the caller folded into the same collective check.
 template <class T>
-std::vector<double> bias_of(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
-                            Summation summation, const std::string& caller_error) {
+std::vector<double> bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
+                         Summation summation) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::int64_t channels = truth.channels;
-    PartialSums sums = start_weighted(grid, weights, first_error({caller_error, pair_error(truth, prediction, box)}),
-                                      channels, 2, summation);
+    PartialSums sums = start_weighted(grid, weights, pair_error(truth, prediction, box), channels, 2, summation);
     {
         Scratch scratch(box.lon.size(), 1);
         for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
@@ -132,25 +128,13 @@ std::vector<double> bias_of(const ShardedGrid& grid, FieldShard<T> truth, FieldS
     return result;
 }
 
-}  // namespace
-
 template <class T>
-std::vector<double> bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
+std::vector<double> rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
                          Summation summation) {
-    return bias_of(grid, truth, prediction, a, summation, {});
-}
-
-namespace {
-
-// rmse with an error found by the caller folded into the same collective check.
-template <class T>
-std::vector<double> rmse_of(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
-                            Summation summation, const std::string& caller_error) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     const std::int64_t channels = truth.channels;
-    PartialSums sums = start_weighted(grid, weights, first_error({caller_error, pair_error(truth, prediction, box)}),
-                                      channels, 1, summation);
+    PartialSums sums = start_weighted(grid, weights, pair_error(truth, prediction, box), channels, 1, summation);
     {
         Scratch scratch(box.lon.size());
         const std::int64_t cols = box.lon.size();
@@ -172,14 +156,6 @@ std::vector<double> rmse_of(const ShardedGrid& grid, FieldShard<T> truth, FieldS
         result[static_cast<std::size_t>(c)] = std::sqrt(dd::divide(sums.value_dd(slot(c, 0, 1)), total).hi);
     }
     return result;
-}
-
-}  // namespace
-
-template <class T>
-std::vector<double> rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
-                         Summation summation) {
-    return rmse_of(grid, truth, prediction, a, summation, {});
 }
 
 #define GRIDSHARD_INSTANTIATE(T)                                                                                \
