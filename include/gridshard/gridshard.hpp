@@ -34,4 +34,5 @@
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
+#include "gridshard/metrics/terms.hpp"
 #include "gridshard/metrics/time_mean.hpp"

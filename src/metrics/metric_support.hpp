@@ -1,27 +1,26 @@
 #pragma once
-// What the metric families share: the slot layout of their partial sums, the collective argument check,
-// the start and merge of every weighted metric, and row access. Internal to the metrics layer.
+// What the metric families share around the one engine (term_engine.hpp): the collective argument check,
+// the halo exchange of the gradient terms, the merge over the spatial group with its total-weight check.
+// Internal to the metrics layer.
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/terms.hpp"
 #include "row_kernels.hpp"
+#include "term_engine.hpp"
 
 namespace gridshard::detail {
 
 inline constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-inline constexpr std::int64_t total_weight_slot = 0;  // every weighted metric checks sum(a) > 0 with it
-
-// Slot of term `term` of channel `c` when each channel has `terms` sums after the total-weight slot.
-constexpr std::int64_t slot(std::int64_t c, std::int64_t term, std::int64_t terms) {
-    return 1 + c * terms + term;
-}
 
 // The first non-empty message, so a metric reports the first thing wrong with its arguments.
 inline std::string first_error(std::initializer_list<std::string> errors) {
@@ -43,79 +42,84 @@ std::string pair_error(const FieldShard<T>& truth, const FieldShard<T>& predicti
     return first_error({shard_error(truth, box, "truth"), shard_error(prediction, box, "prediction")});
 }
 
+// `terms` and the weight terms `policy` needs: under propagate every point of non-zero weight counts, so
+// the weights of the valid points are the total weight and are not formed again.
+inline TermSet weight_and(ValidityPolicy policy, TermSet terms) {
+    if (policy == ValidityPolicy::propagate) {
+        return terms;
+    }
+    if (terms.needs_point_values()) {
+        terms = terms.with(Term::weight);
+    }
+    return terms.needs_gradient() ? terms.with(Term::gradient_weight) : terms;
+}
+
 // Collective over `spatial`: raises `local_error` (or a channel count that differs between ranks) on
 // every rank alike, before any partial sums are formed.
 inline void check_arguments(const ShardedGrid& grid, const std::string& local_error, std::int64_t channels) {
     agree_or_throw(grid.mesh().spatial(), local_error, {channels}, "channels");
 }
 
-// The start every weighted metric shares: `error` and the weights' own error raised on every rank of
-// the spatial group alike, then `terms` sums per channel after the total-weight slot, which is filled.
-inline PartialSums start_weighted(const ShardedGrid& grid, const RowWeights& weights, const std::string& error,
-                                  std::int64_t channels, std::int64_t terms, Summation summation) {
-    check_arguments(grid, first_error({error, weights.error()}), channels);
-    PartialSums sums(1 + terms * channels, summation);
-    weights.add_total(sums, total_weight_slot);
-    return sums;
-}
-
-// Merges `sums` over the spatial group and checks the total weight, which every rank sees alike.
-inline void merge_weighted(PartialSums& sums, const ShardedGrid& grid) {
+// Collective over `spatial`: one allreduce of `sums` (laid out by form_terms with Grouping::channel), then
+// the total-weight check, which every rank sees alike.
+inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet terms, std::int64_t channels) {
     sums.allreduce(grid.mesh().spatial());
-    const double total = sums.value(total_weight_slot);
+    const double total = sums.value(0);
     if (!(total > 0.0)) {
         throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(total));
     }
+    return TermSums(std::make_shared<const PartialSums>(std::move(sums)), terms, channels, true);
 }
 
+// Exchanges the one-cell halos of `fields` (all shaped like the first) for the gradient terms.
+// Collective over `spatial`; a shard of the wrong size raises on every rank inside the exchange.
 template <class T>
-const T* row_of(const FieldShard<T>& x, const Box& box, std::int64_t c, std::int64_t i) {
-    return x.values.data() + (c * box.lat.size() + i) * box.lon.size();
+HaloBuffers<T> exchange_for_gradient(const ShardedGrid& grid, std::span<const std::span<const T>> fields,
+                                     std::int64_t channels, const GradientOptions& options) {
+    check_gradient_grid(grid.grid());
+    const HaloExchange& plan = grid.halo_plan(options.periodic_lon);
+    auto halo = plan.make_buffers<T>(std::max<std::int64_t>(channels, 0) * static_cast<std::int64_t>(fields.size()));
+    plan.execute(fields, halo);
+    return halo;
 }
 
-// Per channel: slot 0 = sum(a*x), slot 1 = sum over valid a*x... as the caller lays out; this visits
-// every (channel, row) of a shard with a weights check folded into the local error.
-template <class F>
-void for_each_row(const Box& box, std::int64_t channels, F&& f) {
-    for (std::int64_t c = 0; c < channels; ++c) {
-        for (std::int64_t i = 0; i < box.lat.size(); ++i) {
-            f(c, i);
-        }
-    }
-}
-
-// sum(a*x) and sum(a) per channel: the shared core of weighted_sum and weighted_mean.
+// The terms of `request` for one field (`prediction` null) or a pair, over the grid. Collective over
+// `spatial`: the argument check (with `extra_error`), the halo exchange when a gradient term is asked for
+// (both fields in one), one allreduce of the sums, then the total-weight check.
 template <class T>
-PartialSums weighted_sums(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation,
+TermSums accumulate_terms(const ShardedGrid& grid, FieldShard<T> truth, const FieldShard<T>* prediction, Weights a,
+                          const TermRequest& request, const GradientOptions* gradient = nullptr,
                           const std::string& extra_error = {}) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
-    PartialSums sums =
-        start_weighted(grid, weights, first_error({extra_error, shard_error(x, box, "x")}), x.channels, 1, summation);
-    {
-        Scratch scratch(box.lon.size(), 1);
-        for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
-            add_weighted_row(sums, slot(c, 0, 1), row_of(x, box, c, i), box.lon.size(), weights, i, scratch[0]);
-        });
+    std::string error = first_error(
+        {extra_error, prediction != nullptr ? pair_error(truth, *prediction, box) : shard_error(truth, box, "x"),
+         weights.error()});
+    if (error.empty() && gradient != nullptr) {
+        error = gradient_options_error(*gradient, box.lat.size());
     }
-    merge_weighted(sums, grid);
-    return sums;
+    check_arguments(grid, error, truth.channels);
+    ShardInputs<T> inputs{truth.values.data(), prediction != nullptr ? prediction->values.data() : nullptr,
+                          truth.channels, nullptr, gradient};
+    std::optional<HaloBuffers<T>> halo;
+    if (request.terms.needs_gradient()) {
+        std::vector<std::span<const T>> fields{truth.values};
+        if (prediction != nullptr) {
+            fields.push_back(prediction->values);
+        }
+        halo.emplace(exchange_for_gradient<T>(grid, fields, truth.channels, *gradient));
+        inputs.halo = &*halo;
+    }
+    return merge_terms(form_terms(grid.grid(), box, inputs, weights, request, Grouping::channel), grid, request.terms,
+                       truth.channels);
 }
 
-// sum(a*x) / sum(a) per channel from weighted_sums.
-inline std::vector<double> means_of(const PartialSums& sums, std::int64_t channels) {
-    std::vector<double> result(static_cast<std::size_t>(channels));
-    for (std::int64_t c = 0; c < channels; ++c) {
-        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 1), total_weight_slot);
-    }
-    return result;
-}
-
-// sum over valid points of a*x / their weight per channel (terms 0 and 1 of two); NaN where none is valid.
-inline std::vector<double> nan_means_of(const PartialSums& sums, std::int64_t channels) {
-    std::vector<double> result(static_cast<std::size_t>(channels));
-    for (std::int64_t c = 0; c < channels; ++c) {
-        result[static_cast<std::size_t>(c)] = sums.ratio(slot(c, 0, 2), slot(c, 1, 2));
+// One finalizer applied to every channel.
+template <class F>
+std::vector<double> per_channel(const TermSums& sums, F finalize) {
+    std::vector<double> result(static_cast<std::size_t>(sums.groups()));
+    for (std::int64_t c = 0; c < sums.groups(); ++c) {
+        result[static_cast<std::size_t>(c)] = finalize(c);
     }
     return result;
 }

@@ -1,5 +1,7 @@
 #include "row_kernels.hpp"
 
+#include <algorithm>
+#include <limits>
 #include <numbers>
 
 #include "gridshard/core/error.hpp"
@@ -64,6 +66,30 @@ void check_gradient_grid(const GridShape& grid) {
     }
 }
 
+namespace {
+
+// The magnitude of one point from its latitude and longitude differences, in the field's type T: the
+// one formula every point goes through. The two terms are scaled by a power of two (exact) when large or
+// tiny, so the squares neither overflow nor lose bits to underflow; branch-free, so rows vectorise.
+template <class T>
+inline T magnitude(T lat_difference, T lon_difference, T lat_scale, T lon_scale) noexcept {
+    constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;  // squares of 2^range stay finite
+    const T big = std::ldexp(T{1}, range);
+    const T small = std::ldexp(T{1}, -range);
+    T lat_term = lat_difference * lat_scale;
+    T lon_term = lon_difference * lon_scale;
+    const T largest = std::max(std::abs(lat_term), std::abs(lon_term));
+    const bool large = largest > big;
+    const bool tiny = largest < small;
+    const T scale = large ? small : tiny ? big : T{1};
+    const T unscale = large ? big : tiny ? small : T{1};  // 1 / scale, exactly
+    lat_term *= scale;
+    lon_term *= scale;
+    return std::sqrt(lat_term * lat_term + lon_term * lon_term) * unscale;
+}
+
+}  // namespace
+
 template <class T>
 GradientRows<T>::GradientRows(const GridShape& grid, const Box& box, const GradientOptions& options,
                               std::span<const T> field, std::int64_t channels, const HaloBuffers<T>& halo,
@@ -77,12 +103,12 @@ GradientRows<T>::GradientRows(const GridShape& grid, const Box& box, const Gradi
       halo_channel0_(field_index * channels) {
     if (options.metres) {
         const double dlat = options.dlat_deg * std::numbers::pi / 180.0;
-        lat_scale_ = 1.0 / (options.radius_m * dlat);
+        lat_scale_ = static_cast<T>(1.0 / (options.radius_m * dlat));
     }
 }
 
 template <class T>
-void GradientRows<T>::row(std::int64_t c, std::int64_t i, double* out) {
+void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
     const std::int64_t rows = box_.lat.size();
     const std::int64_t cols = box_.lon.size();
     const std::int64_t gi = box_.lat.begin + i;
@@ -99,15 +125,15 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, double* out) {
     const T* above = neighbour_row(Side::lat_prev);  // global row gi - 1
     const T* below = neighbour_row(Side::lat_next);  // global row gi + 1
     // The values left and right of the row: halo cells, or unused at a non-periodic global edge.
-    const double left = halo_->has(Side::lon_prev) ? static_cast<double>(halo_->at(Side::lon_prev, hc, i, 0)) : 0.0;
-    const double right = halo_->has(Side::lon_next) ? static_cast<double>(halo_->at(Side::lon_next, hc, i, 0)) : 0.0;
+    const T left = halo_->has(Side::lon_prev) ? halo_->at(Side::lon_prev, hc, i, 0) : T{0};
+    const T right = halo_->has(Side::lon_next) ? halo_->at(Side::lon_next, hc, i, 0) : T{0};
 
-    double lon_scale = 1.0;
+    T lon_scale = 1;
     if (options_.metres) {
         const double lat = options_.lat_deg[static_cast<std::size_t>(i)];
         const double cos_lat = std::abs(lat) == 90.0 ? 0.0 : std::cos(lat * std::numbers::pi / 180.0);
         const double dlon = options_.dlon_deg * std::numbers::pi / 180.0;
-        lon_scale = cos_lat == 0.0 ? 0.0 : 1.0 / (options_.radius_m * cos_lat * dlon);
+        lon_scale = static_cast<T>(cos_lat == 0.0 ? 0.0 : 1.0 / (options_.radius_m * cos_lat * dlon));
     }
     // torch.gradient: one-sided differences on the first and last global row, central ones inside.
     const RowCase row_case = gi == 0 ? RowCase::first : gi == grid_.nlat - 1 ? RowCase::last : RowCase::interior;
@@ -124,48 +150,39 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, double* out) {
     }
     // The first and last column of the row: halo neighbours, or one-sided differences at the global
     // longitude edges unless longitude is periodic. (A one-column row needs both halo cells.)
-    auto lat_difference = [&](std::int64_t j) {
-        const double h = static_cast<double>(here[j]);
-        return row_case == RowCase::first  ? static_cast<double>(below[j]) - h
-               : row_case == RowCase::last ? h - static_cast<double>(above[j])
-                                           : (static_cast<double>(below[j]) - static_cast<double>(above[j])) / 2.0;
+    auto lat_difference = [&](std::int64_t j) -> T {
+        return row_case == RowCase::first  ? below[j] - here[j]
+               : row_case == RowCase::last ? here[j] - above[j]
+                                           : (below[j] - above[j]) * T{0.5};
     };
-    auto magnitude = [&](std::int64_t j, double lon_difference) {
-        const double lat_term = lat_difference(j) * lat_scale_;
-        const double lon_term = lon_difference * lon_scale;
-        return std::sqrt(lat_term * lat_term + lon_term * lon_term);
-    };
-    auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : static_cast<double>(here[j]); };
+    auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : here[j]; };
     const bool west_edge = !options_.periodic_lon && box_.lon.begin == 0;
     const bool east_edge = !options_.periodic_lon && box_.lon.end == grid_.nlon;
     for (std::int64_t j : {std::int64_t{0}, cols - 1}) {
-        const double lon_difference = (west_edge && j == 0)          ? value(1) - value(0)
-                                      : (east_edge && j == cols - 1) ? value(cols - 1) - value(cols - 2)
-                                                                     : (value(j + 1) - value(j - 1)) / 2.0;
-        out[j] = magnitude(j, lon_difference);
+        const T lon_difference = (west_edge && j == 0)          ? value(1) - value(0)
+                                 : (east_edge && j == cols - 1) ? value(cols - 1) - value(cols - 2)
+                                                                : (value(j + 1) - value(j - 1)) * T{0.5};
+        out[j] = magnitude(lat_difference(j), lon_difference, lat_scale_, lon_scale);
     }
 }
 
 template <class T>
 template <typename GradientRows<T>::RowCase row_case>
-void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, double lon_scale,
-                                  double* __restrict out) const {
+void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, T lon_scale,
+                                  T* __restrict out) const {
     // Interior columns in one branch-free pass, so it vectorises (square root included: -fno-math-errno).
-    const double lat_scale = lat_scale_;
+    const T lat_scale = lat_scale_;
     for (std::int64_t j = 1; j + 1 < cols; ++j) {
-        const double h = static_cast<double>(here[j]);
-        double lat_difference = 0.0;
+        T lat_difference = 0;
         if constexpr (row_case == RowCase::first) {
-            lat_difference = static_cast<double>(below[j]) - h;
+            lat_difference = below[j] - here[j];
         } else if constexpr (row_case == RowCase::last) {
-            lat_difference = h - static_cast<double>(above[j]);
+            lat_difference = here[j] - above[j];
         } else {
-            lat_difference = (static_cast<double>(below[j]) - static_cast<double>(above[j])) / 2.0;
+            lat_difference = (below[j] - above[j]) * T{0.5};
         }
-        const double lon_difference = (static_cast<double>(here[j + 1]) - static_cast<double>(here[j - 1])) / 2.0;
-        const double lat_term = lat_difference * lat_scale;
-        const double lon_term = lon_difference * lon_scale;
-        out[j] = std::sqrt(lat_term * lat_term + lon_term * lon_term);
+        const T lon_difference = (here[j + 1] - here[j - 1]) * T{0.5};
+        out[j] = magnitude(lat_difference, lon_difference, lat_scale, lon_scale);
     }
 }
 

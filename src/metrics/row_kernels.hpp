@@ -47,73 +47,28 @@ std::string shard_error(const FieldShard<T>& x, const Box& box, const char* name
     return {};
 }
 
-/// Scratch rows for one metric call.
-struct Scratch {
-    explicit Scratch(std::int64_t cols, int rows = 2)
-        : buffers(static_cast<std::size_t>(rows), std::vector<double>(static_cast<std::size_t>(cols))) {}
-    double* operator[](int k) noexcept { return buffers[static_cast<std::size_t>(k)].data(); }
-    std::vector<std::vector<double>> buffers;
-};
-
-/// Adds `sum_j where(a_j != 0, v_j, 0) * a_j` of one row to `slot`; `work` holds n doubles.
-template <class V>
-void add_weighted_row(PartialSums& sums, std::int64_t slot, const V* values, std::int64_t n, const RowWeights& w,
-                      std::int64_t row, double* work) {
-    if (!w.per_point()) {
-        sums.add_row(slot, values, n, w.row(row));
-        return;
-    }
-    const double* a = w.points(row);
-    for (std::int64_t j = 0; j < n; ++j) {
-        work[j] = a[j] == 0.0 ? 0.0 : a[j] * static_cast<double>(values[j]);
-    }
-    sums.add_row(slot, work, n, 1.0);
-}
-
-/// Adds the weighted sum of the non-NaN values of one row to `value_slot` and their weight to
-/// `weight_slot`; `work` and `work2` hold n doubles each.
-template <class V>
-void add_valid_row(PartialSums& sums, std::int64_t value_slot, std::int64_t weight_slot, const V* values,
-                   std::int64_t n, const RowWeights& w, std::int64_t row, double* work, double* work2) {
-    if (!w.per_point()) {
-        std::int64_t valid = 0;
-        for (std::int64_t j = 0; j < n; ++j) {
-            const double v = static_cast<double>(values[j]);
-            const bool ok = v == v;
-            work[j] = ok ? v : 0.0;
-            valid += ok ? 1 : 0;
-        }
-        sums.add_row(value_slot, work, n, w.row(row));
-        sums.add_count(weight_slot, w.row(row), valid);
-        return;
-    }
-    const double* a = w.points(row);
-    for (std::int64_t j = 0; j < n; ++j) {
-        const double v = static_cast<double>(values[j]);
-        const bool ok = v == v && a[j] != 0.0;
-        work[j] = ok ? a[j] * v : 0.0;
-        work2[j] = ok ? a[j] : 0.0;
-    }
-    sums.add_row(value_slot, work, n, 1.0);
-    sums.add_row(weight_slot, work2, n, 1.0);
-}
-
 /// Gradient magnitudes of one field, row by row, with torch.gradient semantics at the global edges
 /// and halo values at shard edges. `field` is this rank's shard; its halos are field `field_index`
 /// of `halo` (see HaloExchange::execute for several fields).
+///
+/// Magnitudes are computed in the field's own type: a float field's in float arithmetic (differences of
+/// neighbours, the scaling, the squares and a float square root; relative error below 2^-22, float's own
+/// accuracy, with no overflow or underflow of the squares: large and tiny differences are scaled by a
+/// power of two first), a double field's in double. Every point, at a shard edge or inside, goes through
+/// the one `magnitude` below, so its bits do not depend on where the shard edges fall.
 template <class T>
 class GradientRows {
   public:
     GradientRows(const GridShape& grid, const Box& box, const GradientOptions& options, std::span<const T> field,
                  std::int64_t channels, const HaloBuffers<T>& halo, std::int64_t field_index);
     /// Writes the magnitudes of row `i` (local index) of channel `c` to `out` (cols values).
-    void row(std::int64_t c, std::int64_t i, double* out);
+    void row(std::int64_t c, std::int64_t i, T* out) const;
 
   private:
     enum class RowCase { first, interior, last };  // the global row's place: one-sided or central
     template <RowCase row_case>
-    void stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, double lon_scale,
-                     double* __restrict out) const;
+    void stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, T lon_scale,
+                     T* __restrict out) const;
 
     GridShape grid_;
     Box box_;
@@ -122,7 +77,7 @@ class GradientRows {
     std::int64_t channels_;
     const HaloBuffers<T>* halo_;
     std::int64_t halo_channel0_;
-    double lat_scale_ = 1.0;  // 1 / (R dlat) in metres mode
+    T lat_scale_ = 1;  // 1 / (R dlat) in metres mode
 };
 
 /// What is wrong with gradient options for a box of `rows` rows (empty when nothing): in metres, the

@@ -5,54 +5,63 @@
 #include <limits>
 
 #include "gridshard/core/error.hpp"
-#include "partial_sums.hpp"
 
 namespace gridshard {
 
-DoubleDouble EvaluationSums::value(Term t) const {
-    return sums_->value_dd(slot(t));
-}
-
-double EvaluationSums::ratio(Term value, Term weight) const {
-    return sums_->ratio(slot(value), slot(weight));
-}
-
-double EvaluationSums::difference(Term a, Term b) const {
-    return sums_->difference(slot(a), slot(b));
-}
-
 const std::vector<ScoreDefinition>& evaluation_scores() {
-    using T = EvaluationSums::Term;
+    using T = Term;
+    using S = const TermSums&;
+    using C = std::int64_t;
     static const std::vector<ScoreDefinition> scores = {
-        {"mean_truth", "mean_truth", "weighted mean of the truth over the valid points", 14, 6,
-         [](const EvaluationSums& s) { return s.ratio(T::truth_sum, T::valid_weight); }},
-        {"mean_pred", "mean_pred", "weighted mean of the prediction over the valid points", 14, 6,
-         [](const EvaluationSums& s) { return s.ratio(T::prediction_sum, T::valid_weight); }},
-        {"bias", "bias", "weighted mean of (pred - truth)", 12, 4,
-         [](const EvaluationSums& s) {
-             return s.difference(T::prediction_sum, T::truth_sum) / s.value(T::valid_weight).hi;
-         }},
-        {"rmse", "rmse", "sqrt of the weighted mean of (pred - truth)^2", 12, 4,
-         [](const EvaluationSums& s) { return std::sqrt(s.ratio(T::difference_squares, T::valid_weight)); }},
-        {"std_truth", "std_truth", "weighted population std of the truth about its own mean", 12, 4,
-         [](const EvaluationSums& s) {
-             return dd::population_std(s.value(T::valid_weight), s.value(T::truth_sum), s.value(T::truth_squares));
-         }},
-        {"std_pred", "std_pred", "weighted population std of the prediction about its own mean", 12, 4,
-         [](const EvaluationSums& s) {
-             return dd::population_std(s.value(T::valid_weight), s.value(T::prediction_sum),
-                                       s.value(T::prediction_squares));
-         }},
-        {"grad_mag_percent_diff", "grad_%diff",
-         "100 (G(pred) - G(truth)) / G(truth), G the weighted NaN-aware mean of the gradient magnitude", 12, 4,
-         [](const EvaluationSums& s) {
-             if (!s.has_gradient()) {
-                 return std::numeric_limits<double>::quiet_NaN();
-             }
-             const double truth = s.ratio(T::truth_gradient, T::truth_gradient_weight);
-             const double prediction = s.ratio(T::prediction_gradient, T::prediction_gradient_weight);
-             return 100.0 * (prediction - truth) / truth;
-         }},
+        {"mean_truth",
+         "mean_truth",
+         "weighted mean of the truth over the valid points",
+         14,
+         6,
+         {T::truth},
+         [](S s, C c) { return s.mean(c, T::truth); }},
+        {"mean_pred",
+         "mean_pred",
+         "weighted mean of the prediction over the valid points",
+         14,
+         6,
+         {T::prediction},
+         [](S s, C c) { return s.mean(c, T::prediction); }},
+        {"bias",
+         "bias",
+         "weighted mean of (pred - truth)",
+         12,
+         4,
+         {T::truth, T::prediction},
+         [](S s, C c) { return s.bias(c); }},
+        {"rmse",
+         "rmse",
+         "sqrt of the weighted mean of (pred - truth)^2",
+         12,
+         4,
+         {T::difference_square},
+         [](S s, C c) { return s.rmse(c); }},
+        {"std_truth",
+         "std_truth",
+         "weighted population std of the truth about its own mean",
+         12,
+         4,
+         {T::truth, T::truth_square},
+         [](S s, C c) { return s.std_dev(c); }},
+        {"std_pred",
+         "std_pred",
+         "weighted population std of the prediction about its own mean",
+         12,
+         4,
+         {T::prediction, T::prediction_square},
+         [](S s, C c) { return s.std_dev(c, true); }},
+        {"grad_mag_percent_diff",
+         "grad_%diff",
+         "100 (G(pred) - G(truth)) / G(truth), G the weighted mean of the gradient magnitude over the valid points",
+         12,
+         4,
+         {T::truth_gradient, T::prediction_gradient},
+         [](S s, C c) { return s.gradient_percent_diff(c); }},
     };
     return scores;
 }

@@ -1,12 +1,11 @@
-// The weighted metrics (docs/design.md §3): sums, means, the NaN-aware mean, std, bias, rmse, regional means.
+// The weighted metrics (docs/design.md §3): sums, means, the masked means, std, bias, rmse, regional means.
+// Each is a request to the one engine (term_engine.hpp) and a finalizer of terms.hpp.
 
 #include "gridshard/metrics/metrics.hpp"
 
 #include <cmath>
 #include <string>
 
-#include "gridshard/core/error.hpp"
-#include "gridshard/numerics/double_double.hpp"
 #include "metric_support.hpp"
 
 namespace gridshard {
@@ -15,17 +14,27 @@ using namespace detail;  // NOLINT(google-build-using-namespace): the metrics la
 
 template <class T>
 std::vector<double> weighted_sum(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
-    const PartialSums sums = weighted_sums(grid, x, a, summation);
-    std::vector<double> result(static_cast<std::size_t>(x.channels));
-    for (std::int64_t c = 0; c < x.channels; ++c) {
-        result[static_cast<std::size_t>(c)] = sums.value(slot(c, 0, 1));
-    }
-    return result;
+    const TermSums sums =
+        accumulate_terms<T>(grid, x, nullptr, a, {{Term::truth}, ValidityPolicy::propagate, summation});
+    return per_channel(sums, [&](std::int64_t c) { return sums.value(c, Term::truth).hi; });
+}
+
+template <class T>
+std::vector<double> masked_weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a, ValidityPolicy policy,
+                                         Summation summation) {
+    const TermSums sums =
+        accumulate_terms<T>(grid, x, nullptr, a, {weight_and(policy, {Term::truth}), policy, summation});
+    return per_channel(sums, [&](std::int64_t c) { return sums.mean(c, Term::truth); });
 }
 
 template <class T>
 std::vector<double> weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
-    return means_of(weighted_sums(grid, x, a, summation), x.channels);
+    return masked_weighted_mean(grid, x, a, ValidityPolicy::propagate, summation);
+}
+
+template <class T>
+std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
+    return masked_weighted_mean(grid, x, a, ValidityPolicy::skip_nan, summation);
 }
 
 template <class T>
@@ -43,9 +52,9 @@ std::vector<double> regional_weighted_mean(const ShardedGrid& grid, FieldShard<T
             error = "region values must be finite and non-negative, got " + std::to_string(region[k]);
         }
     }
-    std::vector<double> combined;
+    // The weights a * region per point; on a bad argument, zeros that the collective check never reaches.
+    std::vector<double> combined(static_cast<std::size_t>(box.area()), 0.0);
     if (error.empty()) {
-        combined.resize(region.size());
         for (std::int64_t i = 0; i < box.lat.size(); ++i) {
             for (std::int64_t j = 0; j < box.lon.size(); ++j) {
                 const double w = weights.per_point() ? weights.points(i)[j] : weights.row(i);
@@ -53,119 +62,69 @@ std::vector<double> regional_weighted_mean(const ShardedGrid& grid, FieldShard<T
                 combined[k] = w * region[k];
             }
         }
-    } else {
-        combined.assign(static_cast<std::size_t>(box.area()), 0.0);  // unused: the check below raises
     }
-    return means_of(weighted_sums(grid, x, Weights{combined, true}, summation, error), x.channels);
+    const TermSums sums = accumulate_terms<T>(grid, x, nullptr, Weights{combined, true},
+                                              {{Term::truth}, ValidityPolicy::propagate, summation}, nullptr, error);
+    return per_channel(sums, [&](std::int64_t c) { return sums.mean(c, Term::truth); });
 }
 
 template <class T>
-std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
-    const Box& box = grid.box();
-    const RowWeights weights(a, box);
-    PartialSums sums = start_weighted(grid, weights, detail::shard_error(x, box, "x"), x.channels, 2, summation);
-    {
-        Scratch scratch(box.lon.size());
-        for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
-            detail::add_valid_row(sums, slot(c, 0, 2), slot(c, 1, 2), row_of(x, box, c, i), box.lon.size(), weights, i,
-                                  scratch[0], scratch[1]);
-        });
-    }
-    merge_weighted(sums, grid);
-    return nan_means_of(sums, x.channels);
+std::vector<double> masked_weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a, ValidityPolicy policy,
+                                        Summation summation) {
+    const TermSums sums = accumulate_terms<T>(
+        grid, x, nullptr, a, {weight_and(policy, {Term::truth, Term::truth_square}), policy, summation});
+    return per_channel(sums, [&](std::int64_t c) { return sums.std_dev(c); });
 }
 
 template <class T>
 std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a, Summation summation) {
-    const Box& box = grid.box();
-    const RowWeights weights(a, box);
-    PartialSums sums = start_weighted(grid, weights, detail::shard_error(x, box, "x"), x.channels, 2, summation);
-    {
-        Scratch scratch(box.lon.size());
-        const std::int64_t cols = box.lon.size();
-        for_each_row(box, x.channels, [&](std::int64_t c, std::int64_t i) {
-            const T* row = row_of(x, box, c, i);
-            double* squares = scratch[0];
-            for (std::int64_t j = 0; j < cols; ++j) {
-                squares[j] = static_cast<double>(row[j]) * static_cast<double>(row[j]);
-            }
-            detail::add_weighted_row(sums, slot(c, 0, 2), row, cols, weights, i, scratch[1]);
-            detail::add_weighted_row(sums, slot(c, 1, 2), squares, cols, weights, i, scratch[1]);
-        });
-    }
-    merge_weighted(sums, grid);
-    const DoubleDouble total = sums.value_dd(total_weight_slot);
-    std::vector<double> result(static_cast<std::size_t>(x.channels));
-    for (std::int64_t c = 0; c < x.channels; ++c) {
-        result[static_cast<std::size_t>(c)] =
-            dd::population_std(total, sums.value_dd(slot(c, 0, 2)), sums.value_dd(slot(c, 1, 2)));
-    }
-    return result;
+    return masked_weighted_std(grid, x, a, ValidityPolicy::propagate, summation);
+}
+
+template <class T>
+std::vector<double> masked_bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
+                                ValidityPolicy policy, Summation summation) {
+    const TermSums sums = accumulate_terms<T>(grid, truth, &prediction, a,
+                                              {weight_and(policy, {Term::truth, Term::prediction}), policy, summation});
+    return per_channel(sums, [&](std::int64_t c) { return sums.bias(c); });
 }
 
 template <class T>
 std::vector<double> bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
                          Summation summation) {
-    const Box& box = grid.box();
-    const RowWeights weights(a, box);
-    const std::int64_t channels = truth.channels;
-    PartialSums sums = start_weighted(grid, weights, pair_error(truth, prediction, box), channels, 2, summation);
-    {
-        Scratch scratch(box.lon.size(), 1);
-        for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
-            detail::add_weighted_row(sums, slot(c, 0, 2), row_of(truth, box, c, i), box.lon.size(), weights, i,
-                                     scratch[0]);
-            detail::add_weighted_row(sums, slot(c, 1, 2), row_of(prediction, box, c, i), box.lon.size(), weights, i,
-                                     scratch[0]);
-        });
-    }
-    merge_weighted(sums, grid);
-    const double total = sums.value(total_weight_slot);
-    std::vector<double> result(static_cast<std::size_t>(channels));
-    for (std::int64_t c = 0; c < channels; ++c) {
-        result[static_cast<std::size_t>(c)] = sums.difference(slot(c, 1, 2), slot(c, 0, 2)) / total;
-    }
-    return result;
+    return masked_bias(grid, truth, prediction, a, ValidityPolicy::propagate, summation);
+}
+
+template <class T>
+std::vector<double> masked_rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
+                                ValidityPolicy policy, Summation summation) {
+    const TermSums sums = accumulate_terms<T>(grid, truth, &prediction, a,
+                                              {weight_and(policy, {Term::difference_square}), policy, summation});
+    return per_channel(sums, [&](std::int64_t c) { return sums.rmse(c); });
 }
 
 template <class T>
 std::vector<double> rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction, Weights a,
                          Summation summation) {
-    const Box& box = grid.box();
-    const RowWeights weights(a, box);
-    const std::int64_t channels = truth.channels;
-    PartialSums sums = start_weighted(grid, weights, pair_error(truth, prediction, box), channels, 1, summation);
-    {
-        Scratch scratch(box.lon.size());
-        const std::int64_t cols = box.lon.size();
-        for_each_row(box, channels, [&](std::int64_t c, std::int64_t i) {
-            const T* t = row_of(truth, box, c, i);
-            const T* p = row_of(prediction, box, c, i);
-            double* squares = scratch[0];
-            for (std::int64_t j = 0; j < cols; ++j) {
-                const double d = static_cast<double>(p[j]) - static_cast<double>(t[j]);
-                squares[j] = d * d;
-            }
-            detail::add_weighted_row(sums, slot(c, 0, 1), squares, cols, weights, i, scratch[1]);
-        });
-    }
-    merge_weighted(sums, grid);
-    const DoubleDouble total = sums.value_dd(total_weight_slot);
-    std::vector<double> result(static_cast<std::size_t>(channels));
-    for (std::int64_t c = 0; c < channels; ++c) {
-        result[static_cast<std::size_t>(c)] = std::sqrt(dd::divide(sums.value_dd(slot(c, 0, 1)), total).hi);
-    }
-    return result;
+    return masked_rmse(grid, truth, prediction, a, ValidityPolicy::propagate, summation);
 }
 
-#define GRIDSHARD_INSTANTIATE(T)                                                                                \
-    template std::vector<double> weighted_sum<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);        \
-    template std::vector<double> weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);       \
-    template std::vector<double> weighted_nanmean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);    \
-    template std::vector<double> weighted_std<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);        \
-    template std::vector<double> bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation); \
-    template std::vector<double> rmse<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation); \
-    template std::vector<double> regional_weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights,          \
+#define GRIDSHARD_INSTANTIATE(T)                                                                                     \
+    template std::vector<double> weighted_sum<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);             \
+    template std::vector<double> weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);            \
+    template std::vector<double> weighted_nanmean<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);         \
+    template std::vector<double> masked_weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights, ValidityPolicy, \
+                                                         Summation);                                                 \
+    template std::vector<double> weighted_std<T>(const ShardedGrid&, FieldShard<T>, Weights, Summation);             \
+    template std::vector<double> masked_weighted_std<T>(const ShardedGrid&, FieldShard<T>, Weights, ValidityPolicy,  \
+                                                        Summation);                                                  \
+    template std::vector<double> bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation);      \
+    template std::vector<double> masked_bias<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights,           \
+                                                ValidityPolicy, Summation);                                          \
+    template std::vector<double> rmse<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights, Summation);      \
+    template std::vector<double> masked_rmse<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>, Weights,           \
+                                                ValidityPolicy, Summation);                                          \
+    template std::vector<double> regional_weighted_mean<T>(const ShardedGrid&, FieldShard<T>, Weights,               \
                                                            std::span<const double>, Summation);
 
 GRIDSHARD_INSTANTIATE(float)

@@ -3,7 +3,8 @@
 Fields: truth and prediction of shape (2, 19, 24) float32 with a ~30% NaN land mask in channel 1 and an
 all-NaN row; latitudes pole to pole; cos-lat weights normalised to sum 1 (poles weigh 0). numpy computes
 every reference in float64: weighted sums with np.where / np.sum, NaN-aware means with np.nansum,
-gradients with np.gradient (unit spacing, edge_order 1), zonal means with np.nanmean.
+gradients with np.gradient on the float32 fields (unit spacing, edge_order 1; float32 magnitudes, as
+gridshard computes a float field's, averaged in float64 over the points where both are valid), zonal means with np.nanmean.
 
 Usage: make_fixture.py OUTDIR  -> OUTDIR/fields.bin (truth f4, prediction f4, lat f8), OUTDIR/expected.json
 """
@@ -42,9 +43,19 @@ def weighted_nanmean(x, a):
     return float(np.sum(np.where(valid, x * a, 0)) / np.sum(np.where(valid, a, 0)))
 
 
-def gradient_mean(x, a):
-    gy, gx = np.gradient(x.astype(np.float64), axis=(-2, -1))
-    return weighted_nanmean(np.sqrt(gy**2 + gx**2), a)
+def gradient_magnitude(x):
+    """|grad x| of a float32 field in float32 arithmetic, as gridshard computes a float field's magnitudes."""
+    gy, gx = np.gradient(x, axis=(-2, -1))
+    return np.sqrt(gy * gy + gx * gx)
+
+
+def gradient_means(t, p, a):
+    """The weighted means of |grad t| and |grad p| over the points where neither magnitude is NaN."""
+    gt, gp = gradient_magnitude(t), gradient_magnitude(p)
+    valid = ~np.isnan(gt) & ~np.isnan(gp) & (a != 0)
+    w = np.sum(np.where(valid, a, 0))
+    return (float(np.sum(np.where(valid, gt.astype(np.float64) * a, 0)) / w),
+            float(np.sum(np.where(valid, gp.astype(np.float64) * a, 0)) / w))
 
 
 def main():
@@ -65,7 +76,7 @@ def main():
         expected["weighted_std"].append(float(np.sqrt(weighted_mean((t - mean) ** 2, a))))
         expected["bias"].append(weighted_mean(p - t, a))
         expected["rmse"].append(float(np.sqrt(weighted_mean((p - t) ** 2, a))))
-        gt, gp = gradient_mean(t, a), gradient_mean(p, a)
+        gt, gp = gradient_means(truth[c], prediction[c], a)
         expected["grad_mag_percent_diff"].append(100 * (gp - gt) / gt)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # the all-NaN row

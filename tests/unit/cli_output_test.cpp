@@ -16,7 +16,7 @@ namespace {
 
 Report report_with_an_extra_score() {
     Report report{{1, 2, 2}, "balanced", "cos_lat", "reproducible", {3, 4}, 2, evaluation_scores(), {}};
-    report.scores.push_back({"extra_score", "extra", "a score for this test", 10, 3, nullptr});
+    report.scores.push_back({"extra_score", "extra", "a score for this test", 10, 3, {}, nullptr});
     VariableReport v;
     v.name = "odd \"name\"\\with\tcontrols";
     for (std::size_t k = 0; k < report.scores.size(); ++k) {

@@ -17,11 +17,14 @@
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/scores.hpp"
+#include "gridshard/metrics/terms.hpp"
 
 namespace gridshard {
 
 struct EvaluationOptions {
     Summation summation = Summation::reproducible;
+    /// Which points count: by default those finite in both truth and prediction, of non-zero weight.
+    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
     /// Compute grad_mag_percent_diff (needs a one-cell halo exchange).
     bool gradient = true;
     GradientOptions gradient_options{};
@@ -29,9 +32,9 @@ struct EvaluationOptions {
     std::vector<ScoreDefinition> scores = evaluation_scores();
 };
 
-/// Computes the registered scores (EvaluationOptions::scores, by default evaluation_scores(): valid means
-/// finite in both truth and prediction under a non-zero weight, every mean over the valid points, each
-/// field's gradient mean over its own finite magnitudes; NaN where a channel has no valid point) for
+/// Computes the registered scores (EvaluationOptions::scores, by default evaluation_scores(), under
+/// EvaluationOptions::policy: by default a point counts when truth and prediction are both finite and its
+/// weight non-zero, and a gradient term when both magnitudes are; NaN where a channel has no such point) for
 /// fields of `channels` channels on `grid`; reusable for any number of fields (it keeps its halo buffers
 /// between calls, so one Evaluator serves one caller at a time). Keeps its own copies of the grid and the
 /// weights, so it may outlive both. Move-only.
@@ -46,8 +49,9 @@ class Evaluator {
 
     /// Collective over `spatial`: a 24-byte argument check, one halo exchange carrying both fields
     /// (2 x channels x perimeter values, after its own 24-byte check; when the gradient is on), then one
-    /// allreduce of 10 exact sums per channel plus one (1,144 bytes each, so about 11.4 KB per channel;
-    /// with Summation::fast 80 bytes per channel plus 8). Every spatial rank holds the scores.
+    /// allreduce of the scores' terms: with the default scores and policy 9 exact sums per channel plus
+    /// one (1,144 bytes each, so about 10.3 KB per channel; with Summation::fast 72 bytes per channel
+    /// plus 8). Every spatial rank holds the scores.
     template <class T>
     [[nodiscard]] Scores evaluate(FieldShard<T> truth, FieldShard<T> prediction);
 
@@ -60,6 +64,7 @@ class Evaluator {
     std::vector<double> weight_values_;  // the caller's weights, copied; weights_ views them
     Weights weights_;
     EvaluationOptions options_;
+    TermSet terms_;  // what the scores need, under the policy
     std::optional<HaloBuffers<float>> float_halo_;
     std::optional<HaloBuffers<double>> double_halo_;
     std::string construction_error_;  // raised by evaluate() on every rank alike

@@ -31,11 +31,20 @@ template <class T>
 [[nodiscard]] std::vector<double> weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a,
                                                 Summation summation = Summation::reproducible);
 
-/// `sum over valid of x*a / sum over valid of a` (valid: x not NaN); NaN where no point is valid.
+/// `sum over valid of x*a / sum over valid of a` (valid: x not NaN, ValidityPolicy::skip_nan; an
+/// infinity counts as a value, so the mean is then +-inf, or NaN with both); NaN where no point is valid.
 /// Collective over `spatial`: one allreduce of 2C + 1 sums.
 template <class T>
 [[nodiscard]] std::vector<double> weighted_nanmean(const ShardedGrid& grid, FieldShard<T> x, Weights a,
                                                    Summation summation = Summation::reproducible);
+
+/// The weighted mean over the points `policy` counts (propagate: weighted_mean; skip_nan:
+/// weighted_nanmean; skip_invalid_pairs: the finite points). Collective over `spatial`: one allreduce of
+/// 2C + 1 sums (C + 1 under propagate).
+template <class T>
+[[nodiscard]] std::vector<double> masked_weighted_mean(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                                       ValidityPolicy policy,
+                                                       Summation summation = Summation::reproducible);
 
 /// Population std `sqrt(weighted_mean((x - weighted_mean(x))^2))`, from the sums of a, a*x and a*x^2
 /// combined in 106-bit arithmetic. Collective over `spatial`: one allreduce of 2C + 1 sums.
@@ -43,18 +52,40 @@ template <class T>
 [[nodiscard]] std::vector<double> weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a,
                                                Summation summation = Summation::reproducible);
 
-/// `weighted_mean(p - t)` per channel, as `(sum a*p - sum a*t) / sum a` with the difference of the sums
-/// taken exactly when reproducible (each product a*x is exact for per-row weights, rounded once for
-/// per-point weights).
+/// weighted_std over the points `policy` counts (a point with weight 0 or left out by the policy adds
+/// nothing). Collective over `spatial`: one allreduce of 3C + 1 sums (2C + 1 under propagate).
+template <class T>
+[[nodiscard]] std::vector<double> masked_weighted_std(const ShardedGrid& grid, FieldShard<T> x, Weights a,
+                                                      ValidityPolicy policy,
+                                                      Summation summation = Summation::reproducible);
+
+/// `weighted_mean(p - t)` per channel, as `(sum a*p - sum a*t) / sum a` with the sums' difference taken
+/// in 106-bit arithmetic (each product a*x is exact for per-row weights, rounded once for per-point
+/// weights).
 /// Collective over `spatial`: one allreduce of 2C + 1 sums.
 template <class T>
 [[nodiscard]] std::vector<double> bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
                                        Weights a, Summation summation = Summation::reproducible);
 
+/// bias over the points `policy` counts: a point counts when its weight is non-zero and both truth and
+/// prediction count (skip_nan: neither is NaN; skip_invalid_pairs: both finite). The Evaluator's `bias`
+/// is masked_bias with skip_invalid_pairs. Collective over `spatial`: one allreduce of 3C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> masked_bias(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
+                                              Weights a, ValidityPolicy policy,
+                                              Summation summation = Summation::reproducible);
+
 /// `sqrt(weighted_mean((p - t)^2))` per channel. Collective over `spatial`: one allreduce of C + 1 sums.
 template <class T>
 [[nodiscard]] std::vector<double> rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
                                        Weights a, Summation summation = Summation::reproducible);
+
+/// rmse over the points `policy` counts, as masked_bias. Collective over `spatial`: one allreduce of
+/// 2C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> masked_rmse(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
+                                              Weights a, ValidityPolicy policy,
+                                              Summation summation = Summation::reproducible);
 
 /// Weighted mean with weights `a * region`, `region` one value per point of this rank's box (a 0/1
 /// mask or fractional cover). Collective over `spatial`: one allreduce of C + 1 sums.

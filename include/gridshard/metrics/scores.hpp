@@ -18,63 +18,22 @@
 #include <string_view>
 #include <vector>
 
-#include "gridshard/numerics/double_double.hpp"
+#include "gridshard/metrics/terms.hpp"
 
 namespace gridshard {
 
-namespace detail {
-class PartialSums;
-}
-
-/// The merged sums of one channel of the fused evaluation (every spatial rank holds the same), as the
-/// finalizers read them. Valid points are those where truth and prediction are both finite and the weight
-/// is non-zero; each gradient term is over the points where that field's gradient magnitude is finite.
-class EvaluationSums {
-  public:
-    enum class Term : std::int64_t {
-        valid_weight,                ///< sum over valid points of a
-        truth_sum,                   ///< sum a t
-        prediction_sum,              ///< sum a p
-        truth_squares,               ///< sum a t^2
-        prediction_squares,          ///< sum a p^2
-        difference_squares,          ///< sum a (p - t)^2
-        truth_gradient,              ///< sum a |grad t|
-        truth_gradient_weight,       ///< sum of a over the points of truth_gradient
-        prediction_gradient,         ///< sum a |grad p|
-        prediction_gradient_weight,  ///< sum of a over the points of prediction_gradient
-    };
-    static constexpr std::int64_t term_count = 10;
-
-    EvaluationSums(const detail::PartialSums& sums, std::int64_t first_slot, bool has_gradient) noexcept
-        : sums_(&sums), first_slot_(first_slot), has_gradient_(has_gradient) {}
-
-    /// Term `t` to about 106 bits.
-    [[nodiscard]] DoubleDouble value(Term t) const;
-    /// `value / weight` to about 104 bits before rounding; NaN when the weight is not positive.
-    [[nodiscard]] double ratio(Term value, Term weight) const;
-    /// `a - b`, exact in reproducible mode, rounded once.
-    [[nodiscard]] double difference(Term a, Term b) const;
-    /// Whether the gradient terms were formed (EvaluationOptions::gradient).
-    [[nodiscard]] bool has_gradient() const noexcept { return has_gradient_; }
-
-  private:
-    [[nodiscard]] std::int64_t slot(Term t) const noexcept { return first_slot_ + static_cast<std::int64_t>(t); }
-
-    const detail::PartialSums* sums_;
-    std::int64_t first_slot_;
-    bool has_gradient_;
-};
-
 /// One score: `name` is its key in Scores and in the JSON report, `label` its column header in the table
 /// (with `table_width` characters and `table_digits` significant digits), `definition` one line for
-/// readers, and `finalize` its value from one channel's sums (NaN where it has none).
+/// readers, `terms` the per-point terms it reads, and `finalize` its value for one channel from the merged
+/// sums (NaN where the channel has no valid point). The weight terms are added by the policy.
 struct ScoreDefinition {
     std::string name;
     std::string label;
     std::string definition;
     int table_width = 12;
     int table_digits = 4;
-    std::function<double(const EvaluationSums&)> finalize;
+    TermSet terms;
+    std::function<double(const TermSums&, std::int64_t channel)> finalize;
 };
 
 /// The scores of `gridshard eval` and the Evaluator, in report order: mean_truth, mean_pred, bias, rmse,

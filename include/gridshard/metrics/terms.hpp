@@ -1,0 +1,126 @@
+#pragma once
+/// @file
+/// The per-point terms every metric is made of, and their merged sums. One pass over a shard forms the
+/// terms a metric asks for under one ValidityPolicy and sums them exactly (docs/design.md §3 and §5); every
+/// metric, the fused Evaluator and the tool's scores are finalizers over a TermSums. No MPI calls here.
+///
+/// @code
+///   gridshard::TermSums s = ...;                        // from the metrics layer, merged over the grid
+///   double mean = s.mean(c, gridshard::Term::truth);    // channel c: sum a*t / sum a over valid points
+///   double rmse = s.rmse(c);
+/// @endcode
+
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+
+#include "gridshard/numerics/double_double.hpp"
+
+namespace gridshard {
+
+namespace detail {
+class PartialSums;
+}
+
+/// One per-point term; each metric sums some of them, weighted by a, over the points its policy counts
+/// ("valid"). t is the truth (or the only field), p the prediction, and both are 0 where a point is not
+/// valid, so a term never carries NaN from a point it leaves out.
+enum class Term : int {
+    weight,               ///< a over the valid points (under propagate: every point of non-zero weight)
+    truth,                ///< a t
+    prediction,           ///< a p
+    truth_square,         ///< a t^2
+    prediction_square,    ///< a p^2
+    difference_square,    ///< a (p - t)^2
+    cross,                ///< a t p
+    gradient_weight,      ///< a over the points whose gradient magnitudes are valid
+    truth_gradient,       ///< a |grad t| over those points
+    prediction_gradient,  ///< a |grad p| over those points
+};
+inline constexpr int term_count = 10;
+
+/// A set of terms (a bit per Term).
+class TermSet {
+  public:
+    constexpr TermSet() = default;
+    constexpr TermSet(std::initializer_list<Term> terms) {
+        for (Term t : terms) {
+            bits_ |= bit(t);
+        }
+    }
+    [[nodiscard]] constexpr bool contains(Term t) const noexcept { return (bits_ & bit(t)) != 0; }
+    /// This set and `t`.
+    [[nodiscard]] constexpr TermSet with(Term t) const noexcept {
+        TermSet s = *this;
+        s.bits_ |= bit(t);
+        return s;
+    }
+    [[nodiscard]] constexpr bool needs_prediction() const noexcept {
+        return contains(Term::prediction) || contains(Term::prediction_square) || contains(Term::difference_square) ||
+               contains(Term::cross) || contains(Term::prediction_gradient);
+    }
+    /// Whether a term of the point values themselves (not only gradients) is in the set.
+    [[nodiscard]] constexpr bool needs_point_values() const noexcept {
+        return contains(Term::truth) || contains(Term::prediction) || contains(Term::truth_square) ||
+               contains(Term::prediction_square) || contains(Term::difference_square) || contains(Term::cross);
+    }
+    [[nodiscard]] constexpr bool needs_gradient() const noexcept {
+        return contains(Term::gradient_weight) || contains(Term::truth_gradient) || contains(Term::prediction_gradient);
+    }
+    /// The position of `t` among the terms of the set (its slot), counting from 0.
+    [[nodiscard]] constexpr int index(Term t) const noexcept { return __builtin_popcount(bits_ & (bit(t) - 1)); }
+    [[nodiscard]] constexpr int size() const noexcept { return __builtin_popcount(bits_); }
+
+  private:
+    static constexpr unsigned bit(Term t) noexcept { return 1U << static_cast<int>(t); }
+    unsigned bits_ = 0;
+};
+
+/// The merged sums of a set of terms for each group (a channel, or for zonal sums a (channel, row)), as
+/// every rank of the reducing group holds them, and the finalizers of every metric over them: one place
+/// for each formula. Values are the exact sums (Summation::reproducible) rounded once, or plain sums
+/// (Summation::fast). Cheap to copy (the sums are shared).
+class TermSums {
+  public:
+    TermSums(std::shared_ptr<const detail::PartialSums> sums, TermSet terms, std::int64_t groups,
+             bool has_total) noexcept
+        : sums_(std::move(sums)), terms_(terms), groups_(groups), has_total_(has_total) {}
+
+    [[nodiscard]] TermSet terms() const noexcept { return terms_; }
+    [[nodiscard]] std::int64_t groups() const noexcept { return groups_; }
+
+    /// Term `t` of group `g` to about 106 bits. Term::weight and Term::gradient_weight fall back to the
+    /// total weight when they were not formed (under propagate every point of non-zero weight counts).
+    [[nodiscard]] DoubleDouble value(std::int64_t g, Term t) const;
+    /// The weight of every point of non-zero weight, over the whole grid (the same for every group).
+    [[nodiscard]] double total_weight() const;
+
+    /// `value(g, t) / value(g, weight)` to about 104 bits before rounding; NaN when no point is valid.
+    [[nodiscard]] double mean(std::int64_t g, Term t) const { return ratio(g, t, Term::weight); }
+    /// `value(g, a) / value(g, b)`; NaN when the denominator is not positive.
+    [[nodiscard]] double ratio(std::int64_t g, Term a, Term b) const;
+    /// `(sum a p - sum a t) / sum a`, the difference taken exactly when reproducible.
+    [[nodiscard]] double bias(std::int64_t g) const;
+    /// `sqrt(mean of (p - t)^2)`.
+    [[nodiscard]] double rmse(std::int64_t g) const;
+    /// The weighted population std of the truth (or, with `prediction`, of the prediction) about its
+    /// own mean, from a, a x and a x^2 in 106-bit arithmetic.
+    [[nodiscard]] double std_dev(std::int64_t g, bool prediction = false) const;
+    /// The weighted mean of |grad t| (or |grad p|) over the points with valid magnitudes.
+    [[nodiscard]] double gradient_mean(std::int64_t g, bool prediction = false) const;
+    /// `100 (G(p) - G(t)) / G(t)`, G = gradient_mean.
+    [[nodiscard]] double gradient_percent_diff(std::int64_t g) const;
+
+  private:
+    [[nodiscard]] std::int64_t slot(std::int64_t g, Term t) const;
+
+    std::shared_ptr<const detail::PartialSums> sums_;
+    TermSet terms_;
+    std::int64_t groups_ = 0;
+    bool has_total_ = false;  // slot 0 holds the total weight
+};
+
+/// `100 (prediction - truth) / truth`: the percent difference of two gradient means.
+[[nodiscard]] double percent_difference(double truth, double prediction) noexcept;
+
+}  // namespace gridshard

@@ -1,0 +1,293 @@
+#include "term_engine.hpp"
+
+#include <optional>
+#include <vector>
+
+#include "threads.hpp"
+
+namespace gridshard::detail {
+namespace {
+
+// Whether a value counts under `policy` (before the weight is looked at).
+template <ValidityPolicy policy, class V>
+constexpr bool counts(V v) noexcept {
+    if constexpr (policy == ValidityPolicy::propagate) {
+        return true;
+    } else if constexpr (policy == ValidityPolicy::skip_nan) {
+        return v == v;
+    } else {
+        return (v - v) == V{0};  // finite
+    }
+}
+
+// The scratch rows of one thread: the masked fields and gradient magnitudes in the field's type (float
+// rows take the exact sum's cheaper one-digit path), the weights of the valid points, and one row for
+// the term being formed.
+template <class T>
+struct RowScratch {
+    explicit RowScratch(std::int64_t cols)
+        : truth(static_cast<std::size_t>(cols)),
+          prediction(static_cast<std::size_t>(cols)),
+          truth_gradient(static_cast<std::size_t>(cols)),
+          prediction_gradient(static_cast<std::size_t>(cols)),
+          weight(static_cast<std::size_t>(cols)),
+          term(static_cast<std::size_t>(cols)) {}
+    std::vector<T> truth;
+    std::vector<T> prediction;
+    std::vector<T> truth_gradient;
+    std::vector<T> prediction_gradient;
+    std::vector<double> weight;
+    std::vector<double> term;
+};
+
+// One (channel, row) of the pass: where its values are and how it is weighted.
+template <class T>
+struct Row {
+    const T* truth;
+    const T* prediction;          // null for a one-field pass
+    const double* point_weights;  // null for per-row weights
+    double factor;                // the row's weight, or 1 with per-point weights
+    std::int64_t cols;
+};
+
+// The one masking rule: a point counts when its weight is non-zero and every value the pass reads counts
+// under the policy. Writes `x` (and `y`) with 0 at the points left out, and with per-point weights their
+// weights (0 where left out); returns how many points count. `out_x` may be `x` (and `out_y` `y`).
+template <ValidityPolicy policy, bool per_point, bool pair, class V>
+std::int64_t mask_row(const V* x, const V* y, const double* a, std::int64_t n, V* out_x, V* out_y,
+                      double* out_weight) noexcept {
+    std::int64_t valid = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const double w = per_point ? a[j] : 1.0;
+        const V xv = x[j];
+        const V yv = pair ? y[j] : V{0};
+        const bool ok = (w != 0.0) & counts<policy>(xv) & counts<policy>(yv);
+        out_x[j] = ok ? xv : V{0};
+        if constexpr (pair) {
+            out_y[j] = ok ? yv : V{0};
+        }
+        if constexpr (per_point) {
+            out_weight[j] = ok ? w : 0.0;
+        }
+        valid += ok ? 1 : 0;
+    }
+    return valid;
+}
+
+template <ValidityPolicy policy, class V>
+std::int64_t mask_dispatch(const V* x, const V* y, const double* a, std::int64_t n, V* out_x, V* out_y,
+                           double* out_weight) noexcept {
+    if (a != nullptr) {
+        return y != nullptr ? mask_row<policy, true, true>(x, y, a, n, out_x, out_y, out_weight)
+                            : mask_row<policy, true, false>(x, y, a, n, out_x, out_y, out_weight);
+    }
+    return y != nullptr ? mask_row<policy, false, true>(x, y, a, n, out_x, out_y, out_weight)
+                        : mask_row<policy, false, false>(x, y, a, n, out_x, out_y, out_weight);
+}
+
+template <class V>
+std::int64_t mask(ValidityPolicy policy, const V* x, const V* y, const double* a, std::int64_t n, V* out_x, V* out_y,
+                  double* out_weight) noexcept {
+    switch (policy) {
+        case ValidityPolicy::propagate:
+            return mask_dispatch<ValidityPolicy::propagate>(x, y, a, n, out_x, out_y, out_weight);
+        case ValidityPolicy::skip_nan:
+            return mask_dispatch<ValidityPolicy::skip_nan>(x, y, a, n, out_x, out_y, out_weight);
+        case ValidityPolicy::skip_invalid_pairs:
+            break;
+    }
+    return mask_dispatch<ValidityPolicy::skip_invalid_pairs>(x, y, a, n, out_x, out_y, out_weight);
+}
+
+// Adds the weighted sum of one masked row: `a_j x_j` with per-point weights (`weight` holds the masked
+// weights), `factor * sum x_j` with a row weight. `work` holds the products.
+template <class V>
+void add_weighted(PartialSums& sums, std::int64_t slot, const V* x, const Row<V>& row, const double* weight,
+                  double* __restrict work) {
+    if (row.point_weights == nullptr) {
+        sums.add_row(slot, x, row.cols, row.factor);
+        return;
+    }
+    for (std::int64_t j = 0; j < row.cols; ++j) {
+        work[j] = weight[j] * static_cast<double>(x[j]);
+    }
+    sums.add_row(slot, work, row.cols, 1.0);
+}
+
+// Adds the weighted sum of a per-point product `f(x_j, y_j)` (in double) of two masked rows.
+template <class V, class F>
+void add_weighted_product(PartialSums& sums, std::int64_t slot, const V* x, const V* y, const Row<V>& row,
+                          const double* weight, double* __restrict work, F f) {
+    const bool per_point = row.point_weights != nullptr;
+    for (std::int64_t j = 0; j < row.cols; ++j) {
+        const double v = f(static_cast<double>(x[j]), static_cast<double>(y[j]));
+        work[j] = per_point ? weight[j] * v : v;
+    }
+    sums.add_row(slot, work, row.cols, per_point ? 1.0 : row.factor);
+}
+
+// The weight of the valid points of a row: the masked weights, or the count times the row weight.
+template <class V>
+void add_valid_weight(PartialSums& sums, std::int64_t slot, const Row<V>& row, const double* weight,
+                      std::int64_t valid) {
+    if (row.point_weights != nullptr) {
+        sums.add_row(slot, weight, row.cols, 1.0);
+    } else {
+        sums.add_count(slot, row.factor, valid);
+    }
+}
+
+// Every requested term of one row, added to `sums` at `first_slot` (terms in TermSet order).
+template <class T>
+class RowTerms {
+  public:
+    RowTerms(const TermRequest& request, const std::optional<GradientRows<T>>& truth_gradient,
+             const std::optional<GradientRows<T>>& prediction_gradient)
+        : request_(request), truth_gradient_(truth_gradient), prediction_gradient_(prediction_gradient) {}
+
+    void add(PartialSums& sums, std::int64_t first_slot, std::int64_t c, std::int64_t i, const Row<T>& row,
+             RowScratch<T>& s) const {
+        const TermSet terms = request_.terms;
+        auto slot = [&](Term t) { return first_slot + terms.index(t); };
+        const std::int64_t valid = mask(request_.policy, row.truth, row.prediction, row.point_weights, row.cols,
+                                        s.truth.data(), s.prediction.data(), s.weight.data());
+        const T* t = s.truth.data();
+        const T* p = s.prediction.data();
+        double* work = s.term.data();
+        if (terms.contains(Term::weight)) {
+            add_valid_weight(sums, slot(Term::weight), row, s.weight.data(), valid);
+        }
+        if (terms.contains(Term::truth)) {
+            add_weighted(sums, slot(Term::truth), t, row, s.weight.data(), work);
+        }
+        if (terms.contains(Term::prediction)) {
+            add_weighted(sums, slot(Term::prediction), p, row, s.weight.data(), work);
+        }
+        if (terms.contains(Term::truth_square)) {
+            add_weighted_product(sums, slot(Term::truth_square), t, t, row, s.weight.data(), work,
+                                 [](double x, double) { return x * x; });
+        }
+        if (terms.contains(Term::prediction_square)) {
+            add_weighted_product(sums, slot(Term::prediction_square), p, p, row, s.weight.data(), work,
+                                 [](double x, double) { return x * x; });
+        }
+        if (terms.contains(Term::difference_square)) {
+            add_weighted_product(sums, slot(Term::difference_square), t, p, row, s.weight.data(), work,
+                                 [](double x, double y) { return (y - x) * (y - x); });
+        }
+        if (terms.contains(Term::cross)) {
+            add_weighted_product(sums, slot(Term::cross), t, p, row, s.weight.data(), work,
+                                 [](double x, double y) { return x * y; });
+        }
+        if (terms.needs_gradient()) {
+            add_gradient(sums, slot, c, i, row, s);
+        }
+    }
+
+  private:
+    // The gradient terms: each field's magnitudes, masked by the same rule over the pair of magnitudes.
+    template <class SlotOf>
+    void add_gradient(PartialSums& sums, SlotOf slot, std::int64_t c, std::int64_t i, const Row<T>& row,
+                      RowScratch<T>& s) const {
+        const TermSet terms = request_.terms;
+        const bool pair = terms.contains(Term::prediction_gradient);
+        truth_gradient_->row(c, i, s.truth_gradient.data());
+        if (pair) {
+            prediction_gradient_->row(c, i, s.prediction_gradient.data());
+        }
+        // Masked in place: each output value depends only on its own input value.
+        T* gt = s.truth_gradient.data();
+        T* gp = s.prediction_gradient.data();
+        const std::int64_t valid =
+            mask(request_.policy, gt, pair ? gp : nullptr, row.point_weights, row.cols, gt, gp, s.weight.data());
+        if (terms.contains(Term::gradient_weight)) {
+            add_valid_weight(sums, slot(Term::gradient_weight), row, s.weight.data(), valid);
+        }
+        if (terms.contains(Term::truth_gradient)) {
+            add_weighted(sums, slot(Term::truth_gradient), gt, row, s.weight.data(), s.term.data());
+        }
+        if (pair) {
+            add_weighted(sums, slot(Term::prediction_gradient), gp, row, s.weight.data(), s.term.data());
+        }
+    }
+
+    TermRequest request_;
+    const std::optional<GradientRows<T>>& truth_gradient_;
+    const std::optional<GradientRows<T>>& prediction_gradient_;
+};
+
+}  // namespace
+
+template <class T>
+PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<T>& inputs, const RowWeights& weights,
+                       const TermRequest& request, Grouping grouping) {
+    const std::int64_t rows = box.lat.size();
+    const std::int64_t cols = box.lon.size();
+    const std::int64_t items = inputs.channels * rows;
+    const TermSet terms = request.terms;
+    const bool per_channel = grouping == Grouping::channel;
+    std::optional<GradientRows<T>> truth_gradient;
+    std::optional<GradientRows<T>> prediction_gradient;
+    if (terms.needs_gradient()) {
+        const std::span<const T> truth(inputs.truth, static_cast<std::size_t>(items * cols));
+        truth_gradient.emplace(grid, box, *inputs.gradient, truth, inputs.channels, *inputs.halo, 0);
+        if (terms.contains(Term::prediction_gradient)) {
+            const std::span<const T> prediction(inputs.prediction, static_cast<std::size_t>(items * cols));
+            prediction_gradient.emplace(grid, box, *inputs.gradient, prediction, inputs.channels, *inputs.halo, 1);
+        }
+    }
+    const RowTerms<T> row_terms(request, truth_gradient, prediction_gradient);
+    auto row_of = [&](std::int64_t c, std::int64_t i) {
+        const std::int64_t offset = (c * rows + i) * cols;
+        const bool unit = !per_channel;  // zonal sums: every point weighs 1
+        return Row<T>{inputs.truth + offset, inputs.prediction != nullptr ? inputs.prediction + offset : nullptr,
+                      unit || !weights.per_point() ? nullptr : weights.points(i),
+                      unit                  ? 1.0
+                      : weights.per_point() ? 1.0
+                                            : weights.row(i),
+                      cols};
+    };
+
+    // Zonal sums: every (channel, row) has slots of its own, formed by one thread, in the compact form.
+    if (!per_channel) {
+        PartialSums sums(items * terms.size(), request.summation, window_for<T>());
+        GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(items)) if (items > 1)) {
+            RowScratch<T> scratch(cols);
+            GRIDSHARD_PRAGMA(omp for schedule(static))
+            for (std::int64_t k = 0; k < items; ++k) {
+                row_terms.add(sums, k * terms.size(), k / rows, k % rows, row_of(k / rows, k % rows), scratch);
+            }
+        }
+        return sums;
+    }
+    // Per channel: each thread forms exact partial sums of its own (channel, row) items, merged exactly,
+    // so the sums are the same bits for any number of threads.
+    const std::int64_t slots = 1 + inputs.channels * terms.size();
+    const int threads = threads_for(items);
+    std::vector<PartialSums> partial(static_cast<std::size_t>(threads), PartialSums(slots, request.summation));
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads) if (threads > 1)) {
+        PartialSums& sums = partial[static_cast<std::size_t>(thread_index())];
+        RowScratch<T> scratch(cols);
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::int64_t k = 0; k < items; ++k) {
+            const Row<T> row = row_of(k / rows, k % rows);
+            if (row.factor == 0.0) {
+                continue;  // a row of zero weight adds nothing (NaN included)
+            }
+            row_terms.add(sums, 1 + (k / rows) * terms.size(), k / rows, k % rows, row, scratch);
+        }
+    }
+    PartialSums& sums = partial.front();
+    for (std::size_t k = 1; k < partial.size(); ++k) {
+        sums.merge(partial[k]);
+    }
+    weights.add_total(sums, 0);
+    return sums;
+}
+
+template PartialSums form_terms<float>(const GridShape&, const Box&, const ShardInputs<float>&, const RowWeights&,
+                                       const TermRequest&, Grouping);
+template PartialSums form_terms<double>(const GridShape&, const Box&, const ShardInputs<double>&, const RowWeights&,
+                                        const TermRequest&, Grouping);
+
+}  // namespace gridshard::detail
