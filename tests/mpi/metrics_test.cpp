@@ -633,6 +633,117 @@ TEST_F(Metrics, FusedEvaluationMatchesItsDefinitions) {
         });
 }
 
+// Channel 0 of make_case with an infinity of each sign added (+inf in the truth, -inf in the prediction,
+// and +inf in both at one point), beside channel 1's NaNs and the zero-weight pole rows.
+Case case_with_infinities(GridShape grid) {
+    Case k = make_case(grid, 2);
+    for (std::int64_t i = 0; i < grid.nlat; ++i) {
+        for (std::int64_t j = 0; j < grid.nlon; ++j) {
+            const auto n = static_cast<std::size_t>(k.index(0, i, j));
+            const double h = hash01(i, j, 55);
+            if (h < 0.04) {
+                k.truth[n] = std::numeric_limits<float>::infinity();
+            } else if (h < 0.08) {
+                k.prediction[n] = -std::numeric_limits<float>::infinity();
+            } else if (h < 0.10) {
+                k.truth[n] = k.prediction[n] = std::numeric_limits<float>::infinity();
+            }
+        }
+    }
+    return k;
+}
+
+// The plain-loop bias and rmse under `policy`, from docs/design.md §3: a point counts when its weight is
+// non-zero and both values count (skip_nan: not NaN; skip_invalid_pairs: finite); under propagate every
+// point of non-zero weight counts and non-finite values propagate.
+std::vector<double> ref_masked_bias_rmse(const Case& k, ValidityPolicy policy) {
+    auto counts = [&](double v) {
+        return policy == ValidityPolicy::propagate  ? true
+               : policy == ValidityPolicy::skip_nan ? !std::isnan(v)
+                                                    : std::isfinite(v);
+    };
+    std::vector<double> out;
+    for (bool root_mean_square : {false, true}) {
+        for (std::int64_t c = 0; c < k.channels; ++c) {
+            double w = 0.0, st = 0.0, sp = 0.0, sdd = 0.0;
+            for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
+                for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
+                    const auto n = static_cast<std::size_t>(k.index(c, i, j));
+                    const double a = k.weights[static_cast<std::size_t>(i)];
+                    const double t = k.truth[n];
+                    const double p = k.prediction[n];
+                    if (a == 0.0 || !counts(t) || !counts(p)) {
+                        continue;
+                    }
+                    w += a;
+                    st += a * t;
+                    sp += a * p;
+                    sdd += a * (p - t) * (p - t);
+                }
+            }
+            out.push_back(root_mean_square ? std::sqrt(sdd / w) : (sp - st) / w);
+        }
+    }
+    return out;
+}
+
+// One policy, three front doors: masked_bias and masked_rmse of the library and the Evaluator's bias and
+// rmse under the same policy are the same bits, on fields with NaN, +inf, -inf and zero-weight rows, on
+// every layout (and equal to one rank); they match the plain-loop definition, infinities included.
+TEST_F(Metrics, EveryPolicyGivesTheSameBitsInTheLibraryAndTheEvaluator) {
+    for (ValidityPolicy policy :
+         {ValidityPolicy::propagate, ValidityPolicy::skip_nan, ValidityPolicy::skip_invalid_pairs}) {
+        for (const GridShape& grid : metric_grids(mesh.shape(), SplitRule::balanced)) {
+            const Case k = case_with_infinities(grid);
+            auto run = [&](const ProcessMesh& m) {
+                const ShardedGrid g(m, grid);
+                const Box& box = g.box();
+                std::vector<double> w;
+                const Weights a = row_weights(k, box, w);
+                const auto t = shard_of(k.truth, grid, box, 2);
+                const auto p = shard_of(k.prediction, grid, box, 2);
+                std::vector<double> library = masked_bias<float>(g, {t, 2}, {p, 2}, a, policy);
+                const std::vector<double> rmse_values = masked_rmse<float>(g, {t, 2}, {p, 2}, a, policy);
+                library.insert(library.end(), rmse_values.begin(), rmse_values.end());
+                EvaluationOptions options;
+                options.policy = policy;
+                options.gradient = false;
+                Evaluator evaluator(g, 2, a, options);
+                const Scores s = evaluator.evaluate<float>({t, 2}, {p, 2});
+                std::vector<double> fused = s["bias"];
+                fused.insert(fused.end(), s["rmse"].begin(), s["rmse"].end());
+                expect_identical(fused, library, "Evaluator vs library");
+                return library;
+            };
+            const std::vector<double> distributed = run(mesh);
+            const std::vector<double> serial = run(alone);
+            const std::string what = "policy " + std::to_string(static_cast<int>(policy)) + " grid " +
+                                     std::to_string(grid.nlat) + "x" + std::to_string(grid.nlon);
+            expect_identical(distributed, serial, what + " distributed vs serial");
+            const std::vector<double> expected = ref_masked_bias_rmse(k, policy);
+            for (std::size_t n = 0; n < expected.size(); ++n) {
+                if (std::isfinite(expected[n])) {
+                    expect_close(serial[n], expected[n], what + " vs reference");
+                } else {
+                    EXPECT_TRUE(std::isnan(expected[n]) ? std::isnan(serial[n]) : serial[n] == expected[n])
+                        << what << " [" << n << "]: " << serial[n] << " vs " << expected[n];
+                }
+            }
+            if (grid.nlat == 29 && grid.nlon == 41) {  // where the infinities certainly fall on weighted points
+                const double bias0 = serial[0];
+                const double rmse0 = serial[2];
+                if (policy == ValidityPolicy::propagate) {
+                    EXPECT_FALSE(std::isfinite(bias0)) << what << ": an infinity under non-zero weight propagates";
+                } else if (policy == ValidityPolicy::skip_nan) {
+                    EXPECT_FALSE(std::isfinite(rmse0)) << what << ": skip_nan counts an infinity as a value";
+                } else {
+                    EXPECT_TRUE(std::isfinite(bias0) && std::isfinite(rmse0)) << what << ": infinities are left out";
+                }
+            }
+        }
+    }
+}
+
 // A score is one registry entry: an extra finalizer over the same sums is computed by the Evaluator on every
 // layout, bit-identical to one rank, and an unknown name is an ArgumentError.
 TEST_F(Metrics, ARegisteredScoreIsComputedByTheEvaluator) {
