@@ -22,6 +22,7 @@
 #include "bench_support.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/environment.hpp"
+#include "gridshard/comm/threads.hpp"
 #include "gridshard/comm/mpi_check.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
@@ -53,6 +54,8 @@ double min_over_ranks(double value) {
 
 int run(const Options& options) {
     const ProcessMesh mesh(Communicator::world(), parse_mesh_shape(options.mesh));
+    // As the tool does: the node's cores shared between its ranks, so 4 ranks on 2 cores run a thread each.
+    (void)use_cores_of_this_rank(mesh.world());
     const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
     const GridShape g = quarter_degree;
     const ShardedGrid grid(mesh, g);

@@ -14,10 +14,10 @@ Usage: /usr/bin/python3 numpy_gradmag.py DATA_DIR OUT_JSON [--repetitions N]
 import argparse
 import json
 import pathlib
-import statistics
-import time
 
 import numpy as np
+
+from timing import time_median  # bench/timing.py, beside this script
 
 
 def weighted_nanmean(mag, weights):
@@ -39,16 +39,6 @@ def percent_diff(truth, prediction, weights):
     g_truth = mean_gradient_magnitude(truth, weights)
     g_prediction = mean_gradient_magnitude(prediction, weights)
     return 100.0 * (g_prediction - g_truth) / g_truth
-
-
-def time_median(fn, repetitions):
-    fn()  # warm-up: first-touch of numpy's temporaries
-    samples = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), samples
 
 
 def main():

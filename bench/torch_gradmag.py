@@ -12,11 +12,11 @@ import argparse
 import json
 import os
 import pathlib
-import statistics
-import time
 
 import numpy as np
 import torch
+
+from timing import time_median  # bench/timing.py, beside this script
 
 
 def weighted_nanmean(x, weights):
@@ -36,16 +36,6 @@ def percent_diff(truth, prediction, weights):
     g_truth = weighted_nanmean(gradient_magnitude(truth), weights)
     g_prediction = weighted_nanmean(gradient_magnitude(prediction), weights)
     return 100.0 * (g_prediction - g_truth) / g_truth
-
-
-def time_median(fn, repetitions):
-    fn()  # warm-up: first touch of torch's temporaries
-    samples = []
-    for _ in range(repetitions):
-        start = time.perf_counter()
-        fn()
-        samples.append(time.perf_counter() - start)
-    return statistics.median(samples), samples
 
 
 def main():

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gridshard needs to build, test and run.
+# Installs the Debian packages gridshard needs to build, test and run; with the argument `bench`, also
+# those only `make bench` needs (torch, the peer the emulator codes use).
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
 set -euo pipefail
 
@@ -13,6 +14,9 @@ packages=(
     clang-14 libclang-rt-14-dev
     python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4
 )
+if [ "${1:-}" = bench ]; then
+    packages+=(python3-torch)
+fi
 
 missing=()
 for package in "${packages[@]}"; do
