@@ -61,7 +61,7 @@ std::int64_t mask_row(const V* x, const V* y, const double* a, std::int64_t n, V
         const double w = per_point ? a[j] : 1.0;
         const V xv = x[j];
         const V yv = pair ? y[j] : V{0};
-        const bool ok = (w != 0.0) & counts<policy>(xv) & counts<policy>(yv);
+        const bool ok = (w != 0.0) && counts<policy>(xv) && counts<policy>(yv);
         out_x[j] = ok ? xv : V{0};
         if constexpr (pair) {
             out_y[j] = ok ? yv : V{0};

@@ -32,6 +32,8 @@ void ExactSum::deposit_piece(std::int64_t piece, int exponent) noexcept {
         return;  // outside every product of finite doubles; cannot happen for the public entry points
     }
     const int limb = offset / limb_bits;
+    low_ = std::min(low_, limb);
+    high_ = std::max(high_, limb + 2);
     const Int128 shifted = static_cast<Int128>(piece) << (offset % limb_bits);
     limbs_[static_cast<std::size_t>(limb)] += static_cast<std::int64_t>(shifted & digit_mask);
     limbs_[static_cast<std::size_t>(limb) + 1] += static_cast<std::int64_t>(shifted >> limb_bits);
@@ -101,32 +103,69 @@ void ExactSum::add_product(double factor, std::int64_t digits, int exponent) noe
 }
 
 void ExactSum::normalize() noexcept {
-    for (std::size_t k = 0; k + 1 < limbs_.size(); ++k) {
-        const std::int64_t carry = limbs_[k] >> limb_bits;  // arithmetic shift: floor division
-        limbs_[k] -= carry * (std::int64_t{1} << limb_bits);
-        limbs_[k + 1] += carry;
-    }
     deposits_ = 0;
+    if (low_ >= high_) {
+        low_ = limb_count;
+        high_ = 0;
+        return;
+    }
+    // Carry through the active limbs; the top one keeps the sign.
+    constexpr std::int64_t radix = std::int64_t{1} << limb_bits;
+    for (int k = low_; k + 1 < high_; ++k) {
+        const std::int64_t carry = limbs_[static_cast<std::size_t>(k)] >> limb_bits;  // floor division
+        limbs_[static_cast<std::size_t>(k)] -= carry * radix;
+        limbs_[static_cast<std::size_t>(k) + 1] += carry;
+    }
+    // While the top limb exceeds a signed digit, carry it into a new top limb.
+    constexpr std::int64_t half_radix = radix / 2;
+    while (high_ < limb_count) {
+        std::int64_t& top = limbs_[static_cast<std::size_t>(high_) - 1];
+        if (top >= -half_radix && top < half_radix) {
+            break;
+        }
+        const std::int64_t carry = top >> limb_bits;
+        top -= carry * radix;
+        limbs_[static_cast<std::size_t>(high_)] = carry;
+        ++high_;
+    }
+    while (high_ > low_ && limbs_[static_cast<std::size_t>(high_) - 1] == 0) {
+        --high_;
+    }
+    while (low_ < high_ && limbs_[static_cast<std::size_t>(low_)] == 0) {
+        ++low_;
+    }
+    if (low_ >= high_) {
+        low_ = limb_count;
+        high_ = 0;
+    }
+}
+
+bool ExactSum::negative() const noexcept {
+    return high_ > low_ && limbs_[static_cast<std::size_t>(high_) - 1] < 0;
 }
 
 void ExactSum::negate() noexcept {
-    for (std::int64_t& limb : limbs_) {
-        limb = -limb;
+    for (int k = low_; k < high_; ++k) {
+        limbs_[static_cast<std::size_t>(k)] = -limbs_[static_cast<std::size_t>(k)];
     }
     std::swap(positive_infinities_, negative_infinities_);
 }
 
 void ExactSum::add(const ExactSum& other) noexcept {
-    ExactSum normalized = other;
-    normalized.normalize();
+    // Limb sums stay far from overflow: this one normalised, the other's limbs bounded by its deposits.
     normalize();
-    for (std::size_t k = 0; k < limbs_.size(); ++k) {
-        limbs_[k] += normalized.limbs_[k];
+    for (int k = other.low_; k < other.high_; ++k) {
+        limbs_[static_cast<std::size_t>(k)] += other.limbs_[static_cast<std::size_t>(k)];
     }
+    low_ = std::min(low_, other.low_);
+    high_ = std::max(high_, other.high_);
     nan_count_ += other.nan_count_;
     positive_infinities_ += other.positive_infinities_;
     negative_infinities_ += other.negative_infinities_;
-    deposits_ = 2;
+    deposits_ = other.deposits_ + 2;
+    if (deposits_ >= deposits_before_normalizing) {
+        normalize();
+    }
 }
 
 void ExactSum::subtract(const ExactSum& other) noexcept {
@@ -147,26 +186,23 @@ double ExactSum::to_double() const noexcept {
     }
     ExactSum magnitude = *this;
     magnitude.normalize();  // limbs in [0, 2^32) but the top one, which carries the sign
-    const bool negative = magnitude.limbs_.back() < 0;
+    const bool negative = magnitude.negative();
     if (negative) {
         magnitude.negate();
         magnitude.normalize();
     }
     const auto& limbs = magnitude.limbs_;
-    int top = limb_count - 1;
-    while (top >= 0 && limbs[static_cast<std::size_t>(top)] == 0) {
-        --top;
-    }
-    if (top < 0) {
+    if (magnitude.high_ <= magnitude.low_) {
         return 0.0;
     }
+    const int top = magnitude.high_ - 1;  // non-zero after normalize()
     // The three highest limbs as one 96-bit window, and whether anything non-zero lies below it.
     auto limb_at = [&](int k) -> UInt128 {
         return k >= 0 ? static_cast<UInt128>(limbs[static_cast<std::size_t>(k)]) : 0;
     };
     const UInt128 window = (limb_at(top) << 64) | (limb_at(top - 1) << 32) | limb_at(top - 2);
     bool sticky = false;
-    for (int k = 0; k < top - 2; ++k) {
+    for (int k = magnitude.low_; k < top - 2; ++k) {
         sticky = sticky || limbs[static_cast<std::size_t>(k)] != 0;
     }
     const int window_exponent = lowest_exponent + (top - 2) * limb_bits;  // weight of the window's bit 0
@@ -215,6 +251,8 @@ void ExactSum::pack(std::span<std::int64_t> out) const noexcept {
 ExactSum ExactSum::unpack(std::span<const std::int64_t> in) noexcept {
     ExactSum sum;
     std::copy(in.begin(), in.begin() + limb_count, sum.limbs_.begin());
+    sum.low_ = 0;
+    sum.high_ = limb_count;
     sum.nan_count_ = in[limb_count];
     sum.positive_infinities_ = in[limb_count + 1];
     sum.negative_infinities_ = in[limb_count + 2];
@@ -225,29 +263,16 @@ ExactSum ExactSum::unpack(std::span<const std::int64_t> in) noexcept {
 bool ExactSum::pack_window(std::span<std::int64_t> out, int first_limb) const noexcept {
     ExactSum normalized = *this;
     normalized.normalize();
-    const auto first = static_cast<std::size_t>(first_limb);
-    const std::size_t last = first + out.size() - 3;  // one past the window's top limb
-    for (std::size_t k = 0; k < first; ++k) {
-        if (normalized.limbs_[k] != 0) {
-            return false;
-        }
+    const int last = first_limb + static_cast<int>(out.size()) - 3;  // one past the window's top limb
+    // Normalised, every limb outside [low_, high_) is zero (no sign extension): the top limb is signed.
+    if (normalized.low_ < normalized.high_ && (normalized.low_ < first_limb || normalized.high_ > last)) {
+        return false;
     }
-    // Above the window, a value that fits has only sign extension: all zero, or all ones ending in -1.
-    const bool negative = normalized.limbs_.back() < 0;
-    for (std::size_t k = last; k < normalized.limbs_.size(); ++k) {
-        const std::int64_t expected = negative ? (k + 1 == normalized.limbs_.size() ? -1 : digit_mask) : 0;
-        if (normalized.limbs_[k] != expected) {
-            return false;
-        }
-    }
-    std::copy(normalized.limbs_.begin() + static_cast<std::ptrdiff_t>(first),
-              normalized.limbs_.begin() + static_cast<std::ptrdiff_t>(last), out.begin());
-    if (negative) {
-        out[last - first - 1] -= std::int64_t{1} << limb_bits;  // fold the sign extension into the top limb
-    }
-    out[last - first] = nan_count_;
-    out[last - first + 1] = positive_infinities_;
-    out[last - first + 2] = negative_infinities_;
+    std::copy(normalized.limbs_.begin() + first_limb, normalized.limbs_.begin() + last, out.begin());
+    const auto counts = static_cast<std::size_t>(last - first_limb);
+    out[counts] = nan_count_;
+    out[counts + 1] = positive_infinities_;
+    out[counts + 2] = negative_infinities_;
     return true;
 }
 
@@ -255,6 +280,8 @@ ExactSum ExactSum::unpack_window(std::span<const std::int64_t> in, int first_lim
     ExactSum sum;
     const std::size_t limbs = in.size() - 3;
     std::copy(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(limbs), sum.limbs_.begin() + first_limb);
+    sum.low_ = first_limb;
+    sum.high_ = first_limb + static_cast<int>(limbs);
     sum.nan_count_ = in[limbs];
     sum.positive_infinities_ = in[limbs + 1];
     sum.negative_infinities_ = in[limbs + 2];

@@ -279,3 +279,59 @@ def test_json_is_bit_identical_for_any_thread_count(tmp_path, gridshard_bin, ser
                                 env=dict(os.environ, OMP_NUM_THREADS=threads))
         assert result.returncode == 0, result.stderr
         assert report(out)["variables"] == serial_builtin["variables"], threads
+
+
+def write_non_finite_pair(truth_path, prediction_path):
+    """A small pair with NaN, +inf and -inf and zero-weight pole rows: the truth is non-finite wherever
+    the prediction is (so the valid pairs are the truth's finite points), and the prediction has a -inf
+    where the truth is +inf."""
+    nlat, nlon, ntime = 13, 16, 3
+    lat = np.linspace(-90.0, 90.0, nlat)
+    lon = np.arange(nlon) * 360.0 / nlon
+    rng = np.random.default_rng(8)
+    truth = (280 + 10 * rng.standard_normal((ntime, nlat, nlon))).astype(np.float32)
+    prediction = (truth + rng.standard_normal((ntime, nlat, nlon))).astype(np.float32)
+    truth[:, 3, 2:6] = np.inf
+    prediction[:, 3, 4] = -np.inf
+    truth[:, 5, 7] = -np.inf
+    truth[:, 8, :3] = np.nan
+    prediction[:, 8, 1] = np.nan
+    truth[1, 0, :] = np.inf  # a pole row: zero weight
+    for path, values in ((truth_path, truth), (prediction_path, prediction)):
+        with netCDF4.Dataset(path, "w") as ds:
+            ds.createDimension("time", None)
+            ds.createDimension("lat", nlat)
+            ds.createDimension("lon", nlon)
+            t = ds.createVariable("time", "f8", ("time",))
+            t.units, t.calendar, t.standard_name = "hours since 2000-01-01", "standard", "time"
+            t[:] = 6.0 * np.arange(ntime)
+            y = ds.createVariable("lat", "f8", ("lat",))
+            y.units, y.standard_name = "degrees_north", "latitude"
+            y[:] = lat
+            x = ds.createVariable("lon", "f8", ("lon",))
+            x.units, x.standard_name = "degrees_east", "longitude"
+            x[:] = lon
+            v = ds.createVariable("t2m", "f4", ("time", "lat", "lon"))
+            v.units = "K"
+            v.set_auto_mask(False)
+            v[:] = values
+
+
+@pytest.mark.parametrize("ranks,mesh", [(1, "1x1x1"), (4, "1x2x2"), (3, "1x3x1")])
+def test_cli_and_library_give_the_same_bits(tmp_path, mpirun, ranks, mesh):
+    """The tool's bias, rmse and mean_truth are the library's masked metrics under skip_invalid_pairs,
+    bit for bit, on a file pair with NaN, +inf and -inf, on several meshes (one code path, two doors)."""
+    truth, prediction = tmp_path / "truth.nc", tmp_path / "pred.nc"
+    write_non_finite_pair(truth, prediction)
+    report = tmp_path / "eval.json"
+    result = mpirun(ranks, "eval", "--truth", truth, "--pred", prediction, "--mesh", mesh, "--quiet",
+                    "--json", report)
+    assert result.returncode == 0, result.stderr
+    library = subprocess.run([os.environ["LIBRARY_SCORES_BIN"], truth, prediction, "t2m"], capture_output=True,
+                             text=True, timeout=120)
+    assert library.returncode == 0, library.stderr
+    expected = {k: [float.fromhex(v) for v in values] for k, values in json.loads(library.stdout).items()}
+    per_time = json.loads(report.read_text())["variables"]["t2m"]["per_time"]
+    for score in ("bias", "rmse", "mean_truth"):
+        assert all(np.isfinite(expected[score])), score
+        assert [v.hex() for v in per_time[score]] == [v.hex() for v in expected[score]], score

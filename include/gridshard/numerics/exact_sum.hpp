@@ -88,8 +88,14 @@ class ExactSum {
     void add_special(double value) noexcept;
     void normalize() noexcept;
     void negate() noexcept;
+    [[nodiscard]] bool negative() const noexcept;  // of a normalised sum
 
+    // Limbs outside [low_, high_) are zero, so normalising, negating and merging touch only the limbs a
+    // sum uses (a handful for a field of one magnitude), not all 140. Normalised, the limbs below the top
+    // one are digits in [0, 2^32) and the top one is signed.
     std::array<std::int64_t, limb_count> limbs_{};
+    int low_ = limb_count;
+    int high_ = 0;
     std::int64_t nan_count_ = 0;
     std::int64_t positive_infinities_ = 0;
     std::int64_t negative_infinities_ = 0;
