@@ -235,8 +235,10 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
                 }
             }
         }
-        const auto zonal_truth = zonal_mean(grid, t, summation);
-        const auto zonal_prediction = zonal_mean(grid, p, summation);
+        const FieldShard<T> both[] = {t, p};
+        const auto zonal_means_of_both = zonal_means<T>(grid, both, summation);  // one allreduce over lon
+        const std::vector<double>& zonal_truth = zonal_means_of_both[0];
+        const std::vector<double>& zonal_prediction = zonal_means_of_both[1];
         if (mesh.coords().lon == 0) {
             for (std::int64_t c = 0; c < channels; ++c) {
                 for (std::int64_t i = 0; i < box.lat.size(); ++i) {

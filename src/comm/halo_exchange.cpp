@@ -81,7 +81,8 @@ void HaloExchange::execute(std::span<const T> shard, HaloBuffers<T>& buffers) co
 }
 
 template <class T>
-void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const {
+std::string HaloExchange::argument_error(std::span<const std::span<const T>> fields,
+                                         const HaloBuffers<T>& buffers) const {
     const auto nfields = static_cast<std::int64_t>(fields.size());
     const std::int64_t channels = nfields > 0 ? buffers.channels() / nfields : 0;
     std::string error;
@@ -102,8 +103,20 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
                     " values does not fit one MPI message count";
         }
     }
+    return error;
+}
+
+template <class T>
+void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const {
+    detail::agree_or_throw(mesh_.spatial(), argument_error(fields, buffers), {buffers.channels()},
+                           "halo exchange channels");
+    exchange_agreed(fields, buffers);
+}
+
+template <class T>
+void HaloExchange::exchange_agreed(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const {
     const Communicator& spatial = mesh_.spatial();
-    detail::agree_or_throw(spatial, error, {buffers.channels()}, "halo exchange channels");
+    const std::int64_t channels = buffers.channels() / static_cast<std::int64_t>(fields.size());
 
     // A message crossing my side s is tagged s; the neighbour receives it across opposite(s).
     std::array<MPI_Request, 8> requests{};
@@ -142,10 +155,13 @@ void HaloExchange::execute(std::span<const std::span<const T>> fields, HaloBuffe
     GRIDSHARD_MPI(MPI_Waitall, pending, requests.data(), MPI_STATUSES_IGNORE);
 }
 
-#define GRIDSHARD_INSTANTIATE_HALO(T)                                                  \
-    template HaloBuffers<T> HaloExchange::make_buffers<T>(std::int64_t) const;         \
-    template void HaloExchange::execute<T>(std::span<const T>, HaloBuffers<T>&) const; \
-    template void HaloExchange::execute<T>(std::span<const std::span<const T>>, HaloBuffers<T>&) const;
+#define GRIDSHARD_INSTANTIATE_HALO(T)                                                                                \
+    template HaloBuffers<T> HaloExchange::make_buffers<T>(std::int64_t) const;                                       \
+    template void HaloExchange::execute<T>(std::span<const T>, HaloBuffers<T>&) const;                               \
+    template void HaloExchange::execute<T>(std::span<const std::span<const T>>, HaloBuffers<T>&) const;              \
+    template std::string HaloExchange::argument_error<T>(std::span<const std::span<const T>>, const HaloBuffers<T>&) \
+        const;                                                                                                       \
+    template void HaloExchange::exchange_agreed<T>(std::span<const std::span<const T>>, HaloBuffers<T>&) const;
 
 GRIDSHARD_INSTANTIATE_HALO(float)
 GRIDSHARD_INSTANTIATE_HALO(double)

@@ -68,21 +68,23 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     if (error.empty() && options_.gradient) {
         error = detail::gradient_options_error(options_.gradient_options, box.lat.size());
     }
+    // One agreement for this call's arguments and the halo exchange's (folded in).
+    const std::span<const T> fields[] = {truth.values, prediction.values};
+    HaloBuffers<T>* halo = terms_.needs_gradient() ? &halo_buffers<T>() : nullptr;
+    const HaloExchange* plan = halo != nullptr ? &grid_.halo_plan(options_.gradient_options.periodic_lon) : nullptr;
+    if (error.empty() && plan != nullptr) {
+        error = plan->argument_error<T>(fields, *halo);
+    }
     detail::agree_or_throw(grid_.mesh().spatial(), error, {channels_}, "channels");
-    HaloBuffers<T>* halo = nullptr;
-    if (terms_.needs_gradient()) {
-        halo = &halo_buffers<T>();
-        const std::span<const T> fields[] = {truth.values, prediction.values};
-        grid_.halo_plan(options_.gradient_options.periodic_lon)
-            .execute(std::span<const std::span<const T>>(fields), *halo);
+    if (plan != nullptr) {
+        plan->exchange_agreed<T>(fields, *halo);
     }
 
     const detail::ShardInputs<T> inputs{truth.values.data(), prediction.values.data(), channels_, halo,
                                         &options_.gradient_options};
     const detail::TermRequest request{terms_, options_.policy, options_.summation};
     const TermSums sums =
-        detail::merge_terms(detail::form_terms(grid_.grid(), box, inputs, weights, request, detail::Grouping::channel),
-                            grid_, terms_, channels_);
+        detail::merge_terms(detail::form_terms(grid_.grid(), box, inputs, weights, request), grid_, terms_, channels_);
     std::vector<std::string> names;
     for (const ScoreDefinition& d : options_.scores) {
         names.push_back(d.name);
@@ -90,7 +92,7 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     Scores scores(std::move(names), channels_);
     for (std::int64_t c = 0; c < channels_; ++c) {
         for (const ScoreDefinition& d : options_.scores) {
-            const bool formed = (d.terms.needs_gradient() ? terms_.needs_gradient() : true);
+            const bool formed = !d.terms.needs_gradient() || terms_.needs_gradient();  // gradient off: NaN
             scores[d.name][static_cast<std::size_t>(c)] = formed ? d.finalize(sums, c) : detail::nan;
         }
     }

@@ -3,6 +3,7 @@
 
 #include "gridshard/metrics/metrics.hpp"
 
+#include <algorithm>
 #include <string>
 
 #include "metric_support.hpp"
@@ -15,9 +16,15 @@ template <class T>
 std::vector<double> gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x, const GradientOptions& options) {
     const Box& box = grid.box();
     const std::span<const T> fields[] = {x.values};
-    check_arguments(grid, first_error({shard_error(x, box, "x"), gradient_options_error(options, box.lat.size())}),
+    check_gradient_grid(grid.grid());  // the global grid: alike on every rank
+    const HaloExchange& plan = grid.halo_plan(options.periodic_lon);
+    auto halo = plan.make_buffers<T>(std::max<std::int64_t>(x.channels, 0));
+    // One agreement for the arguments and the halo exchange's (folded in), then the exchange.
+    check_arguments(grid,
+                    first_error({shard_error(x, box, "x"), gradient_options_error(options, box.lat.size()),
+                                 plan.argument_error<T>(fields, halo)}),
                     x.channels);
-    const auto halo = exchange_for_gradient<T>(grid, fields, x.channels, options);
+    plan.exchange_agreed<T>(fields, halo);
     std::vector<double> result(static_cast<std::size_t>(x.channels * box.area()));
     std::vector<T> row(static_cast<std::size_t>(box.lon.size()));
     const GradientRows<T> rows(grid.grid(), box, options, x.values, x.channels, halo, 0);

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -60,7 +61,7 @@ inline void check_arguments(const ShardedGrid& grid, const std::string& local_er
     agree_or_throw(grid.mesh().spatial(), local_error, {channels}, "channels");
 }
 
-// Collective over `spatial`: one allreduce of `sums` (laid out by form_terms with Grouping::channel), then
+// Collective over `spatial`: one allreduce of `sums` (laid out by form_terms), then
 // the total-weight check, which every rank sees alike.
 inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet terms, std::int64_t channels) {
     sums.allreduce(grid.mesh().spatial());
@@ -71,21 +72,10 @@ inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet t
     return TermSums(std::make_shared<const PartialSums>(std::move(sums)), terms, channels, true);
 }
 
-// Exchanges the one-cell halos of `fields` (all shaped like the first) for the gradient terms.
-// Collective over `spatial`; a shard of the wrong size raises on every rank inside the exchange.
-template <class T>
-HaloBuffers<T> exchange_for_gradient(const ShardedGrid& grid, std::span<const std::span<const T>> fields,
-                                     std::int64_t channels, const GradientOptions& options) {
-    check_gradient_grid(grid.grid());
-    const HaloExchange& plan = grid.halo_plan(options.periodic_lon);
-    auto halo = plan.make_buffers<T>(std::max<std::int64_t>(channels, 0) * static_cast<std::int64_t>(fields.size()));
-    plan.execute(fields, halo);
-    return halo;
-}
-
 // The terms of `request` for one field (`prediction` null) or a pair, over the grid. Collective over
-// `spatial`: the argument check (with `extra_error`), the halo exchange when a gradient term is asked for
-// (both fields in one), one allreduce of the sums, then the total-weight check.
+// `spatial`: one argument check (with `extra_error`, and the halo exchange's own arguments folded in), the
+// halo exchange when a gradient term is asked for (both fields in one message per neighbour), one
+// allreduce of the sums, then the total-weight check.
 template <class T>
 TermSums accumulate_terms(const ShardedGrid& grid, FieldShard<T> truth, const FieldShard<T>* prediction, Weights a,
                           const TermRequest& request, const GradientOptions* gradient = nullptr,
@@ -98,20 +88,28 @@ TermSums accumulate_terms(const ShardedGrid& grid, FieldShard<T> truth, const Fi
     if (error.empty() && gradient != nullptr) {
         error = gradient_options_error(*gradient, box.lat.size());
     }
-    check_arguments(grid, error, truth.channels);
-    ShardInputs<T> inputs{truth.values.data(), prediction != nullptr ? prediction->values.data() : nullptr,
-                          truth.channels, nullptr, gradient};
-    std::optional<HaloBuffers<T>> halo;
-    if (request.terms.needs_gradient()) {
-        std::vector<std::span<const T>> fields{truth.values};
-        if (prediction != nullptr) {
-            fields.push_back(prediction->values);
-        }
-        halo.emplace(exchange_for_gradient<T>(grid, fields, truth.channels, *gradient));
-        inputs.halo = &*halo;
+    std::vector<std::span<const T>> fields{truth.values};
+    if (prediction != nullptr) {
+        fields.push_back(prediction->values);
     }
-    return merge_terms(form_terms(grid.grid(), box, inputs, weights, request, Grouping::channel), grid, request.terms,
-                       truth.channels);
+    const bool exchange = request.terms.needs_gradient();
+    std::optional<HaloBuffers<T>> halo;
+    if (exchange) {
+        check_gradient_grid(grid.grid());                                   // the global grid: alike on every rank
+        const HaloExchange& plan = grid.halo_plan(gradient->periodic_lon);  // likewise
+        halo.emplace(
+            plan.make_buffers<T>(std::max<std::int64_t>(truth.channels, 0) * static_cast<std::int64_t>(fields.size())));
+        if (error.empty()) {
+            error = plan.argument_error<T>(fields, *halo);
+        }
+    }
+    check_arguments(grid, error, truth.channels);
+    if (exchange) {
+        grid.halo_plan(gradient->periodic_lon).exchange_agreed<T>(fields, *halo);
+    }
+    const ShardInputs<T> inputs{truth.values.data(), prediction != nullptr ? prediction->values.data() : nullptr,
+                                truth.channels, halo ? &*halo : nullptr, gradient};
+    return merge_terms(form_terms(grid.grid(), box, inputs, weights, request), grid, request.terms, truth.channels);
 }
 
 // One finalizer applied to every channel.

@@ -149,6 +149,19 @@ class RowTerms {
              RowScratch<T>& s) const {
         const TermSet terms = request_.terms;
         auto slot = [&](Term t) { return first_slot + terms.index(t); };
+        if (terms.needs_point_values()) {
+            add_point_values(sums, slot, row, s);
+        }
+        if (terms.needs_gradient()) {
+            add_gradient(sums, slot, c, i, row, s);
+        }
+    }
+
+  private:
+    // The terms of the point values, over the points the policy counts.
+    template <class SlotOf>
+    void add_point_values(PartialSums& sums, SlotOf slot, const Row<T>& row, RowScratch<T>& s) const {
+        const TermSet terms = request_.terms;
         const std::int64_t valid = mask(request_.policy, row.truth, row.prediction, row.point_weights, row.cols,
                                         s.truth.data(), s.prediction.data(), s.weight.data());
         const T* t = s.truth.data();
@@ -179,12 +192,8 @@ class RowTerms {
             add_weighted_product(sums, slot(Term::cross), t, p, row, s.weight.data(), work,
                                  [](double x, double y) { return x * y; });
         }
-        if (terms.needs_gradient()) {
-            add_gradient(sums, slot, c, i, row, s);
-        }
     }
 
-  private:
     // The gradient terms: each field's magnitudes, masked by the same rule over the pair of magnitudes.
     template <class SlotOf>
     void add_gradient(PartialSums& sums, SlotOf slot, std::int64_t c, std::int64_t i, const Row<T>& row,
@@ -219,13 +228,34 @@ class RowTerms {
 }  // namespace
 
 template <class T>
+void add_zonal_terms(const Box& box, const ShardInputs<T>& inputs, const TermRequest& request, PartialSums& sums,
+                     std::int64_t first_slot) {
+    const std::int64_t rows = box.lat.size();
+    const std::int64_t cols = box.lon.size();
+    const std::int64_t items = inputs.channels * rows;
+    const std::int64_t terms = request.terms.size();
+    const std::optional<GradientRows<T>> no_gradient;
+    const RowTerms<T> row_terms(request, no_gradient, no_gradient);
+    // Every (channel, row) has slots of its own, formed by one thread: the same bits for any thread count.
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(items)) if (items > 1)) {
+        RowScratch<T> scratch(cols);
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::int64_t k = 0; k < items; ++k) {
+            const std::int64_t offset = k * cols;
+            const Row<T> row{inputs.truth + offset, inputs.prediction != nullptr ? inputs.prediction + offset : nullptr,
+                             nullptr, 1.0, cols};
+            row_terms.add(sums, first_slot + k * terms, k / rows, k % rows, row, scratch);
+        }
+    }
+}
+
+template <class T>
 PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<T>& inputs, const RowWeights& weights,
-                       const TermRequest& request, Grouping grouping) {
+                       const TermRequest& request) {
     const std::int64_t rows = box.lat.size();
     const std::int64_t cols = box.lon.size();
     const std::int64_t items = inputs.channels * rows;
     const TermSet terms = request.terms;
-    const bool per_channel = grouping == Grouping::channel;
     std::optional<GradientRows<T>> truth_gradient;
     std::optional<GradientRows<T>> prediction_gradient;
     if (terms.needs_gradient()) {
@@ -239,27 +269,10 @@ PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<
     const RowTerms<T> row_terms(request, truth_gradient, prediction_gradient);
     auto row_of = [&](std::int64_t c, std::int64_t i) {
         const std::int64_t offset = (c * rows + i) * cols;
-        const bool unit = !per_channel;  // zonal sums: every point weighs 1
         return Row<T>{inputs.truth + offset, inputs.prediction != nullptr ? inputs.prediction + offset : nullptr,
-                      unit || !weights.per_point() ? nullptr : weights.points(i),
-                      unit                  ? 1.0
-                      : weights.per_point() ? 1.0
-                                            : weights.row(i),
+                      weights.per_point() ? weights.points(i) : nullptr, weights.per_point() ? 1.0 : weights.row(i),
                       cols};
     };
-
-    // Zonal sums: every (channel, row) has slots of its own, formed by one thread, in the compact form.
-    if (!per_channel) {
-        PartialSums sums(items * terms.size(), request.summation, window_for<T>());
-        GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(items)) if (items > 1)) {
-            RowScratch<T> scratch(cols);
-            GRIDSHARD_PRAGMA(omp for schedule(static))
-            for (std::int64_t k = 0; k < items; ++k) {
-                row_terms.add(sums, k * terms.size(), k / rows, k % rows, row_of(k / rows, k % rows), scratch);
-            }
-        }
-        return sums;
-    }
     // Per channel: each thread forms exact partial sums of its own (channel, row) items, merged exactly,
     // so the sums are the same bits for any number of threads.
     const std::int64_t slots = 1 + inputs.channels * terms.size();
@@ -285,9 +298,13 @@ PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<
     return sums;
 }
 
+template void add_zonal_terms<float>(const Box&, const ShardInputs<float>&, const TermRequest&, PartialSums&,
+                                     std::int64_t);
+template void add_zonal_terms<double>(const Box&, const ShardInputs<double>&, const TermRequest&, PartialSums&,
+                                      std::int64_t);
 template PartialSums form_terms<float>(const GridShape&, const Box&, const ShardInputs<float>&, const RowWeights&,
-                                       const TermRequest&, Grouping);
+                                       const TermRequest&);
 template PartialSums form_terms<double>(const GridShape&, const Box&, const ShardInputs<double>&, const RowWeights&,
-                                        const TermRequest&, Grouping);
+                                        const TermRequest&);
 
 }  // namespace gridshard::detail

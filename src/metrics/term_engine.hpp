@@ -1,6 +1,7 @@
 #pragma once
 // The one accumulation engine: a single pass over a rank's shard forms the requested per-point terms
-// (metrics/terms.hpp) under one ValidityPolicy and sums them, per channel or per (channel, row), with
+// (metrics/terms.hpp) under one ValidityPolicy and sums them, per channel (form_terms) or per (channel,
+// row) (add_zonal_terms), with
 // OpenMP threads over (channel, row) and results that are the same bits for any thread count. Every
 // metric and the Evaluator call it; the masking, each term and the weighting live here only.
 // Internal to the metrics layer; form_terms makes no MPI calls.
@@ -22,10 +23,6 @@ struct TermRequest {
     Summation summation = Summation::reproducible;
 };
 
-/// How the sums are grouped: one set of terms per channel (a metric over the grid), or per (channel, row)
-/// of the box (a zonal metric, reduced over longitude only, with every point weighing 1).
-enum class Grouping { channel, channel_row };
-
 /// The inputs of one pass over a rank's box. `prediction` may be null when no term needs it; `halo` and
 /// `gradient` are needed when a gradient term is requested (the halos of truth are field 0 of `halo`,
 /// those of prediction field 1).
@@ -38,11 +35,17 @@ struct ShardInputs {
     const GradientOptions* gradient = nullptr;
 };
 
-/// The partial sums of `request` over this rank's box: with Grouping::channel, slot 0 holds the total
-/// weight and each channel's terms follow (TermSums's layout); with Grouping::channel_row, each (channel,
-/// row) holds its terms, every point weighing 1 (`weights` unused), in the compact exact form. No MPI calls.
+/// The partial sums of `request` per channel over this rank's box (a metric over the grid): slot 0 holds
+/// the total weight and each channel's terms follow (TermSums's layout). No MPI calls.
 template <class T>
 [[nodiscard]] PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<T>& inputs,
-                                     const RowWeights& weights, const TermRequest& request, Grouping grouping);
+                                     const RowWeights& weights, const TermRequest& request);
+
+/// The sums of `request` per (channel, row) of the box (a zonal metric, reduced over longitude only; no
+/// gradient terms; every point weighs 1), added to `sums` from slot `first_slot` on, so that several fields
+/// share one PartialSums (in the compact exact form, window_for<T>()) and one allreduce. No MPI calls.
+template <class T>
+void add_zonal_terms(const Box& box, const ShardInputs<T>& inputs, const TermRequest& request, PartialSums& sums,
+                     std::int64_t first_slot);
 
 }  // namespace gridshard::detail

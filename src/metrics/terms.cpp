@@ -3,7 +3,10 @@
 #include "gridshard/metrics/terms.hpp"
 
 #include <cmath>
+#include <limits>
+#include <string>
 
+#include "gridshard/core/error.hpp"
 #include "gridshard/numerics/double_double.hpp"
 #include "partial_sums.hpp"
 
@@ -16,6 +19,10 @@ std::int64_t TermSums::slot(std::int64_t g, Term t) const {
 DoubleDouble TermSums::value(std::int64_t g, Term t) const {
     if ((t == Term::weight || t == Term::gradient_weight) && !terms_.contains(t) && has_total_) {
         return sums_->value_dd(0);  // under propagate the weight of the valid points is the total weight
+    }
+    if (!terms_.contains(t)) {
+        throw ArgumentError("term " + std::to_string(static_cast<int>(t)) +
+                            " was not formed: a finalizer may read only the terms its request (or score) names");
     }
     return sums_->value_dd(slot(g, t));
 }

@@ -1,5 +1,5 @@
-// The zonal mean: a NaN-aware mean over longitude per row, from the one engine's per-(channel, row) sums
-// and one allreduce over the lon group.
+// The zonal means: NaN-aware means over longitude per row, from the one engine's per-(channel, row) sums,
+// for one field or several in one pass each and one allreduce over the lon group.
 
 #include "gridshard/metrics/metrics.hpp"
 
@@ -14,21 +14,50 @@ namespace gridshard {
 using namespace detail;  // NOLINT(google-build-using-namespace): the metrics layer's own helpers
 
 template <class T>
-std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summation summation) {
+std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
+                                             Summation summation) {
     const Box& box = grid.box();
-    agree_or_throw(grid.mesh().lon(), shard_error(x, box, "x"), {x.channels}, "channels");
+    std::string error = fields.empty() ? "zonal_means: no fields" : "";
+    for (std::size_t f = 0; f < fields.size() && error.empty(); ++f) {
+        error = shard_error(fields[f], box, "x");
+        if (error.empty() && fields[f].channels != fields.front().channels) {
+            error = "zonal_means: every field needs the same channels, got " + std::to_string(fields.front().channels) +
+                    " and " + std::to_string(fields[f].channels);
+        }
+    }
+    const std::int64_t channels = fields.empty() ? 0 : fields.front().channels;
+    agree_or_throw(grid.mesh().lon(), error, {channels, static_cast<std::int64_t>(fields.size())},
+                   "channels and fields");
     const TermRequest request{{Term::weight, Term::truth}, ValidityPolicy::skip_nan, summation};
-    const RowWeights unit_weights(Weights{}, Box{});  // unused: every point weighs 1
-    PartialSums partial = form_terms(grid.grid(), box, ShardInputs<T>{x.values.data(), nullptr, x.channels},
-                                     unit_weights, request, Grouping::channel_row);
+    const std::int64_t groups = channels * box.lat.size();  // per field
+    PartialSums partial(static_cast<std::int64_t>(fields.size()) * groups * request.terms.size(), summation,
+                        window_for<T>());
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+        add_zonal_terms(box, ShardInputs<T>{fields[f].values.data(), nullptr, channels}, request, partial,
+                        static_cast<std::int64_t>(f) * groups * request.terms.size());
+    }
     partial.allreduce(grid.mesh().lon());
     const TermSums sums(std::make_shared<const PartialSums>(std::move(partial)), request.terms,
-                        x.channels * box.lat.size(), false);
-    return per_channel(sums, [&](std::int64_t k) { return sums.mean(k, Term::truth); });
+                        static_cast<std::int64_t>(fields.size()) * groups, false);
+    std::vector<std::vector<double>> result(fields.size(), std::vector<double>(static_cast<std::size_t>(groups)));
+    for (std::size_t f = 0; f < fields.size(); ++f) {
+        for (std::int64_t k = 0; k < groups; ++k) {
+            result[f][static_cast<std::size_t>(k)] = sums.mean(static_cast<std::int64_t>(f) * groups + k, Term::truth);
+        }
+    }
+    return result;
 }
 
-#define GRIDSHARD_INSTANTIATE(T) \
-    template std::vector<double> zonal_mean<T>(const ShardedGrid&, FieldShard<T>, Summation);
+template <class T>
+std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summation summation) {
+    const FieldShard<T> fields[] = {x};
+    return zonal_means<T>(grid, fields, summation).front();
+}
+
+#define GRIDSHARD_INSTANTIATE(T)                                                                                 \
+    template std::vector<double> zonal_mean<T>(const ShardedGrid&, FieldShard<T>, Summation);                    \
+    template std::vector<std::vector<double>> zonal_means<T>(const ShardedGrid&, std::span<const FieldShard<T>>, \
+                                                             Summation);
 
 GRIDSHARD_INSTANTIATE(float)
 GRIDSHARD_INSTANTIATE(double)

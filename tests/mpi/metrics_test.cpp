@@ -416,6 +416,13 @@ TEST_F(Metrics, ZonalMeanOverTheLonGroup) {
             for (std::size_t r = 0; r < reference.size(); ++r) {
                 expect_close(got[r], reference[r], "zonal_mean vs reference");
             }
+            // Several fields in one call (one allreduce): each the same bits as its own zonal_mean.
+            const auto p = shard_of(k.prediction, grid, box, 2);
+            const FieldShard<float> both[] = {{x, 2}, {p, 2}};
+            const auto pair = zonal_means<float>(distributed, both);
+            ASSERT_EQ(pair.size(), 2U);
+            expect_identical(pair[0], got, "zonal_means[truth]");
+            expect_identical(pair[1], zonal_mean<float>(distributed, {p, 2}), "zonal_means[prediction]");
         }
     }
 }
@@ -766,6 +773,17 @@ TEST_F(Metrics, ARegisteredScoreIsComputedByTheEvaluator) {
             const Scores s = evaluator.evaluate<float>({t, k.channels}, {p, k.channels});
             EXPECT_EQ(s.names().size(), evaluation_scores().size() + 1);
             EXPECT_THROW((void)s["no_such_score"], ArgumentError);
+            // A finalizer that reads a term its score did not declare is refused, not given another slot.
+            EvaluationOptions undeclared;
+            undeclared.scores = {{"cross_mean",
+                                  "cross",
+                                  "reads an undeclared term",
+                                  12,
+                                  4,
+                                  {Term::truth},
+                                  [](const TermSums& sums, std::int64_t c) { return sums.mean(c, Term::cross); }}};
+            Evaluator wrong(g, k.channels, row_weights(k, box, w), undeclared);
+            EXPECT_THROW((void)wrong.evaluate<float>({t, k.channels}, {p, k.channels}), ArgumentError);
             return s["mean_square_truth"];
         },
         [](const Case& k, const std::vector<double>&) {

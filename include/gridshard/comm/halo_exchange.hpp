@@ -12,6 +12,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "gridshard/comm/process_mesh.hpp"
@@ -82,6 +83,17 @@ class HaloExchange {
     /// Collective over `spatial`, as the single-field form.
     template <class T>
     void execute(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const;
+
+    /// What is wrong with these arguments of execute() on this rank (empty when nothing). No MPI calls.
+    template <class T>
+    [[nodiscard]] std::string argument_error(std::span<const std::span<const T>> fields,
+                                             const HaloBuffers<T>& buffers) const;
+
+    /// execute() without its argument check, for a caller that has already agreed argument_error() and
+    /// the channel count collectively over `spatial` (folded into a check of its own, so a step makes one
+    /// agreement, not two). Point-to-point messages with the side neighbours only.
+    template <class T>
+    void exchange_agreed(std::span<const std::span<const T>> fields, HaloBuffers<T>& buffers) const;
 
     /// The sides this rank exchanges across, with their neighbours and strip shapes. No MPI calls.
     [[nodiscard]] const std::vector<HaloSide>& sides() const noexcept { return sides_; }

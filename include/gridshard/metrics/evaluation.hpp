@@ -47,8 +47,8 @@ class Evaluator {
     Evaluator(const Evaluator&) = delete;
     Evaluator& operator=(const Evaluator&) = delete;
 
-    /// Collective over `spatial`: a 24-byte argument check, one halo exchange carrying both fields
-    /// (2 x channels x perimeter values, after its own 24-byte check; when the gradient is on), then one
+    /// Collective over `spatial`: one 24-byte argument check (the halo exchange's folded in), one halo
+    /// exchange carrying both fields (2 x channels x perimeter values, when the gradient is on), then one
     /// allreduce of the scores' terms: with the default scores and policy 9 exact sums per channel plus
     /// one (1,144 bytes each, so about 10.3 KB per channel; with Summation::fast 72 bytes per channel
     /// plus 8). Every spatial rank holds the scores.

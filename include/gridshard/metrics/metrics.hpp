@@ -8,7 +8,7 @@
 ///
 /// Every metric first checks its arguments collectively (one 24-byte allreduce over its group), so a
 /// bad argument on one rank raises ArgumentError on every rank of the group instead of a hang; the
-/// gradient metrics' halo exchange makes one more such check. Bytes on the wire below are per rank,
+/// gradient metrics fold the halo exchange's own arguments into that one check. Bytes on the wire below are per rank,
 /// for C channels, besides those checks; an exact partial sum travels as ExactSum::wire_size = 143
 /// int64 (1,144 bytes), a fast one as 8 bytes. Bit-identical results hold for one build: compile
 /// options that change floating-point evaluation (another -march, FMA contraction) may change bits.
@@ -101,6 +101,14 @@ template <class T>
 template <class T>
 [[nodiscard]] std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x,
                                              Summation summation = Summation::reproducible);
+
+/// zonal_mean of several fields of the same shape (for example truth and prediction) in one allreduce
+/// over `lon`: one result per field, each laid out as zonal_mean's. Collective over `lon`: one 24-byte
+/// argument check, then one allreduce of 2 sums per field, channel and row.
+template <class T>
+[[nodiscard]] std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid,
+                                                           std::span<const FieldShard<T>> fields,
+                                                           Summation summation = Summation::reproducible);
 
 /// `sqrt(g_lat^2 + g_lon^2)` at every point of this rank's box, (channels, rows, cols), with
 /// torch.gradient / numpy.gradient semantics (see GradientOptions). Throws ArgumentError for nlat or

@@ -61,8 +61,9 @@ class TermSet {
     }
     /// Whether a term of the point values themselves (not only gradients) is in the set.
     [[nodiscard]] constexpr bool needs_point_values() const noexcept {
-        return contains(Term::truth) || contains(Term::prediction) || contains(Term::truth_square) ||
-               contains(Term::prediction_square) || contains(Term::difference_square) || contains(Term::cross);
+        return contains(Term::weight) || contains(Term::truth) || contains(Term::prediction) ||
+               contains(Term::truth_square) || contains(Term::prediction_square) || contains(Term::difference_square) ||
+               contains(Term::cross);
     }
     [[nodiscard]] constexpr bool needs_gradient() const noexcept {
         return contains(Term::gradient_weight) || contains(Term::truth_gradient) || contains(Term::prediction_gradient);
@@ -90,7 +91,8 @@ class TermSums {
     [[nodiscard]] std::int64_t groups() const noexcept { return groups_; }
 
     /// Term `t` of group `g` to about 106 bits. Term::weight and Term::gradient_weight fall back to the
-    /// total weight when they were not formed (under propagate every point of non-zero weight counts).
+    /// total weight when they were not formed (under propagate every point of non-zero weight counts);
+    /// any other term that was not formed is an ArgumentError (a finalizer reading an undeclared term).
     [[nodiscard]] DoubleDouble value(std::int64_t g, Term t) const;
     /// The weight of every point of non-zero weight, over the whole grid (the same for every group).
     [[nodiscard]] double total_weight() const;

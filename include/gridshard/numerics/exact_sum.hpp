@@ -27,7 +27,9 @@
 ///
 /// ## Cost
 /// About a dozen vector operations per value (sweep and split) against one for a plain sum, and
-/// 1,144 bytes per accumulator on the wire (`wire_size` int64) against 8 for a double.
+/// 1,144 bytes per accumulator on the wire (`wire_size` int64) against 8 for a double. An accumulator
+/// keeps the range of limbs it uses, so normalising, negating, merging and rounding cost a few limbs for
+/// the sums of one field, not 140.
 
 #include <array>
 #include <cstdint>
