@@ -112,14 +112,15 @@ int run(const Options& options) {
     }
 
     // Bytes this rank sends. The halo exchange of gradient_magnitude_percent_diff is open in longitude
-    // (the default GradientOptions) and carries both fields; then one allreduce of 1 + 4C exact sums,
-    // and two argument checks (the metric's own and the exchange's).
+    // (the default GradientOptions) and carries both fields; then one allreduce of 1 + 3C exact sums (the
+    // total weight; per channel the weight of the valid pairs and both magnitude sums), and one argument
+    // check (the exchange's folded into the metric's).
     const Decomposition& d = grid.decomposition();
     const auto halo_strip_bytes = static_cast<double>(
         halo_bytes_per_channel(d, mesh.coords(), 1, {.lat = false, .lon = false}, 4) * channels * 2);
     const auto allreduce_bytes =
-        static_cast<double>((1 + 4 * channels) * static_cast<std::int64_t>(ExactSum::wire_size) * 8);
-    const double halo_bytes = halo_strip_bytes + allreduce_bytes + 2 * argument_check_bytes;
+        static_cast<double>((1 + 3 * channels) * static_cast<std::int64_t>(ExactSum::wire_size) * 8);
+    const double halo_bytes = halo_strip_bytes + allreduce_bytes + argument_check_bytes;
     // Gather: truth and prediction (float32) and the per-point weights (float64), each with its check.
     const auto gather_bytes =
         static_cast<double>(gather_bytes_per_channel(d, mesh.coords(), 4) * channels * 2 +

@@ -45,6 +45,7 @@ struct EvalOptions {
     SplitRule split = SplitRule::balanced;
     AreaWeighting weights = AreaWeighting::cos_lat;
     Summation summation = Summation::reproducible;
+    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
     std::string json;
     std::string zonal;
     bool quiet = false;
@@ -175,7 +176,7 @@ InputFingerprint input_fingerprint(const FieldSource& source) {
 template <class T>
 std::vector<ChannelReport> score_variable(const FieldSource& source, const SourceVariable& variable,
                                           const ShardedGrid& grid, const Weights& weights, Summation summation,
-                                          Range steps, Progress& progress) {
+                                          ValidityPolicy policy, Range steps, Progress& progress) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const SourceGrid& g = source.grid();
@@ -214,7 +215,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
                            time_sums.emplace(grid, channels);
                            reader = source.open(variable, box);
                        }));
-    Evaluator evaluator(grid, channels, weights, {.summation = summation});
+    Evaluator evaluator(grid, channels, weights, {.summation = summation, .policy = policy});
     LocalFailure failure;
     for (std::int64_t step = steps.begin; step < steps.end && !failure.failed(); ++step) {
         failure = attempt([&] { reader->read(step, std::span<T>(truth), std::span<T>(prediction)); });
@@ -261,9 +262,8 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     // Time means: every data rank's sums, merged over the data group; a point not finite at any step
     // is left out, as every score of eval does.
     time_sums->merge_over_data();
-    const auto mean_difference =
-        time_sums->time_and_global_mean_bias(weights, ValidityPolicy::skip_invalid_pairs, summation);
-    const auto rmse_of_time_mean = time_sums->rmse_of_time_mean(weights, ValidityPolicy::skip_invalid_pairs, summation);
+    const auto mean_difference = time_sums->time_and_global_mean_bias(weights, policy, summation);
+    const auto rmse_of_time_mean = time_sums->rmse_of_time_mean(weights, policy, summation);
 
     std::vector<ChannelReport> reports(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
@@ -295,6 +295,7 @@ void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshSh
                   std::string(to_string(options.split)),
                   std::string(to_string(options.weights)),
                   std::string(to_string(options.summation)),
+                  std::string(to_string(options.policy)),
                   g.shape(),
                   g.ntime,
                   evaluation_scores(),
@@ -395,10 +396,11 @@ int run_eval(const EvalOptions& options) {
         {
             Progress progress(root && !options.quiet, (steps.size()) * static_cast<std::int64_t>(variables.size()));
             for (const SourceVariable& variable : variables) {
-                auto channel_reports =
-                    variable.type == io::ValueType::float64
-                        ? score_variable<double>(*source, variable, grid, weights.view(), summation, steps, progress)
-                        : score_variable<float>(*source, variable, grid, weights.view(), summation, steps, progress);
+                auto channel_reports = variable.type == io::ValueType::float64
+                                           ? score_variable<double>(*source, variable, grid, weights.view(), summation,
+                                                                    options.policy, steps, progress)
+                                           : score_variable<float>(*source, variable, grid, weights.view(), summation,
+                                                                   options.policy, steps, progress);
                 reports.insert(reports.end(), channel_reports.begin(), channel_reports.end());
             }
         }
@@ -441,6 +443,9 @@ Runner add_eval_command(CLI::App& app) {
     add_choice_option(
         *command, "--summation", options->summation, parse_summation, [](Summation m) { return to_string(m); },
         "reproducible or fast");
+    add_choice_option(
+        *command, "--policy", options->policy, parse_validity_policy, [](ValidityPolicy p) { return to_string(p); },
+        "Which points count: skip_invalid_pairs (both fields finite), skip_nan or propagate");
     command->add_option("--json", options->json, "Write the scores as JSON to this file");
     command->add_option("--zonal", options->zonal, "Write the zonal means as CF netCDF to this file");
     command->add_flag("--quiet", options->quiet, "No progress on stderr");

@@ -19,10 +19,10 @@ double time_mean(const std::vector<double>& per_time) {
 void print_table(const Report& report, std::ostream& out) {
     char cell[512];
     std::snprintf(cell, sizeof cell,
-                  "gridshard eval: grid %lld x %lld, %lld steps, mesh %s, split %s, weights %s, %s sums\n",
+                  "gridshard eval: grid %lld x %lld, %lld steps, mesh %s, split %s, weights %s, %s sums, %s\n",
                   static_cast<long long>(report.grid.nlat), static_cast<long long>(report.grid.nlon),
                   static_cast<long long>(report.ntime), to_string(report.mesh).c_str(), report.split.c_str(),
-                  report.weights.c_str(), report.summation.c_str());
+                  report.weights.c_str(), report.summation.c_str(), report.policy.c_str());
     out << cell << "time means over the steps:\n";
     std::snprintf(cell, sizeof cell, "%-12s", "variable");
     out << cell;
@@ -66,6 +66,7 @@ void write_json(const Report& report, std::ostream& out) {
         {"split", report.split},
         {"weights", report.weights},
         {"summation", report.summation},
+        {"policy", report.policy},
         {"grid", {{"nlat", report.grid.nlat}, {"nlon", report.grid.nlon}}},
         {"ntime", report.ntime},
         {"variables", variables},

@@ -29,6 +29,7 @@ struct Report {
     std::string split;
     std::string weights;
     std::string summation;
+    std::string policy;
     GridShape grid;
     std::int64_t ntime = 0;
     std::vector<ScoreDefinition> scores = evaluation_scores();  // what per_time holds, in order

@@ -19,6 +19,28 @@ Summation parse_summation(std::string_view text) {
     throw ArgumentError("summation must be 'reproducible' or 'fast', got '" + std::string(text) + "'");
 }
 
+std::string_view to_string(ValidityPolicy policy) noexcept {
+    switch (policy) {
+        case ValidityPolicy::propagate:
+            return "propagate";
+        case ValidityPolicy::skip_nan:
+            return "skip_nan";
+        case ValidityPolicy::skip_invalid_pairs:
+            break;
+    }
+    return "skip_invalid_pairs";
+}
+
+ValidityPolicy parse_validity_policy(std::string_view text) {
+    for (ValidityPolicy p : {ValidityPolicy::propagate, ValidityPolicy::skip_nan, ValidityPolicy::skip_invalid_pairs}) {
+        if (text == to_string(p)) {
+            return p;
+        }
+    }
+    throw ArgumentError("policy must be 'propagate', 'skip_nan' or 'skip_invalid_pairs', got '" + std::string(text) +
+                        "'");
+}
+
 namespace {
 
 // The decomposition, once every spatial rank has agreed on the grid and the split rule: a rank whose

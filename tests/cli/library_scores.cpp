@@ -1,9 +1,9 @@
 // The library's side of the CLI's bit-identity test: reads one variable of a truth and a prediction file
-// with the io layer and scores every step with the library's masked metrics under the eval's policy
-// (skip_invalid_pairs) and weights (cos_lat), on one process. Prints one JSON object,
-// {"bias": [...], "rmse": [...], "mean_truth": [...]}, each number as C's %a (exact), one per step.
+// with the io layer and scores every step with the library's masked metrics under a policy (by default the
+// eval's, skip_invalid_pairs) and the eval's default weights (cos_lat), on one process. Prints one JSON
+// object, {"bias": [...], "rmse": [...], "mean_truth": [...]}, each number as C's %a (exact), one per step.
 //
-// Usage: library_scores TRUTH.nc PREDICTION.nc VARIABLE
+// Usage: library_scores TRUTH.nc PREDICTION.nc VARIABLE [POLICY]
 
 #include <cstdio>
 #include <exception>
@@ -25,7 +25,8 @@ void print_series(const char* name, const std::vector<double>& values, bool last
     std::printf("]%s", last ? "" : ", ");
 }
 
-int run(const std::string& truth_path, const std::string& prediction_path, const std::string& name) {
+int run(const std::string& truth_path, const std::string& prediction_path, const std::string& name,
+        gridshard::ValidityPolicy policy) {
     using namespace gridshard;
     const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
     const io::NetcdfReader truth_file(truth_path);
@@ -42,7 +43,6 @@ int run(const std::string& truth_path, const std::string& prediction_path, const
     std::vector<double> bias_values;
     std::vector<double> rmse_values;
     std::vector<double> mean_values;
-    const ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
     for (std::int64_t step = 0; step < truth_file.grid().ntime; ++step) {
         truth_reader.read_step(step, t);
         prediction_reader.read_step(step, p);
@@ -64,12 +64,14 @@ int run(const std::string& truth_path, const std::string& prediction_path, const
 
 int main(int argc, char** argv) {
     gridshard::MpiEnvironment mpi(&argc, &argv);
-    if (argc != 4) {
-        std::fprintf(stderr, "usage: library_scores TRUTH.nc PREDICTION.nc VARIABLE\n");
+    if (argc != 4 && argc != 5) {
+        std::fprintf(stderr, "usage: library_scores TRUTH.nc PREDICTION.nc VARIABLE [POLICY]\n");
         return 2;
     }
     try {
-        return run(argv[1], argv[2], argv[3]);
+        const auto policy =
+            argc == 5 ? gridshard::parse_validity_policy(argv[4]) : gridshard::ValidityPolicy::skip_invalid_pairs;
+        return run(argv[1], argv[2], argv[3], policy);
     } catch (const std::exception& error) {
         std::fprintf(stderr, "library_scores: %s\n", error.what());
         return 1;

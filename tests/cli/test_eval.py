@@ -35,7 +35,8 @@ def serial_builtin(tmp_path_factory, gridshard_bin):
 
 def test_builtin_report_has_the_contract_shape(serial_builtin):
     r = serial_builtin
-    assert list(r) == ["gridshard", "mesh", "split", "weights", "summation", "grid", "ntime", "variables"]
+    assert list(r) == ["gridshard", "mesh", "split", "weights", "summation", "policy", "grid", "ntime", "variables"]
+    assert r["policy"] == "skip_invalid_pairs"
     assert r["mesh"] == {"data": 1, "lat": 1, "lon": 1}
     assert r["grid"] == {"nlat": 61, "nlon": 120}
     assert r["ntime"] == 3
@@ -318,20 +319,30 @@ def write_non_finite_pair(truth_path, prediction_path):
 
 
 @pytest.mark.parametrize("ranks,mesh", [(1, "1x1x1"), (4, "1x2x2"), (3, "1x3x1")])
-def test_cli_and_library_give_the_same_bits(tmp_path, mpirun, ranks, mesh):
-    """The tool's bias, rmse and mean_truth are the library's masked metrics under skip_invalid_pairs,
-    bit for bit, on a file pair with NaN, +inf and -inf, on several meshes (one code path, two doors)."""
+@pytest.mark.parametrize("policy", ["skip_invalid_pairs", "skip_nan", "propagate"])
+def test_cli_and_library_give_the_same_bits(tmp_path, mpirun, ranks, mesh, policy):
+    """The tool's bias, rmse and mean_truth under `--policy` are the library's masked metrics under that
+    policy, bit for bit, on a file pair with NaN, +inf and -inf, on several meshes (one code path, two
+    doors). Under skip_invalid_pairs every score is finite; under the others the infinities reach them,
+    and the JSON holds null where the library gives inf or NaN."""
     truth, prediction = tmp_path / "truth.nc", tmp_path / "pred.nc"
     write_non_finite_pair(truth, prediction)
     report = tmp_path / "eval.json"
-    result = mpirun(ranks, "eval", "--truth", truth, "--pred", prediction, "--mesh", mesh, "--quiet",
-                    "--json", report)
+    result = mpirun(ranks, "eval", "--truth", truth, "--pred", prediction, "--mesh", mesh, "--policy", policy,
+                    "--quiet", "--json", report)
     assert result.returncode == 0, result.stderr
-    library = subprocess.run([os.environ["LIBRARY_SCORES_BIN"], truth, prediction, "t2m"], capture_output=True,
-                             text=True, timeout=120)
+    library = subprocess.run([os.environ["LIBRARY_SCORES_BIN"], truth, prediction, "t2m", policy],
+                             capture_output=True, text=True, timeout=120)
     assert library.returncode == 0, library.stderr
     expected = {k: [float.fromhex(v) for v in values] for k, values in json.loads(library.stdout).items()}
-    per_time = json.loads(report.read_text())["variables"]["t2m"]["per_time"]
+    document = json.loads(report.read_text())
+    assert document["policy"] == policy
+    per_time = document["variables"]["t2m"]["per_time"]
     for score in ("bias", "rmse", "mean_truth"):
-        assert all(np.isfinite(expected[score])), score
-        assert [v.hex() for v in per_time[score]] == [v.hex() for v in expected[score]], score
+        if policy == "skip_invalid_pairs":
+            assert all(np.isfinite(expected[score])), score
+        want = [v.hex() if np.isfinite(v) else None for v in expected[score]]
+        got = [None if v is None else v.hex() for v in per_time[score]]
+        assert got == want, score
+    if policy != "skip_invalid_pairs":
+        assert not all(np.isfinite(expected["rmse"])), "the infinities must reach rmse under " + policy

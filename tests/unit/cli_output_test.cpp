@@ -15,7 +15,8 @@ namespace gridshard::cli {
 namespace {
 
 Report report_with_an_extra_score() {
-    Report report{{1, 2, 2}, "balanced", "cos_lat", "reproducible", {3, 4}, 2, evaluation_scores(), {}};
+    Report report{{1, 2, 2}, "balanced",          "cos_lat", "reproducible", "skip_invalid_pairs", {3, 4},
+                  2,         evaluation_scores(), {}};
     report.scores.push_back({"extra_score", "extra", "a score for this test", 10, 3, {}, nullptr});
     VariableReport v;
     v.name = "odd \"name\"\\with\tcontrols";
@@ -64,15 +65,15 @@ TEST(CliOutput, JsonNumbersReadBackToTheSameDouble) {
     write_json(report, json_text);
     const auto document = nlohmann::ordered_json::parse(json_text.str());
     EXPECT_EQ(document["variables"][report.variables[0].name]["rmse_of_time_mean"].get<double>(), awkward);
-    EXPECT_EQ(
-        std::vector<std::string>({"gridshard", "mesh", "split", "weights", "summation", "grid", "ntime", "variables"}),
-        [&] {
-            std::vector<std::string> keys;
-            for (const auto& [key, value] : document.items()) {
-                keys.push_back(key);
-            }
-            return keys;
-        }());
+    EXPECT_EQ(std::vector<std::string>(
+                  {"gridshard", "mesh", "split", "weights", "summation", "policy", "grid", "ntime", "variables"}),
+              [&] {
+                  std::vector<std::string> keys;
+                  for (const auto& [key, value] : document.items()) {
+                      keys.push_back(key);
+                  }
+                  return keys;
+              }());
 }
 
 }  // namespace

@@ -46,6 +46,10 @@ enum class ValidityPolicy {
 [[nodiscard]] std::string_view to_string(Summation summation) noexcept;
 /// Parses "reproducible" or "fast"; throws ArgumentError naming the value otherwise.
 [[nodiscard]] Summation parse_summation(std::string_view text);
+/// "propagate", "skip_nan" or "skip_invalid_pairs".
+[[nodiscard]] std::string_view to_string(ValidityPolicy policy) noexcept;
+/// Parses a policy's name; throws ArgumentError naming the value otherwise.
+[[nodiscard]] ValidityPolicy parse_validity_policy(std::string_view text);
 
 /// The global grid as this rank sees it: the process mesh, the decomposition, this rank's box, and the
 /// one-cell halo plans the gradient metrics use, built once. Keeps a copy of the mesh (copies share its
