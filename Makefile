@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast test-asan fuzz bench format format-check clean
+.PHONY: all deps build demo test test-fast test-asan fuzz portable-bits bench format format-check clean
 
 all: build
 
@@ -26,10 +26,14 @@ demo: build
 	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 1x2x2
 
 # The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run.
-test: format-check test-fast test-asan fuzz
+test: format-check test-fast test-asan fuzz portable-bits
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# Every instruction-set version of the hot loops gives the same bits: the x86-64 baseline build against this one.
+portable-bits: build
+	bash tests/portable_bits.sh $(BUILD_DIR) build-portable $(JOBS)
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \

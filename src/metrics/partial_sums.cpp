@@ -4,6 +4,7 @@
 #include <limits>
 #include <span>
 
+#include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/numerics/double_double.hpp"
@@ -13,7 +14,7 @@ namespace {
 
 // Eight independent lanes so the compiler can vectorise without reassociating one chain.
 template <class V>
-double lane_sum(const V* values, std::int64_t n) noexcept {
+GRIDSHARD_KERNEL double lane_sum(const V* values, std::int64_t n) noexcept {
     std::array<double, 8> lanes{};
     std::int64_t j = 0;
     for (; j + 8 <= n; j += 8) {

@@ -4,6 +4,7 @@
 #include <limits>
 #include <numbers>
 
+#include "../core/kernel_dispatch.hpp"
 #include "gridshard/core/error.hpp"
 
 namespace gridshard::detail {
@@ -168,8 +169,8 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
 
 template <class T>
 template <typename GradientRows<T>::RowCase row_case>
-void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, T lon_scale,
-                                  T* __restrict out) const {
+GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols,
+                                                   T lon_scale, T* __restrict out) const {
     // Interior columns in one branch-free pass, so it vectorises (square root included: -fno-math-errno).
     const T lat_scale = lat_scale_;
     for (std::int64_t j = 1; j + 1 < cols; ++j) {

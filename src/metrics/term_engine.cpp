@@ -3,6 +3,7 @@
 #include <optional>
 #include <vector>
 
+#include "../core/kernel_dispatch.hpp"
 #include "threads.hpp"
 
 namespace gridshard::detail {
@@ -54,8 +55,8 @@ struct Row {
 // under the policy. Writes `x` (and `y`) with 0 at the points left out, and with per-point weights their
 // weights (0 where left out); returns how many points count. `out_x` may be `x` (and `out_y` `y`).
 template <ValidityPolicy policy, bool per_point, bool pair, class V>
-std::int64_t mask_row(const V* x, const V* y, const double* a, std::int64_t n, V* out_x, V* out_y,
-                      double* out_weight) noexcept {
+GRIDSHARD_KERNEL std::int64_t mask_row(const V* x, const V* y, const double* a, std::int64_t n, V* out_x, V* out_y,
+                                       double* out_weight) noexcept {
     std::int64_t valid = 0;
     for (std::int64_t j = 0; j < n; ++j) {
         const double w = per_point ? a[j] : 1.0;
@@ -99,6 +100,29 @@ std::int64_t mask(ValidityPolicy policy, const V* x, const V* y, const double* a
     return mask_dispatch<ValidityPolicy::skip_invalid_pairs>(x, y, a, n, out_x, out_y, out_weight);
 }
 
+// `a_j x_j` of one row into `work`.
+template <class V>
+GRIDSHARD_KERNEL void weight_row(const double* weight, const V* x, std::int64_t n, double* __restrict work) {
+    for (std::int64_t j = 0; j < n; ++j) {
+        work[j] = weight[j] * static_cast<double>(x[j]);
+    }
+}
+
+// The per-point product `f(x_j, y_j)` (in double) of two rows, times the point weights when there are some.
+template <class V, class F>
+GRIDSHARD_KERNEL void product_row(const V* x, const V* y, const double* weight, std::int64_t n, double* __restrict work,
+                                  F f) {
+    if (weight != nullptr) {
+        for (std::int64_t j = 0; j < n; ++j) {
+            work[j] = weight[j] * f(static_cast<double>(x[j]), static_cast<double>(y[j]));
+        }
+    } else {
+        for (std::int64_t j = 0; j < n; ++j) {
+            work[j] = f(static_cast<double>(x[j]), static_cast<double>(y[j]));
+        }
+    }
+}
+
 // Adds the weighted sum of one masked row: `a_j x_j` with per-point weights (`weight` holds the masked
 // weights), `factor * sum x_j` with a row weight. `work` holds the products.
 template <class V>
@@ -108,9 +132,7 @@ void add_weighted(PartialSums& sums, std::int64_t slot, const V* x, const Row<V>
         sums.add_row(slot, x, row.cols, row.factor);
         return;
     }
-    for (std::int64_t j = 0; j < row.cols; ++j) {
-        work[j] = weight[j] * static_cast<double>(x[j]);
-    }
+    weight_row(weight, x, row.cols, work);
     sums.add_row(slot, work, row.cols, 1.0);
 }
 
@@ -119,10 +141,7 @@ template <class V, class F>
 void add_weighted_product(PartialSums& sums, std::int64_t slot, const V* x, const V* y, const Row<V>& row,
                           const double* weight, double* __restrict work, F f) {
     const bool per_point = row.point_weights != nullptr;
-    for (std::int64_t j = 0; j < row.cols; ++j) {
-        const double v = f(static_cast<double>(x[j]), static_cast<double>(y[j]));
-        work[j] = per_point ? weight[j] * v : v;
-    }
+    product_row(x, y, per_point ? weight : nullptr, row.cols, work, f);
     sums.add_row(slot, work, row.cols, per_point ? 1.0 : row.factor);
 }
 

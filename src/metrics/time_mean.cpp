@@ -1,9 +1,11 @@
 #include "gridshard/metrics/time_mean.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <span>
 
+#include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
@@ -13,6 +15,28 @@
 #include "threads.hpp"
 
 namespace gridshard {
+
+namespace {
+
+// Adds p - t of `n` points to their per-point sums: a branch-free TwoSum, so it vectorises; non-finite
+// differences go to their own IEEE sum.
+template <class T>
+GRIDSHARD_KERNEL void add_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
+                                      double* __restrict sum, double* __restrict error,
+                                      double* __restrict special) noexcept {
+    for (std::int64_t k = 0; k < n; ++k) {
+        const double d = static_cast<double>(p[k]) - static_cast<double>(t[k]);
+        const bool finite = (d - d) == 0.0;  // false for NaN or infinite
+        const double x = finite ? d : 0.0;
+        const double s_new = sum[k] + x;
+        const double v = s_new - sum[k];
+        error[k] += (sum[k] - (s_new - v)) + (x - v);
+        sum[k] = s_new;
+        special[k] += finite ? 0.0 : d;
+    }
+}
+
+}  // namespace
 
 TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t channels)
     : grid_(grid), channels_(channels) {
@@ -36,24 +60,17 @@ void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
                             " channels, for " + std::to_string(channels_) + " channels of " + std::to_string(points) +
                             " values");
     }
-    // Branch-free TwoSum, so it vectorises; non-finite differences go to their own IEEE sum.
-    const T* __restrict t = truth.values.data();
-    const T* __restrict p = prediction.values.data();
-    double* __restrict sum = sum_.data();
-    double* __restrict error = error_.data();
-    double* __restrict special = special_.data();
+    // Each point on its own: the threads split the points into blocks, and the sums are the same bits for
+    // any count.
     const auto n = static_cast<std::int64_t>(points);
-    // Each point on its own: the threads split the points, and the sums are the same bits for any count.
-    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(n / 65536 + 1)))
-    for (std::int64_t k = 0; k < n; ++k) {
-        const double d = static_cast<double>(p[k]) - static_cast<double>(t[k]);
-        const bool finite = (d - d) == 0.0;  // false for NaN or infinite
-        const double x = finite ? d : 0.0;
-        const double s_new = sum[k] + x;
-        const double v = s_new - sum[k];
-        error[k] += (sum[k] - (s_new - v)) + (x - v);
-        sum[k] = s_new;
-        special[k] += finite ? 0.0 : d;
+    constexpr std::int64_t block = 65536;
+    const std::int64_t blocks = (n + block - 1) / block;
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks)))
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t begin = b * block;
+        const std::int64_t count = std::min(block, n - begin);
+        add_differences(truth.values.data() + begin, prediction.values.data() + begin, count, sum_.data() + begin,
+                        error_.data() + begin, special_.data() + begin);
     }
     ++steps_;
 }

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "../core/kernel_dispatch.hpp"
+
 namespace gridshard {
 namespace {
 
@@ -300,7 +302,7 @@ template <class T>
 using Bits = std::conditional_t<sizeof(T) == 8, std::uint64_t, std::uint32_t>;
 
 template <class T>
-void add_block(const T* values, std::int64_t n, double factor, ExactSum& sum) noexcept {
+GRIDSHARD_KERNEL void add_block(const T* values, std::int64_t n, double factor, ExactSum& sum) noexcept {
     using U = Bits<T>;
     constexpr U magnitude_mask = std::numeric_limits<U>::max() >> 1;
     constexpr U infinity_bits = std::bit_cast<U>(std::numeric_limits<T>::infinity());

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The hot loops choose their instruction set when the program starts (src/core/kernel_dispatch.hpp), and
+# every version must give the same bits. This builds the tool a second time, without versions, for the
+# x86-64 baseline (SSE2 only), and checks that `gridshard eval` writes the same JSON there as in the build
+# under test, which runs the best version for this CPU (AVX-512 where it has it).
+#
+# Usage: tests/portable_bits.sh BUILD_DIR PORTABLE_BUILD_DIR [JOBS]
+set -euo pipefail
+build=$1
+portable=$2
+jobs=${3:-2}
+cmake -S . -B "$portable" -DCMAKE_BUILD_TYPE=Release -DGRIDSHARD_DISPATCH=OFF -DGRIDSHARD_ARCH=x86-64 \
+    -DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF >/dev/null
+cmake --build "$portable" -j "$jobs" --target gridshard_cli -- --no-print-directory >/dev/null
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+for options in "" "--summation fast" "--policy skip_nan" "--policy propagate"; do
+    for side in dispatch portable; do
+        dir=$build
+        [ "$side" = portable ] && dir=$portable
+        # shellcheck disable=SC2086  # the options are words
+        "$dir/bin/gridshard" eval --nlat 181 --nlon 360 --ntime 3 $options --quiet --json "$out/$side.json" >/dev/null
+    done
+    if ! cmp -s "$out/dispatch.json" "$out/portable.json"; then
+        echo "portable_bits: gridshard eval $options differs between the dispatching and the baseline build" >&2
+        diff "$out/dispatch.json" "$out/portable.json" | head -20 >&2
+        exit 1
+    fi
+done
+echo "portable_bits: the dispatching build and the x86-64 baseline build give the same bits"
