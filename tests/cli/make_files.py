@@ -82,6 +82,37 @@ def write(path, nlat, nlon, ntime, *, seed, north_to_south=False, centred_lon=Fa
             tv[:] = ta if time else ta[0]
 
 
+def write_grid_file(path, values, *, fmt="NETCDF4", dtype="f4", units="K", time_units="hours since 2000-01-01",
+                    times=None, calendar=None, attributes=None, lat=None, lon=None):
+    """A (time, lat, lon) variable `v` with the given values and attributes; lat/lon from the shape."""
+    ntime, nlat, nlon = values.shape
+    lat = np.linspace(-87.5, 87.5, nlat) if lat is None else lat
+    lon = np.arange(nlon) * 360.0 / nlon if lon is None else lon
+    with netCDF4.Dataset(path, "w", format=fmt) as ds:
+        ds.createDimension("time", None)
+        ds.createDimension("lat", nlat)
+        ds.createDimension("lon", nlon)
+        t = ds.createVariable("time", "f8", ("time",))
+        t.units = time_units
+        if calendar:
+            t.calendar = calendar
+        t[:] = 6.0 * np.arange(ntime) if times is None else times
+        y = ds.createVariable("lat", "f8", ("lat",))
+        y.units, y.standard_name = "degrees_north", "latitude"
+        y[:] = lat
+        x = ds.createVariable("lon", "f8", ("lon",))
+        x.units, x.standard_name = "degrees_east", "longitude"
+        x[:] = lon
+        v = ds.createVariable("v", dtype, ("time", "lat", "lon"))
+        v.set_auto_maskandscale(False)
+        if units is not None:
+            v.units = units
+        for key, value in (attributes or {}).items():
+            v.setncattr(key, value)
+        v[:] = values
+    return lat
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("truth")

@@ -283,12 +283,10 @@ def test_json_is_bit_identical_for_any_thread_count(tmp_path, gridshard_bin, ser
 
 
 def write_non_finite_pair(truth_path, prediction_path):
-    """A small pair with NaN, +inf and -inf and zero-weight pole rows: the truth is non-finite wherever
-    the prediction is (so the valid pairs are the truth's finite points), and the prediction has a -inf
-    where the truth is +inf."""
+    """A small pair of variable `v` with NaN, +inf and -inf and zero-weight pole rows: the truth is
+    non-finite wherever the prediction is (so the valid pairs are the truth's finite points), and the
+    prediction has a -inf where the truth is +inf."""
     nlat, nlon, ntime = 13, 16, 3
-    lat = np.linspace(-90.0, 90.0, nlat)
-    lon = np.arange(nlon) * 360.0 / nlon
     rng = np.random.default_rng(8)
     truth = (280 + 10 * rng.standard_normal((ntime, nlat, nlon))).astype(np.float32)
     prediction = (truth + rng.standard_normal((ntime, nlat, nlon))).astype(np.float32)
@@ -298,24 +296,9 @@ def write_non_finite_pair(truth_path, prediction_path):
     truth[:, 8, :3] = np.nan
     prediction[:, 8, 1] = np.nan
     truth[1, 0, :] = np.inf  # a pole row: zero weight
-    for path, values in ((truth_path, truth), (prediction_path, prediction)):
-        with netCDF4.Dataset(path, "w") as ds:
-            ds.createDimension("time", None)
-            ds.createDimension("lat", nlat)
-            ds.createDimension("lon", nlon)
-            t = ds.createVariable("time", "f8", ("time",))
-            t.units, t.calendar, t.standard_name = "hours since 2000-01-01", "standard", "time"
-            t[:] = 6.0 * np.arange(ntime)
-            y = ds.createVariable("lat", "f8", ("lat",))
-            y.units, y.standard_name = "degrees_north", "latitude"
-            y[:] = lat
-            x = ds.createVariable("lon", "f8", ("lon",))
-            x.units, x.standard_name = "degrees_east", "longitude"
-            x[:] = lon
-            v = ds.createVariable("t2m", "f4", ("time", "lat", "lon"))
-            v.units = "K"
-            v.set_auto_mask(False)
-            v[:] = values
+    lat = np.linspace(-90.0, 90.0, nlat)
+    make_files.write_grid_file(truth_path, truth, lat=lat)
+    make_files.write_grid_file(prediction_path, prediction, lat=lat)
 
 
 @pytest.mark.parametrize("ranks,mesh", [(1, "1x1x1"), (4, "1x2x2"), (3, "1x3x1")])
@@ -331,13 +314,13 @@ def test_cli_and_library_give_the_same_bits(tmp_path, mpirun, ranks, mesh, polic
     result = mpirun(ranks, "eval", "--truth", truth, "--pred", prediction, "--mesh", mesh, "--policy", policy,
                     "--quiet", "--json", report)
     assert result.returncode == 0, result.stderr
-    library = subprocess.run([os.environ["LIBRARY_SCORES_BIN"], truth, prediction, "t2m", policy],
+    library = subprocess.run([os.environ["LIBRARY_SCORES_BIN"], truth, prediction, "v", policy],
                              capture_output=True, text=True, timeout=120)
     assert library.returncode == 0, library.stderr
     expected = {k: [float.fromhex(v) for v in values] for k, values in json.loads(library.stdout).items()}
     document = json.loads(report.read_text())
     assert document["policy"] == policy
-    per_time = document["variables"]["t2m"]["per_time"]
+    per_time = document["variables"]["v"]["per_time"]
     for score in ("bias", "rmse", "mean_truth"):
         if policy == "skip_invalid_pairs":
             assert all(np.isfinite(expected[score])), score

@@ -21,6 +21,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 import make_files  # noqa: E402
+from make_files import write_grid_file  # noqa: E402
 
 QUIET = ["--quiet"]
 
@@ -45,37 +46,6 @@ def expect_failure(result, needle, *, status=2, folder=None, outputs=(), inputs=
         assert leftovers(folder, [Path(o).name for o in outputs]) == [], os.listdir(folder)
     if inputs is not None:
         assert checksums(inputs) == before
-
-
-def write_grid_file(path, values, *, fmt="NETCDF4", dtype="f4", units="K", time_units="hours since 2000-01-01",
-                    times=None, calendar=None, attributes=None, lat=None, lon=None):
-    """A (time, lat, lon) variable `v` with the given values and attributes; lat/lon from the shape."""
-    ntime, nlat, nlon = values.shape
-    lat = np.linspace(-87.5, 87.5, nlat) if lat is None else lat
-    lon = np.arange(nlon) * 360.0 / nlon if lon is None else lon
-    with netCDF4.Dataset(path, "w", format=fmt) as ds:
-        ds.createDimension("time", None)
-        ds.createDimension("lat", nlat)
-        ds.createDimension("lon", nlon)
-        t = ds.createVariable("time", "f8", ("time",))
-        t.units = time_units
-        if calendar:
-            t.calendar = calendar
-        t[:] = 6.0 * np.arange(ntime) if times is None else times
-        y = ds.createVariable("lat", "f8", ("lat",))
-        y.units, y.standard_name = "degrees_north", "latitude"
-        y[:] = lat
-        x = ds.createVariable("lon", "f8", ("lon",))
-        x.units, x.standard_name = "degrees_east", "longitude"
-        x[:] = lon
-        v = ds.createVariable("v", dtype, ("time", "lat", "lon"))
-        v.set_auto_maskandscale(False)
-        if units is not None:
-            v.units = units
-        for key, value in (attributes or {}).items():
-            v.setncattr(key, value)
-        v[:] = values
-    return lat
 
 
 def write_pair(folder, shape, *, fmt="NETCDF3_64BIT_OFFSET", seed=0):
