@@ -11,13 +11,11 @@ inputs (what gridshard's time includes) is reported alongside.
 Usage: /usr/bin/python3 numpy_gradmag.py DATA_DIR OUT_JSON [--repetitions N]
 """
 
-import argparse
 import json
-import pathlib
 
 import numpy as np
 
-from timing import time_median  # bench/timing.py, beside this script
+from timing import peer_arguments, time_median  # bench/timing.py, beside this script
 
 
 def weighted_nanmean(mag, weights):
@@ -42,11 +40,7 @@ def percent_diff(truth, prediction, weights):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir", type=pathlib.Path)
-    parser.add_argument("out", type=pathlib.Path)
-    parser.add_argument("--repetitions", type=int, default=7)
-    args = parser.parse_args()
+    args = peer_arguments(__doc__)
 
     truth32 = np.load(args.data_dir / "gradmag_truth.npy")
     prediction32 = np.load(args.data_dir / "gradmag_prediction.npy")

@@ -1,7 +1,18 @@
-"""Timing shared by the Python peers of `make bench`: a warmed-up median over repetitions."""
+"""What the Python peers of `make bench` share: their command line and a warmed-up median over repetitions."""
 
+import argparse
+import pathlib
 import statistics
 import time
+
+
+def peer_arguments(doc):
+    """DATA_DIR (the .npy inputs single_rank_bench wrote), OUT_JSON and --repetitions."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("data_dir", type=pathlib.Path)
+    parser.add_argument("out", type=pathlib.Path)
+    parser.add_argument("--repetitions", type=int, default=7)
+    return parser.parse_args()
 
 
 def time_median(fn, repetitions):

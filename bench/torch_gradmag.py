@@ -8,15 +8,13 @@ mean of mag with the cos-lat weights broadcast over longitude; result 100 * (Gp 
 Usage: /usr/bin/python3 torch_gradmag.py DATA_DIR OUT_JSON [--repetitions N]
 """
 
-import argparse
 import json
 import os
-import pathlib
 
 import numpy as np
 import torch
 
-from timing import time_median  # bench/timing.py, beside this script
+from timing import peer_arguments, time_median  # bench/timing.py, beside this script
 
 
 def weighted_nanmean(x, weights):
@@ -39,11 +37,7 @@ def percent_diff(truth, prediction, weights):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir", type=pathlib.Path)
-    parser.add_argument("out", type=pathlib.Path)
-    parser.add_argument("--repetitions", type=int, default=7)
-    args = parser.parse_args()
+    args = peer_arguments(__doc__)
 
     threads = os.cpu_count() or 1
     torch.set_num_threads(threads)
