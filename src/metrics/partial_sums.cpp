@@ -1,13 +1,11 @@
 #include "partial_sums.hpp"
 
 #include <array>
-#include <limits>
 #include <span>
 
 #include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
-#include "gridshard/numerics/double_double.hpp"
 
 namespace gridshard::detail {
 namespace {
@@ -100,20 +98,6 @@ double PartialSums::value(std::int64_t slot) const {
 DoubleDouble PartialSums::value_dd(std::int64_t slot) const {
     return exact_mode() ? exact_[static_cast<std::size_t>(slot)].to_double_double()
                         : DoubleDouble{plain_[static_cast<std::size_t>(slot)], 0.0};
-}
-
-double PartialSums::ratio(std::int64_t value, std::int64_t weight) const {
-    const DoubleDouble w = value_dd(weight);
-    return w.hi > 0.0 ? dd::divide(value_dd(value), w).hi : std::numeric_limits<double>::quiet_NaN();
-}
-
-double PartialSums::difference(std::int64_t a, std::int64_t b) const {
-    if (!exact_mode()) {
-        return plain_[static_cast<std::size_t>(a)] - plain_[static_cast<std::size_t>(b)];
-    }
-    ExactSum d = exact_[static_cast<std::size_t>(a)];
-    d.subtract(exact_[static_cast<std::size_t>(b)]);
-    return d.to_double();
 }
 
 }  // namespace gridshard::detail

@@ -42,11 +42,6 @@ class PartialSums {
     [[nodiscard]] double value(std::int64_t slot) const;
     /// The merged sum of `slot` to about 106 bits (exact mode) or as a double (fast).
     [[nodiscard]] DoubleDouble value_dd(std::int64_t slot) const;
-    /// slot `value` over slot `weight` to about 104 bits before rounding; NaN when the weight is not
-    /// positive (no valid point).
-    [[nodiscard]] double ratio(std::int64_t value, std::int64_t weight) const;
-    /// slot `a` minus slot `b`, computed exactly in reproducible mode.
-    [[nodiscard]] double difference(std::int64_t a, std::int64_t b) const;
 
   private:
     [[nodiscard]] bool exact_mode() const noexcept { return summation_ == Summation::reproducible; }

@@ -55,10 +55,6 @@ class TermSet {
         s.bits_ |= bit(t);
         return s;
     }
-    [[nodiscard]] constexpr bool needs_prediction() const noexcept {
-        return contains(Term::prediction) || contains(Term::prediction_square) || contains(Term::difference_square) ||
-               contains(Term::cross) || contains(Term::prediction_gradient);
-    }
     /// Whether a term of the point values themselves (not only gradients) is in the set.
     [[nodiscard]] constexpr bool needs_point_values() const noexcept {
         return contains(Term::weight) || contains(Term::truth) || contains(Term::prediction) ||
