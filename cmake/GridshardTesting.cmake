@@ -1,8 +1,9 @@
-# gridshard_add_mpi_test(<target> [RANKS n...] [TIMEOUT seconds] [ENVIRONMENT VAR=value...]
-#                        [FIXTURES_REQUIRED fixture])
+# gridshard_add_mpi_test(<name> [RANKS n...] [TIMEOUT seconds] [ENVIRONMENT VAR=value...]
+#                        [FIXTURES_REQUIRED fixture] [COMMAND program args...])
 #
-# Registers the MPI test binary <target> once per (rank count, mesh shape): one ctest entry each,
-# named <target>.np<N>.<DxHxW>, run as `mpiexec -n N <binary> --mesh=DxHxW`. Default rank counts are
+# Registers the MPI test binary <name> (or, with COMMAND, that command line: a pytest suite, say) once per
+# (rank count, mesh shape): one ctest entry each, named <name>.np<N>.<DxHxW>, run as
+# `mpiexec -n N <binary or command> --mesh=DxHxW`. Default rank counts are
 # 1 2 3 4 6 8 with several mesh shapes each, odd ones included. Open MPI gets --oversubscribe (the
 # machines have fewer cores than ranks) and may run as root; busy polling is never forced.
 include_guard(GLOBAL)
@@ -34,7 +35,12 @@ if(GRIDSHARD_SANITIZE)
 endif()
 
 function(gridshard_add_mpi_test target)
-    cmake_parse_arguments(ARG "" "TIMEOUT;FIXTURES_REQUIRED" "RANKS;ENVIRONMENT" ${ARGN})
+    cmake_parse_arguments(ARG "" "TIMEOUT;FIXTURES_REQUIRED" "RANKS;ENVIRONMENT;COMMAND" ${ARGN})
+    if(ARG_COMMAND)
+        set(program ${ARG_COMMAND})
+    else()
+        set(program $<TARGET_FILE:${target}>)
+    endif()
     if(NOT ARG_RANKS)
         set(ARG_RANKS 1 2 3 4 6 8)
     endif()
@@ -46,7 +52,7 @@ function(gridshard_add_mpi_test target)
             set(name ${target}.np${ranks}.${mesh})
             add_test(NAME ${name}
                      COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${GRIDSHARD_MPIEXEC_FLAGS}
-                             ${MPIEXEC_PREFLAGS} $<TARGET_FILE:${target}> ${MPIEXEC_POSTFLAGS} --mesh=${mesh})
+                             ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS} --mesh=${mesh})
             set_tests_properties(${name} PROPERTIES
                                  TIMEOUT ${ARG_TIMEOUT}
                                  PROCESSORS ${ranks}

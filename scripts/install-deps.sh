@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gridshard needs to build, test and run; with the argument `bench`, also
-# those only `make bench` needs (torch, the peer the emulator codes use).
+# Installs the Debian packages gridshard needs to build, test and run (torch: the Python module's tests take
+# tensors, and `make bench` compares with it).
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
 set -euo pipefail
 
@@ -12,11 +12,8 @@ packages=(
     libcli11-dev nlohmann-json3-dev
     libnetcdf-dev netcdf-bin cdo nco libudunits2-dev
     clang-14 libclang-rt-14-dev
-    python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4
+    python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4 python3-torch python3-venv
 )
-if [ "${1:-}" = bench ]; then
-    packages+=(python3-torch)
-fi
 
 missing=()
 for package in "${packages[@]}"; do

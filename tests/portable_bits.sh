@@ -10,7 +10,7 @@ build=$1
 portable=$2
 jobs=${3:-2}
 cmake -S . -B "$portable" -DCMAKE_BUILD_TYPE=Release -DGRIDSHARD_DISPATCH=OFF -DGRIDSHARD_ARCH=x86-64 \
-    -DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF >/dev/null
+    -DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF -DGRIDSHARD_PYTHON=OFF >/dev/null
 cmake --build "$portable" -j "$jobs" --target gridshard_cli -- --no-print-directory >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -1,0 +1,649 @@
+"""``gridshard.Distributed``: ACE's ``Distributed`` API over an mpi4py communicator, exact on shards.
+
+Every rank holds the shards ``(..., h_local, w_local)`` of its own box of a ``data x lat x lon`` mesh
+(world rank ``d*h*w + i*w + j``). The metrics come from the C++ library, bit-identical for every mesh
+shape and rank count; the gradient metrics exchange one-cell halos instead of gathering fields. Each
+method says which group it talks to and which ranks hold its result, as ACE's do.
+"""
+
+import math
+import os
+
+import numpy as np
+
+from . import _arrays
+from . import _gridshard as _core
+from ._arrays import Problems
+from ._mpi import mpi_errors
+
+ArgumentError = _core.ArgumentError
+
+_SPATIAL_DIMS_HELP = "gridshard reduces over the two spatial dims, dim=(-2, -1)"
+
+
+def _normalise_dims(dim, ndim, name="dim"):
+    """The dims of ``dim`` (an int or a tuple of ints) as sorted non-negative indices of an ``ndim``-dim
+    array, and an empty message; or None and the message why not."""
+    try:
+        dims = [int(dim)] if isinstance(dim, int) else [int(d) for d in dim]
+    except (TypeError, ValueError):
+        return None, f"{name}={dim!r}: not an int or a tuple of ints"
+    if any(not -ndim <= d < ndim for d in dims):
+        return None, f"{name}={dim!r}: out of range for a {ndim}-dim tensor"
+    return sorted({d % ndim for d in dims}), ""
+
+
+def _check_spatial_dims(dim, ndim, problems, name="dim"):
+    normal, message = _normalise_dims(dim, ndim, name)
+    if message:
+        problems.add(message)
+    elif normal != [ndim - 2, ndim - 1]:
+        problems.add(f"{name}={dim!r}: {_SPATIAL_DIMS_HELP} of a {ndim}-dim tensor")
+
+
+class _Field:
+    """A field argument seen as ``(channels, h, w)``: the C-contiguous numpy view, its leading shape and dtype."""
+
+    __slots__ = ("original", "array", "leading", "rows", "cols", "dtype", "buffer")
+
+    def __init__(self, value, name, problems):
+        self.original = value
+        self.buffer = None
+        array = _arrays.as_numpy(value, name, problems)
+        self.array = array
+        if array is None:
+            return
+        if array.ndim < 2:
+            problems.add(f"{name}: shape {tuple(array.shape)} has no (lat, lon) dims")
+            self.array = None
+            return
+        self.leading = tuple(array.shape[:-2])
+        self.rows, self.cols = array.shape[-2], array.shape[-1]
+        self.dtype = array.dtype
+        channels = math.prod(self.leading)
+        self.buffer = _arrays.contiguous(array).reshape(channels, self.rows, self.cols)
+
+    @property
+    def channels(self):
+        return self.buffer.shape[0]
+
+
+PER_POINT, PER_ROW, EITHER = 0, 1, 2  # the weights' forms (python/src/python_mesh.hpp, WeightsForm)
+
+
+def _weights_buffer(weights, field, problems, name="weights"):
+    """Weights broadcast to the ``(h, w)`` shard, as float64, and their form: ``(h,)`` per row when they are
+    constant along longitude by construction (``None``, a ``(h, 1)`` array, or a broadcast view such as
+    ``spherical_area_weights`` returns), ``(h, w)`` per point otherwise. A shard one column wide cannot tell,
+    and takes the form the other ranks' weights have (decided with the grid, in the same allreduce)."""
+    if field.buffer is None:
+        return None, PER_ROW
+    if weights is None:
+        return np.ones(field.rows, dtype=np.float64), PER_ROW
+    array = _arrays.as_numpy(weights, name, problems)
+    if array is None:
+        return None, PER_ROW
+    while array.ndim > 2 and array.shape[0] == 1:
+        array = array[0]
+    try:
+        view = np.broadcast_to(array, (field.rows, field.cols))
+    except ValueError:
+        problems.add(
+            f"{name}: shape {tuple(np.shape(weights))} does not broadcast to the shard ({field.rows}, {field.cols})"
+        )
+        return None, PER_ROW
+    if field.cols == 1:
+        return np.ascontiguousarray(view[:, 0], dtype=np.float64), EITHER
+    if view.strides[1] == 0:
+        return np.ascontiguousarray(view[:, 0], dtype=np.float64), PER_ROW
+    return np.ascontiguousarray(view, dtype=np.float64), PER_POINT
+
+
+def _result(values, field, keepdim=False):
+    """Per-channel float64 results as the field's kind and dtype, shaped like its leading dims."""
+    shape = field.leading + ((1, 1) if keepdim else ())
+    return _arrays.like(values.astype(field.dtype, copy=False).reshape(shape), field.original)
+
+
+class Distributed:
+    """ACE's ``Distributed`` on a ``data x h x w`` mesh of MPI ranks.
+
+    ``comm`` is an mpi4py communicator (default ``MPI.COMM_WORLD``), of size ``data * h * w``;
+    ``spatial_parallelism=(h, w)`` splits latitude over ``h`` ranks and longitude over ``w`` (default
+    ``(1, 1)``: data-parallel only); ``split`` is ``"div_up"`` (torch-harmonics 0.8's
+    ``compute_split_shapes``, as ACE) or ``"balanced"``; ``summation`` is ``"reproducible"`` (exact sums,
+    the same bits on every mesh) or ``"fast"``. Collective over ``comm``.
+
+    >>> dist = gridshard.Distributed(spatial_parallelism=(2, 2))      # under mpirun -n 4
+    >>> local = global_field[dist.get_local_slices(global_field.shape)]
+    >>> dist.weighted_mean(local, weights[dist.get_local_slices(weights.shape)])
+    """
+
+    def __init__(self, comm=None, spatial_parallelism=None, split="div_up", summation="reproducible"):
+        from mpi4py import MPI
+
+        if comm is None:
+            comm = MPI.COMM_WORLD
+        h, w = (1, 1) if spatial_parallelism is None else spatial_parallelism
+        h, w = int(h), int(w)
+        size = comm.Get_size()
+        if h < 1 or w < 1:
+            raise ArgumentError(f"spatial_parallelism=({h}, {w}): both sizes must be positive")
+        if size % (h * w) != 0:
+            raise ArgumentError(
+                f"world_size must be divisible by h_size * w_size, got world_size={size} and h*w={h * w}"
+            )
+        shape = (size // (h * w), h, w)
+        with mpi_errors():
+            self._mesh = _core.Mesh(comm.py2f(), shape, split, summation)
+            self._comm = comm.Dup()
+            d, i, j = self._mesh.coords
+            self._spatial_comm = self._comm.Split(d, i * w + j)
+            self._data_comm = self._comm.Split(i * w + j, d)
+        self._shape = shape
+
+    @classmethod
+    def from_env(cls, comm=None, split="div_up"):
+        """The mesh ACE's environment names: ``FME_DISTRIBUTED_BACKEND`` ``model`` (with
+        ``FME_DISTRIBUTED_H`` and ``FME_DISTRIBUTED_W``), ``torch`` or unset (data-parallel over the
+        world), or ``none`` (every process on its own). Raises ValueError on another value, as ACE does.
+        Collective over ``comm`` (``MPI.COMM_SELF`` for ``none``)."""
+        from mpi4py import MPI
+
+        backend = os.environ.get("FME_DISTRIBUTED_BACKEND")
+        if backend == "model":
+            h = int(os.environ["FME_DISTRIBUTED_H"])
+            w = int(os.environ["FME_DISTRIBUTED_W"])
+            return cls(comm, spatial_parallelism=(h, w), split=split)
+        if backend == "none":
+            return cls(MPI.COMM_SELF, split=split)
+        if backend in (None, "torch"):
+            return cls(comm, split=split)
+        raise ValueError(
+            f"Unknown FME_DISTRIBUTED_BACKEND value '{backend}'. Valid values: 'torch', 'model', 'none'."
+        )
+
+    # ----- who is who (no MPI calls) -----
+
+    @property
+    def rank(self):
+        """This rank in the world."""
+        return self._mesh.world_rank
+
+    @property
+    def world_size(self):
+        return self._shape[0] * self._shape[1] * self._shape[2]
+
+    @property
+    def data_parallel_rank(self):
+        """This rank's index in its data group (the data coordinate d)."""
+        return self._mesh.coords[0]
+
+    @property
+    def total_data_parallel_ranks(self):
+        return self._shape[0]
+
+    @property
+    def spatial_parallelism(self):
+        """``(h, w)``."""
+        return self._shape[1], self._shape[2]
+
+    @property
+    def mesh_shape(self):
+        """``(data, h, w)``."""
+        return self._shape
+
+    @property
+    def has_spatial_parallelism(self):
+        return self._shape[1] * self._shape[2] > 1
+
+    def is_root(self):
+        """Whether this is world rank 0."""
+        return self.rank == 0
+
+    def is_data_parallel_root(self):
+        return self.data_parallel_rank == 0
+
+    def is_distributed(self):
+        return self.world_size > 1
+
+    def local_batch_size(self, batch_size):
+        """``batch_size // total_data_parallel_ranks``, as ACE."""
+        return batch_size // self.total_data_parallel_ranks
+
+    def barrier(self):
+        """Collective over the world."""
+        self._mesh.barrier("world")
+
+    # ----- slices (no MPI calls) -----
+
+    def get_local_slices(self, tensor_shape, data_parallel_dim=None):
+        """The slices of a global array of ``tensor_shape`` that this rank holds: the last two dims split over
+        the spatial mesh, ``data_parallel_dim`` (if given) in equal blocks over the data group, other dims
+        whole. A 2-tuple shape gives the ``(lat, lon)`` slices alone. ValueError cases as ACE's."""
+        tensor_shape = tuple(int(n) for n in tensor_shape)
+        n_dp = self.total_data_parallel_ranks
+        if data_parallel_dim is not None and tensor_shape[data_parallel_dim] % n_dp != 0:
+            raise ValueError(
+                "expected global data parallel dim to be divisible by data parallel "
+                f"ranks, got global shape {tensor_shape} with {n_dp} data parallel ranks"
+            )
+        if len(tensor_shape) < 2:
+            raise ValueError(
+                f"expected tensor_shape with at least 2 dimensions for spatial slicing, got shape {tensor_shape}"
+            )
+        if len(tensor_shape) == 2 and data_parallel_dim is not None:
+            raise ValueError(
+                "data_parallel_dim cannot be specified for 2D tensors, since the spatial slicing would consume "
+                f"both dimensions; got shape {tensor_shape}"
+            )
+        if data_parallel_dim is not None and (
+            data_parallel_dim in (-1, -2) or data_parallel_dim >= len(tensor_shape) - 2
+        ):
+            raise ValueError(
+                "data_parallel_dim must be a non-negative integer less than the last two dimensions (reserved "
+                f"for spatial slicing), got data_parallel_dim={data_parallel_dim} and shape {tensor_shape}"
+            )
+        dp = None if data_parallel_dim is None else data_parallel_dim % len(tensor_shape)
+        ranges = _core.local_slices(list(tensor_shape), self._shape, self._mesh.coords, self._mesh.split, dp)
+        slices = []
+        for k, (begin, end) in enumerate(ranges):
+            whole = k < len(tensor_shape) - 2 and k != dp
+            slices.append(slice(None, None) if whole else slice(begin, end))
+        return tuple(slices)
+
+    # ----- reductions over the data group -----
+
+    def _reduce_in_place(self, op, tensor):
+        problems = Problems()
+        array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
+        if array is not None and not array.flags.writeable:
+            problems.add("tensor: read-only; a reduction writes its result into it")
+        self._mesh.agree(problems.text(), "data")
+        if array.flags.c_contiguous:
+            self._mesh.reduce(op, array.reshape(-1))
+        else:
+            work = np.ascontiguousarray(array)
+            self._mesh.reduce(op, work.reshape(-1))
+            array[...] = work
+        return tensor
+
+    def reduce_sum(self, tensor):
+        """Elementwise sum over the data group, written into ``tensor``, which is returned. Collective over
+        ``data``; every rank holds the result."""
+        return self._reduce_in_place("sum", tensor)
+
+    def reduce_mean(self, tensor):
+        """The mean over the data group, as ACE: ``tensor`` is summed in place (it holds the sum afterwards)
+        and a new ``tensor / total_data_parallel_ranks`` is returned. Collective over ``data``."""
+        return self._reduce_in_place("sum", tensor) / self.total_data_parallel_ranks
+
+    def reduce_min(self, tensor):
+        """Elementwise minimum over the data group, in place. Collective over ``data``."""
+        return self._reduce_in_place("min", tensor)
+
+    def reduce_max(self, tensor):
+        """Elementwise maximum over the data group, in place. Collective over ``data``."""
+        return self._reduce_in_place("max", tensor)
+
+    def spatial_reduce_sum(self, tensor):
+        """Elementwise sum over the spatial group, as a new array (``tensor`` is left alone); ``tensor`` itself
+        without spatial parallelism. Collective over ``spatial``."""
+        if not self.has_spatial_parallelism:
+            return tensor
+        return self._spatial_collective(self._mesh.spatial_reduce_sum, tensor)
+
+    def broadcast_spatial(self, tensor):
+        """Spatial rank 0's ``tensor`` on every rank of its spatial group, as a new array; ``tensor`` itself
+        without spatial parallelism. Collective over ``spatial``."""
+        if not self.has_spatial_parallelism:
+            return tensor
+        return self._spatial_collective(self._mesh.broadcast_spatial, tensor)
+
+    def _spatial_collective(self, collective, tensor):
+        problems = Problems()
+        array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
+        self._mesh.agree(problems.text(), "spatial")
+        work = np.array(array, order="C", copy=True)
+        collective(work.reshape(-1))
+        return _arrays.like(work, tensor)
+
+    # ----- gathers and scatters -----
+
+    def _gather_arrays(self, tensor, equal_shapes):
+        """Every world rank's array, in world-rank order, on world rank 0 (None elsewhere). Collective over
+        the world: one allgather of (shape, dtype), one Gatherv of the bytes."""
+        problems = Problems()
+        array = _as_any_numpy(tensor, problems)
+        meta = (problems.text(), None if array is None else (tuple(array.shape), array.dtype.str))
+        with mpi_errors():
+            metas = self._comm.allgather(meta)
+        failed = [(r, m[0]) for r, m in enumerate(metas) if m[0]]
+        if failed:
+            raise ArgumentError(f"rank {failed[0][0]}: {failed[0][1]}")
+        dtypes = {m[1][1] for m in metas}
+        if len(dtypes) > 1:
+            raise ArgumentError(f"tensor: dtypes differ between ranks: {sorted(dtypes)}")
+        shapes = [m[1][0] for m in metas]
+        if equal_shapes and len(set(shapes)) > 1:
+            raise ArgumentError(f"tensor: shapes differ between ranks ({shapes[0]} on rank 0); use gather_irregular")
+        if len({len(s) for s in shapes}) > 1:
+            raise ArgumentError("tensor: the number of dims differs between ranks")
+        dtype = np.dtype(dtypes.pop())
+        counts = [math.prod(s) * dtype.itemsize for s in shapes]
+        send = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        receive = None
+        if self.is_root():
+            receive = np.empty(sum(counts), dtype=np.uint8)
+        from mpi4py import MPI
+
+        with mpi_errors():
+            self._comm.Gatherv(send, [receive, counts, None, MPI.BYTE] if receive is not None else None, root=0)
+        if receive is None:
+            return None
+        offsets = np.cumsum([0] + counts)
+        return [
+            _arrays.like(receive[offsets[r] : offsets[r + 1]].view(dtype).reshape(shapes[r]), tensor)
+            for r in range(len(shapes))
+        ]
+
+    def gather(self, tensor, gather_list=None):
+        """Every world rank's ``tensor`` (all of one shape) on world rank 0, as a list indexed by world rank;
+        None on the other ranks. With ``gather_list`` on the root, its entries are filled in place and it is
+        returned. Collective over the world."""
+        gathered = self._gather_arrays(tensor, equal_shapes=True)
+        if gathered is None or gather_list is None:
+            return gathered
+        for target, value in zip(gather_list, gathered):
+            target[...] = value
+        return gather_list
+
+    def gather_irregular(self, tensor):
+        """``gather`` for shards whose shapes differ between ranks (the same number of dims): each entry keeps
+        its rank's own shape. Collective over the world."""
+        return self._gather_arrays(tensor, equal_shapes=False)
+
+    def gather_object(self, obj):
+        """Every world rank's picklable ``obj`` on world rank 0, in world-rank order; None elsewhere."""
+        with mpi_errors():
+            return self._comm.gather(obj, root=0)
+
+    def scatter_object(self, obj):
+        """World rank 0's ``obj`` on every rank (the others' are ignored); ValueError on every rank when the
+        root gives None. Collective over the world."""
+        with mpi_errors():
+            value = self._comm.bcast(obj, root=0)
+        if value is None:
+            raise ValueError("Root process must provide an object to scatter")
+        return value
+
+    def gather_global(self, tensor, global_shape, data_parallel_dim=0):
+        """The global array of ``global_shape`` on world rank 0 from every rank's slice of it
+        (``get_local_slices(global_shape, data_parallel_dim)``); None on the other ranks. With
+        ``data_parallel_dim=None`` a spatial-only gather: the field of data replica 0. Uneven spatial
+        shards are fine. Collective over the world (one Gatherv)."""
+        global_shape = tuple(int(n) for n in global_shape)
+        if data_parallel_dim is not None and global_shape[data_parallel_dim] % self.total_data_parallel_ranks:
+            raise ValueError(
+                "expected global data parallel dim to be divisible by data parallel "
+                f"ranks, got global_shape {global_shape} with {self.total_data_parallel_ranks} data parallel ranks"
+            )
+        problems = Problems()
+        array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
+        img = global_shape[-2:]
+        dp = None if data_parallel_dim is None else data_parallel_dim % len(global_shape)
+        if array is not None:
+            expected = tuple(
+                s.stop - s.start if s.start is not None else n
+                for s, n in zip(self.get_local_slices(global_shape, dp), global_shape)
+            )
+            if tuple(array.shape) != expected:
+                problems.add(f"tensor: shape {tuple(array.shape)}, but this rank's slice of {global_shape} is {expected}")
+        if problems:
+            self._mesh.gather_global(problems.text(), None, img, 0, 0, None)
+        if dp is None:
+            samples = 1 if self.data_parallel_rank == 0 else 0
+            moved = array
+            rest = global_shape[:-2]
+        else:
+            moved = np.moveaxis(array, dp, 0)
+            samples = moved.shape[0]
+            rest = tuple(n for k, n in enumerate(global_shape[:-2]) if k != dp)
+        channels = math.prod(rest)
+        send = np.ascontiguousarray(moved) if samples else np.empty(0, dtype=array.dtype)
+        total = global_shape[dp] if dp is not None else 1
+        out = np.empty((total,) + rest + img, dtype=array.dtype) if self.is_root() else None
+        self._mesh.gather_global("", send.reshape(-1), img, samples, channels, None if out is None else out.reshape(-1))
+        if out is None:
+            return None
+        out = out[0] if dp is None else np.moveaxis(out, 0, dp)
+        return _arrays.like(np.ascontiguousarray(out), tensor)
+
+    def gather_spatial_tensor(self, tensor, img_shape):
+        """The whole ``img_shape`` field on every rank of the spatial group, by an all-gather of the uneven
+        shards (never a zero-padded all-reduce); ``tensor`` itself when every rank already holds the whole
+        field. Collective over ``spatial``."""
+        img = (int(img_shape[0]), int(img_shape[1]))
+        problems = Problems()
+        array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
+        # Decided by the whole group: a rank whose own box is the whole grid cannot tell a shard from a
+        # global field, and a rank that returned early would leave the others waiting.
+        box = self.get_local_slices(img)
+        whole_box = all(s.stop - s.start == n for s, n in zip(box, img))
+        shard_shape = tuple(s.stop - s.start for s in box)
+        state = 0
+        if array is None or array.ndim < 2:
+            state = 4
+            if array is not None:
+                problems.add(f"tensor: shape {tuple(array.shape)} has no (lat, lon) dims")
+        elif tuple(array.shape[-2:]) == img and not whole_box:
+            state = 2  # a global field
+        elif tuple(array.shape[-2:]) == shard_shape:
+            state = 0 if whole_box else 1  # a shard (or, with the whole box, either)
+        else:
+            state = 4
+            problems.add(f"tensor: shape {tuple(array.shape)} is neither the field {img} nor this rank's shard {shard_shape}")
+        from mpi4py import MPI
+
+        with mpi_errors():
+            states = self._spatial_comm.allreduce(state, op=MPI.BOR)
+        if states & 4:
+            self._mesh.agree(problems.text(), "spatial")
+        if states == 2 or states == 0:
+            return tensor
+        if states & 2:
+            raise ArgumentError("tensor: some ranks passed the whole field and others their shards")
+        leading = tuple(array.shape[:-2])
+        out = np.empty(leading + img, dtype=array.dtype)
+        self._mesh.gather_spatial("", _arrays.contiguous(array).reshape(-1), img, math.prod(leading), out.reshape(-1))
+        return _arrays.like(out, tensor)
+
+    def gather_spatial(self, data, img_shape):
+        """``gather_spatial_tensor`` of every value of the dict ``data``. Collective over ``spatial``."""
+        return {k: self.gather_spatial_tensor(v, img_shape) for k, v in data.items()}
+
+    def scatter_spatial(self, data, img_shape):
+        """This rank's C-contiguous slice of every global value of the dict ``data``. No MPI calls."""
+        lat, lon = self.get_local_slices(img_shape)
+        result = {}
+        for key, value in data.items():
+            part = value[..., lat, lon]
+            result[key] = part.contiguous() if _arrays.is_tensor(part) else np.ascontiguousarray(part)
+        return result
+
+    # ----- metrics on shards: results spatially global, per leading index, on every spatial rank -----
+
+    def _field_metric(self, kernel, data, weights, dim, keepdim=False):
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        if field.buffer is not None:
+            _check_spatial_dims(dim, field.array.ndim, problems)
+        w, form = _weights_buffer(weights, field, problems)
+        out = np.empty(field.channels if not problems else 0, dtype=np.float64)
+        kernel(self._mesh, problems.text(), field.buffer if not problems else None, w, form, out)
+        return _result(out, field, keepdim)
+
+    def _paired_metric(self, kernel, truth, predicted, weights, dim, *extra):
+        problems = Problems()
+        t = _Field(truth, "truth", problems)
+        p = _Field(predicted, "predicted", problems)
+        if t.buffer is not None:
+            _check_spatial_dims(dim, t.array.ndim, problems)
+            if p.buffer is not None and t.array.shape != p.array.shape:
+                problems.add(f"predicted: shape {tuple(p.array.shape)} differs from truth's {tuple(t.array.shape)}")
+            elif p.buffer is not None and t.dtype != p.dtype:
+                problems.add(f"predicted: dtype {p.dtype} differs from truth's {t.dtype}")
+        w, form = _weights_buffer(weights, t, problems)
+        out = np.empty(t.channels if not problems else 0, dtype=np.float64)
+        ok = not problems
+        kernel(self._mesh, problems.text(), t.buffer if ok else None, p.buffer if ok else None, w, form, *extra, out)
+        return _result(out, t)
+
+    def weighted_sum(self, data, weights=None, dim=(-2, -1), keepdim=False):
+        """``sum(where(weights != 0, data, 0) * weights)`` over the spatial dims (ACE's NaN rule: a NaN under
+        zero weight vanishes, others propagate). Collective over ``spatial``."""
+        return self._field_metric(_core.weighted_sum, data, weights, dim, keepdim)
+
+    def weighted_mean(self, data, weights=None, dim=(-2, -1), keepdim=False):
+        """``weighted_sum(data, weights) / sum(weights)`` over the spatial dims (``weights=None``: the plain
+        mean). Collective over ``spatial``."""
+        return self._field_metric(_core.weighted_mean, data, weights, dim, keepdim)
+
+    def weighted_nanmean(self, data, weights=None, dim=(-2, -1), keepdim=False):
+        """The weighted mean over the points that are not NaN; NaN for a channel with none. Collective over
+        ``spatial``."""
+        return self._field_metric(_core.weighted_nanmean, data, weights, dim, keepdim)
+
+    def weighted_std(self, data, weights=None, dim=(-2, -1)):
+        """The weighted population standard deviation over the spatial dims. Collective over ``spatial``."""
+        return self._field_metric(_core.weighted_std, data, weights, dim)
+
+    def weighted_mean_bias(self, truth, predicted, weights=None, dim=(-2, -1)):
+        """``weighted_mean(predicted - truth, weights)``. Collective over ``spatial``."""
+        return self._paired_metric(_core.bias, truth, predicted, weights, dim)
+
+    def root_mean_squared_error(self, truth, predicted, weights=None, dim=(-2, -1)):
+        """``sqrt(weighted_mean((predicted - truth)**2, weights))``. Collective over ``spatial``."""
+        return self._paired_metric(_core.rmse, truth, predicted, weights, dim)
+
+    def weighted_mean_gradient_magnitude(self, tensor, weights=None, dim=(-2, -1)):
+        """``weighted_nanmean(gradient_magnitude(tensor), weights)``, the magnitudes by halo exchange.
+        Collective over ``spatial``."""
+        return self._field_metric(_core.weighted_mean_gradient_magnitude, tensor, weights, dim)
+
+    def gradient_magnitude_percent_diff(self, truth, predicted, weights=None, dim=(-2, -1), img_shape=None):
+        """``100 * (G(predicted) - G(truth)) / G(truth)``, ``G = weighted_mean_gradient_magnitude``, by one
+        halo exchange of one-cell strips (never a gather). A point counts when both magnitudes are valid.
+        ``img_shape``, if given, is checked against the grid the shards form. Collective over ``spatial``."""
+        img = None if img_shape is None else (int(img_shape[0]), int(img_shape[1]))
+        return self._paired_metric(_core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img)
+
+    def regional_weighted_mean(self, data, weights, regional_weights, dim=(-2, -1), keepdim=False):
+        """The weighted mean with weights ``weights * regional_weights`` (ACE's regional_area_weighted_mean).
+        Collective over ``spatial``."""
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        if field.buffer is not None:
+            _check_spatial_dims(dim, field.array.ndim, problems)
+        w, form = _weights_buffer(weights, field, problems)
+        region = None
+        if field.buffer is not None:
+            region = _arrays.as_numpy(regional_weights, "regional_weights", problems)
+            try:
+                region = np.ascontiguousarray(np.broadcast_to(region, (field.rows, field.cols)), dtype=np.float64)
+            except ValueError:
+                problems.add(f"regional_weights: shape {np.shape(region)} does not broadcast to the shard")
+        out = np.empty(field.channels if not problems else 0, dtype=np.float64)
+        ok = not problems
+        _core.regional_weighted_mean(self._mesh, problems.text(), field.buffer if ok else None, w, form, region, out)
+        return _result(out, field, keepdim)
+
+    def zonal_mean(self, data):
+        """The NaN-aware mean over longitude of each local row, ``(..., h_local)``; NaN for an all-NaN row.
+        Collective over ``lon``."""
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        ok = not problems
+        out = np.empty((field.channels, field.rows) if ok else 0, dtype=np.float64)
+        _core.zonal_mean(self._mesh, problems.text(), field.buffer if ok else None, out.reshape(-1))
+        return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
+
+    def gradient_magnitude(self, tensor, dim=(-2, -1)):
+        """``sqrt(g_lat**2 + g_lon**2)`` at this rank's points, torch.gradient's rule (unit spacing,
+        one-sided at the grid's edges), the input's shape and dtype. Collective over ``spatial`` (one halo
+        exchange)."""
+        problems = Problems()
+        field = _Field(tensor, "tensor", problems)
+        if field.buffer is not None:
+            _check_spatial_dims(dim, field.array.ndim, problems)
+        ok = not problems
+        out = np.empty(field.buffer.shape if ok else 0, dtype=np.float64)
+        _core.gradient_magnitude(self._mesh, problems.text(), field.buffer if ok else None, out.reshape(-1))
+        return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.array.shape), tensor)
+
+    def _time_mean_metric(self, kernel, truth, predicted, weights, time_dim, spatial_dims):
+        problems = Problems()
+        t = _Field(truth, "truth", problems)
+        p = _Field(predicted, "predicted", problems)
+        ntime = 0
+        if t.buffer is not None and p.buffer is not None:
+            ndim = t.array.ndim
+            normal, message = _normalise_dims(time_dim, ndim, "time_dim")
+            if t.array.shape != p.array.shape or t.dtype != p.dtype:
+                problems.add(
+                    f"predicted: {tuple(p.array.shape)} {p.dtype} differs from truth's {tuple(t.array.shape)} {t.dtype}"
+                )
+            elif message or len(normal) != 1 or normal[0] >= ndim - 2:
+                problems.add(message or f"time_dim={time_dim!r}: must name one leading dim of a {ndim}-dim tensor")
+            else:
+                _check_spatial_dims(spatial_dims, ndim, problems, "spatial_dims")
+                # Time slowest, as the library reads it: a copy only when time_dim is not the first dim.
+                axis = normal[0]
+                ntime = t.array.shape[axis]
+                t.buffer = _arrays.contiguous(np.moveaxis(t.array, axis, 0)).reshape(-1, t.rows, t.cols)
+                p.buffer = _arrays.contiguous(np.moveaxis(p.array, axis, 0)).reshape(-1, t.rows, t.cols)
+                t.leading = t.leading[:axis] + t.leading[axis + 1 :]
+        w, form = _weights_buffer(weights, t, problems)
+        ok = not problems
+        out = np.empty(t.channels // ntime if ok and ntime else 0, dtype=np.float64)
+        kernel(self._mesh, problems.text(), t.buffer if ok else None, p.buffer if ok else None, w, form, ntime, out)
+        return _result(out, t)
+
+    def rmse_of_time_mean(self, truth, predicted, weights=None, time_dim=0, spatial_dims=(-2, -1)):
+        """The RMSE over space of the time means (over ``time_dim``) of truth and prediction. Collective over
+        ``spatial``."""
+        return self._time_mean_metric(_core.rmse_of_time_mean, truth, predicted, weights, time_dim, spatial_dims)
+
+    def time_and_global_mean_bias(self, truth, predicted, weights=None, time_dim=0, spatial_dims=(-2, -1)):
+        """The weighted spatial mean of (time-mean prediction - time-mean truth). Collective over ``spatial``."""
+        return self._time_mean_metric(
+            _core.time_and_global_mean_bias, truth, predicted, weights, time_dim, spatial_dims
+        )
+
+
+def _as_any_numpy(value, problems):
+    """The numpy view of any array or CPU tensor, for the gathers (any dtype)."""
+    if _arrays.is_tensor(value):
+        if value.device.type != "cpu":
+            problems.add(f"tensor: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
+            return None
+        return value.detach().numpy()
+    return np.asarray(value)
+
+
+def spherical_area_weights(lats, num_lon):
+    """ACE's ``spherical_area_weights``: ``cos(lat)`` broadcast to ``(nlat, num_lon)`` and normalised to sum
+    1, as the kind and dtype of ``lats`` (a 1-D array of degrees). Returned as a broadcast view, constant along
+    longitude, which the metrics take as per-row weights. No MPI calls."""
+    problems = Problems()
+    array = _arrays.as_numpy(lats, "lats", problems)
+    if problems:
+        raise ArgumentError(problems.text())
+    if array.ndim != 1:
+        raise ArgumentError(f"lats: shape {tuple(array.shape)}; gridshard takes a 1-D array of latitudes")
+    weights = np.empty(array.shape[0], dtype=np.float64)
+    _core.cos_lat_weights(np.ascontiguousarray(array, dtype=np.float64), int(num_lon), weights)
+    rows = weights.astype(array.dtype)
+    if _arrays.is_tensor(lats):
+        return _arrays._torch().from_numpy(rows).unsqueeze(-1).expand(rows.shape[0], int(num_lon))
+    return np.broadcast_to(rows[:, None], (rows.shape[0], int(num_lon)))

@@ -1,0 +1,11 @@
+#pragma once
+// The parts of the compiled module, one per concern.
+
+#include <pybind11/pybind11.h>
+
+namespace gridshard::python {
+
+/// The metrics of metrics/metrics.hpp on buffers (metric_bindings.cpp).
+void bind_metrics(pybind11::module_& m);
+
+}  // namespace gridshard::python

@@ -1,0 +1,277 @@
+// The metrics on buffers. Each binding reads its shards' shapes, finds the grid they form (one small
+// collective, which also raises the Python layer's own argument problem on every rank), calls the library's
+// metric with the GIL released, and writes its float64 results into the caller's buffer.
+
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "bindings.hpp"
+#include "buffers.hpp"
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/metrics/metrics.hpp"
+#include "python_mesh.hpp"
+
+namespace gridshard::python {
+namespace {
+
+using ImgShape = std::optional<std::tuple<std::int64_t, std::int64_t>>;
+
+/// What every metric binding takes: this rank's argument problem (empty when fine, and then the other
+/// arguments are read), one or two fields `(channels, rows, cols)` of one dtype, the weights (float64,
+/// `(rows,)` or `(rows, cols)`), and an optional region `(rows, cols)` in float64.
+struct ShardArguments {
+    std::string problem;
+    py::object truth;
+    py::object prediction;  // None for one-field metrics
+    py::object weights;     // None for metrics without weights
+    WeightsForm weights_form = WeightsForm::per_row;
+    py::object region;  // None unless regional
+    std::optional<GridShape> declared;
+};
+
+struct ShardShape {
+    std::int64_t channels = 0;
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+};
+
+ShardShape shape_of(py::buffer& field, const char* name) {
+    const py::buffer_info info = field.request();
+    if (info.ndim != 3) {
+        throw ArgumentError(std::string(name) + ": expected (channels, rows, cols), got " + std::to_string(info.ndim) +
+                            " dims");
+    }
+    return {info.shape[0], info.shape[1], info.shape[2]};
+}
+
+/// Runs `compute(grid, truth, prediction, weights, region)` with T the fields' type; the result goes into
+/// `out` (float64, as many values as the metric returns).
+template <class Compute>
+void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&& compute) {
+    ShardShape shape;
+    std::optional<py::buffer> truth;
+    std::optional<py::buffer> prediction;
+    if (args.problem.empty()) {
+        const LocalFailure failure = attempt([&] {
+            truth = args.truth.cast<py::buffer>();
+            shape = shape_of(*truth, "data");
+            if (element_kind(*truth) != ElementKind::float32 && element_kind(*truth) != ElementKind::float64) {
+                throw ArgumentError("data: dtype must be float32 or float64");
+            }
+            if (!args.prediction.is_none()) {
+                prediction = args.prediction.cast<py::buffer>();
+                const ShardShape other = shape_of(*prediction, "predicted");
+                if (other.channels != shape.channels || other.rows != shape.rows || other.cols != shape.cols) {
+                    throw ArgumentError("predicted: shape differs from truth's");
+                }
+                if (element_kind(*prediction) != element_kind(*truth)) {
+                    throw ArgumentError("predicted: dtype differs from truth's");
+                }
+            }
+        });
+        args.problem = failure.message;
+    }
+    WeightsForm form = args.weights_form;
+    const ShardedGrid* grid = nullptr;
+    {
+        py::gil_scoped_release release;
+        grid = &self.grid_of_shards(args.problem, shape.rows, shape.cols, args.declared, form);
+    }
+    // Every rank's arguments passed the checks above; the library's metric checks the rest collectively.
+    // Weights come as (rows,) for per_row or either, (rows, cols) for per_point; a rank whose weights are
+    // per row while the group's are per point repeats them along the row (either: a single column, the
+    // same values in both forms).
+    std::span<const double> weights;
+    std::vector<double> expanded;
+    const bool per_point = form == WeightsForm::per_point;
+    if (!args.weights.is_none()) {
+        py::buffer w = args.weights.cast<py::buffer>();
+        weights = contiguous_span<const double>(w, "weights", false);
+        if (per_point && args.weights_form == WeightsForm::per_row) {
+            expanded.reserve(weights.size() * static_cast<std::size_t>(shape.cols));
+            for (const double a : weights) {
+                expanded.insert(expanded.end(), static_cast<std::size_t>(shape.cols), a);
+            }
+            weights = expanded;
+        }
+    }
+    std::span<const double> region;
+    if (!args.region.is_none()) {
+        py::buffer r = args.region.cast<py::buffer>();
+        region = contiguous_span<const double>(r, "regional_weights", false);
+    }
+    with_floating_type(*truth, "data", [&](auto zero) {
+        using T = decltype(zero);
+        const FieldShard<T> t{contiguous_span<const T>(*truth, "data", false), shape.channels};
+        FieldShard<T> p{};
+        if (prediction) {
+            p = {contiguous_span<const T>(*prediction, "predicted", false), shape.channels};
+        }
+        std::vector<double> result;
+        {
+            py::gil_scoped_release release;
+            result = compute(*grid, t, p, Weights{weights, per_point}, region);
+        }
+        const std::span<double> to = contiguous_span<double>(out, "out", true);
+        if (to.size() != result.size()) {
+            throw ArgumentError("out: room for " + std::to_string(to.size()) + " values, the metric gave " +
+                                std::to_string(result.size()));
+        }
+        std::memcpy(to.data(), result.data(), result.size() * sizeof(double));
+    });
+}
+
+/// The weights' form as the Python layer gives it (0 per point, 1 per row, 2 either).
+WeightsForm form_of(int code) {
+    if (code < 0 || code > 2) {
+        throw ArgumentError("weights form must be 0, 1 or 2, got " + std::to_string(code));
+    }
+    return static_cast<WeightsForm>(code);
+}
+
+ShardArguments one_field(std::string problem, py::object data, py::object weights, int form) {
+    return {std::move(problem), std::move(data), py::none(),  std::move(weights),
+            form_of(form),      py::none(),      std::nullopt};
+}
+
+ShardArguments two_fields(std::string problem, py::object truth, py::object predicted, py::object weights, int form,
+                          ImgShape img_shape = std::nullopt) {
+    std::optional<GridShape> declared;
+    if (img_shape) {
+        declared = GridShape{std::get<0>(*img_shape), std::get<1>(*img_shape)};
+    }
+    return {std::move(problem), std::move(truth), std::move(predicted), std::move(weights), form_of(form),
+            py::none(),         declared};
+}
+
+/// Binds a one-field, weighted, per-channel metric `name` computed by `metric(grid, x, weights, summation)`.
+template <class Metric>
+void bind_weighted(py::module_& m, const char* name, Metric metric, const char* doc) {
+    m.def(
+        name,
+        [metric](PythonMesh& self, const std::string& problem, py::object data, py::object weights, int form,
+                 py::buffer out) {
+            run_metric(self, one_field(problem, std::move(data), std::move(weights), form), std::move(out),
+                       [&](const ShardedGrid& grid, auto x, auto, Weights a, auto) {
+                           return metric(grid, x, a, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("weights"), py::arg("form"), py::arg("out"), doc);
+}
+
+/// Binds a two-field, weighted, per-channel metric computed by `metric(grid, truth, prediction, weights, summation)`.
+template <class Metric>
+void bind_paired(py::module_& m, const char* name, Metric metric, const char* doc) {
+    m.def(
+        name,
+        [metric](PythonMesh& self, const std::string& problem, py::object truth, py::object predicted,
+                 py::object weights, int form, py::buffer out) {
+            run_metric(self, two_fields(problem, std::move(truth), std::move(predicted), std::move(weights), form),
+                       std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
+                           return metric(grid, t, p, a, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("truth"), py::arg("predicted"), py::arg("weights"),
+        py::arg("form"), py::arg("out"), doc);
+}
+
+/// Binds a time-mean metric computed by `metric(grid, truth, prediction, ntime, weights, summation)` on fields
+/// laid out (ntime * channels, rows, cols), time slowest.
+template <class Metric>
+void bind_time_mean(py::module_& m, const char* name, Metric metric, const char* doc) {
+    m.def(
+        name,
+        [metric](PythonMesh& self, const std::string& problem, py::object truth, py::object predicted,
+                 py::object weights, int form, std::int64_t ntime, py::buffer out) {
+            run_metric(self, two_fields(problem, std::move(truth), std::move(predicted), std::move(weights), form),
+                       std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
+                           return metric(grid, t, p, ntime, a, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("truth"), py::arg("predicted"), py::arg("weights"),
+        py::arg("form"), py::arg("ntime"), py::arg("out"), doc);
+}
+
+}  // namespace
+
+void bind_metrics(py::module_& m) {
+    constexpr const char* spatial_doc = "Collective over `spatial`; every spatial rank gets one value per channel.";
+    bind_weighted(
+        m, "weighted_sum", [](auto&&... a) { return weighted_sum(a...); }, spatial_doc);
+    bind_weighted(
+        m, "weighted_mean", [](auto&&... a) { return weighted_mean(a...); }, spatial_doc);
+    bind_weighted(
+        m, "weighted_nanmean", [](auto&&... a) { return weighted_nanmean(a...); }, spatial_doc);
+    bind_weighted(
+        m, "weighted_std", [](auto&&... a) { return weighted_std(a...); }, spatial_doc);
+    bind_weighted(
+        m, "weighted_mean_gradient_magnitude",
+        [](const ShardedGrid& grid, auto x, Weights a, Summation s) {
+            return weighted_mean_gradient_magnitude(grid, x, a, GradientOptions{}, s);
+        },
+        "Collective over `spatial` (one halo exchange); one value per channel.");
+    bind_paired(
+        m, "bias", [](auto&&... a) { return bias(a...); }, spatial_doc);
+    bind_paired(
+        m, "rmse", [](auto&&... a) { return rmse(a...); }, spatial_doc);
+    bind_time_mean(
+        m, "rmse_of_time_mean", [](auto&&... a) { return rmse_of_time_mean(a...); }, spatial_doc);
+    bind_time_mean(
+        m, "time_and_global_mean_bias", [](auto&&... a) { return time_and_global_mean_bias(a...); }, spatial_doc);
+
+    m.def(
+        "gradient_magnitude_percent_diff",
+        [](PythonMesh& self, const std::string& problem, py::object truth, py::object predicted, py::object weights,
+           int form, ImgShape img_shape, py::buffer out) {
+            run_metric(self,
+                       two_fields(problem, std::move(truth), std::move(predicted), std::move(weights), form, img_shape),
+                       std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
+                           return gradient_magnitude_percent_diff(grid, t, p, a, GradientOptions{}, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("truth"), py::arg("predicted"), py::arg("weights"),
+        py::arg("form"), py::arg("img_shape"), py::arg("out"),
+        "Collective over `spatial`: one halo exchange of both fields, one allreduce; one value per channel.");
+    m.def(
+        "regional_weighted_mean",
+        [](PythonMesh& self, const std::string& problem, py::object data, py::object weights, int form,
+           py::object region, py::buffer out) {
+            ShardArguments args = one_field(problem, std::move(data), std::move(weights), form);
+            args.region = std::move(region);
+            run_metric(self, std::move(args), std::move(out),
+                       [&](const ShardedGrid& grid, auto x, auto, Weights a, std::span<const double> r) {
+                           return regional_weighted_mean(grid, x, a, r, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("weights"), py::arg("form"),
+        py::arg("regional_weights"), py::arg("out"), spatial_doc);
+    m.def(
+        "zonal_mean",
+        [](PythonMesh& self, const std::string& problem, py::object data, py::buffer out) {
+            run_metric(self, one_field(problem, std::move(data), py::none(), 1), std::move(out),
+                       [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
+                           return zonal_mean(grid, x, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("out"),
+        "Collective over `lon`; (channels, rows) on every rank of the lon group.");
+    m.def(
+        "gradient_magnitude",
+        [](PythonMesh& self, const std::string& problem, py::object data, py::buffer out) {
+            run_metric(self, one_field(problem, std::move(data), py::none(), 1), std::move(out),
+                       [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
+                           return gradient_magnitude(grid, x, GradientOptions{});
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("out"),
+        "Collective over `spatial` (one halo exchange); this rank's magnitudes, (channels, rows, cols).");
+}
+
+}  // namespace gridshard::python

@@ -1,0 +1,137 @@
+#include "python_mesh.hpp"
+
+#include <limits>
+#include <vector>
+
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/communicator.hpp"
+#include "gridshard/comm/mpi_check.hpp"
+#include "gridshard/comm/threads.hpp"
+#include "gridshard/core/error.hpp"
+
+namespace gridshard::python {
+namespace {
+
+std::string shape_text(std::int64_t nlat, std::int64_t nlon) {
+    return "(" + std::to_string(nlat) + ", " + std::to_string(nlon) + ")";
+}
+
+}  // namespace
+
+PythonMesh::PythonMesh(MPI_Comm parent, MeshShape shape, SplitRule rule, Summation summation)
+    : mesh_(Communicator::borrow(parent), shape), rule_(rule), summation_(summation) {
+    use_cores_of_this_rank(mesh_.world());  // the ranks on a node share its cores, as the tool's do
+}
+
+const ShardedGrid& PythonMesh::cached(GridShape grid) {
+    auto& slot = grids_[{grid.nlat, grid.nlon}];
+    if (!slot) {
+        slot = std::make_unique<ShardedGrid>(mesh_, grid, rule_);  // every rank of the group misses alike
+    }
+    return *slot;
+}
+
+const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, std::int64_t rows, std::int64_t cols,
+                                              std::optional<GridShape> declared, WeightsForm& weights) {
+    const MeshShape& shape = mesh_.shape();
+    const MeshCoords& me = mesh_.coords();
+    const Communicator& spatial = mesh_.spatial();
+    constexpr std::int64_t absent = std::numeric_limits<std::int64_t>::max();
+
+    // One MIN-allreduce: [lowest failing rank | per lat index: min rows, min -rows | per lon index: min cols,
+    // min -cols | min and -max of the declared nlat and nlon | 0 if any rank's weights are per point, 0 if any
+    // are per row]. The slots of a mesh row or column take only the ranks in it, so every rank learns every
+    // shard's extent and whether its peers agree.
+    const std::size_t lat_slots = 1;
+    const std::size_t lon_slots = lat_slots + 2 * static_cast<std::size_t>(shape.lat);
+    const std::size_t declared_slots = lon_slots + 2 * static_cast<std::size_t>(shape.lon);
+    const std::size_t form_slots = declared_slots + 4;
+    std::vector<std::int64_t> buffer(form_slots + 2, absent);
+    buffer[form_slots] = weights == WeightsForm::per_point ? 0 : 1;
+    buffer[form_slots + 1] = weights == WeightsForm::per_row ? 0 : 1;
+    buffer[0] = problem.empty() ? absent : spatial.rank();
+    if (problem.empty()) {
+        buffer[lat_slots + 2 * static_cast<std::size_t>(me.lat)] = rows;
+        buffer[lat_slots + 2 * static_cast<std::size_t>(me.lat) + 1] = -rows;
+        buffer[lon_slots + 2 * static_cast<std::size_t>(me.lon)] = cols;
+        buffer[lon_slots + 2 * static_cast<std::size_t>(me.lon) + 1] = -cols;
+        const std::int64_t nlat = declared ? declared->nlat : -1;
+        const std::int64_t nlon = declared ? declared->nlon : -1;
+        buffer[declared_slots] = nlat;
+        buffer[declared_slots + 1] = -nlat;
+        buffer[declared_slots + 2] = nlon;
+        buffer[declared_slots + 3] = -nlon;
+    }
+    GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_INT64_T, MPI_MIN,
+                  spatial.native());
+    if (buffer[0] != absent) {
+        detail::agree_or_throw(spatial, problem);  // every rank took this branch: spreads the message and throws
+        throw ArgumentError(problem);              // not reached: agree_or_throw throws on every rank
+    }
+
+    // From here on every rank sees the same numbers, so every rank throws alike.
+    weights = buffer[form_slots] == 0       ? WeightsForm::per_point
+              : buffer[form_slots + 1] == 0 ? WeightsForm::per_row
+                                            : WeightsForm::per_point;
+    GridShape grid{0, 0};
+    std::string uneven;
+    auto collect = [&](std::size_t first, int parts, const char* axis, std::int64_t& total) {
+        for (int k = 0; k < parts; ++k) {
+            const std::int64_t low = buffer[first + 2 * static_cast<std::size_t>(k)];
+            const std::int64_t high = -buffer[first + 2 * static_cast<std::size_t>(k) + 1];
+            if (low != high && uneven.empty()) {
+                uneven = std::string("the ranks at ") + axis + " index " + std::to_string(k) + " hold shards of " +
+                         std::to_string(low) + " to " + std::to_string(high) + " " + axis + " points";
+            }
+            total += low;
+        }
+    };
+    collect(lat_slots, shape.lat, "lat", grid.nlat);
+    collect(lon_slots, shape.lon, "lon", grid.nlon);
+    if (!uneven.empty()) {
+        throw ArgumentError("data: " + uneven + "; the shards of one field must form its split");
+    }
+    if (buffer[declared_slots] != -buffer[declared_slots + 1] ||
+        buffer[declared_slots + 2] != -buffer[declared_slots + 3]) {
+        throw ArgumentError("img_shape differs between ranks: nlat " + std::to_string(buffer[declared_slots]) + " to " +
+                            std::to_string(-buffer[declared_slots + 1]) + ", nlon " +
+                            std::to_string(buffer[declared_slots + 2]) + " to " +
+                            std::to_string(-buffer[declared_slots + 3]));
+    }
+    if (declared && (declared->nlat != grid.nlat || declared->nlon != grid.nlon)) {
+        throw ArgumentError("img_shape=" + shape_text(declared->nlat, declared->nlon) + " but the shards make up " +
+                            shape_text(grid.nlat, grid.nlon));
+    }
+    if (grid.nlat < 1 || grid.nlon < 1) {
+        throw ArgumentError("data: the shards make up an empty grid " + shape_text(grid.nlat, grid.nlon));
+    }
+    for (int i = 0; i < shape.lat; ++i) {
+        const auto expected = split_range(grid.nlat, shape.lat, rule_, i).size();
+        const auto got = buffer[lat_slots + 2 * static_cast<std::size_t>(i)];
+        if (expected != got) {
+            throw ArgumentError("data: the lat shards (" + std::to_string(got) + " rows at lat index " +
+                                std::to_string(i) + ") are not the " + std::string(to_string(rule_)) + " split of " +
+                                std::to_string(grid.nlat) + " rows over " + std::to_string(shape.lat) +
+                                " ranks, which gives " + std::to_string(expected) + " there");
+        }
+    }
+    for (int j = 0; j < shape.lon; ++j) {
+        const auto expected = split_range(grid.nlon, shape.lon, rule_, j).size();
+        const auto got = buffer[lon_slots + 2 * static_cast<std::size_t>(j)];
+        if (expected != got) {
+            throw ArgumentError("data: the lon shards (" + std::to_string(got) + " columns at lon index " +
+                                std::to_string(j) + ") are not the " + std::string(to_string(rule_)) + " split of " +
+                                std::to_string(grid.nlon) + " columns over " + std::to_string(shape.lon) +
+                                " ranks, which gives " + std::to_string(expected) + " there");
+        }
+    }
+    return cached(grid);
+}
+
+const ShardedGrid& PythonMesh::grid_named(const Communicator& group, const std::string& problem, GridShape grid,
+                                          std::int64_t element_code) {
+    detail::agree_or_throw(group, problem, {grid.nlat, grid.nlon, element_code}, "img_shape and dtype code");
+    return cached(grid);
+}
+
+}  // namespace gridshard::python

@@ -1,0 +1,58 @@
+#pragma once
+// The state one gridshard.Distributed holds on the C++ side: its process mesh, split rule and summation,
+// and the ShardedGrid of every global grid it has met, found from the shards themselves (ACE's metric
+// calls pass local shards only, never the global shape).
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "gridshard/comm/process_mesh.hpp"
+#include "gridshard/geometry/split.hpp"
+#include "gridshard/metrics/field.hpp"
+
+namespace gridshard::python {
+
+/// How a rank's weights are laid out: one per row, one per point, or either (a shard one column wide, where
+/// the two look alike). The library's per-row and per-point paths round differently, so every rank of a call
+/// must take the same one.
+enum class WeightsForm : std::int64_t { per_point = 0, per_row = 1, either = 2 };
+
+class PythonMesh {
+  public:
+    /// Collective over `parent` (a caller's communicator, borrowed): builds the mesh on a duplicate.
+    PythonMesh(MPI_Comm parent, MeshShape shape, SplitRule rule, Summation summation);
+
+    [[nodiscard]] const ProcessMesh& mesh() const noexcept { return mesh_; }
+    [[nodiscard]] SplitRule rule() const noexcept { return rule_; }
+    [[nodiscard]] Summation summation() const noexcept { return summation_; }
+
+    /// The grid whose shards under this mesh and split rule are `rows x cols` on every rank, checked
+    /// against `declared` (an img_shape the caller gave) when there is one. `problem` is this rank's own
+    /// argument error, if any: it is raised, as ArgumentError, on every rank of the spatial group, as are
+    /// shards that do not form a split of one grid. `weights` is this rank's form of the weights, and becomes
+    /// the form every rank uses: per point if any rank's are, else per row if any rank's are, else per point.
+    /// Collective over `spatial`: one allreduce of 3 + 2 (lat + lon + 2) int64, and the first time a grid is
+    /// met the ShardedGrid's own set-up.
+    [[nodiscard]] const ShardedGrid& grid_of_shards(const std::string& problem, std::int64_t rows, std::int64_t cols,
+                                                    std::optional<GridShape> declared, WeightsForm& weights);
+
+    /// The grid `grid`, which every rank of `group` (the spatial group or the world) must name alike, with
+    /// the same `element_code` (the dtype of what the caller will send); `problem` is raised on every rank
+    /// of `group` as above. Collective over `group`: one allreduce of 7 int64.
+    [[nodiscard]] const ShardedGrid& grid_named(const Communicator& group, const std::string& problem, GridShape grid,
+                                                std::int64_t element_code);
+
+  private:
+    [[nodiscard]] const ShardedGrid& cached(GridShape grid);
+
+    ProcessMesh mesh_;
+    SplitRule rule_;
+    Summation summation_;
+    std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<ShardedGrid>> grids_;
+};
+
+}  // namespace gridshard::python
