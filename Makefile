@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast test-asan fuzz portable-bits bench format format-check clean
+.PHONY: all deps build demo test test-fast test-asan fuzz portable-bits test-ace bench format format-check clean
 
 all: build
 
@@ -25,8 +25,9 @@ demo: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
 	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 1x2x2
 
-# The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run.
-test: format-check test-fast test-asan fuzz portable-bits
+# The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
+# baseline-instruction-set build's bits, and ACE's own tests on gridshard's ACE backend.
+test: format-check test-fast test-asan fuzz portable-bits test-ace
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -34,6 +35,12 @@ test-fast: build
 # Every instruction-set version of the hot loops gives the same bits: the x86-64 baseline build against this one.
 portable-bits: build
 	bash tests/portable_bits.sh $(BUILD_DIR) build-portable $(JOBS)
+
+# ACE's published package (fme, pinned with its torch in tests/ace/) in a project-local venv, kept in .ace/ between
+# runs; its distributed and metric tests under mpirun at ACE's CI layouts; summary in $(BUILD_DIR)/ace/summary.txt.
+test-ace: build
+	bash scripts/ace-venv.sh .ace/venv
+	.ace/venv/bin/python tests/ace/run_ace_tests.py --build-dir $(BUILD_DIR)
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \

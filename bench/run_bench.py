@@ -9,12 +9,18 @@ Steps, in this order so nothing else competes for the two cores while a figure i
   4. kernels_bench (mpirun -n 1): Google Benchmark table of the hot kernels.
   5. gridshard eval (one process) against the four CDO runs (fldmean, zonmean, fldstd, RMSE chain) on
      one generated 721 x 1440 x 4-step, three-variable file pair.
+  6. The Python module (BUILD_DIR/python): python_gradmag_vs_gather.py (mpirun -n 4, mesh 1x2x2), ACE's
+     gather-then-torch path against gridshard.Distributed on the same shards; small_call_bench and
+     python_overhead.py (mpirun -n 1), one small weighted_mean call in C++ and through Python;
+     python_zero_copy.py (a fresh process each for numpy and torch), the peak memory a weighted_mean of a
+     1 GiB field adds.
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
 that must compute the same answer disagree (a benchmark of wrong results is worthless).
 
-Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build]
+Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build] [--only python]
+(--only python runs step 6 alone and writes BUILD_DIR/bench/results_python.json instead.)
 """
 
 import argparse
@@ -43,13 +49,23 @@ TARGETS = [
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
     ("eval_speedup_vs_cdo", 10.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
     ("eval_speedup_vs_cdo_16_steps", 8.0, ">=", "the same on a 721 x 1440, 16-step, three-variable pair"),
+    ("python_gradmag_vs_ace_gather_1x2x2", 40.0, ">=",
+     "t_ace / t_gridshard from Python, 4 ranks: gloo gathers + torch vs Distributed, (3,721,1440) f32"),
+    ("python_overhead_small_us", 30.0, "<=", "us per weighted_mean call, Python minus C++, (8,16) f32, 1 rank"),
+    ("python_zero_copy", 0.05, "<", "peak RSS increase / nbytes, weighted_mean of 1 GiB f32, max of numpy, torch"),
 ]
+PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
 # The gradient metric of float fields is float arithmetic per point (docs/design.md §3) and torch sums in
 # float32: against those peers the percent differences agree to float accuracy, not to double's.
 GRADMAG_AGREEMENT_TOLERANCE = 1e-5
+# The Python figures: ACE's path sums the float32 magnitudes in float32 over the whole field (against 1e-5
+# above, its sums run over 4x the points of a per-shard torch), and the module returns a float32 field's
+# metrics as float32.
+PYTHON_GRADMAG_AGREEMENT_TOLERANCE = 1e-4
+PYTHON_FLOAT32_RESULT_TOLERANCE = 1e-6
 
 
 def mpi_launcher(build_dir):
@@ -127,7 +143,7 @@ def cpu_model():
 def met(value, target, comparison):
     if target is None:
         return None
-    return value >= target if comparison == ">=" else value <= target
+    return {">=": value >= target, "<=": value <= target, ">": value > target, "<": value < target}[comparison]
 
 
 def print_table(results):
@@ -135,15 +151,20 @@ def print_table(results):
     print(f"{'metric':<45} {'value':>10}   {'target':<9} {'met?':<5}")
     print("-" * 74)
     for key, target, comparison, _ in TARGETS:
+        if key not in results:
+            continue  # a step not run (--only)
         value = results[key]
         ok = met(value, target, comparison)
         target_text = f"{comparison} {target:g}" if target is not None else "-"
         met_text = "-" if ok is None else ("yes" if ok else "no")
         print(f"{key:<45} {value:>10.4g}   {target_text:<9} {met_text:<5}")
     d = results["details"]
-    suite, grad, halo = d["suite"], d["gradmag"], d["halo_vs_gather"]
     print()
     print("medians (seconds):")
+    if "suite" not in d:
+        print_python_details(d["python"])
+        return
+    suite, grad, halo = d["suite"], d["gradmag"], d["halo_vs_gather"]
     print(
         f"  suite (8,721,1440): read {suite['t_read_s']:.5f} ({suite['read_bandwidth_gb_s']:.1f} GB/s), "
         f"reproducible {suite['t_suite_reproducible_s']:.4f}, fast {suite['t_suite_fast_s']:.4f}"
@@ -165,6 +186,95 @@ def print_table(results):
     cdo16 = d["eval_vs_cdo_16_steps"]
     print(f"  eval (721,1440) x 16 steps x 3 variables, 1 process: gridshard {cdo16['t_gridshard_s']:.3f}, "
           f"4 CDO runs {cdo16['t_cdo_s']:.3f}")
+    print_python_details(d["python"])
+
+
+def print_python_details(p):
+    g, o, z = p["gradmag_1x2x2"], p["overhead_small"], p["zero_copy"]
+    print(
+        f"  python, 1x2x2 mesh (3,721,1440): ACE gather + torch {g['t_ace_gather_s']:.4f} (of which gathers "
+        f"{g['t_ace_gather_communication_s']:.4f}, torch {g['torch_threads']} thread(s) per rank), "
+        f"Distributed {g['t_gridshard_s']:.4f}"
+    )
+    print(
+        f"  python, weighted_mean (8,16) per call: Python {o['t_python_us']:.2f} us, C++ {o['t_cpp_us']:.2f} us; "
+        f"1 GiB weighted_mean peak RSS increase: numpy {z['numpy']['peak_increase_bytes'] / 2**20:.2f} MiB, "
+        f"torch {z['torch']['peak_increase_bytes'] / 2**20:.2f} MiB"
+    )
+
+
+def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
+    """Step 6: the Python module's figures and their details, and the agreement problems."""
+    python_dir = build_dir / "python"
+    if not (python_dir / "gridshard").is_dir():
+        sys.exit(f"run_bench: no Python module in {python_dir} (configure with -DGRIDSHARD_PYTHON=ON and build)")
+    py_env = {**env, "PYTHONPATH": os.pathsep.join(filter(None, [str(python_dir), env.get("PYTHONPATH")]))}
+    python = "/usr/bin/python3"
+    problems = []
+
+    # ACE's gather path against Distributed's halo path, four ranks on a 1x2x2 mesh, in one job.
+    run([mpiexec, "-n", "4", *mpi_flags, python, BENCH_DIR / "python_gradmag_vs_gather.py",
+         out_dir / "python_gradmag_1x2x2.json", "--repetitions", str(max(7, repetitions))], env=py_env)
+    gradmag = load(out_dir / "python_gradmag_1x2x2.json")
+    if gradmag["gridshard_vs_ace_max_relative_difference"] > PYTHON_GRADMAG_AGREEMENT_TOLERANCE:
+        problems.append("gridshard.Distributed and ACE's gather path disagree on gradient_magnitude_percent_diff: "
+                        f"{gradmag['gridshard_vs_ace_max_relative_difference']:.3g}")
+
+    # One small call, C++ then Python, each a median of samples of 20000 calls.
+    samples = str(max(7, repetitions // 2))
+    run([mpiexec, "-n", "1", *mpi_flags, build_dir / "bin" / "small_call_bench", "--out", out_dir / "small_call.json",
+         "--repetitions", samples, "--calls", "20000"], env=py_env)
+    run([mpiexec, "-n", "1", *mpi_flags, python, BENCH_DIR / "python_overhead.py", out_dir / "python_overhead.json",
+         "--repetitions", samples, "--calls", "20000"], env=py_env)
+    cpp, py = load(out_dir / "small_call.json"), load(out_dir / "python_overhead.json")
+    small_agreement = max_relative_difference(py["result"], cpp["result"])
+    if small_agreement > PYTHON_FLOAT32_RESULT_TOLERANCE:
+        problems.append(f"Python and C++ weighted_mean disagree on the small grid: {small_agreement:.3g}")
+
+    # The peak memory of one weighted_mean on a 1 GiB field, a fresh process per kind.
+    zero_copy = {}
+    for kind in ("numpy", "torch"):
+        path = out_dir / f"python_zero_copy_{kind}.json"
+        run([mpiexec, "-n", "1", *mpi_flags, python, BENCH_DIR / "python_zero_copy.py", path, "--kind", kind],
+            env=py_env)
+        zero_copy[kind] = load(path)
+        difference = zero_copy[kind]["result_vs_reference_max_relative_difference"]
+        if difference > PYTHON_FLOAT32_RESULT_TOLERANCE:
+            problems.append(f"weighted_mean of the 1 GiB {kind} field disagrees with numpy's: {difference:.3g}")
+
+    figures = {
+        "python_gradmag_vs_ace_gather_1x2x2": gradmag["t_ace_gather_s"] / gradmag["t_gridshard_s"],
+        "python_gradmag_ace_gather_s": gradmag["t_ace_gather_s"],
+        "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],
+        "python_overhead_small_us": py["t_call_us"] - cpp["t_call_us"],
+        "python_zero_copy": max(z["fraction"] for z in zero_copy.values()),
+    }
+    details = {
+        "gradmag_1x2x2": without_samples(gradmag),
+        "overhead_small": {
+            "t_python_us": py["t_call_us"],
+            "t_cpp_us": cpp["t_call_us"],
+            "shape": py["shape"],
+            "calls_per_sample": py["calls_per_sample"],
+            "repetitions": py["repetitions"],
+            "cpp_threads": cpp["threads"],
+            "python_vs_cpp_max_relative_difference": small_agreement,
+        },
+        "zero_copy": zero_copy,
+    }
+    samples_s = {
+        "gradmag_1x2x2": {k: v for k, v in gradmag.items() if k.startswith("samples_")},
+        "overhead_small_us": {"python": py["samples_call_us"], "cpp": cpp["samples_call_us"]},
+    }
+    return figures, details, samples_s, problems
+
+
+def with_targets(results):
+    """results with the targets and the met flags of the figures it holds."""
+    results["targets"] = {key: {"target": t, "comparison": c, "meaning": m}
+                          for key, t, c, m in TARGETS if t and key in results}
+    results["met"] = {key: met(results[key], t, c) for key, t, c, _ in TARGETS if t and key in results}
+    return results
 
 
 def time_eval_against_cdo(gridshard, out_dir, repetitions, ntime=4):
@@ -213,6 +323,8 @@ def main():
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
+    parser.add_argument("--only", choices=["python"], help="run only these steps (python: step 6), writing "
+                        "results_python.json instead of results.json")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -222,6 +334,20 @@ def main():
     out_dir.mkdir(parents=True, exist_ok=True)
     mpiexec, mpi_flags, env = mpi_launcher(build_dir)
     reps = str(args.repetitions)
+
+    if args.only == "python":
+        figures, details, samples_s, problems = python_figures(build_dir, out_dir, mpiexec, mpi_flags, env,
+                                                               args.repetitions)
+        results = with_targets(dict(figures))
+        results["details"] = {
+            "python": details,
+            "samples_s": {"python": samples_s},
+            "machine": machine(),
+            "repetitions": args.repetitions,
+            "bench_seconds": round(time.monotonic() - started, 1),
+        }
+        finish(results, out_dir / "results_python.json", problems)
+        return
 
     # 1. One rank, one thread: suite against the read loop, and the gradient metric; then the suite again
     #    with a thread per core, for the threads' speed-up.
@@ -261,7 +387,10 @@ def main():
     eval_vs_cdo = time_eval_against_cdo(bin_dir / "gridshard", out_dir, max(3, args.repetitions // 7))
     eval_vs_cdo_16 = time_eval_against_cdo(bin_dir / "gridshard", out_dir, 3, ntime=16)
 
-    problems = []
+    # 6. The Python module: ACE's gather path against Distributed, the per-call overhead, zero copy.
+    python_results, python_details, python_samples, problems = python_figures(
+        build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
+
     for peer, agreement in (("numpy", numpy_agreement), ("torch", torch_agreement)):
         if agreement > GRADMAG_AGREEMENT_TOLERANCE:
             problems.append(f"gridshard and {peer} disagree on gradient_magnitude_percent_diff: {agreement:.3g}")
@@ -284,9 +413,9 @@ def main():
         "halo_bytes_fraction_of_gather_1x2x2": halo["bytes_fraction_max_over_ranks"],
         "eval_speedup_vs_cdo": eval_vs_cdo["t_cdo_s"] / eval_vs_cdo["t_gridshard_s"],
         "eval_speedup_vs_cdo_16_steps": eval_vs_cdo_16["t_cdo_s"] / eval_vs_cdo_16["t_gridshard_s"],
+        **python_results,
     }
-    results["targets"] = {key: {"target": t, "comparison": c, "meaning": m} for key, t, c, m in TARGETS if t}
-    results["met"] = {key: met(results[key], t, c) for key, t, c, _ in TARGETS if t}
+    with_targets(results)
     results["details"] = {
         "suite": without_samples(suite),
         "suite_threads": {**without_samples(threaded), "threads": cores},
@@ -309,25 +438,36 @@ def main():
         "eval_vs_cdo": eval_vs_cdo,
         "eval_vs_cdo_16_steps": eval_vs_cdo_16,
         "kernels": kernel_rows(kernels),
+        "python": python_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},
             "numpy": {k: v for k, v in numpy_figures.items() if k.startswith("samples_")},
             "torch": {k: v for k, v in torch_figures.items() if k.startswith("samples_")},
             "halo_vs_gather": {k: v for k, v in halo.items() if k.startswith("samples_")},
+            "python": python_samples,
         },
-        "machine": {
-            "cpu": cpu_model(),
-            "cores": os.cpu_count(),
-            "python": platform.python_version(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        },
+        "machine": machine(),
         "repetitions": args.repetitions,
         "bench_seconds": round(time.monotonic() - started, 1),
     }
-    (out_dir / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    finish(results, out_dir / "results.json", problems)
+
+
+def machine():
+    return {
+        "cpu": cpu_model(),
+        "cores": os.cpu_count(),
+        "python": platform.python_version(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def finish(results, path, problems):
+    """Writes results, prints the table, and fails the run when two paths disagreed."""
+    path.write_text(json.dumps(results, indent=2) + "\n")
     print_table(results)
-    print(f"\nwrote {out_dir / 'results.json'} ({results['details']['bench_seconds']} s)")
+    print(f"\nwrote {path} ({results['details']['bench_seconds']} s)")
     if problems:
         sys.exit("run_bench: " + "; ".join(problems))
 

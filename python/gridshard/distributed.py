@@ -310,14 +310,15 @@ class Distributed:
 
     # ----- gathers and scatters -----
 
-    def _gather_arrays(self, tensor, equal_shapes):
-        """Every world rank's array, in world-rank order, on world rank 0 (None elsewhere). Collective over
-        the world: one allgather of (shape, dtype), one Gatherv of the bytes."""
+    def _gather_arrays(self, comm, tensor, equal_shapes):
+        """Every rank's array, in rank order, on rank 0 of ``comm`` (None elsewhere). Collective over ``comm``:
+        one allgather of (shape, dtype), so every rank raises alike on a mismatch, then one Gatherv of the
+        bytes."""
         problems = Problems()
         array = _as_any_numpy(tensor, problems)
         meta = (problems.text(), None if array is None else (tuple(array.shape), array.dtype.str))
         with mpi_errors():
-            metas = self._comm.allgather(meta)
+            metas = comm.allgather(meta)
         failed = [(r, m[0]) for r, m in enumerate(metas) if m[0]]
         if failed:
             raise ArgumentError(f"rank {failed[0][0]}: {failed[0][1]}")
@@ -333,12 +334,12 @@ class Distributed:
         counts = [math.prod(s) * dtype.itemsize for s in shapes]
         send = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
         receive = None
-        if self.is_root():
+        if comm.Get_rank() == 0:
             receive = np.empty(sum(counts), dtype=np.uint8)
         from mpi4py import MPI
 
         with mpi_errors():
-            self._comm.Gatherv(send, [receive, counts, None, MPI.BYTE] if receive is not None else None, root=0)
+            comm.Gatherv(send, [receive, counts, None, MPI.BYTE] if receive is not None else None, root=0)
         if receive is None:
             return None
         offsets = np.cumsum([0] + counts)
@@ -351,17 +352,12 @@ class Distributed:
         """Every world rank's ``tensor`` (all of one shape) on world rank 0, as a list indexed by world rank;
         None on the other ranks. With ``gather_list`` on the root, its entries are filled in place and it is
         returned. Collective over the world."""
-        gathered = self._gather_arrays(tensor, equal_shapes=True)
-        if gathered is None or gather_list is None:
-            return gathered
-        for target, value in zip(gather_list, gathered):
-            target[...] = value
-        return gather_list
+        return _fill(self._gather_arrays(self._comm, tensor, equal_shapes=True), gather_list)
 
     def gather_irregular(self, tensor):
         """``gather`` for shards whose shapes differ between ranks (the same number of dims): each entry keeps
         its rank's own shape. Collective over the world."""
-        return self._gather_arrays(tensor, equal_shapes=False)
+        return self._gather_arrays(self._comm, tensor, equal_shapes=False)
 
     def gather_object(self, obj):
         """Every world rank's picklable ``obj`` on world rank 0, in world-rank order; None elsewhere."""
@@ -375,6 +371,44 @@ class Distributed:
             value = self._comm.bcast(obj, root=0)
         if value is None:
             raise ValueError("Root process must provide an object to scatter")
+        return value
+
+    # ----- over the data group (ACE's data_parallel_* members) -----
+
+    def data_parallel_gather(self, tensor, gather_list=None):
+        """Every data rank's ``tensor`` (one shape) on data rank 0 of this rank's data group, as a list in
+        data-rank order (``gather_list``, filled, when the root gives one); None elsewhere. Collective over
+        ``data``."""
+        return _fill(self._gather_arrays(self._data_comm, tensor, equal_shapes=True), gather_list)
+
+    def data_parallel_scatter(self, tensor, scatter_list=None):
+        """Fills ``tensor`` with entry ``data_parallel_rank`` of data rank 0's ``scatter_list``, and returns it.
+        Collective over ``data`` (one Scatter)."""
+        problems = Problems()
+        array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
+        if self.is_data_parallel_root() and (scatter_list is None or len(scatter_list) != self.total_data_parallel_ranks):
+            problems.add(f"scatter_list: the data root must give {self.total_data_parallel_ranks} tensors")
+        self._mesh.agree(problems.text(), "data")
+        send = None
+        if self.is_data_parallel_root():
+            send = np.stack([np.ascontiguousarray(_as_any_numpy(t, problems), dtype=array.dtype) for t in scatter_list])
+        receive = np.empty(array.shape, array.dtype)
+        with mpi_errors():
+            self._data_comm.Scatter(None if send is None else send.reshape(-1).view(np.uint8), receive.reshape(-1).view(np.uint8), root=0)
+        array[...] = receive
+        return tensor
+
+    def data_parallel_gather_object(self, obj):
+        """Every data rank's ``obj`` on data rank 0, in data-rank order; None elsewhere."""
+        with mpi_errors():
+            return self._data_comm.gather(obj, root=0)
+
+    def data_parallel_broadcast_object(self, obj):
+        """Data rank 0's ``obj`` on every rank of the data group; ValueError on every rank when it is None."""
+        with mpi_errors():
+            value = self._data_comm.bcast(obj, root=0)
+        if value is None:
+            raise ValueError("Data-parallel root must provide an object to broadcast")
         return value
 
     def gather_global(self, tensor, global_shape, data_parallel_dim=0):
@@ -619,6 +653,16 @@ class Distributed:
         return self._time_mean_metric(
             _core.time_and_global_mean_bias, truth, predicted, weights, time_dim, spatial_dims
         )
+
+
+def _fill(gathered, gather_list):
+    """``gathered`` itself, or, when the caller gave ``gather_list``, that list with the gathered values copied
+    into its tensors (torch.distributed's convention)."""
+    if gathered is None or gather_list is None:
+        return gathered
+    for target, value in zip(gather_list, gathered):
+        target[...] = value
+    return gather_list
 
 
 def _as_any_numpy(value, problems):

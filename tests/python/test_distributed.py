@@ -17,7 +17,7 @@ from mpi4py import MPI
 import gridshard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from conftest import mesh_shape  # noqa: E402
+from mpi_pytest import mesh_shape  # noqa: E402
 from torch_split import compute_split_shapes  # noqa: E402
 
 try:
