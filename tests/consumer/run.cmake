@@ -10,3 +10,16 @@ run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/consumer -B ${WORK_DIR}/build -DCMAKE_PREFIX_PATH=${WORK_DIR}/prefix)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
+# The Python package, as installed under the prefix (not the build tree), when the build has it.
+file(GLOB_RECURSE installed_module ${WORK_DIR}/prefix/lib/_gridshard*.so)
+if(installed_module)
+    get_filename_component(python_dir ${installed_module} DIRECTORY)
+    get_filename_component(python_dir ${python_dir} DIRECTORY)
+    execute_process(COMMAND ${CMAKE_COMMAND} -E env PYTHONPATH=${python_dir} /usr/bin/python3 -c
+                    "import gridshard, numpy; print(gridshard.__file__, gridshard.Distributed().weighted_mean(numpy.ones((2, 3, 4)), None))"
+                    RESULT_VARIABLE result OUTPUT_VARIABLE output ERROR_VARIABLE errors)
+    if(NOT result EQUAL 0 OR NOT output MATCHES "^${python_dir}/gridshard/__init__.py \\[1\\. 1\\.\\]")
+        message(FATAL_ERROR "the installed Python package failed (${result}): ${output} ${errors}")
+    endif()
+    message(STATUS "installed Python package: ${output}")
+endif()
