@@ -2,6 +2,7 @@
 one file pair, bit for bit. Each case is its own mpirun (MPIEXEC and MPIEXEC_FLAGS from CMake)."""
 import json
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -65,3 +66,14 @@ def test_the_python_module_gives_the_tools_numbers(tmp_path, dtype):
         assert python[score] == rounded(tool["per_time"][score]), score
     for score in ("rmse_of_time_mean", "time_and_global_mean_bias"):
         assert python[score] == rounded([tool[score]]), score
+
+
+def test_the_readme_example_runs(tmp_path):
+    """The Python example of the README, as printed there, under mpirun -n 4: every rank prints the same
+    three means."""
+    readme = (HERE.parent.parent / "README.md").read_text()
+    example = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "first.py"
+    script.write_text(example)
+    printed = re.findall(r"\[[^\]]*\]", mpirun(4, sys.executable, script).stdout)  # ranks' lines may interleave
+    assert len(printed) == 4 and len(set(printed)) == 1 and len(printed[0].strip("[]").split()) == 3, printed
