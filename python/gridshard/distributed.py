@@ -8,6 +8,7 @@ method says which group it talks to and which ranks hold its result, as ACE's do
 
 import math
 import os
+import pickle
 
 import numpy as np
 
@@ -359,19 +360,35 @@ class Distributed:
         its rank's own shape. Collective over the world."""
         return self._gather_arrays(self._comm, tensor, equal_shapes=False)
 
-    def gather_object(self, obj):
-        """Every world rank's picklable ``obj`` on world rank 0, in world-rank order; None elsewhere."""
+    def _gather_object(self, comm, group, obj):
+        """Every rank's ``obj`` on rank 0 of ``comm``; an object that cannot be pickled raises on every rank."""
+        problems = Problems()
+        data = _pickled(obj, problems)
+        self._mesh.agree(problems.text(), group)
         with mpi_errors():
-            return self._comm.gather(obj, root=0)
+            gathered = comm.gather(data, root=0)
+        return None if gathered is None else [pickle.loads(d) for d in gathered]
+
+    def _broadcast_object(self, comm, group, obj, none_message):
+        """Rank 0's ``obj`` on every rank of ``comm``; ValueError on every rank when it is None (or cannot be
+        pickled)."""
+        problems = Problems()
+        data = _pickled(obj, problems) if comm.Get_rank() == 0 else None
+        if comm.Get_rank() == 0 and obj is None:
+            problems.add(none_message)
+        self._mesh.agree(problems.text(), group)
+        with mpi_errors():
+            return pickle.loads(comm.bcast(data, root=0))
+
+    def gather_object(self, obj):
+        """Every world rank's picklable ``obj`` on world rank 0, in world-rank order; None elsewhere. Collective
+        over the world."""
+        return self._gather_object(self._comm, "world", obj)
 
     def scatter_object(self, obj):
         """World rank 0's ``obj`` on every rank (the others' are ignored); ValueError on every rank when the
         root gives None. Collective over the world."""
-        with mpi_errors():
-            value = self._comm.bcast(obj, root=0)
-        if value is None:
-            raise ValueError("Root process must provide an object to scatter")
-        return value
+        return self._broadcast_object(self._comm, "world", obj, "Root process must provide an object to scatter")
 
     # ----- over the data group (ACE's data_parallel_* members) -----
 
@@ -399,17 +416,16 @@ class Distributed:
         return tensor
 
     def data_parallel_gather_object(self, obj):
-        """Every data rank's ``obj`` on data rank 0, in data-rank order; None elsewhere."""
-        with mpi_errors():
-            return self._data_comm.gather(obj, root=0)
+        """Every data rank's ``obj`` on data rank 0, in data-rank order; None elsewhere. Collective over
+        ``data``."""
+        return self._gather_object(self._data_comm, "data", obj)
 
     def data_parallel_broadcast_object(self, obj):
-        """Data rank 0's ``obj`` on every rank of the data group; ValueError on every rank when it is None."""
-        with mpi_errors():
-            value = self._data_comm.bcast(obj, root=0)
-        if value is None:
-            raise ValueError("Data-parallel root must provide an object to broadcast")
-        return value
+        """Data rank 0's ``obj`` on every rank of the data group; ValueError on every rank when it is None.
+        Collective over ``data``."""
+        return self._broadcast_object(
+            self._data_comm, "data", obj, "Data-parallel root must provide an object to broadcast"
+        )
 
     def gather_global(self, tensor, global_shape, data_parallel_dim=0):
         """The global array of ``global_shape`` on world rank 0 from every rank's slice of it
@@ -653,6 +669,14 @@ class Distributed:
         return self._time_mean_metric(
             _core.time_and_global_mean_bias, truth, predicted, weights, time_dim, spatial_dims
         )
+
+
+def _pickled(obj, problems):
+    try:
+        return pickle.dumps(obj)
+    except Exception as error:  # noqa: BLE001 - any pickling failure is the caller's argument problem
+        problems.add(f"obj: cannot be pickled ({type(error).__name__}: {error})")
+        return None
 
 
 def _fill(gathered, gather_list):

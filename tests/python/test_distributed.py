@@ -350,6 +350,16 @@ def test_spatial_sum_and_broadcast(dist, kind):
 
 
 @pytest.mark.parametrize("kind", KINDS)
+def test_data_parallel_gather_and_scatter(dist, kind):
+    d = dist.data_parallel_rank
+    got = dist.data_parallel_gather(as_kind(np.full((2, 3), d, dtype=np.float32), kind))
+    assert [to_numpy(g)[0, 0] for g in got] == list(range(D)) if d == 0 else got is None
+    target = as_kind(np.zeros(4), kind)
+    pieces = [as_kind(np.full(4, 10.0 * k), kind) for k in range(D)] if d == 0 else None
+    assert dist.data_parallel_scatter(target, pieces) is target and (to_numpy(target) == 10.0 * d).all()
+
+
+@pytest.mark.parametrize("kind", KINDS)
 def test_gather_and_gather_irregular(dist, kind):
     rank = WORLD.Get_rank()
     got = dist.gather(as_kind(np.full((2, 3), rank, dtype=np.int64), kind))
@@ -372,6 +382,12 @@ def test_gather_and_scatter_objects(dist):
     assert dist.scatter_object(mine) == ["a", 0]
     with pytest.raises(ValueError, match="Root process must provide"):
         dist.scatter_object(None)
+    unpicklable = (lambda: 0) if WORLD.Get_rank() == WORLD.Get_size() - 1 else 1
+    with pytest.raises(gridshard.ArgumentError, match="cannot be pickled"):
+        dist.gather_object(unpicklable)
+    d_got = dist.data_parallel_gather_object(dist.data_parallel_rank)
+    assert d_got == list(range(D)) if dist.is_data_parallel_root() else d_got is None
+    assert dist.data_parallel_broadcast_object({"d": dist.data_parallel_rank}) == {"d": 0}
 
 
 @pytest.mark.parametrize("grid", GRIDS)
