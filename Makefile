@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast test-asan fuzz portable-bits test-ace bench format format-check clean
+.PHONY: all deps build demo test test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
 
 all: build
 
@@ -26,8 +26,8 @@ demo: build
 	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 1x2x2
 
 # The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
-# baseline-instruction-set build's bits, and ACE's own tests on gridshard's ACE backend.
-test: format-check test-fast test-asan fuzz portable-bits test-ace
+# baseline-instruction-set build's bits, ACE's own tests on gridshard's ACE backend, and the wheel.
+test: format-check test-fast test-asan fuzz portable-bits test-ace test-wheel
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -41,6 +41,11 @@ portable-bits: build
 test-ace: build
 	bash scripts/ace-venv.sh .ace/venv
 	.ace/venv/bin/python tests/ace/run_ace_tests.py --build-dir $(BUILD_DIR)
+
+# `pip wheel .` (scikit-build-core, pyproject.toml) into $(BUILD_DIR)/wheel, installed in a fresh venv: the
+# build tree's bits.
+test-wheel: build
+	bash tests/python/wheel_test.sh $(BUILD_DIR)
 
 test-asan: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# `pip wheel .` builds the Python package through scikit-build-core (pyproject.toml); the wheel, installed
+# into a fresh venv, computes what the build tree's module computes, bit for bit.
+#   tests/python/wheel_test.sh BUILD_DIR
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+build=$(realpath "${1:-build}")
+work="$build/wheel"
+rm -rf "$work"
+mkdir -p "$work"
+/usr/bin/python3 -m pip wheel . --no-deps -q -w "$work/dist"
+/usr/bin/python3 -m venv --system-site-packages "$work/venv"  # numpy and mpi4py from Debian
+"$work/venv/bin/python" -m pip install -q --no-deps --no-index "$work"/dist/gridshard-*.whl
+check='import gridshard, numpy as np
+x = np.random.default_rng(1).standard_normal((3, 19, 24))
+w = gridshard.spherical_area_weights(np.linspace(-80, 80, 19), 24)
+d = gridshard.Distributed()
+print(gridshard.__file__.split("/")[-3], [v.hex() for v in np.concatenate([d.weighted_std(x, w), d.gradient_magnitude_percent_diff(x, x * x, w)])])'
+from_wheel=$(cd "$work" && "$work/venv/bin/python" -c "$check")
+from_build=$(cd "$work" && PYTHONPATH="$build/python" /usr/bin/python3 -c "$check")
+echo "wheel: $from_wheel"
+echo "build: $from_build"
+[ "${from_wheel%% *}" = site-packages ] || { echo "wheel_test: the wheel's package was not the one imported" >&2; exit 1; }
+[ "${from_wheel#* }" = "${from_build#* }" ] || { echo "wheel_test: the wheel and the build tree differ" >&2; exit 1; }
+echo "wheel_test: the wheel gives the build tree's bits"
