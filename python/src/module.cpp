@@ -44,12 +44,22 @@ const Communicator& group_of(const ProcessMesh& mesh, const std::string& group) 
     throw ArgumentError("group must be world, data, spatial, lat or lon, not '" + group + "'");
 }
 
-/// `op` over the data group, in place, for any element type the collectives take.
-void reduce_over_data(const PythonMesh& self, const std::string& op, py::buffer values) {
+/// Runs the in-place collective `collective(span)` on a writable buffer of any element type the collectives
+/// take, with the GIL released.
+template <class Collective>
+void in_place(py::buffer& values, Collective&& collective) {
     with_reducible_type(values, "tensor", [&](auto zero) {
         using T = decltype(zero);
         const std::span<T> span = contiguous_span<T>(values, "tensor", true);
         py::gil_scoped_release release;
+        collective(span);
+    });
+}
+
+/// `op` over the data group, in place, for any element type the collectives take.
+void reduce_over_data(const PythonMesh& self, const std::string& op, py::buffer values) {
+    in_place(values, [&](auto span) {
+        using T = typename decltype(span)::value_type;
         if (op == "sum") {
             reduce_sum(self.mesh(), span);
         } else if (op == "mean") {
@@ -182,23 +192,13 @@ void bind_mesh(py::module_& m) {
         .def(
             "spatial_reduce_sum",
             [](const PythonMesh& self, py::buffer values) {
-                with_reducible_type(values, "tensor", [&](auto zero) {
-                    using T = decltype(zero);
-                    const std::span<T> span = contiguous_span<T>(values, "tensor", true);
-                    py::gil_scoped_release release;
-                    spatial_reduce_sum(self.mesh(), span);
-                });
+                in_place(values, [&](auto span) { spatial_reduce_sum(self.mesh(), span); });
             },
             py::arg("values"), "Elementwise sum over the spatial group, in place. Collective over `spatial`.")
         .def(
             "broadcast_spatial",
             [](const PythonMesh& self, py::buffer values) {
-                with_reducible_type(values, "tensor", [&](auto zero) {
-                    using T = decltype(zero);
-                    const std::span<T> span = contiguous_span<T>(values, "tensor", true);
-                    py::gil_scoped_release release;
-                    broadcast_spatial(self.mesh(), span);
-                });
+                in_place(values, [&](auto span) { broadcast_spatial(self.mesh(), span); });
             },
             py::arg("values"), "Spatial rank 0's values to every rank of its spatial group, in place. Collective.")
         .def(

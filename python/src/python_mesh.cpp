@@ -105,26 +105,21 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, std::i
     if (grid.nlat < 1 || grid.nlon < 1) {
         throw ArgumentError("data: the shards make up an empty grid " + shape_text(grid.nlat, grid.nlon));
     }
-    for (int i = 0; i < shape.lat; ++i) {
-        const auto expected = split_range(grid.nlat, shape.lat, rule_, i).size();
-        const auto got = buffer[lat_slots + 2 * static_cast<std::size_t>(i)];
-        if (expected != got) {
-            throw ArgumentError("data: the lat shards (" + std::to_string(got) + " rows at lat index " +
-                                std::to_string(i) + ") are not the " + std::string(to_string(rule_)) + " split of " +
-                                std::to_string(grid.nlat) + " rows over " + std::to_string(shape.lat) +
-                                " ranks, which gives " + std::to_string(expected) + " there");
+    auto check_split = [&](std::size_t first, std::int64_t n, int parts, const char* axis, const char* points) {
+        for (int k = 0; k < parts; ++k) {
+            const auto expected = split_range(n, parts, rule_, k).size();
+            const auto got = buffer[first + 2 * static_cast<std::size_t>(k)];
+            if (expected != got) {
+                throw ArgumentError(std::string("data: the ") + axis + " shards (" + std::to_string(got) + " " +
+                                    points + " at " + axis + " index " + std::to_string(k) + ") are not the " +
+                                    std::string(to_string(rule_)) + " split of " + std::to_string(n) + " " + points +
+                                    " over " + std::to_string(parts) + " ranks, which gives " +
+                                    std::to_string(expected) + " there");
+            }
         }
-    }
-    for (int j = 0; j < shape.lon; ++j) {
-        const auto expected = split_range(grid.nlon, shape.lon, rule_, j).size();
-        const auto got = buffer[lon_slots + 2 * static_cast<std::size_t>(j)];
-        if (expected != got) {
-            throw ArgumentError("data: the lon shards (" + std::to_string(got) + " columns at lon index " +
-                                std::to_string(j) + ") are not the " + std::string(to_string(rule_)) + " split of " +
-                                std::to_string(grid.nlon) + " columns over " + std::to_string(shape.lon) +
-                                " ranks, which gives " + std::to_string(expected) + " there");
-        }
-    }
+    };
+    check_split(lat_slots, grid.nlat, shape.lat, "lat", "rows");
+    check_split(lon_slots, grid.nlon, shape.lon, "lon", "columns");
     return cached(grid);
 }
 
