@@ -3,6 +3,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <thread>
 
@@ -11,6 +12,19 @@
 #endif
 
 namespace gridshard {
+namespace {
+
+std::atomic<std::int64_t> fewest_points_per_thread{std::int64_t{1} << 15};
+
+}  // namespace
+
+void set_min_points_per_thread(std::int64_t points) noexcept {
+    fewest_points_per_thread.store(std::max<std::int64_t>(1, points), std::memory_order_relaxed);
+}
+
+std::int64_t min_points_per_thread() noexcept {
+    return fewest_points_per_thread.load(std::memory_order_relaxed);
+}
 
 int use_cores_of_this_rank(const Communicator& comm) {
     const Communicator node = comm.split_shared_memory();

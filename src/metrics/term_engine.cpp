@@ -256,7 +256,7 @@ void add_zonal_terms(const Box& box, const ShardInputs<T>& inputs, const TermReq
     const std::optional<GradientRows<T>> no_gradient;
     const RowTerms<T> row_terms(request, no_gradient, no_gradient);
     // Every (channel, row) has slots of its own, formed by one thread: the same bits for any thread count.
-    GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(items)) if (items > 1)) {
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(items, cols)) if (items > 1)) {
         RowScratch<T> scratch(cols);
         GRIDSHARD_PRAGMA(omp for schedule(static))
         for (std::int64_t k = 0; k < items; ++k) {
@@ -295,7 +295,7 @@ PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<
     // Per channel: each thread forms exact partial sums of its own (channel, row) items, merged exactly,
     // so the sums are the same bits for any number of threads.
     const std::int64_t slots = 1 + inputs.channels * terms.size();
-    const int threads = threads_for(items);
+    const int threads = threads_for(items, cols);
     std::vector<PartialSums> partial(static_cast<std::size_t>(threads), PartialSums(slots, request.summation));
     GRIDSHARD_PRAGMA(omp parallel num_threads(threads) if (threads > 1)) {
         PartialSums& sums = partial[static_cast<std::size_t>(thread_index())];

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "gridshard/comm/threads.hpp"
+
 #if defined(_OPENMP)
 #include <omp.h>
 #define GRIDSHARD_PRAGMA(text) _Pragma(#text)
@@ -14,13 +16,17 @@
 
 namespace gridshard::detail {
 
-/// The threads to use for `items` independent pieces of work: OpenMP's current default (OMP_NUM_THREADS,
-/// or what use_cores_of_this_rank set), never more than the items; 1 without OpenMP.
-[[nodiscard]] inline int threads_for(std::int64_t items) noexcept {
+/// The threads to use for `items` independent pieces of work of `points_per_item` points each: OpenMP's
+/// current default (OMP_NUM_THREADS, or what use_cores_of_this_rank set), never more than the items nor
+/// than one per min_points_per_thread() points (comm/threads.hpp); 1 without OpenMP. Results are the same
+/// bits for any count.
+[[nodiscard]] inline int threads_for(std::int64_t items, std::int64_t points_per_item) noexcept {
 #if defined(_OPENMP)
-    return static_cast<int>(std::clamp<std::int64_t>(items, 1, omp_get_max_threads()));
+    const std::int64_t by_work = std::max<std::int64_t>(1, items * points_per_item / min_points_per_thread());
+    return static_cast<int>(std::clamp<std::int64_t>(std::min(items, by_work), 1, omp_get_max_threads()));
 #else
     (void)items;
+    (void)points_per_item;
     return 1;
 #endif
 }

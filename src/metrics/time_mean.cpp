@@ -65,7 +65,7 @@ void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
     const auto n = static_cast<std::int64_t>(points);
     constexpr std::int64_t block = 65536;
     const std::int64_t blocks = (n + block - 1) / block;
-    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks)))
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block)))
     for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t begin = b * block;
         const std::int64_t count = std::min(block, n - begin);

@@ -13,6 +13,7 @@
 #include <optional>
 
 #include "gridshard/comm/collectives.hpp"
+#include "gridshard/comm/threads.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
@@ -882,6 +883,8 @@ TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {
         }
     }
     const int before = omp_get_max_threads();
+    const std::int64_t fewest_before = min_points_per_thread();
+    set_min_points_per_thread(1);  // share even this small field between the threads
     for (const Weights weights : {per_row, Weights{point_weights, true}}) {
         std::vector<std::vector<double>> results;
         for (const int threads : {1, 2, 3}) {
@@ -900,6 +903,7 @@ TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {
         expect_identical(results[2], results[0], "3 threads vs 1");
     }
     omp_set_num_threads(before);
+    set_min_points_per_thread(fewest_before);
 #else
     GTEST_SKIP() << "built without OpenMP";
 #endif
