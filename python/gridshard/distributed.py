@@ -7,8 +7,10 @@ method says which group it talks to and which ranks hold its result, as ACE's do
 """
 
 import math
+import numbers
 import os
 import pickle
+import zlib
 
 import numpy as np
 
@@ -19,6 +21,12 @@ from ._mpi import mpi_errors
 
 ArgumentError = _core.ArgumentError
 
+
+def _signature(*parts):
+    """A code of what every rank of a call must give alike (a dtype, leading dims, whether weights are given),
+    the same in every process (a CRC of the parts' repr; Python's own str hash differs between processes)."""
+    return zlib.crc32(repr(parts).encode())
+
 _SPATIAL_DIMS_HELP = "gridshard reduces over the two spatial dims, dim=(-2, -1)"
 
 
@@ -26,12 +34,17 @@ def _normalise_dims(dim, ndim, name="dim"):
     """The dims of ``dim`` (an int or a tuple of ints) as sorted non-negative indices of an ``ndim``-dim
     array, and an empty message; or None and the message why not."""
     try:
-        dims = [int(dim)] if isinstance(dim, int) else [int(d) for d in dim]
-    except (TypeError, ValueError):
+        dims = [dim] if isinstance(dim, numbers.Integral) else list(dim)
+    except TypeError:
+        return None, f"{name}={dim!r}: not an int or a tuple of ints"
+    if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims):
         return None, f"{name}={dim!r}: not an int or a tuple of ints"
     if any(not -ndim <= d < ndim for d in dims):
         return None, f"{name}={dim!r}: out of range for a {ndim}-dim tensor"
-    return sorted({d % ndim for d in dims}), ""
+    normal = [int(d) % ndim for d in dims]
+    if len(set(normal)) != len(normal):
+        return None, f"{name}={dim!r}: names a dim twice"
+    return sorted(normal), ""
 
 
 def _check_spatial_dims(dim, ndim, problems, name="dim"):
@@ -66,7 +79,11 @@ class _Field:
 
     @property
     def channels(self):
-        return self.buffer.shape[0]
+        return 0 if self.buffer is None else self.buffer.shape[0]
+
+    def signature(self, *more):
+        """What every rank must share for this field: its dtype and leading dims (and ``more``)."""
+        return 0 if self.buffer is None else _signature(self.dtype.str, self.leading, *more)
 
 
 PER_POINT, PER_ROW, EITHER = 0, 1, 2  # the weights' forms (python/src/python_mesh.hpp, WeightsForm)
@@ -93,8 +110,12 @@ def _weights_buffer(weights, field, problems, name="weights"):
             f"{name}: shape {tuple(np.shape(weights))} does not broadcast to the shard ({field.rows}, {field.cols})"
         )
         return None, PER_ROW
-    if field.cols == 1:
-        return np.ascontiguousarray(view[:, 0], dtype=np.float64), EITHER
+    if field.cols == 0:
+        return np.zeros(field.rows, dtype=np.float64), EITHER  # no points: the values never count
+    if field.cols == 1:  # a broadcast view keeps its zero stride when cut to one column
+        given_stride = array.strides[-1] if array.ndim >= 1 and array.shape[-1] == 1 else None
+        form = PER_ROW if given_stride == 0 else EITHER
+        return np.ascontiguousarray(view[:, 0], dtype=np.float64), form
     if view.strides[1] == 0:
         return np.ascontiguousarray(view[:, 0], dtype=np.float64), PER_ROW
     return np.ascontiguousarray(view, dtype=np.float64), PER_POINT
@@ -125,8 +146,18 @@ class Distributed:
 
         if comm is None:
             comm = MPI.COMM_WORLD
-        h, w = (1, 1) if spatial_parallelism is None else spatial_parallelism
-        h, w = int(h), int(w)
+        # The arguments are compared between the ranks first (one allgather), so a rank that gives others
+        # raises with the rest instead of leaving them in the mesh's collectives.
+        given = (spatial_parallelism, split, summation)
+        with mpi_errors():
+            everyone = comm.allgather(repr(given))
+        if len(set(everyone)) > 1:
+            raise ArgumentError(f"Distributed(spatial_parallelism, split, summation): the ranks give different "
+                                f"arguments, {everyone[0]} on rank 0 and {everyone[comm.Get_rank()]} here")
+        try:
+            h, w = (1, 1) if spatial_parallelism is None else (int(spatial_parallelism[0]), int(spatial_parallelism[1]))
+        except (TypeError, ValueError, IndexError):
+            raise ArgumentError(f"spatial_parallelism={spatial_parallelism!r}: expected (h, w)") from None
         size = comm.Get_size()
         if h < 1 or w < 1:
             raise ArgumentError(f"spatial_parallelism=({h}, {w}): both sizes must be positive")
@@ -136,7 +167,7 @@ class Distributed:
             )
         shape = (size // (h * w), h, w)
         with mpi_errors():
-            self._mesh = _core.Mesh(comm.py2f(), shape, split, summation)
+            self._mesh = _core.Mesh(comm.py2f(), shape, split, summation)  # split, summation: alike everywhere
             self._comm = comm.Dup()
             d, i, j = self._mesh.coords
             self._spatial_comm = self._comm.Split(d, i * w + j)
@@ -153,9 +184,14 @@ class Distributed:
 
         backend = os.environ.get("FME_DISTRIBUTED_BACKEND")
         if backend == "model":
-            h = int(os.environ["FME_DISTRIBUTED_H"])
-            w = int(os.environ["FME_DISTRIBUTED_W"])
-            return cls(comm, spatial_parallelism=(h, w), split=split)
+            sizes = []
+            for name in ("FME_DISTRIBUTED_H", "FME_DISTRIBUTED_W"):
+                text = os.environ.get(name)
+                try:
+                    sizes.append(int(text))
+                except (TypeError, ValueError):
+                    raise ValueError(f"FME_DISTRIBUTED_BACKEND=model needs an integer {name}, got {text!r}") from None
+            return cls(comm, spatial_parallelism=tuple(sizes), split=split)
         if backend == "none":
             return cls(MPI.COMM_SELF, split=split)
         if backend in (None, "torch"):
@@ -255,12 +291,31 @@ class Distributed:
 
     # ----- reductions over the data group -----
 
+    def _agree_arrays(self, problems, group, array):
+        """Raises every rank's problem, or a difference of dtype or shape between the ranks' arrays, on every rank
+        of ``group`` (one allreduce)."""
+        signature = 0 if array is None else _signature(array.dtype.str, array.shape)
+        try:
+            self._mesh.agree(problems.text(), group, signature)
+        except ArgumentError as error:
+            if problems or "must be the same on every rank" not in str(error):
+                raise
+            raise ArgumentError(
+                f"tensor: the ranks' arrays differ in dtype or shape over the {group} group "
+                f"(here {array.dtype} {tuple(array.shape)})"
+            ) from None
+
     def _reduce_in_place(self, op, tensor):
         problems = Problems()
-        array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
+        array = None
+        if not (isinstance(tensor, np.ndarray) or _arrays.is_tensor(tensor)):
+            problems.add(f"tensor: a {type(tensor).__name__}; reduce_{op} writes into its argument, which must be a "
+                         "numpy array or a torch tensor")
+        else:
+            array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
         if array is not None and not array.flags.writeable:
             problems.add("tensor: read-only; a reduction writes its result into it")
-        self._mesh.agree(problems.text(), "data")
+        self._agree_arrays(problems, "data", array)
         if array.flags.c_contiguous:
             self._mesh.reduce(op, array.reshape(-1))
         else:
@@ -304,7 +359,7 @@ class Distributed:
     def _spatial_collective(self, collective, tensor):
         problems = Problems()
         array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
-        self._mesh.agree(problems.text(), "spatial")
+        self._agree_arrays(problems, "spatial", array)
         work = np.array(array, order="C", copy=True)
         collective(work.reshape(-1))
         return _arrays.like(work, tensor)
@@ -399,19 +454,29 @@ class Distributed:
         return _fill(self._gather_arrays(self._data_comm, tensor, equal_shapes=True), gather_list)
 
     def data_parallel_scatter(self, tensor, scatter_list=None):
-        """Fills ``tensor`` with entry ``data_parallel_rank`` of data rank 0's ``scatter_list``, and returns it.
-        Collective over ``data`` (one Scatter)."""
+        """Fills ``tensor`` with entry ``data_parallel_rank`` of data rank 0's ``scatter_list`` (one entry per data
+        rank, each of the root's ``tensor`` shape), and returns it. Collective over ``data`` (one Scatter)."""
         problems = Problems()
         array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
-        if self.is_data_parallel_root() and (scatter_list is None or len(scatter_list) != self.total_data_parallel_ranks):
-            problems.add(f"scatter_list: the data root must give {self.total_data_parallel_ranks} tensors")
-        self._mesh.agree(problems.text(), "data")
         send = None
-        if self.is_data_parallel_root():
-            send = np.stack([np.ascontiguousarray(_as_any_numpy(t, problems), dtype=array.dtype) for t in scatter_list])
+        if self.is_data_parallel_root() and array is not None:
+            n = self.total_data_parallel_ranks
+            if scatter_list is None or len(scatter_list) != n:
+                problems.add(f"scatter_list: the data root must give {n} tensors, got "
+                             f"{'None' if scatter_list is None else len(scatter_list)}")
+            else:
+                pieces = [_as_any_numpy(t, problems) for t in scatter_list]
+                shapes = {tuple(np.shape(piece)) for piece in pieces if piece is not None}
+                if not problems and shapes != {tuple(array.shape)}:
+                    problems.add(f"scatter_list: entries of shapes {sorted(shapes)}, the tensor's is {array.shape}")
+                if not problems:
+                    send = np.stack([np.asarray(piece, dtype=array.dtype) for piece in pieces])
+        self._agree_arrays(problems, "data", array)
         receive = np.empty(array.shape, array.dtype)
         with mpi_errors():
-            self._data_comm.Scatter(None if send is None else send.reshape(-1).view(np.uint8), receive.reshape(-1).view(np.uint8), root=0)
+            self._data_comm.Scatter(
+                None if send is None else send.reshape(-1).view(np.uint8), receive.reshape(-1).view(np.uint8), root=0
+            )
         array[...] = receive
         return tensor
 
@@ -432,25 +497,28 @@ class Distributed:
         (``get_local_slices(global_shape, data_parallel_dim)``); None on the other ranks. With
         ``data_parallel_dim=None`` a spatial-only gather: the field of data replica 0. Uneven spatial
         shards are fine. Collective over the world (one Gatherv)."""
-        global_shape = tuple(int(n) for n in global_shape)
-        if data_parallel_dim is not None and global_shape[data_parallel_dim] % self.total_data_parallel_ranks:
-            raise ValueError(
-                "expected global data parallel dim to be divisible by data parallel "
-                f"ranks, got global_shape {global_shape} with {self.total_data_parallel_ranks} data parallel ranks"
-            )
         problems = Problems()
         array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
-        img = global_shape[-2:]
-        dp = None if data_parallel_dim is None else data_parallel_dim % len(global_shape)
-        if array is not None:
-            expected = tuple(
-                s.stop - s.start if s.start is not None else n
-                for s, n in zip(self.get_local_slices(global_shape, dp), global_shape)
-            )
+        img, dp = (0, 0), None
+        try:  # every check a rank makes alone becomes a problem raised on every rank
+            global_shape = tuple(int(n) for n in global_shape)
+            img = global_shape[-2:]
+            dp = None if data_parallel_dim is None else int(data_parallel_dim) % len(global_shape)
+            slices = self.get_local_slices(global_shape, dp)
+            if data_parallel_dim is not None and global_shape[dp] % self.total_data_parallel_ranks:
+                raise ValueError(
+                    "expected global data parallel dim to be divisible by data parallel "
+                    f"ranks, got global_shape {global_shape} with {self.total_data_parallel_ranks} data parallel ranks"
+                )
+        except (TypeError, ValueError, IndexError, ZeroDivisionError) as error:
+            problems.add(f"global_shape={global_shape!r}, data_parallel_dim={data_parallel_dim!r}: {error}")
+        if array is not None and not problems:
+            expected = tuple(s.stop - s.start if s.start is not None else n for s, n in zip(slices, global_shape))
             if tuple(array.shape) != expected:
                 problems.add(f"tensor: shape {tuple(array.shape)}, but this rank's slice of {global_shape} is {expected}")
+        signature = 0 if problems else _signature(array.dtype.str, global_shape, dp)
         if problems:
-            self._mesh.gather_global(problems.text(), None, img, 0, 0, None)
+            self._mesh.gather_global(problems.text(), signature, None, (1, 1), 0, 0, None)
         if dp is None:
             samples = 1 if self.data_parallel_rank == 0 else 0
             moved = array
@@ -463,7 +531,9 @@ class Distributed:
         send = np.ascontiguousarray(moved) if samples else np.empty(0, dtype=array.dtype)
         total = global_shape[dp] if dp is not None else 1
         out = np.empty((total,) + rest + img, dtype=array.dtype) if self.is_root() else None
-        self._mesh.gather_global("", send.reshape(-1), img, samples, channels, None if out is None else out.reshape(-1))
+        self._mesh.gather_global(
+            "", signature, send.reshape(-1), img, samples, channels, None if out is None else out.reshape(-1)
+        )
         if out is None:
             return None
         out = out[0] if dp is None else np.moveaxis(out, 0, dp)
@@ -473,16 +543,24 @@ class Distributed:
         """The whole ``img_shape`` field on every rank of the spatial group, by an all-gather of the uneven
         shards (never a zero-padded all-reduce); ``tensor`` itself when every rank already holds the whole
         field. Collective over ``spatial``."""
-        img = (int(img_shape[0]), int(img_shape[1]))
         problems = Problems()
         array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
-        # Decided by the whole group: a rank whose own box is the whole grid cannot tell a shard from a
-        # global field, and a rank that returned early would leave the others waiting.
-        box = self.get_local_slices(img)
-        whole_box = all(s.stop - s.start == n for s, n in zip(box, img))
-        shard_shape = tuple(s.stop - s.start for s in box)
+        img, whole_box, shard_shape = (1, 1), True, None
+        try:
+            img = (int(img_shape[0]), int(img_shape[1]))
+            if len(img_shape) != 2:
+                raise ValueError("expected (nlat, nlon)")
+            # Decided by the whole group: a rank whose own box is the whole grid cannot tell a shard from a
+            # global field, and a rank that returned early would leave the others waiting.
+            box = self.get_local_slices(img)
+            whole_box = all(s.stop - s.start == n for s, n in zip(box, img))
+            shard_shape = tuple(s.stop - s.start for s in box)
+        except (TypeError, ValueError, IndexError) as error:
+            problems.add(f"img_shape={img_shape!r}: {error}")
         state = 0
-        if array is None or array.ndim < 2:
+        if problems:
+            state = 4
+        elif array is None or array.ndim < 2:
             state = 4
             if array is not None:
                 problems.add(f"tensor: shape {tuple(array.shape)} has no (lat, lon) dims")
@@ -505,7 +583,10 @@ class Distributed:
             raise ArgumentError("tensor: some ranks passed the whole field and others their shards")
         leading = tuple(array.shape[:-2])
         out = np.empty(leading + img, dtype=array.dtype)
-        self._mesh.gather_spatial("", _arrays.contiguous(array).reshape(-1), img, math.prod(leading), out.reshape(-1))
+        signature = _signature(array.dtype.str, leading)
+        self._mesh.gather_spatial(
+            "", signature, _arrays.contiguous(array).reshape(-1), img, math.prod(leading), out.reshape(-1)
+        )
         return _arrays.like(out, tensor)
 
     def gather_spatial(self, data, img_shape):
@@ -530,11 +611,14 @@ class Distributed:
             _check_spatial_dims(dim, field.array.ndim, problems)
         w, form = _weights_buffer(weights, field, problems)
         out = np.empty(field.channels if not problems else 0, dtype=np.float64)
-        kernel(self._mesh, problems.text(), field.buffer if not problems else None, w, form, out)
+        signature = field.signature(weights is None)
+        kernel(self._mesh, problems.text(), signature, field.buffer if not problems else None, w, form, out)
         return _result(out, field, keepdim)
 
-    def _paired_metric(self, kernel, truth, predicted, weights, dim, *extra):
+    def _paired_metric(self, kernel, truth, predicted, weights, dim, *extra, problem=""):
         problems = Problems()
+        if problem:
+            problems.add(problem)
         t = _Field(truth, "truth", problems)
         p = _Field(predicted, "predicted", problems)
         if t.buffer is not None:
@@ -546,7 +630,9 @@ class Distributed:
         w, form = _weights_buffer(weights, t, problems)
         out = np.empty(t.channels if not problems else 0, dtype=np.float64)
         ok = not problems
-        kernel(self._mesh, problems.text(), t.buffer if ok else None, p.buffer if ok else None, w, form, *extra, out)
+        signature = t.signature(weights is None)
+        kernel(self._mesh, problems.text(), signature, t.buffer if ok else None, p.buffer if ok else None, w, form,
+               *extra, out)
         return _result(out, t)
 
     def weighted_sum(self, data, weights=None, dim=(-2, -1), keepdim=False):
@@ -585,8 +671,17 @@ class Distributed:
         """``100 * (G(predicted) - G(truth)) / G(truth)``, ``G = weighted_mean_gradient_magnitude``, by one
         halo exchange of one-cell strips (never a gather). A point counts when both magnitudes are valid.
         ``img_shape``, if given, is checked against the grid the shards form. Collective over ``spatial``."""
-        img = None if img_shape is None else (int(img_shape[0]), int(img_shape[1]))
-        return self._paired_metric(_core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img)
+        img, problem = None, ""
+        if img_shape is not None:
+            try:
+                img = (int(img_shape[0]), int(img_shape[1]))
+                if len(img_shape) != 2:
+                    raise ValueError("expected (nlat, nlon)")
+            except (TypeError, ValueError, IndexError) as error:
+                img, problem = None, f"img_shape={img_shape!r}: {error}"
+        return self._paired_metric(
+            _core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img, problem=problem
+        )
 
     def regional_weighted_mean(self, data, weights, regional_weights, dim=(-2, -1), keepdim=False):
         """The weighted mean with weights ``weights * regional_weights`` (ACE's regional_area_weighted_mean).
@@ -605,7 +700,10 @@ class Distributed:
                 problems.add(f"regional_weights: shape {np.shape(region)} does not broadcast to the shard")
         out = np.empty(field.channels if not problems else 0, dtype=np.float64)
         ok = not problems
-        _core.regional_weighted_mean(self._mesh, problems.text(), field.buffer if ok else None, w, form, region, out)
+        _core.regional_weighted_mean(
+            self._mesh, problems.text(), field.signature(weights is None), field.buffer if ok else None, w, form,
+            region, out
+        )
         return _result(out, field, keepdim)
 
     def zonal_mean(self, data):
@@ -615,7 +713,7 @@ class Distributed:
         field = _Field(data, "data", problems)
         ok = not problems
         out = np.empty((field.channels, field.rows) if ok else 0, dtype=np.float64)
-        _core.zonal_mean(self._mesh, problems.text(), field.buffer if ok else None, out.reshape(-1))
+        _core.zonal_mean(self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1))
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
 
     def gradient_magnitude(self, tensor, dim=(-2, -1)):
@@ -628,7 +726,9 @@ class Distributed:
             _check_spatial_dims(dim, field.array.ndim, problems)
         ok = not problems
         out = np.empty(field.buffer.shape if ok else 0, dtype=np.float64)
-        _core.gradient_magnitude(self._mesh, problems.text(), field.buffer if ok else None, out.reshape(-1))
+        _core.gradient_magnitude(
+            self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1)
+        )
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.array.shape), tensor)
 
     def _time_mean_metric(self, kernel, truth, predicted, weights, time_dim, spatial_dims):
@@ -650,13 +750,18 @@ class Distributed:
                 # Time slowest, as the library reads it: a copy only when time_dim is not the first dim.
                 axis = normal[0]
                 ntime = t.array.shape[axis]
-                t.buffer = _arrays.contiguous(np.moveaxis(t.array, axis, 0)).reshape(-1, t.rows, t.cols)
-                p.buffer = _arrays.contiguous(np.moveaxis(p.array, axis, 0)).reshape(-1, t.rows, t.cols)
+                if ntime < 1:
+                    problems.add(f"time_dim={time_dim!r}: the time dim is empty")
+                channels = t.channels  # ntime x the other leading dims, time slowest after the move
+                t.buffer = _arrays.contiguous(np.moveaxis(t.array, axis, 0)).reshape(channels, t.rows, t.cols)
+                p.buffer = _arrays.contiguous(np.moveaxis(p.array, axis, 0)).reshape(channels, t.rows, t.cols)
                 t.leading = t.leading[:axis] + t.leading[axis + 1 :]
         w, form = _weights_buffer(weights, t, problems)
         ok = not problems
         out = np.empty(t.channels // ntime if ok and ntime else 0, dtype=np.float64)
-        kernel(self._mesh, problems.text(), t.buffer if ok else None, p.buffer if ok else None, w, form, ntime, out)
+        signature = t.signature(weights is None, ntime)
+        kernel(self._mesh, problems.text(), signature, t.buffer if ok else None, p.buffer if ok else None, w, form,
+               ntime, out)
         return _result(out, t)
 
     def rmse_of_time_mean(self, truth, predicted, weights=None, time_dim=0, spatial_dims=(-2, -1)):
@@ -684,6 +789,8 @@ def _fill(gathered, gather_list):
     into its tensors (torch.distributed's convention)."""
     if gathered is None or gather_list is None:
         return gathered
+    if len(gather_list) != len(gathered):
+        raise ArgumentError(f"gather_list: {len(gather_list)} tensors for {len(gathered)} ranks")
     for target, value in zip(gather_list, gathered):
         target[...] = value
     return gather_list
@@ -695,8 +802,16 @@ def _as_any_numpy(value, problems):
         if value.device.type != "cpu":
             problems.add(f"tensor: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
             return None
-        return value.detach().numpy()
-    return np.asarray(value)
+        try:
+            return value.detach().numpy()
+        except (TypeError, RuntimeError) as error:
+            problems.add(f"tensor: {error}")
+            return None
+    try:
+        return np.asarray(value)
+    except (TypeError, ValueError) as error:
+        problems.add(f"tensor: cannot be read as an array ({error})")
+        return None
 
 
 def spherical_area_weights(lats, num_lon):

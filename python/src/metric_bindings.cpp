@@ -28,6 +28,7 @@ using ImgShape = std::optional<std::tuple<std::int64_t, std::int64_t>>;
 /// `(rows,)` or `(rows, cols)`), and an optional region `(rows, cols)` in float64.
 struct ShardArguments {
     std::string problem;
+    std::int64_t signature = 0;  // what every rank must give alike: dtype, leading dims, weights or none
     py::object truth;
     py::object prediction;  // None for one-field metrics
     py::object weights;     // None for metrics without weights
@@ -82,7 +83,7 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
     const ShardedGrid* grid = nullptr;
     {
         py::gil_scoped_release release;
-        grid = &self.grid_of_shards(args.problem, shape.rows, shape.cols, args.declared, form);
+        grid = &self.grid_of_shards(args.problem, {shape.rows, shape.cols, args.signature}, args.declared, form);
     }
     // Every rank's arguments passed the checks above; the library's metric checks the rest collectively.
     // Weights come as (rows,) for per_row or either, (rows, cols) for per_point; a rank whose weights are
@@ -136,19 +137,19 @@ WeightsForm form_of(int code) {
     return static_cast<WeightsForm>(code);
 }
 
-ShardArguments one_field(std::string problem, py::object data, py::object weights, int form) {
-    return {std::move(problem), std::move(data), py::none(),  std::move(weights),
-            form_of(form),      py::none(),      std::nullopt};
+ShardArguments one_field(std::string problem, std::int64_t signature, py::object data, py::object weights, int form) {
+    return {std::move(problem), signature,     std::move(data), py::none(),
+            std::move(weights), form_of(form), py::none(),      std::nullopt};
 }
 
-ShardArguments two_fields(std::string problem, py::object truth, py::object predicted, py::object weights, int form,
-                          ImgShape img_shape = std::nullopt) {
+ShardArguments two_fields(std::string problem, std::int64_t signature, py::object truth, py::object predicted,
+                          py::object weights, int form, ImgShape img_shape = std::nullopt) {
     std::optional<GridShape> declared;
     if (img_shape) {
         declared = GridShape{std::get<0>(*img_shape), std::get<1>(*img_shape)};
     }
-    return {std::move(problem), std::move(truth), std::move(predicted), std::move(weights), form_of(form),
-            py::none(),         declared};
+    return {std::move(problem), signature,     std::move(truth), std::move(predicted),
+            std::move(weights), form_of(form), py::none(),       declared};
 }
 
 /// Binds a one-field, weighted, per-channel metric `name` computed by `metric(grid, x, weights, summation)`.
@@ -156,14 +157,15 @@ template <class Metric>
 void bind_weighted(py::module_& m, const char* name, Metric metric, const char* doc) {
     m.def(
         name,
-        [metric](PythonMesh& self, const std::string& problem, py::object data, py::object weights, int form,
-                 py::buffer out) {
-            run_metric(self, one_field(problem, std::move(data), std::move(weights), form), std::move(out),
+        [metric](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data,
+                 py::object weights, int form, py::buffer out) {
+            run_metric(self, one_field(problem, signature, std::move(data), std::move(weights), form), std::move(out),
                        [&](const ShardedGrid& grid, auto x, auto, Weights a, auto) {
                            return metric(grid, x, a, self.summation());
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("weights"), py::arg("form"), py::arg("out"), doc);
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("weights"), py::arg("form"),
+        py::arg("out"), doc);
 }
 
 /// Binds a two-field, weighted, per-channel metric computed by `metric(grid, truth, prediction, weights, summation)`.
@@ -171,15 +173,16 @@ template <class Metric>
 void bind_paired(py::module_& m, const char* name, Metric metric, const char* doc) {
     m.def(
         name,
-        [metric](PythonMesh& self, const std::string& problem, py::object truth, py::object predicted,
-                 py::object weights, int form, py::buffer out) {
-            run_metric(self, two_fields(problem, std::move(truth), std::move(predicted), std::move(weights), form),
+        [metric](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth,
+                 py::object predicted, py::object weights, int form, py::buffer out) {
+            run_metric(self,
+                       two_fields(problem, signature, std::move(truth), std::move(predicted), std::move(weights), form),
                        std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
                            return metric(grid, t, p, a, self.summation());
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("truth"), py::arg("predicted"), py::arg("weights"),
-        py::arg("form"), py::arg("out"), doc);
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("predicted"),
+        py::arg("weights"), py::arg("form"), py::arg("out"), doc);
 }
 
 /// Binds a time-mean metric computed by `metric(grid, truth, prediction, ntime, weights, summation)` on fields
@@ -188,15 +191,16 @@ template <class Metric>
 void bind_time_mean(py::module_& m, const char* name, Metric metric, const char* doc) {
     m.def(
         name,
-        [metric](PythonMesh& self, const std::string& problem, py::object truth, py::object predicted,
-                 py::object weights, int form, std::int64_t ntime, py::buffer out) {
-            run_metric(self, two_fields(problem, std::move(truth), std::move(predicted), std::move(weights), form),
+        [metric](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth,
+                 py::object predicted, py::object weights, int form, std::int64_t ntime, py::buffer out) {
+            run_metric(self,
+                       two_fields(problem, signature, std::move(truth), std::move(predicted), std::move(weights), form),
                        std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
                            return metric(grid, t, p, ntime, a, self.summation());
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("truth"), py::arg("predicted"), py::arg("weights"),
-        py::arg("form"), py::arg("ntime"), py::arg("out"), doc);
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("predicted"),
+        py::arg("weights"), py::arg("form"), py::arg("ntime"), py::arg("out"), doc);
 }
 
 }  // namespace
@@ -228,49 +232,50 @@ void bind_metrics(py::module_& m) {
 
     m.def(
         "gradient_magnitude_percent_diff",
-        [](PythonMesh& self, const std::string& problem, py::object truth, py::object predicted, py::object weights,
-           int form, ImgShape img_shape, py::buffer out) {
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object predicted,
+           py::object weights, int form, ImgShape img_shape, py::buffer out) {
             run_metric(self,
-                       two_fields(problem, std::move(truth), std::move(predicted), std::move(weights), form, img_shape),
+                       two_fields(problem, signature, std::move(truth), std::move(predicted), std::move(weights), form,
+                                  img_shape),
                        std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
                            return gradient_magnitude_percent_diff(grid, t, p, a, GradientOptions{}, self.summation());
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("truth"), py::arg("predicted"), py::arg("weights"),
-        py::arg("form"), py::arg("img_shape"), py::arg("out"),
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("predicted"),
+        py::arg("weights"), py::arg("form"), py::arg("img_shape"), py::arg("out"),
         "Collective over `spatial`: one halo exchange of both fields, one allreduce; one value per channel.");
     m.def(
         "regional_weighted_mean",
-        [](PythonMesh& self, const std::string& problem, py::object data, py::object weights, int form,
-           py::object region, py::buffer out) {
-            ShardArguments args = one_field(problem, std::move(data), std::move(weights), form);
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::object weights,
+           int form, py::object region, py::buffer out) {
+            ShardArguments args = one_field(problem, signature, std::move(data), std::move(weights), form);
             args.region = std::move(region);
             run_metric(self, std::move(args), std::move(out),
                        [&](const ShardedGrid& grid, auto x, auto, Weights a, std::span<const double> r) {
                            return regional_weighted_mean(grid, x, a, r, self.summation());
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("weights"), py::arg("form"),
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("weights"), py::arg("form"),
         py::arg("regional_weights"), py::arg("out"), spatial_doc);
     m.def(
         "zonal_mean",
-        [](PythonMesh& self, const std::string& problem, py::object data, py::buffer out) {
-            run_metric(self, one_field(problem, std::move(data), py::none(), 1), std::move(out),
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {
+            run_metric(self, one_field(problem, signature, std::move(data), py::none(), 1), std::move(out),
                        [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
                            return zonal_mean(grid, x, self.summation());
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("out"),
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("out"),
         "Collective over `lon`; (channels, rows) on every rank of the lon group.");
     m.def(
         "gradient_magnitude",
-        [](PythonMesh& self, const std::string& problem, py::object data, py::buffer out) {
-            run_metric(self, one_field(problem, std::move(data), py::none(), 1), std::move(out),
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {
+            run_metric(self, one_field(problem, signature, std::move(data), py::none(), 1), std::move(out),
                        [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
                            return gradient_magnitude(grid, x, GradientOptions{});
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("data"), py::arg("out"),
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("out"),
         "Collective over `spatial` (one halo exchange); this rank's magnitudes, (channels, rows, cols).");
 }
 

@@ -88,20 +88,20 @@ void copy_into(const std::vector<T>& from, py::buffer& out, const char* name) {
     std::memcpy(to.data(), from.data(), from.size() * sizeof(T));
 }
 
-/// The grid a gather names, agreed over `group` together with the caller's problem and the shard's dtype,
-/// so a rank that sends another type raises on every rank instead of garbling the message.
+/// The grid a gather names, agreed over `group` together with the caller's problem and what the shards hold,
+/// so a rank that sends another type or layout raises on every rank instead of garbling the message.
+/// `signature` (the Python layer's code of the dtype and leading dims) is agreed with it.
 const ShardedGrid& grid_for_gather(PythonMesh& self, const Communicator& group, std::string problem,
-                                   const py::object& shard, std::tuple<std::int64_t, std::int64_t> img) {
-    std::int64_t element_code = -1;
+                                   std::int64_t signature, const py::object& shard,
+                                   std::tuple<std::int64_t, std::int64_t> img) {
     if (problem.empty()) {
         py::buffer in = shard.cast<py::buffer>();
-        element_code = static_cast<std::int64_t>(element_kind(in));
         if (element_kind(in) == ElementKind::other) {
             problem = "tensor: dtype must be float32, float64, int32 or int64";
         }
     }
     py::gil_scoped_release release;
-    return self.grid_named(group, problem, {std::get<0>(img), std::get<1>(img)}, element_code);
+    return self.grid_named(group, problem, {std::get<0>(img), std::get<1>(img)}, signature);
 }
 
 void bind_geometry(py::module_& m) {
@@ -180,13 +180,14 @@ void bind_mesh(py::module_& m) {
             py::arg("group") = "world")
         .def(
             "agree",
-            [](const PythonMesh& self, const std::string& problem, const std::string& group) {
+            [](const PythonMesh& self, const std::string& problem, const std::string& group, std::int64_t signature) {
                 const Communicator& comm = group_of(self.mesh(), group);
                 py::gil_scoped_release release;
-                check_collectively(comm, problem);
+                detail::agree_or_throw(comm, problem, {signature}, "the arrays' dtype and shape");
             },
-            py::arg("problem"), py::arg("group"),
-            "Raises ArgumentError on every rank of `group` when any rank passes a non-empty problem. Collective.")
+            py::arg("problem"), py::arg("group"), py::arg("signature") = 0,
+            "Raises ArgumentError on every rank of `group` when any rank passes a non-empty problem, or when the "
+            "ranks' signatures (a code of what their arrays must share) differ. Collective: one allreduce.")
         .def("reduce", &reduce_over_data, py::arg("op"), py::arg("values"),
              "Elementwise sum, mean, min or max over the data group, in place. Collective over `data`.")
         .def(
@@ -203,9 +204,10 @@ void bind_mesh(py::module_& m) {
             py::arg("values"), "Spatial rank 0's values to every rank of its spatial group, in place. Collective.")
         .def(
             "gather_spatial",
-            [](PythonMesh& self, const std::string& problem, py::object shard,
+            [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object shard,
                std::tuple<std::int64_t, std::int64_t> img, std::int64_t channels, py::object out) {
-                const ShardedGrid& sharded = grid_for_gather(self, self.mesh().spatial(), problem, shard, img);
+                const ShardedGrid& sharded =
+                    grid_for_gather(self, self.mesh().spatial(), problem, signature, shard, img);
                 py::buffer in = shard.cast<py::buffer>();
                 py::buffer to = out.cast<py::buffer>();
                 with_reducible_type(in, "tensor", [&](auto zero) {
@@ -219,15 +221,16 @@ void bind_mesh(py::module_& m) {
                     copy_into(whole, to, "out");
                 });
             },
-            py::arg("problem"), py::arg("shard"), py::arg("img_shape"), py::arg("channels"), py::arg("out"),
+            py::arg("problem"), py::arg("signature"), py::arg("shard"), py::arg("img_shape"), py::arg("channels"),
+            py::arg("out"),
             "All-gather of uneven shards (channels, box) into the whole field on every spatial rank. Collective "
             "over `spatial`.")
         .def(
             "gather_global",
-            [](PythonMesh& self, const std::string& problem, py::object shard,
+            [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object shard,
                std::tuple<std::int64_t, std::int64_t> img, std::int64_t local_samples, std::int64_t channels,
                py::object out) {
-                const ShardedGrid& sharded = grid_for_gather(self, self.mesh().world(), problem, shard, img);
+                const ShardedGrid& sharded = grid_for_gather(self, self.mesh().world(), problem, signature, shard, img);
                 py::buffer in = shard.cast<py::buffer>();
                 with_reducible_type(in, "tensor", [&](auto zero) {
                     using T = decltype(zero);
@@ -243,8 +246,8 @@ void bind_mesh(py::module_& m) {
                     }
                 });
             },
-            py::arg("problem"), py::arg("shard"), py::arg("img_shape"), py::arg("local_samples"), py::arg("channels"),
-            py::arg("out"),
+            py::arg("problem"), py::arg("signature"), py::arg("shard"), py::arg("img_shape"), py::arg("local_samples"),
+            py::arg("channels"), py::arg("out"),
             "Gathers (local_samples, channels, box) from every rank onto world rank 0. Collective over `world`.");
 }
 

@@ -31,21 +31,24 @@ const ShardedGrid& PythonMesh::cached(GridShape grid) {
     return *slot;
 }
 
-const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, std::int64_t rows, std::int64_t cols,
+const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardExtent shard,
                                               std::optional<GridShape> declared, WeightsForm& weights) {
+    const std::int64_t rows = shard.rows;
+    const std::int64_t cols = shard.cols;
     const MeshShape& shape = mesh_.shape();
     const MeshCoords& me = mesh_.coords();
     const Communicator& spatial = mesh_.spatial();
     constexpr std::int64_t absent = std::numeric_limits<std::int64_t>::max();
 
     // One MIN-allreduce: [lowest failing rank | per lat index: min rows, min -rows | per lon index: min cols,
-    // min -cols | min and -max of the declared nlat and nlon | 0 if any rank's weights are per point, 0 if any
-    // are per row]. The slots of a mesh row or column take only the ranks in it, so every rank learns every
-    // shard's extent and whether its peers agree.
+    // min -cols | min and -max of the declared nlat and nlon | min and -max of the signature | 0 if any rank's
+    // weights are per point, 0 if any are per row]. The slots of a mesh row or column take only the ranks in it, so
+    // every rank learns every shard's extent and whether its peers agree.
     const std::size_t lat_slots = 1;
     const std::size_t lon_slots = lat_slots + 2 * static_cast<std::size_t>(shape.lat);
     const std::size_t declared_slots = lon_slots + 2 * static_cast<std::size_t>(shape.lon);
-    const std::size_t form_slots = declared_slots + 4;
+    const std::size_t signature_slots = declared_slots + 4;
+    const std::size_t form_slots = signature_slots + 2;
     std::vector<std::int64_t> buffer(form_slots + 2, absent);
     buffer[form_slots] = weights == WeightsForm::per_point ? 0 : 1;
     buffer[form_slots + 1] = weights == WeightsForm::per_row ? 0 : 1;
@@ -61,6 +64,8 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, std::i
         buffer[declared_slots + 1] = -nlat;
         buffer[declared_slots + 2] = nlon;
         buffer[declared_slots + 3] = -nlon;
+        buffer[signature_slots] = shard.signature;
+        buffer[signature_slots + 1] = -shard.signature;
     }
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_INT64_T, MPI_MIN,
                   spatial.native());
@@ -98,6 +103,11 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, std::i
                             std::to_string(buffer[declared_slots + 2]) + " to " +
                             std::to_string(-buffer[declared_slots + 3]));
     }
+    if (buffer[signature_slots] != -buffer[signature_slots + 1]) {
+        throw ArgumentError(
+            "data: the ranks' arguments differ in dtype, leading dims or whether weights are given; "
+            "every rank of the spatial group must pass its shard of the same fields");
+    }
     if (declared && (declared->nlat != grid.nlat || declared->nlon != grid.nlon)) {
         throw ArgumentError("img_shape=" + shape_text(declared->nlat, declared->nlon) + " but the shards make up " +
                             shape_text(grid.nlat, grid.nlon));
@@ -125,7 +135,8 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, std::i
 
 const ShardedGrid& PythonMesh::grid_named(const Communicator& group, const std::string& problem, GridShape grid,
                                           std::int64_t element_code) {
-    detail::agree_or_throw(group, problem, {grid.nlat, grid.nlon, element_code}, "img_shape and dtype code");
+    detail::agree_or_throw(group, problem, {grid.nlat, grid.nlon, element_code},
+                           "img_shape, and the dtype and leading dims of the shards (coded)");
     return cached(grid);
 }
 

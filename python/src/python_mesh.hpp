@@ -21,6 +21,14 @@ namespace gridshard::python {
 /// must take the same one.
 enum class WeightsForm : std::int64_t { per_point = 0, per_row = 1, either = 2 };
 
+/// A rank's shards in one metric call: their extent, and a code of what every rank must give alike (the
+/// dtype, the leading dims, whether weights are given), which the Python layer computes.
+struct ShardExtent {
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+    std::int64_t signature = 0;
+};
+
 class PythonMesh {
   public:
     /// Collective over `parent` (a caller's communicator, borrowed): builds the mesh on a duplicate.
@@ -30,14 +38,14 @@ class PythonMesh {
     [[nodiscard]] SplitRule rule() const noexcept { return rule_; }
     [[nodiscard]] Summation summation() const noexcept { return summation_; }
 
-    /// The grid whose shards under this mesh and split rule are `rows x cols` on every rank, checked
+    /// The grid whose shards under this mesh and split rule are `shard.rows x shard.cols` on every rank, checked
     /// against `declared` (an img_shape the caller gave) when there is one. `problem` is this rank's own
     /// argument error, if any: it is raised, as ArgumentError, on every rank of the spatial group, as are
     /// shards that do not form a split of one grid. `weights` is this rank's form of the weights, and becomes
     /// the form every rank uses: per point if any rank's are, else per row if any rank's are, else per point.
-    /// Collective over `spatial`: one allreduce of 3 + 2 (lat + lon + 2) int64, and the first time a grid is
-    /// met the ShardedGrid's own set-up.
-    [[nodiscard]] const ShardedGrid& grid_of_shards(const std::string& problem, std::int64_t rows, std::int64_t cols,
+    /// Collective over `spatial`: one allreduce of 3 + 2 (lat + lon + 3) int64, and the first time a grid is
+    /// met the ShardedGrid's own set-up. Ranks whose `shard.signature` differs raise on every rank.
+    [[nodiscard]] const ShardedGrid& grid_of_shards(const std::string& problem, ShardExtent shard,
                                                     std::optional<GridShape> declared, WeightsForm& weights);
 
     /// The grid `grid`, which every rank of `group` (the spatial group or the world) must name alike, with

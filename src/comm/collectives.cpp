@@ -22,6 +22,13 @@ int as_count(std::int64_t n, const char* what) {
     return static_cast<int>(n);
 }
 
+// The element type, agreed with the lengths: ranks that pass different types (possible from Python) would
+// otherwise mix their bytes.
+template <class T>
+constexpr std::int64_t element_code() noexcept {
+    return static_cast<std::int64_t>(sizeof(T)) + (std::is_floating_point_v<T> ? 100 : 0);
+}
+
 // The local part of every field collective's argument check, as a message (empty when fine).
 std::string shard_error(const ProcessMesh& mesh, const Decomposition& decomposition, std::size_t shard_size,
                         std::int64_t channels, std::int64_t samples = 1) {
@@ -69,7 +76,8 @@ void copy_shard_out_of_global(const GridShape& grid, const Box& box, std::int64_
 
 template <class T>
 void allreduce_in_place(const Communicator& comm, std::span<T> values, MPI_Op op) {
-    detail::agree_or_throw(comm, "", {static_cast<std::int64_t>(values.size())}, "reduction length");
+    detail::agree_or_throw(comm, "", {static_cast<std::int64_t>(values.size()), element_code<T>()},
+                           "reduction length and element type");
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(),
                   as_count(static_cast<std::int64_t>(values.size()), "reduce"), detail::mpi_datatype<T>(), op,
                   comm.native());
@@ -99,7 +107,8 @@ void reduce_weighted_mean(const ProcessMesh& mesh, std::span<T> values, double w
         (std::isfinite(weight) && weight >= 0)
             ? std::string()
             : "reduce_weighted_mean: weight must be finite and >= 0, got weight=" + std::to_string(weight);
-    detail::agree_or_throw(mesh.data(), error, {static_cast<std::int64_t>(values.size())}, "reduction length");
+    detail::agree_or_throw(mesh.data(), error, {static_cast<std::int64_t>(values.size()), element_code<T>()},
+                           "reduction length and element type");
     std::vector<double> sums(values.size() + 1);
     for (std::size_t k = 0; k < values.size(); ++k) {
         sums[k] = weight == 0 ? 0.0 : static_cast<double>(values[k]) * weight;
@@ -130,7 +139,7 @@ template <class T>
 std::vector<T> allgather_data(const ProcessMesh& mesh, std::span<const T> values) {
     const Communicator& data = mesh.data();
     const auto n = static_cast<std::int64_t>(values.size());
-    detail::agree_or_throw(data, "", {n}, "allgather_data length");
+    detail::agree_or_throw(data, "", {n, element_code<T>()}, "allgather_data length and element type");
     std::vector<T> all(values.size() * static_cast<std::size_t>(data.size()));
     GRIDSHARD_MPI(MPI_Allgather, values.data(), as_count(n, "allgather_data"), detail::mpi_datatype<T>(), all.data(),
                   as_count(n, "allgather_data"), detail::mpi_datatype<T>(), data.native());
@@ -145,7 +154,8 @@ void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values) {
 template <class T>
 void broadcast_spatial(const ProcessMesh& mesh, std::span<T> values) {
     const Communicator& spatial = mesh.spatial();
-    detail::agree_or_throw(spatial, "", {static_cast<std::int64_t>(values.size())}, "broadcast length");
+    detail::agree_or_throw(spatial, "", {static_cast<std::int64_t>(values.size()), element_code<T>()},
+                           "broadcast length and element type");
     GRIDSHARD_MPI(MPI_Bcast, values.data(), as_count(static_cast<std::int64_t>(values.size()), "broadcast"),
                   detail::mpi_datatype<T>(), 0, spatial.native());
 }
@@ -154,8 +164,8 @@ template <class T>
 std::vector<T> gather_spatial(const ProcessMesh& mesh, const Decomposition& decomposition, std::span<const T> shard,
                               std::int64_t channels) {
     const Communicator& spatial = mesh.spatial();
-    detail::agree_or_throw(spatial, shard_error(mesh, decomposition, shard.size(), channels), {channels},
-                           "gather_spatial channels");
+    detail::agree_or_throw(spatial, shard_error(mesh, decomposition, shard.size(), channels),
+                           {channels, element_code<T>()}, "gather_spatial channels and element type");
     const GridShape grid = decomposition.grid();
     as_count(channels * grid.nlat * grid.nlon, "gather_spatial");
     const auto ranks = static_cast<std::size_t>(spatial.size());
@@ -181,8 +191,8 @@ template <class T>
 std::vector<T> gather_global(const ProcessMesh& mesh, const Decomposition& decomposition, std::span<const T> shard,
                              std::int64_t local_samples, std::int64_t channels) {
     const Communicator& world = mesh.world();
-    detail::agree_or_throw(world, shard_error(mesh, decomposition, shard.size(), channels, local_samples), {channels},
-                           "gather_global channels");
+    detail::agree_or_throw(world, shard_error(mesh, decomposition, shard.size(), channels, local_samples),
+                           {channels, element_code<T>()}, "gather_global channels and element type");
     // Every rank learns every rank's sample count, so all check the same thing and raise the same error.
     const auto ranks = static_cast<std::size_t>(world.size());
     std::vector<std::int64_t> samples(ranks);
@@ -258,7 +268,8 @@ std::vector<T> scatter_spatial_from_root(const ProcessMesh& mesh, const Decompos
                 " elements but (channels=" + std::to_string(channels) + ", nlat=" + std::to_string(grid.nlat) +
                 ", nlon=" + std::to_string(grid.nlon) + ") needs " + std::to_string(expected);
     }
-    detail::agree_or_throw(spatial, error, {channels}, "scatter_spatial_from_root channels");
+    detail::agree_or_throw(spatial, error, {channels, element_code<T>()},
+                           "scatter_spatial_from_root channels and element type");
     as_count(expected, "scatter_spatial_from_root");
 
     const auto ranks = static_cast<std::size_t>(spatial.size());

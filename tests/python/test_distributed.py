@@ -492,3 +492,64 @@ def test_from_env(monkeypatch):
         monkeypatch.setenv("FME_DISTRIBUTED_H", str(WORLD.Get_size() + 1))
         with pytest.raises(ValueError, match="divisible by h_size"):
             gridshard.Distributed.from_env()
+
+
+# ---------------------------------------------------------------- what one rank alone gets wrong
+
+
+def last_rank():
+    return WORLD.Get_rank() == WORLD.Get_size() - 1
+
+
+@pytest.mark.skipif(WORLD.Get_size() == 1, reason="needs two ranks that disagree")
+def test_ranks_that_disagree_raise_on_every_rank(dist):
+    in_group = dist.data_parallel_rank == D - 1  # the last rank's data replica or spatial group
+    x = np.ones((2, 3), dtype=np.int32 if last_rank() else np.float32)
+    # A reduction over the data group: the last rank's group disagrees on the dtype.
+    same_data_group = WORLD.Get_rank() % (H * W) == (WORLD.Get_size() - 1) % (H * W)
+    if same_data_group and D > 1:
+        with pytest.raises(gridshard.ArgumentError, match="differ|dtype"):
+            dist.reduce_sum(x)
+    elif D > 1:
+        dist.reduce_sum(x)
+    truth, _, weights = fields((9, 14), np.float64)
+    t = local(dist, truth)
+    if H * W > 1:
+        swapped = np.ascontiguousarray(t.transpose(1, 0, 2, 3)) if last_rank() else t  # (3, 2) against (2, 3)
+        if in_group:
+            with pytest.raises(gridshard.ArgumentError, match="leading dims"):
+                dist.weighted_mean(swapped, local(dist, weights))
+        else:
+            dist.weighted_mean(swapped, local(dist, weights))
+        w = None if last_rank() else local(dist, weights)
+        if in_group:
+            with pytest.raises(gridshard.ArgumentError, match="weights are given"):
+                dist.weighted_mean(t, w)
+        else:
+            dist.weighted_mean(t, w)
+    with pytest.raises(gridshard.ArgumentError, match="different arguments"):
+        gridshard.Distributed(spatial_parallelism=(H, W), split="bogus" if last_rank() else "div_up")
+    img = "9x14" if last_rank() else (9, 14)
+    if in_group:
+        with pytest.raises(gridshard.ArgumentError, match="img_shape"):
+            dist.gradient_magnitude_percent_diff(t, t, None, img_shape=img)
+    else:
+        dist.gradient_magnitude_percent_diff(t, t, None, img_shape=img)
+
+
+def test_reductions_refuse_what_they_cannot_write_into(dist):
+    with pytest.raises(gridshard.ArgumentError, match="numpy array or a torch tensor"):
+        dist.reduce_sum(float(WORLD.Get_rank()))
+
+
+@pytest.mark.parametrize("grid", [(5, W), (5, 1), (3, 5)])
+def test_one_column_and_empty_shards_keep_the_serial_bits(dist, serial, grid):
+    """Shards one column wide (or empty, under div_up) take the weights' form of the whole field."""
+    if dist._mesh.split == "balanced" and (grid[0] < H or grid[1] < W):
+        pytest.skip("balanced needs a point per rank")
+    truth, prediction, _ = fields(grid, np.float64)
+    weights = gridshard.spherical_area_weights(np.linspace(-60, 60, grid[0]), grid[1])
+    got = dist.weighted_mean(local(dist, truth), weights[dist.get_local_slices(grid)])
+    assert_same_bits(got, serial.weighted_mean(truth, weights))
+    got = dist.rmse_of_time_mean(local(dist, truth), local(dist, prediction), weights[dist.get_local_slices(grid)])
+    assert_same_bits(got, serial.rmse_of_time_mean(truth, prediction, weights))
