@@ -26,7 +26,6 @@ import argparse
 import json
 import os
 import pathlib
-import socket
 import statistics
 import time
 
@@ -36,6 +35,7 @@ import torch.distributed
 from mpi4py import MPI
 
 import gridshard
+import gridshard.torch_distributed
 
 MESH = (1, 2, 2)  # data x h x w
 GRID = (721, 1440)
@@ -60,20 +60,8 @@ def global_fields():
 
 
 def init_torch_distributed(comm):
-    """torch.distributed (gloo) over the MPI world: rank 0 picks a free port and broadcasts it."""
-    port = None
-    if comm.Get_rank() == 0:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-    port = comm.bcast(port, root=0)
-    os.environ.update(
-        MASTER_ADDR="127.0.0.1",
-        MASTER_PORT=str(port),
-        RANK=str(comm.Get_rank()),
-        WORLD_SIZE=str(comm.Get_size()),
-    )
-    torch.distributed.init_process_group(backend="gloo", init_method="env://")
+    """torch.distributed (gloo) over the MPI world (gridshard.torch_distributed), and this rank's spatial group."""
+    gridshard.torch_distributed.init_process_group("gloo", comm)
     data, h, w = MESH
     groups = [torch.distributed.new_group(ranks=list(range(d * h * w, (d + 1) * h * w))) for d in range(data)]
     return groups[comm.Get_rank() // (h * w)]
