@@ -27,6 +27,7 @@ def _signature(*parts):
     the same in every process (a CRC of the parts' repr; Python's own str hash differs between processes)."""
     return zlib.crc32(repr(parts).encode())
 
+
 _SPATIAL_DIMS_HELP = "gridshard reduces over the two spatial dims, dim=(-2, -1)"
 
 
@@ -816,17 +817,19 @@ def _as_any_numpy(value, problems):
 
 def spherical_area_weights(lats, num_lon):
     """ACE's ``spherical_area_weights``: ``cos(lat)`` broadcast to ``(nlat, num_lon)`` and normalised to sum
-    1, as the kind and dtype of ``lats`` (a 1-D array of degrees). Returned as a broadcast view, constant along
-    longitude, which the metrics take as per-row weights. No MPI calls."""
+    1, as the kind and dtype of ``lats`` (a 1-D array of degrees; integer latitudes give float64). Returned as a
+    broadcast view, constant along longitude, which the metrics take as per-row weights. No MPI calls."""
     problems = Problems()
-    array = _arrays.as_numpy(lats, "lats", problems)
+    array = _arrays.as_numpy(lats, "lats", problems, _arrays.REDUCIBLE)
     if problems:
         raise ArgumentError(problems.text())
     if array.ndim != 1:
         raise ArgumentError(f"lats: shape {tuple(array.shape)}; gridshard takes a 1-D array of latitudes")
+    if not isinstance(num_lon, numbers.Integral) or num_lon < 1:
+        raise ArgumentError(f"num_lon={num_lon!r}: must be a positive int")
     weights = np.empty(array.shape[0], dtype=np.float64)
     _core.cos_lat_weights(np.ascontiguousarray(array, dtype=np.float64), int(num_lon), weights)
-    rows = weights.astype(array.dtype)
+    rows = weights.astype(array.dtype if array.dtype.kind == "f" else np.float64)
     if _arrays.is_tensor(lats):
         return _arrays._torch().from_numpy(rows).unsqueeze(-1).expand(rows.shape[0], int(num_lon))
     return np.broadcast_to(rows[:, None], (rows.shape[0], int(num_lon)))
