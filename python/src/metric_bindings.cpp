@@ -87,15 +87,15 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
     }
     // Every rank's arguments passed the checks above; the library's metric checks the rest collectively.
     // Weights come as (rows,) for per_row or either, (rows, cols) for per_point; a rank whose weights are
-    // per row while the group's are per point repeats them along the row (either: a single column, the
-    // same values in both forms).
+    // (rows,) while the group's are per point repeats them along its row (a single column: the same values;
+    // an empty shard: none).
     std::span<const double> weights;
     std::vector<double> expanded;
     const bool per_point = form == WeightsForm::per_point;
     if (!args.weights.is_none()) {
         py::buffer w = args.weights.cast<py::buffer>();
         weights = contiguous_span<const double>(w, "weights", false);
-        if (per_point && args.weights_form == WeightsForm::per_row) {
+        if (per_point && static_cast<std::int64_t>(weights.size()) != shape.rows * shape.cols) {
             expanded.reserve(weights.size() * static_cast<std::size_t>(shape.cols));
             for (const double a : weights) {
                 expanded.insert(expanded.end(), static_cast<std::size_t>(shape.cols), a);

@@ -542,13 +542,16 @@ def test_reductions_refuse_what_they_cannot_write_into(dist):
         dist.reduce_sum(float(WORLD.Get_rank()))
 
 
-@pytest.mark.parametrize("grid", [(5, W), (5, 1), (3, 5)])
-def test_one_column_and_empty_shards_keep_the_serial_bits(dist, serial, grid):
+@pytest.mark.parametrize("per_point", [False, True])
+@pytest.mark.parametrize("grid", [(5, W), (5, 1), (3, 5), (5, 3)])
+def test_one_column_and_empty_shards_keep_the_serial_bits(dist, serial, grid, per_point):
     """Shards one column wide (or empty, under div_up) take the weights' form of the whole field."""
     if dist._mesh.split == "balanced" and (grid[0] < H or grid[1] < W):
         pytest.skip("balanced needs a point per rank")
-    truth, prediction, _ = fields(grid, np.float64)
+    truth, prediction, point_weights = fields(grid, np.float64)
     weights = gridshard.spherical_area_weights(np.linspace(-60, 60, grid[0]), grid[1])
+    if per_point:
+        weights = point_weights
     got = dist.weighted_mean(local(dist, truth), weights[dist.get_local_slices(grid)])
     assert_same_bits(got, serial.weighted_mean(truth, weights))
     got = dist.rmse_of_time_mean(local(dist, truth), local(dist, prediction), weights[dist.get_local_slices(grid)])
