@@ -32,6 +32,7 @@
 
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
 #include "gridshard/metrics/terms.hpp"

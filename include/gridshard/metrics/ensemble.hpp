@@ -1,0 +1,56 @@
+#pragma once
+/// @file
+/// Ensemble and anomaly scores on shards (docs/design.md §3), each the serial answer bit for bit whatever the
+/// decomposition. The ensemble's members are held together on each rank; a per-point statistic over the
+/// members is formed in double at every point of the rank's box, then averaged over the grid by the one
+/// metrics engine, so one allreduce carries every score of a call.
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "gridshard/metrics/field.hpp"
+
+namespace gridshard {
+
+/// A rank's shard of an ensemble: `members` fields of `channels` planes of the rank's box, laid out
+/// `(members, channels, rows, cols)`, member slowest. Non-owning.
+template <FieldValue T>
+struct EnsembleShard {
+    std::span<const T> values;
+    std::int64_t members = 1;
+    std::int64_t channels = 1;
+};
+
+/// The ensemble scores of a set of channels, one value per channel each. With truth y, members x_1..x_M,
+/// ensemble mean xbar and area weights a normalised over the valid points:
+///   ensemble_mean_rmse = sqrt(wmean((xbar - y)^2));
+///   spread = sqrt(wmean(var_m(x))), var_m the unbiased variance over members (M - 1);
+///   spread_skill_ratio = spread / ensemble_mean_rmse;
+///   crps = wmean(mean_m |x_m - y| - sum_{m,k} |x_m - x_k| / (2 M^2));
+///   fair_crps = wmean(mean_m |x_m - y| - sum_{m,k} |x_m - x_k| / (2 M (M - 1))).
+/// A point is valid when its weight is non-zero and the truth and every member are finite.
+struct EnsembleScores {
+    std::vector<double> ensemble_mean_rmse;
+    std::vector<double> spread;
+    std::vector<double> spread_skill_ratio;
+    std::vector<double> crps;
+    std::vector<double> fair_crps;
+};
+
+/// Every score of EnsembleScores for `members` (M >= 2) against `truth`. Collective over `spatial`: one
+/// argument check, then one allreduce of 8C + 1 sums.
+template <class T>
+[[nodiscard]] EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members,
+                                             Weights a, Summation summation = Summation::reproducible);
+
+/// The uncentred anomaly correlation per channel, as WeatherBench 2 computes it:
+/// `sum a x' y' / sqrt(sum a x'^2 * sum a y'^2)` with x' = prediction - climatology and y' = truth - climatology,
+/// over the points where all three are finite and the weight is non-zero. Collective over `spatial`: one
+/// argument check, then one allreduce of 3C + 1 sums.
+template <class T>
+[[nodiscard]] std::vector<double> anomaly_correlation(const ShardedGrid& grid, FieldShard<T> truth,
+                                                      FieldShard<T> prediction, FieldShard<T> climatology, Weights a,
+                                                      Summation summation = Summation::reproducible);
+
+}  // namespace gridshard

@@ -1,0 +1,167 @@
+// The ensemble and anomaly scores: a per-point statistic formed in double at each point of the box (the same
+// arithmetic on every rank, so the same bits for any decomposition), then the engine's exact weighted means.
+
+#include "gridshard/metrics/ensemble.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "metric_support.hpp"
+
+namespace gridshard {
+
+using namespace detail;  // NOLINT(google-build-using-namespace): the metrics layer's own helpers
+
+namespace {
+
+constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+
+// The members' statistics at one point: xbar, the unbiased variance, mean |x - y| and the pair sum
+// sum_{m,k} |x_m - x_k| = 2 sum_i (2i - M - 1) x_(i) over the members sorted ascending (i from 1).
+struct PointStatistics {
+    double squared_error_of_mean;
+    double variance;
+    double crps;
+    double fair_crps;
+};
+
+PointStatistics point_statistics(double y, std::span<double> x) {
+    const auto m = static_cast<double>(x.size());
+    double sum = 0.0;
+    double absolute = 0.0;
+    for (const double v : x) {
+        sum += v;
+        absolute += std::abs(v - y);
+    }
+    const double mean = sum / m;
+    double squares = 0.0;
+    for (const double v : x) {
+        squares += (v - mean) * (v - mean);
+    }
+    std::sort(x.begin(), x.end());
+    double pairs = 0.0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+        pairs += (2.0 * static_cast<double>(i + 1) - m - 1.0) * x[i];
+    }
+    pairs *= 2.0;
+    const double skill = absolute / m;
+    return {(mean - y) * (mean - y), squares / (m - 1.0), skill - pairs / (2.0 * m * m),
+            skill - pairs / (2.0 * m * (m - 1.0))};
+}
+
+std::string ensemble_error(std::int64_t truth_channels, std::int64_t truth_size, std::int64_t members,
+                           std::int64_t channels, std::int64_t member_size, std::int64_t area) {
+    if (members < 2) {
+        return "members: an ensemble needs at least 2 members, got " + std::to_string(members);
+    }
+    if (channels != truth_channels) {
+        return "members: " + std::to_string(channels) + " channels, the truth has " + std::to_string(truth_channels);
+    }
+    if (member_size != members * channels * area || truth_size != channels * area) {
+        return "members: " + std::to_string(member_size) + " values for (members=" + std::to_string(members) +
+               ", channels=" + std::to_string(channels) + ", box of " + std::to_string(area) + " points), truth " +
+               std::to_string(truth_size);
+    }
+    return {};
+}
+
+}  // namespace
+
+template <class T>
+EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members, Weights a,
+                               Summation summation) {
+    const std::int64_t area = grid.box().area();
+    const std::int64_t channels = std::max<std::int64_t>(truth.channels, 0);
+    const std::string error =
+        ensemble_error(truth.channels, static_cast<std::int64_t>(truth.values.size()), members.members,
+                       members.channels, static_cast<std::int64_t>(members.values.size()), area);
+    // Four statistics per channel and point, laid out (statistic, channel, rows, cols): NaN where a point is
+    // not valid, so that the skip_nan mean leaves it out of numerator and weight alike.
+    constexpr std::int64_t statistics = 4;
+    std::vector<double> derived(static_cast<std::size_t>(statistics * channels * area), not_a_number);
+    if (error.empty()) {
+        std::vector<double> x(static_cast<std::size_t>(members.members));
+        const std::int64_t plane = channels * area;
+        for (std::int64_t k = 0; k < plane; ++k) {
+            const auto y = static_cast<double>(truth.values[static_cast<std::size_t>(k)]);
+            bool finite = std::isfinite(y);
+            for (std::int64_t m = 0; m < members.members; ++m) {
+                x[static_cast<std::size_t>(m)] =
+                    static_cast<double>(members.values[static_cast<std::size_t>(m * plane + k)]);
+                finite = finite && std::isfinite(x[static_cast<std::size_t>(m)]);
+            }
+            if (!finite) {
+                continue;
+            }
+            const PointStatistics s = point_statistics(y, x);
+            derived[static_cast<std::size_t>(0 * plane + k)] = s.squared_error_of_mean;
+            derived[static_cast<std::size_t>(1 * plane + k)] = s.variance;
+            derived[static_cast<std::size_t>(2 * plane + k)] = s.crps;
+            derived[static_cast<std::size_t>(3 * plane + k)] = s.fair_crps;
+        }
+    }
+    const FieldShard<double> field{derived, statistics * channels};
+    const ValidityPolicy policy = ValidityPolicy::skip_nan;
+    const TermSums sums = accumulate_terms<double>(
+        grid, field, nullptr, a, {weight_and(policy, {Term::truth}), policy, summation}, nullptr, error);
+    EnsembleScores scores;
+    for (std::int64_t c = 0; c < channels; ++c) {
+        const double rmse = std::sqrt(sums.mean(0 * channels + c, Term::truth));
+        const double spread = std::sqrt(sums.mean(1 * channels + c, Term::truth));
+        scores.ensemble_mean_rmse.push_back(rmse);
+        scores.spread.push_back(spread);
+        scores.spread_skill_ratio.push_back(spread / rmse);
+        scores.crps.push_back(sums.mean(2 * channels + c, Term::truth));
+        scores.fair_crps.push_back(sums.mean(3 * channels + c, Term::truth));
+    }
+    return scores;
+}
+
+template <class T>
+std::vector<double> anomaly_correlation(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
+                                        FieldShard<T> climatology, Weights a, Summation summation) {
+    std::string error = pair_error(truth, prediction, grid.box());
+    if (error.empty() && (climatology.channels != truth.channels || climatology.values.size() != truth.values.size())) {
+        error = "climatology: " + std::to_string(climatology.values.size()) + " values in " +
+                std::to_string(climatology.channels) + " channels, the truth has " +
+                std::to_string(truth.values.size()) + " in " + std::to_string(truth.channels);
+    }
+    // The anomalies in double (exact for float fields), NaN where any of the three is not finite.
+    const std::size_t n = error.empty() ? truth.values.size() : 0;
+    std::vector<double> truth_anomaly(n);
+    std::vector<double> prediction_anomaly(n);
+    for (std::size_t k = 0; k < n; ++k) {
+        const auto c = static_cast<double>(climatology.values[k]);
+        const auto y = static_cast<double>(truth.values[k]);
+        const auto x = static_cast<double>(prediction.values[k]);
+        const bool finite = std::isfinite(c) && std::isfinite(y) && std::isfinite(x);
+        truth_anomaly[k] = finite ? y - c : not_a_number;
+        prediction_anomaly[k] = finite ? x - c : not_a_number;
+    }
+    const std::int64_t channels = error.empty() ? truth.channels : 0;
+    const FieldShard<double> y_anomaly{truth_anomaly, channels};
+    const FieldShard<double> x_anomaly{prediction_anomaly, channels};
+    const ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
+    const TermSums sums = accumulate_terms<double>(
+        grid, y_anomaly, &x_anomaly, a,
+        {weight_and(policy, {Term::cross, Term::truth_square, Term::prediction_square}), policy, summation}, nullptr,
+        error);
+    return per_channel(sums, [&](std::int64_t c) {
+        const double denominator =
+            std::sqrt(sums.value(c, Term::truth_square).hi * sums.value(c, Term::prediction_square).hi);
+        return denominator > 0.0 ? sums.value(c, Term::cross).hi / denominator : not_a_number;
+    });
+}
+
+#define GRIDSHARD_INSTANTIATE(T)                                                                             \
+    template EnsembleScores ensemble_scores<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights, \
+                                               Summation);                                                   \
+    template std::vector<double> anomaly_correlation<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>,    \
+                                                        FieldShard<T>, Weights, Summation);
+
+GRIDSHARD_INSTANTIATE(float)
+GRIDSHARD_INSTANTIATE(double)
+
+}  // namespace gridshard
