@@ -30,9 +30,9 @@
 #include "gridshard/comm/process_mesh.hpp"
 #include "gridshard/comm/threads.hpp"
 
+#include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
-#include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
 #include "gridshard/metrics/terms.hpp"
