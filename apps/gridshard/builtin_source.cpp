@@ -2,8 +2,10 @@
 
 #include <cmath>
 #include <numbers>
+#include <optional>
 
 #include "field_source.hpp"
+#include "forecast_source.hpp"
 #include "gridshard/core/error.hpp"
 
 namespace gridshard::cli {
@@ -52,6 +54,12 @@ double noise(std::int64_t a, std::int64_t b, std::int64_t c, std::int64_t d) {
     return static_cast<double>(h >> 11) * 0x1p-52 - 1.0;
 }
 
+/// An ensemble member at a lead time (steps after its initial condition).
+struct Member {
+    std::int64_t index = 0;
+    std::int64_t lead = 0;
+};
+
 bool land(double lat, double lon) {
     return std::sin(2.0 * lon) * std::cos(3.0 * lat) + 0.5 * std::sin(5.0 * lon + lat) > 0.45;
 }
@@ -86,9 +94,11 @@ class BuiltinSource final : public FieldSource {
 
     [[nodiscard]] std::unique_ptr<VariableSteps> open(const SourceVariable& variable, const Box& box) const override;
 
-    /// Truth and prediction of `kind` (0 h, 1 t850, 2 sst) at `step` over `box`.
+    /// Truth and prediction of `kind` (0 h, 1 t850, 2 sst) at `step` over `box`; with a `member`, the
+    /// prediction is that ensemble member `lead` steps after its initial condition (the truth at lead 0).
     template <class T>
-    void generate(int kind, std::int64_t step, const Box& box, std::span<T> truth, std::span<T> prediction) const {
+    void generate(int kind, std::int64_t step, const Box& box, std::span<T> truth, std::span<T> prediction,
+                  std::optional<Member> member = std::nullopt) const {
         if (truth.size() != static_cast<std::size_t>(box.area()) || prediction.size() != truth.size()) {
             throw ArgumentError("built-in case: buffers of " + std::to_string(truth.size()) + " and " +
                                 std::to_string(prediction.size()) + " values for a box of " +
@@ -100,7 +110,7 @@ class BuiltinSource final : public FieldSource {
             const double lat = grid_.lat_deg[static_cast<std::size_t>(i)] * degree;
             for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j, ++k) {
                 const double lon = grid_.lon_deg[static_cast<std::size_t>(j)] * degree;
-                const double wobble = noise(kind, step, i, j);
+                const double wobble = noise(kind + (member ? 16 * (member->index + 1) : 0), step, i, j);
                 double t = 0.0;
                 double p = 0.0;
                 if (kind == 0) {
@@ -118,6 +128,12 @@ class BuiltinSource final : public FieldSource {
                         t = std::nan("");
                         p = std::nan("");
                     }
+                }
+                if (member) {
+                    // Each member's own error, smooth over 4 x 4 cells, growing with the square root of the lead.
+                    const double scale = kind == 0 ? 30.0 : 1.5;
+                    const double growth = std::sqrt(static_cast<double>(member->lead) / 4.0);
+                    p = member->lead == 0 ? t : p + scale * growth * noise(kind + 64, member->index, i / 4, j / 4);
                 }
                 // Generated in float: the case is float32 data, whichever buffer it fills.
                 truth[k] = static_cast<T>(static_cast<float>(t));
@@ -146,12 +162,104 @@ class BuiltinSteps final : public VariableSteps {
     Box box_;
 };
 
+int builtin_kind(const std::string& name) {
+    return name == "h" ? 0 : name == "t850" ? 1 : 2;
+}
+
 std::unique_ptr<VariableSteps> BuiltinSource::open(const SourceVariable& variable, const Box& box) const {
-    const int kind = variable.name == "h" ? 0 : variable.name == "t850" ? 1 : 2;
-    return std::make_unique<BuiltinSteps>(*this, kind, box);
+    return std::make_unique<BuiltinSteps>(*this, builtin_kind(variable.name), box);
+}
+
+// The built-in forecast: initial conditions a day (4 steps) apart; lead 0 is the initial condition.
+constexpr std::int64_t steps_between_initial_conditions = 4;
+
+class BuiltinForecast final : public ForecastSource {
+  public:
+    BuiltinForecast(std::int64_t nlat, std::int64_t nlon, std::int64_t initial_conditions, std::int64_t members,
+                    std::int64_t lead_times)
+        : case_(nlat, nlon, (initial_conditions - 1) * steps_between_initial_conditions + lead_times) {
+        if (initial_conditions < 1 || members < 1 || lead_times < 1) {
+            throw ArgumentError("built-in forecast needs --initial-conditions, --ensemble-size and --ntime >= 1, got " +
+                                std::to_string(initial_conditions) + ", " + std::to_string(members) + ", " +
+                                std::to_string(lead_times));
+        }
+        grid_ = case_.grid();
+        grid_.ntime = lead_times;
+        grid_.time_values.resize(static_cast<std::size_t>(lead_times));
+        for (std::int64_t l = 0; l < lead_times; ++l) {
+            grid_.time_values[static_cast<std::size_t>(l)] = 6.0 * static_cast<double>(l);
+        }
+        grid_.time_units = "hours";
+        layout_ = {
+            initial_conditions, members, lead_times, members > 1 ? "ensemble_size" : "none", "", "", false, false};
+        lead_times_.units = "hours";
+        lead_times_.values = grid_.time_values;
+        for (std::int64_t i = 0; i < initial_conditions; ++i) {
+            lead_times_.init_times.push_back(24.0 * static_cast<double>(i));
+        }
+        lead_times_.init_time_units = "hours since 2000-01-01 00:00:00";
+        lead_times_.calendar = "standard";
+    }
+
+    [[nodiscard]] const SourceGrid& grid() const override { return grid_; }
+    [[nodiscard]] const ForecastLayout& layout() const override { return layout_; }
+    [[nodiscard]] const LeadTimes& lead_times() const override { return lead_times_; }
+    [[nodiscard]] std::vector<SourceVariable> variables() const override { return case_.variables(); }
+    [[nodiscard]] std::unique_ptr<ForecastSteps> open(const SourceVariable& variable, const Box& box) const override;
+
+    template <class T>
+    void generate(int kind, std::int64_t initial_condition, std::int64_t lead, const Box& box, std::span<T> truth,
+                  std::span<T> members) const {
+        const std::size_t area = truth.size();
+        if (members.size() != area * static_cast<std::size_t>(layout_.members)) {
+            throw ArgumentError("built-in forecast: a members buffer of " + std::to_string(members.size()) +
+                                " values for " + std::to_string(layout_.members) + " members of " +
+                                std::to_string(area));
+        }
+        const std::int64_t step = initial_condition * steps_between_initial_conditions + lead;
+        for (std::int64_t m = 0; m < layout_.members; ++m) {
+            case_.generate(kind, step, box, truth, members.subspan(static_cast<std::size_t>(m) * area, area),
+                           Member{m, lead});
+        }
+    }
+
+  private:
+    BuiltinSource case_;
+    SourceGrid grid_;
+    ForecastLayout layout_;
+    LeadTimes lead_times_;
+};
+
+class BuiltinForecastSteps final : public ForecastSteps {
+  public:
+    BuiltinForecastSteps(const BuiltinForecast& source, int kind, const Box& box)
+        : source_(source), kind_(kind), box_(box) {}
+    void read(std::int64_t initial_condition, std::int64_t lead, std::span<float> truth,
+              std::span<float> members) override {
+        source_.generate(kind_, initial_condition, lead, box_, truth, members);
+    }
+    void read(std::int64_t initial_condition, std::int64_t lead, std::span<double> truth,
+              std::span<double> members) override {
+        source_.generate(kind_, initial_condition, lead, box_, truth, members);
+    }
+
+  private:
+    const BuiltinForecast& source_;
+    int kind_;
+    Box box_;
+};
+
+std::unique_ptr<ForecastSteps> BuiltinForecast::open(const SourceVariable& variable, const Box& box) const {
+    return std::make_unique<BuiltinForecastSteps>(*this, builtin_kind(variable.name), box);
 }
 
 }  // namespace
+
+std::unique_ptr<ForecastSource> make_builtin_forecast(std::int64_t nlat, std::int64_t nlon,
+                                                      std::int64_t initial_conditions, std::int64_t members,
+                                                      std::int64_t lead_times) {
+    return std::make_unique<BuiltinForecast>(nlat, nlon, initial_conditions, members, lead_times);
+}
 
 std::unique_ptr<FieldSource> make_builtin_source(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
     return std::make_unique<BuiltinSource>(nlat, nlon, ntime);

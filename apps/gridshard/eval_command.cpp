@@ -18,7 +18,9 @@
 #include <sstream>
 
 #include "commands.hpp"
+#include "eval_support.hpp"
 #include "field_source.hpp"
+#include "forecast_source.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/environment.hpp"
@@ -35,33 +37,7 @@
 #include "output.hpp"
 
 namespace gridshard::cli {
-namespace {
 
-struct EvalOptions {
-    std::string truth;
-    std::string prediction;
-    std::string vars;
-    std::string mesh;
-    SplitRule split = SplitRule::balanced;
-    AreaWeighting weights = AreaWeighting::cos_lat;
-    Summation summation = Summation::reproducible;
-    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
-    std::string json;
-    std::string zonal;
-    bool quiet = false;
-    bool allow_time_mismatch = false;
-    std::int64_t nlat = 721;
-    std::int64_t nlon = 1440;
-    std::int64_t ntime = 4;
-};
-
-constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-
-/// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the
-/// memory check refuses what a machine cannot hold long before this.
-constexpr std::int64_t max_builtin_extent = 10'000'000;
-
-/// 1 x H x W with H*W = ranks and H the largest divisor of ranks not above sqrt(ranks).
 MeshShape default_mesh(int ranks) {
     int lat = 1;
     for (int h = 1; h * h <= ranks; ++h) {
@@ -81,6 +57,8 @@ AreaWeights make_weights(AreaWeighting kind, const SourceGrid& g, const Box& box
     return cell_area_weights(lat_bounds, lon_bounds, box);
 }
 
+namespace {
+
 /// Scores of one variable's channel: per step (ntime values) for each registered score.
 struct ChannelReport {
     std::string name;
@@ -89,32 +67,6 @@ struct ChannelReport {
     double time_and_global_mean_bias = nan;
     std::vector<double> zonal_truth;  // (ntime, nlat)
     std::vector<double> zonal_prediction;
-};
-
-/// Shows steps done, total and rate on rank 0's stderr when it is a terminal.
-class Progress {
-  public:
-    Progress(bool enabled, std::int64_t total) : enabled_(enabled && isatty(STDERR_FILENO) != 0), total_(total) {}
-    void step(const std::string& variable) {
-        ++done_;
-        if (!enabled_) {
-            return;
-        }
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-        std::fprintf(stderr, "\rgridshard eval: %lld/%lld steps (%s), %.2f steps/s   ", static_cast<long long>(done_),
-                     static_cast<long long>(total_), variable.c_str(), static_cast<double>(done_) / seconds);
-    }
-    ~Progress() {
-        if (enabled_ && done_ > 0) {
-            std::fprintf(stderr, "\n");
-        }
-    }
-
-  private:
-    bool enabled_;
-    std::int64_t total_;
-    std::int64_t done_ = 0;
-    std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
 /// The bytes one rank allocates for the whole run, an estimate that errs high: per variable (one at a
@@ -352,6 +304,26 @@ int run_eval(const EvalOptions& options) {
                                io::check_output_paths({{"--truth", options.truth}, {"--pred", options.prediction}},
                                                       {{"--json", options.json}, {"--zonal", options.zonal}});
                            }));
+        // A forecast (a sample or member dim, or the built-in forecast) has its own evaluation.
+        bool forecast = options.truth.empty() && (options.initial_conditions > 0 || options.ensemble_size > 0);
+        if (!options.truth.empty()) {
+            check_collectively(
+                world, attempt([&] {
+                    forecast = is_forecast_file(options.prediction, {options.ensemble_dim, options.ensemble_size});
+                }));
+        }
+        const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
+                                   !options.diagnostics.empty() || options.include_initial_step ||
+                                   options.data_split != "auto";
+        if (!forecast && forecast_only) {
+            throw ArgumentError(
+                "--climatology, --region, --diagnostics, --include-initial-step and --data-split need a forecast: "
+                "files with a sample or member dim, or the built-in forecast (--initial-conditions, --ensemble-size)");
+        }
+        if (forecast) {
+            run_forecast_eval(options, world);
+            return 0;
+        }
         // Opening the files can fail on some ranks only (a node without the file system): agree first.
         std::unique_ptr<FieldSource> source;
         check_collectively(world, attempt([&] {
@@ -453,7 +425,32 @@ Runner add_eval_command(CLI::App& app) {
                       "Compare step by step even when the files' time coordinates differ");
     add_count_option(*command, "--nlat", options->nlat, 2, max_builtin_extent, "Built-in case: latitudes");
     add_count_option(*command, "--nlon", options->nlon, 2, max_builtin_extent, "Built-in case: longitudes");
-    add_count_option(*command, "--ntime", options->ntime, 1, max_builtin_extent, "Built-in case: time steps");
+    add_count_option(*command, "--ntime", options->ntime, 1, max_builtin_extent,
+                     "Built-in case: time steps (lead times of the built-in forecast)");
+    command->add_option("--ensemble-dim", options->ensemble_dim,
+                        "Forecast: the prediction's dim of ensemble members (default: detected, docs/forecast.md)");
+    add_count_option(*command, "--ensemble-size", options->ensemble_size, 1, max_builtin_extent,
+                     "Forecast: members per initial condition, folded into the sample dim (default: from "
+                     "init_time); with no files, the built-in forecast's members");
+    add_count_option(*command, "--initial-conditions", options->initial_conditions, 1, max_builtin_extent,
+                     "Built-in forecast: initial conditions, a day apart");
+    command->add_option("--climatology", options->climatology,
+                        "Forecast: climatology file (CF netCDF, the variables on the grid; one field, or one per "
+                        "lead time) for the anomaly correlation acc");
+    command->add_option("--region", options->regions,
+                        "Forecast: also score a region: tropics, northern_extratropics, southern_extratropics, "
+                        "NAME:lat0,lat1,lon0,lon1 or NAME:FILE:MASK_VARIABLE (repeatable)");
+    command->add_option("--diagnostics", options->diagnostics,
+                        "Forecast: write mean_diagnostics.nc, zonal_mean_diagnostics.nc and "
+                        "time_mean_diagnostics.nc (ACE's files) into this existing folder");
+    command->add_flag("--include-initial-step", options->include_initial_step,
+                      "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
+                      "out, as ACE does");
+    command
+        ->add_option("--data-split", options->data_split,
+                     "Forecast: what the data ranks split: initial-conditions, lead-times or auto (initial "
+                     "conditions when there are at least as many as data ranks)")
+        ->check(CLI::IsMember({"auto", "initial-conditions", "lead-times"}));
     return [options] { return run_eval(*options); };
 }
 

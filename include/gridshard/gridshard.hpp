@@ -9,11 +9,13 @@
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/geometry/field_views.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
+#include "gridshard/geometry/regions.hpp"
 #include "gridshard/geometry/split.hpp"
 
 #include "gridshard/numerics/double_double.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 
+#include "gridshard/io/dataset_writer.hpp"
 #include "gridshard/io/file_extent.hpp"
 #include "gridshard/io/grid_info.hpp"
 #include "gridshard/io/netcdf_reader.hpp"

@@ -328,11 +328,15 @@ std::string describe(const NetcdfHandle& file, const GridInfo& grid, int varid, 
     }
     for (std::size_t k = 0; k + 2 < n; ++k) {
         if (ids.time && dims[k] == *ids.time) {
-            if (k != 0) {
-                return "has dims " + dims_text + ": the time dim '" + grid.time_dim + "' must come first";
+            for (std::size_t before = 0; before < k; ++before) {
+                if (!is_ensemble_dim_name(shape.dim_names[before])) {
+                    return "has dims " + dims_text + ": the time dim '" + grid.time_dim +
+                           "' must come first, after only ensemble dims (sample, member, ensemble, number, "
+                           "realization)";
+                }
             }
-            shape.time_index = 0;
-            shape.ntime = shape.dim_sizes[0];
+            shape.time_index = static_cast<int>(k);
+            shape.ntime = shape.dim_sizes[k];
         } else if (__builtin_mul_overflow(shape.channels_per_step, shape.dim_sizes[k], &shape.channels_per_step)) {
             return "has dims " + dims_text + " whose product overflows 64 bits";
         }

@@ -210,6 +210,30 @@ VariableShape NetcdfReader::variable(const std::string& name) const {
     return shape;
 }
 
+std::optional<WholeVariable> NetcdfReader::whole_variable(const std::string& name) const {
+    const detail::NetcdfHandle& file = file_->handle;
+    const std::optional<int> varid = file.find_var(name);
+    if (!varid) {
+        return std::nullopt;
+    }
+    if (!detail::is_numeric(file.var_type(*varid))) {
+        detail::fail(file.path(), "variable '" + name + "' is not numeric");
+    }
+    WholeVariable whole{name,
+                        {},
+                        {},
+                        file.text_attribute(*varid, "units").value_or(""),
+                        file.text_attribute(*varid, "calendar").value_or("")};
+    std::size_t count = 1;
+    for (const int dimid : file.var_dims(*varid)) {
+        whole.dims.push_back(file.dim_name(dimid));
+        count *= static_cast<std::size_t>(file.dim_length(dimid));
+    }
+    whole.values = file.read_all(*varid, count);
+    file_->check_complete([&] { return "reading variable '" + name + "'"; });
+    return whole;
+}
+
 // ---------------------------------------------------------------------------------------- VariableReader
 
 struct VariableReader::Plan {
@@ -217,10 +241,21 @@ struct VariableReader::Plan {
     detail::CfDecoding decoding;
     std::vector<std::size_t> start;
     std::vector<std::size_t> count;
-    std::vector<double> staging;  // stored values that a float buffer cannot hold exactly
+    std::vector<std::size_t> indexed;  // the positions of the dims each read picks one index of
+    std::vector<double> staging;       // stored values that a float buffer cannot hold exactly
 };
 
 VariableReader NetcdfReader::reader(const std::string& name, const Box& box) const {
+    const VariableShape shape = variable(name);
+    std::vector<std::string> indexed;
+    if (shape.time_index) {
+        indexed.push_back(shape.dim_names[static_cast<std::size_t>(*shape.time_index)]);
+    }
+    return reader(name, box, indexed);
+}
+
+VariableReader NetcdfReader::reader(const std::string& name, const Box& box,
+                                    const std::vector<std::string>& indexed_dims) const {
     const VariableShape shape = variable(name);
     const auto fits = [](const Range& r, std::int64_t n) { return r.begin >= 0 && r.begin <= r.end && r.end <= n; };
     if (!fits(box.lat, shape.nlat) || !fits(box.lon, shape.nlon)) {
@@ -232,7 +267,7 @@ VariableReader NetcdfReader::reader(const std::string& name, const Box& box) con
     const detail::NetcdfHandle& file = file_->handle;
     const int varid = *file.find_var(name);
     auto plan = std::make_unique<VariableReader::Plan>(
-        VariableReader::Plan{varid, detail::CfDecoding(file, varid), {}, {}, {}});
+        VariableReader::Plan{varid, detail::CfDecoding(file, varid), {}, {}, {}, {}});
     const std::size_t ndims = shape.dim_sizes.size();
     plan->start.assign(ndims, 0);
     plan->count.resize(ndims);
@@ -243,10 +278,22 @@ VariableReader NetcdfReader::reader(const std::string& name, const Box& box) con
     plan->count[ndims - 2] = static_cast<std::size_t>(box.lat.size());
     plan->start[ndims - 1] = static_cast<std::size_t>(box.lon.begin);
     plan->count[ndims - 1] = static_cast<std::size_t>(box.lon.size());
-    if (shape.time_index) {
-        plan->count[0] = 1;
+    std::size_t channels = 1;
+    for (const std::string& dim : indexed_dims) {
+        const auto at = std::find(shape.dim_names.begin(), shape.dim_names.end() - 2, dim);
+        if (at == shape.dim_names.end() - 2 ||
+            std::find(plan->indexed.begin(), plan->indexed.end(),
+                      static_cast<std::size_t>(at - shape.dim_names.begin())) != plan->indexed.end()) {
+            detail::fail(path(), "variable '" + name + "' has no dim '" + dim + "' before its grid dims" +
+                                     " (or it is named twice)");
+        }
+        plan->indexed.push_back(static_cast<std::size_t>(at - shape.dim_names.begin()));
+        plan->count[plan->indexed.back()] = 1;
     }
-    const std::size_t values = static_cast<std::size_t>(shape.channels_per_step) * static_cast<std::size_t>(box.area());
+    for (std::size_t k = 0; k + 2 < ndims; ++k) {
+        channels *= plan->count[k];
+    }
+    const std::size_t values = channels * static_cast<std::size_t>(box.area());
     return VariableReader(file_, std::move(plan), shape, values);
 }
 
@@ -279,10 +326,16 @@ VariableReader::VariableReader(VariableReader&&) noexcept = default;
 VariableReader& VariableReader::operator=(VariableReader&&) noexcept = default;
 
 void VariableReader::read_step(std::int64_t step, std::span<float> out) {
-    read_into(step, out);
+    read_into(std::span<const std::int64_t>(&step, plan_->indexed.empty() ? 0 : 1), true, step, out);
 }
 void VariableReader::read_step(std::int64_t step, std::span<double> out) {
-    read_into(step, out);
+    read_into(std::span<const std::int64_t>(&step, plan_->indexed.empty() ? 0 : 1), true, step, out);
+}
+void VariableReader::read_at(std::span<const std::int64_t> position, std::span<float> out) {
+    read_into(position, false, 0, out);
+}
+void VariableReader::read_at(std::span<const std::int64_t> position, std::span<double> out) {
+    read_into(position, false, 0, out);
 }
 
 namespace {
@@ -297,12 +350,30 @@ int get(int ncid, int varid, const std::size_t* start, const std::size_t* count,
 }  // namespace
 
 template <class T>
-void VariableReader::read_into(std::int64_t step, std::span<T> out) {
+void VariableReader::read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step,
+                               std::span<T> out) {
     const std::string& path = file_->path;
-    if (step < 0 || step >= shape_.ntime) {
-        throw ArgumentError("netCDF file '" + path + "': step " + std::to_string(step) + " of variable '" +
-                            shape_.name + "' is outside [0, " + std::to_string(shape_.ntime) + ")" +
-                            (shape_.time_index ? "" : " (it has no time dim)"));
+    if (by_step) {
+        // read_step: the one indexed dim is time (none for a variable without one)
+        if (step < 0 || step >= shape_.ntime) {
+            throw ArgumentError("netCDF file '" + path + "': step " + std::to_string(step) + " of variable '" +
+                                shape_.name + "' is outside [0, " + std::to_string(shape_.ntime) + ")" +
+                                (shape_.time_index ? "" : " (it has no time dim)"));
+        }
+    }
+    if (position.size() != plan_->indexed.size()) {
+        throw ArgumentError("netCDF file '" + path + "': " + std::to_string(position.size()) +
+                            " indices for variable '" + shape_.name + "', whose plan indexes " +
+                            std::to_string(plan_->indexed.size()) + " dims");
+    }
+    for (std::size_t k = 0; k < position.size(); ++k) {
+        const std::size_t dim = plan_->indexed[k];
+        if (position[k] < 0 || position[k] >= shape_.dim_sizes[dim]) {
+            throw ArgumentError("netCDF file '" + path + "': index " + std::to_string(position[k]) + " of dim '" +
+                                shape_.dim_names[dim] + "' of variable '" + shape_.name + "' is outside [0, " +
+                                std::to_string(shape_.dim_sizes[dim]) + ")");
+        }
+        plan_->start[dim] = static_cast<std::size_t>(position[k]);
     }
     if (out.size() != values_per_step_) {
         throw ArgumentError("netCDF file '" + path + "': a buffer of " + std::to_string(out.size()) +
@@ -312,10 +383,13 @@ void VariableReader::read_into(std::int64_t step, std::span<T> out) {
     if (values_per_step_ == 0) {
         return;
     }
-    const auto context = [&] { return "reading variable '" + shape_.name + "' at step " + std::to_string(step); };
-    if (shape_.time_index) {
-        plan_->start[0] = static_cast<std::size_t>(step);
-    }
+    const auto context = [&] {
+        std::string where;
+        for (std::size_t k = 0; k < position.size(); ++k) {
+            where += (k > 0 ? ", " : "") + shape_.dim_names[plan_->indexed[k]] + " " + std::to_string(position[k]);
+        }
+        return "reading variable '" + shape_.name + "' at " + (by_step ? "step " + std::to_string(step) : where);
+    };
     const int ncid = file_->handle.ncid();
     file_->check_complete(context);
     if (plan_->decoding.stored_values_fit<T>()) {

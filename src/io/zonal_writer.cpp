@@ -8,52 +8,12 @@
 
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
+#include "write_handle.hpp"
 
 namespace gridshard::io {
-namespace {
-
-// Every netCDF return code of a write. netCDF reports the system's failures (a full disk, an I/O error) as
-// positive errno values: SystemError; its own codes (a bad or repeated variable name) are the caller's.
-void check(int status, const std::string& path, const std::string& doing) {
-    if (status == NC_NOERR) {
-        return;
-    }
-    const std::string message = "cannot write '" + path + "': " + doing + ": " + nc_strerror(status);
-    if (status > 0) {
-        throw SystemError(message);
-    }
-    throw NetcdfError(message, status);
-}
-
-// The netCDF file being written into an AtomicOutput's temporary; aborted unless closed.
-class WriteHandle {
-  public:
-    explicit WriteHandle(const AtomicOutput& output) : path_(output.path()) {
-        check(nc_create(output.temporary_path().c_str(), NC_CLOBBER | NC_64BIT_OFFSET, &ncid_), path_,
-              "creating '" + output.temporary_path() + "'");
-    }
-    ~WriteHandle() {
-        if (ncid_ >= 0) {
-            nc_abort(ncid_);
-        }
-    }
-    WriteHandle(const WriteHandle&) = delete;
-    WriteHandle& operator=(const WriteHandle&) = delete;
-
-    [[nodiscard]] int ncid() const noexcept { return ncid_; }
-    void close() { check(nc_close(std::exchange(ncid_, -1)), path_, "closing"); }
-
-  private:
-    std::string path_;
-    int ncid_ = -1;
-};
-
-void put_text(int ncid, int varid, const char* name, const std::string& value, const std::string& path) {
-    check(nc_put_att_text(ncid, varid, name, value.size(), value.c_str()), path,
-          "writing attribute '" + std::string(name) + "'");
-}
-
-}  // namespace
+using detail::check_write;
+using detail::put_text;
+using detail::WriteHandle;
 
 void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t ntime,
                        const std::vector<ZonalVariable>& variables, const ZonalFileAttributes& attributes,
@@ -90,14 +50,14 @@ void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t 
     const std::string time_name = grid.time_dim.empty() ? "time" : grid.time_dim;
     int time_dim = -1;
     int lat_dim = -1;
-    check(nc_def_dim(ncid, time_name.c_str(), NC_UNLIMITED, &time_dim), path, "defining dim '" + time_name + "'");
-    check(nc_def_dim(ncid, lat_name.c_str(), static_cast<std::size_t>(nlat), &lat_dim), path,
-          "defining dim '" + lat_name + "'");
+    check_write(nc_def_dim(ncid, time_name.c_str(), NC_UNLIMITED, &time_dim), path, "defining dim '" + time_name + "'");
+    check_write(nc_def_dim(ncid, lat_name.c_str(), static_cast<std::size_t>(nlat), &lat_dim), path,
+                "defining dim '" + lat_name + "'");
 
     int time_var = -1;
     if (!times.empty()) {
-        check(nc_def_var(ncid, time_name.c_str(), NC_DOUBLE, 1, &time_dim, &time_var), path,
-              "defining variable '" + time_name + "'");
+        check_write(nc_def_var(ncid, time_name.c_str(), NC_DOUBLE, 1, &time_dim, &time_var), path,
+                    "defining variable '" + time_name + "'");
         put_text(ncid, time_var, "standard_name", "time", path);
         put_text(ncid, time_var, "long_name", "time", path);
         put_text(ncid, time_var, "axis", "T", path);
@@ -109,8 +69,8 @@ void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t 
         }
     }
     int lat_var = -1;
-    check(nc_def_var(ncid, lat_name.c_str(), NC_DOUBLE, 1, &lat_dim, &lat_var), path,
-          "defining variable '" + lat_name + "'");
+    check_write(nc_def_var(ncid, lat_name.c_str(), NC_DOUBLE, 1, &lat_dim, &lat_var), path,
+                "defining variable '" + lat_name + "'");
     put_text(ncid, lat_var, "standard_name", "latitude", path);
     put_text(ncid, lat_var, "long_name", "latitude", path);
     put_text(ncid, lat_var, "units", "degrees_north", path);
@@ -119,10 +79,10 @@ void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t 
     if (!grid.lat_bounds_deg.empty()) {
         const std::string bounds_name = lat_name + "_bnds";
         int nv_dim = -1;
-        check(nc_def_dim(ncid, "bnds", 2, &nv_dim), path, "defining dim 'bnds'");
+        check_write(nc_def_dim(ncid, "bnds", 2, &nv_dim), path, "defining dim 'bnds'");
         const int dims[2] = {lat_dim, nv_dim};
-        check(nc_def_var(ncid, bounds_name.c_str(), NC_DOUBLE, 2, dims, &bounds_var), path,
-              "defining variable '" + bounds_name + "'");
+        check_write(nc_def_var(ncid, bounds_name.c_str(), NC_DOUBLE, 2, dims, &bounds_var), path,
+                    "defining variable '" + bounds_name + "'");
         put_text(ncid, lat_var, "bounds", bounds_name, path);
     }
 
@@ -131,9 +91,10 @@ void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t 
     for (const ZonalVariable& v : variables) {
         const int dims[2] = {time_dim, lat_dim};
         int varid = -1;
-        check(nc_def_var(ncid, v.name.c_str(), NC_DOUBLE, 2, dims, &varid), path, "defining variable '" + v.name + "'");
-        check(nc_put_att_double(ncid, varid, "_FillValue", NC_DOUBLE, 1, &fill_value), path,
-              "writing attribute '_FillValue' of '" + v.name + "'");
+        check_write(nc_def_var(ncid, v.name.c_str(), NC_DOUBLE, 2, dims, &varid), path,
+                    "defining variable '" + v.name + "'");
+        check_write(nc_put_att_double(ncid, varid, "_FillValue", NC_DOUBLE, 1, &fill_value), path,
+                    "writing attribute '_FillValue' of '" + v.name + "'");
         if (!v.long_name.empty()) {
             put_text(ncid, varid, "long_name", v.long_name, path);
         }
@@ -146,25 +107,26 @@ void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t 
     put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8", path);
     put_text(ncid, NC_GLOBAL, "title", attributes.title, path);
     put_text(ncid, NC_GLOBAL, "history", attributes.history, path);
-    check(nc_enddef(ncid), path, "ending define mode");
+    check_write(nc_enddef(ncid), path, "ending define mode");
 
-    check(nc_put_var_double(ncid, lat_var, grid.lat_deg.data()), path, "writing '" + lat_name + "'");
+    check_write(nc_put_var_double(ncid, lat_var, grid.lat_deg.data()), path, "writing '" + lat_name + "'");
     if (bounds_var >= 0) {
-        check(nc_put_var_double(ncid, bounds_var, grid.lat_bounds_deg.data()), path, "writing latitude bounds");
+        check_write(nc_put_var_double(ncid, bounds_var, grid.lat_bounds_deg.data()), path, "writing latitude bounds");
     }
     if (ntime > 0) {
         const std::size_t start[2] = {0, 0};
         const std::size_t count[2] = {static_cast<std::size_t>(ntime), static_cast<std::size_t>(nlat)};
         if (time_var >= 0) {
-            check(nc_put_vara_double(ncid, time_var, start, count, times.data()), path, "writing '" + time_name + "'");
+            check_write(nc_put_vara_double(ncid, time_var, start, count, times.data()), path,
+                        "writing '" + time_name + "'");
         }
         std::vector<double> filled;
         for (std::size_t k = 0; k < variables.size(); ++k) {
             filled = variables[k].values;
             std::replace_if(
                 filled.begin(), filled.end(), [](double v) { return std::isnan(v); }, fill_value);
-            check(nc_put_vara_double(ncid, var_ids[k], start, count, filled.data()), path,
-                  "writing variable '" + variables[k].name + "'");
+            check_write(nc_put_vara_double(ncid, var_ids[k], start, count, filled.data()), path,
+                        "writing variable '" + variables[k].name + "'");
         }
     }
     file.close();

@@ -18,14 +18,14 @@ namespace gridshard {
 
 namespace {
 
-// Adds p - t of `n` points to their per-point sums: a branch-free TwoSum, so it vectorises; non-finite
-// differences go to their own IEEE sum.
-template <class T>
+// Adds p - t (or p, without a truth) of `n` points to their per-point sums: a branch-free TwoSum, so it
+// vectorises; non-finite differences go to their own IEEE sum.
+template <bool with_truth, class T>
 GRIDSHARD_KERNEL void add_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
                                       double* __restrict sum, double* __restrict error,
                                       double* __restrict special) noexcept {
     for (std::int64_t k = 0; k < n; ++k) {
-        const double d = static_cast<double>(p[k]) - static_cast<double>(t[k]);
+        const double d = with_truth ? static_cast<double>(p[k]) - static_cast<double>(t[k]) : static_cast<double>(p[k]);
         const bool finite = (d - d) == 0.0;  // false for NaN or infinite
         const double x = finite ? d : 0.0;
         const double s_new = sum[k] + x;
@@ -51,6 +51,16 @@ TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t c
 
 template <class T>
 void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
+    add_step<true>(truth, prediction);
+}
+
+template <class T>
+void TimeMeanAccumulator::add(FieldShard<T> values) {
+    add_step<false>(values, values);
+}
+
+template <bool with_truth, class T>
+void TimeMeanAccumulator::add_step(FieldShard<T> truth, FieldShard<T> prediction) {
     const std::size_t points = sum_.size();
     if (truth.channels != channels_ || prediction.channels != channels_ || truth.values.size() != points ||
         prediction.values.size() != points) {
@@ -69,8 +79,8 @@ void TimeMeanAccumulator::add(FieldShard<T> truth, FieldShard<T> prediction) {
     for (std::int64_t b = 0; b < blocks; ++b) {
         const std::int64_t begin = b * block;
         const std::int64_t count = std::min(block, n - begin);
-        add_differences(truth.values.data() + begin, prediction.values.data() + begin, count, sum_.data() + begin,
-                        error_.data() + begin, special_.data() + begin);
+        add_differences<with_truth>(truth.values.data() + begin, prediction.values.data() + begin, count,
+                                    sum_.data() + begin, error_.data() + begin, special_.data() + begin);
     }
     ++steps_;
 }
@@ -155,5 +165,7 @@ std::vector<double> TimeMeanAccumulator::time_and_global_mean_bias(Weights a, Va
 
 template void TimeMeanAccumulator::add<float>(FieldShard<float>, FieldShard<float>);
 template void TimeMeanAccumulator::add<double>(FieldShard<double>, FieldShard<double>);
+template void TimeMeanAccumulator::add<float>(FieldShard<float>);
+template void TimeMeanAccumulator::add<double>(FieldShard<double>);
 
 }  // namespace gridshard

@@ -43,14 +43,20 @@ struct GridInfo {
 /// agrees within `tolerance_deg` (dimension names, bounds and time are not compared). No MPI calls.
 [[nodiscard]] bool same_grid(const GridInfo& a, const GridInfo& b, double tolerance_deg = 1e-9) noexcept;
 
-/// The layout of a field variable: `[time,] channel dims..., lat, lon`.
+/// True for the names of a dim that numbers ensemble members or forecasts (initial conditions) rather than
+/// channels: sample, member, ensemble, number, realization (any case, and their plurals), ens. Such dims
+/// may come before a variable's time dim. No MPI calls.
+[[nodiscard]] bool is_ensemble_dim_name(std::string_view name) noexcept;
+
+/// The layout of a field variable: `[ensemble dims..., time,] channel dims..., lat, lon`, where the
+/// ensemble dims are those of is_ensemble_dim_name (a dim of that name after time is a channel dim).
 struct VariableShape {
     std::string name;
     std::vector<std::string> dim_names;  ///< in file order
     std::vector<std::int64_t> dim_sizes;
-    std::optional<int> time_index;       ///< the position of the time dim (always 0), or none
+    std::optional<int> time_index;       ///< the position of the time dim (after ensemble dims only), or none
     std::int64_t ntime = 1;              ///< the time dim's length, or 1 without one
-    std::int64_t channels_per_step = 1;  ///< product of the dims between time and lat (1 if none)
+    std::int64_t channels_per_step = 1;  ///< product of the dims but time, lat and lon (1 if none)
     std::int64_t nlat = 0;
     std::int64_t nlon = 0;
     std::string units;                          ///< the `units` attribute; empty when absent

@@ -24,6 +24,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -51,6 +52,15 @@ class NetcdfError : public ArgumentError {
 namespace detail {
 struct OpenFile;
 }
+
+/// A small numeric variable read whole (a coordinate such as ACE's `init_time(sample)`), as double.
+struct WholeVariable {
+    std::string name;
+    std::vector<std::string> dims;
+    std::vector<double> values;  ///< row-major over dims
+    std::string units;           ///< empty when absent
+    std::string calendar;        ///< empty when absent
+};
 
 class VariableReader;
 
@@ -86,6 +96,17 @@ class NetcdfReader {
     /// does not fit the grid.
     [[nodiscard]] VariableReader reader(const std::string& name, const Box& box) const;
 
+    /// A read plan for `box` of variable `name` that picks one index of each of `indexed_dims` per read
+    /// (read_at), and reads every other dim whole as channels, in file order. reader(name, box) is this with
+    /// the time dim. Throws as reader() does, and NetcdfError for a dim the variable lacks before its grid
+    /// dims, or one named twice.
+    [[nodiscard]] VariableReader reader(const std::string& name, const Box& box,
+                                        const std::vector<std::string>& indexed_dims) const;
+
+    /// Numeric variable `name` read whole, or nothing when the file has no such variable. Throws NetcdfError
+    /// when it is not numeric, or cannot be read. Meant for coordinates: the values are held in memory.
+    [[nodiscard]] std::optional<WholeVariable> whole_variable(const std::string& name) const;
+
     /// Convenience: steps [steps.begin, steps.end) of `box`, (steps, channels, rows, cols), through a plan.
     template <class T>
     [[nodiscard]] std::vector<T> read(const std::string& name, const Range& steps, const Box& box) const;
@@ -107,7 +128,7 @@ class VariableReader {
     [[nodiscard]] const VariableShape& shape() const noexcept { return shape_; }
     /// The type values come out in without rounding (see ValueType).
     [[nodiscard]] ValueType value_type() const noexcept { return shape_.value_type; }
-    /// channels_per_step x box rows x box cols.
+    /// The values of one read: the dims not indexed (channels) x box rows x box cols.
     [[nodiscard]] std::size_t values_per_step() const noexcept { return values_per_step_; }
 
     /// Reads step `step` (0 for a variable without a time dim) into `out` (values_per_step() values,
@@ -117,6 +138,11 @@ class VariableReader {
     /// or the file is shorter than it must be, before or after the read.
     void read_step(std::int64_t step, std::span<float> out);
     void read_step(std::int64_t step, std::span<double> out);
+
+    /// Reads the values at index `position[k]` of the plan's k-th indexed dim (see NetcdfReader::reader)
+    /// into `out`, as read_step does. Throws ArgumentError for a wrong number of indices or one out of range.
+    void read_at(std::span<const std::int64_t> position, std::span<float> out);
+    void read_at(std::span<const std::int64_t> position, std::span<double> out);
 
     ~VariableReader();
     VariableReader(VariableReader&&) noexcept;
@@ -128,7 +154,7 @@ class VariableReader {
     VariableReader(std::shared_ptr<detail::OpenFile> file, std::unique_ptr<Plan> plan, VariableShape shape,
                    std::size_t values_per_step);
     template <class T>
-    void read_into(std::int64_t step, std::span<T> out);
+    void read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, std::span<T> out);
 
     std::shared_ptr<detail::OpenFile> file_;
     std::unique_ptr<Plan> plan_;

@@ -33,6 +33,11 @@ class TimeMeanAccumulator {
     template <class T>
     void add(FieldShard<T> truth, FieldShard<T> prediction);
 
+    /// Adds one step of one field: the sums are then of the field itself, and mean_difference() is its
+    /// time mean (an accumulator takes one kind of add). No MPI calls.
+    template <class T>
+    void add(FieldShard<T> values);
+
     /// Collective over `data`: a small agreement that every rank could allocate its send buffer, then one
     /// all-gather of the sums (24 bytes per point per data rank), merged in data-rank order, and of the
     /// step counts; afterwards every data rank holds the sums over every step.
@@ -56,6 +61,9 @@ class TimeMeanAccumulator {
                                                                 Summation summation = Summation::reproducible) const;
 
   private:
+    template <bool with_truth, class T>
+    void add_step(FieldShard<T> truth, FieldShard<T> prediction);
+
     ShardedGrid grid_;
     std::int64_t channels_;
     std::int64_t steps_ = 0;

@@ -1,0 +1,555 @@
+// The forecast evaluation of `gridshard eval` (docs/forecast.md): forecasts from several initial conditions,
+// each with one or more ensemble members, scored per lead time as ACE's inference aggregators score them.
+//
+// Work is split over the data group by initial condition or by lead time; every rank reads only its box of
+// its (initial condition, lead time) pairs. Per pair and region: one fused evaluation of every member (one
+// halo exchange, one allreduce over the spatial group), the ensemble scores and the anomaly correlation
+// (one allreduce each); per pair one zonal mean (one allreduce over the lon group). Every per-sample value is
+// written into its own slot by exactly one rank, so the sums over the data and spatial groups at the end
+// are exact, and the means over samples are then taken in sample order: the result does not depend on the
+// mesh. The time means are per-point sums (metrics/time_mean.hpp) merged over the data group; the maps are
+// gathered onto world rank 0, which writes every output.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "eval_support.hpp"
+#include "forecast_output.hpp"
+#include "forecast_source.hpp"
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/comm/memory_check.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
+#include "gridshard/geometry/regions.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/output_file.hpp"
+#include "gridshard/metrics/ensemble.hpp"
+#include "gridshard/metrics/evaluation.hpp"
+#include "gridshard/metrics/metrics.hpp"
+#include "gridshard/metrics/time_mean.hpp"
+#include "options.hpp"
+
+namespace gridshard::cli {
+namespace {
+
+/// The climatology of `--climatology`: per variable one field, or one per lead time.
+class Climatology {
+  public:
+    Climatology(const std::string& path, const SourceGrid& grid, std::int64_t lead_times) : reader_(path) {
+        if (!io::same_grid(reader_.grid(), grid)) {
+            throw ArgumentError("--climatology '" + path + "' (" + std::to_string(reader_.grid().shape().nlat) + " x " +
+                                std::to_string(reader_.grid().shape().nlon) + ") is not on the forecast's grid (" +
+                                std::to_string(grid.shape().nlat) + " x " + std::to_string(grid.shape().nlon) + ")");
+        }
+        lead_times_ = lead_times;
+    }
+
+    /// A plan for `variable` on `box`; `per_lead` tells whether it holds one field per lead time.
+    [[nodiscard]] io::VariableReader open(const SourceVariable& variable, const Box& box, bool& per_lead) const {
+        const io::VariableShape v = reader_.variable(variable.name);
+        if (v.channels_per_step != variable.channels) {
+            throw ArgumentError("--climatology '" + reader_.path() + "': variable '" + variable.name + "' has " +
+                                std::to_string(v.channels_per_step) + " levels per field, the forecast " +
+                                std::to_string(variable.channels));
+        }
+        if (v.ntime != 1 && v.ntime != lead_times_) {
+            throw ArgumentError("--climatology '" + reader_.path() + "': variable '" + variable.name + "' has " +
+                                std::to_string(v.ntime) + " times; it needs 1 (a time mean) or one per lead time (" +
+                                std::to_string(lead_times_) + ")");
+        }
+        per_lead = v.ntime == lead_times_ && lead_times_ > 1;
+        return reader_.reader(variable.name, box);
+    }
+    [[nodiscard]] const std::string& path() const { return reader_.path(); }
+
+  private:
+    io::NetcdfReader reader_;
+    std::int64_t lead_times_ = 1;
+};
+
+/// The regions to score, global first, with this rank's weights for each.
+struct ScoredRegions {
+    std::vector<Region> regions;
+    std::vector<AreaWeights> weights;
+};
+
+ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGrid& g, const Box& box,
+                           const AreaWeights& base) {
+    ScoredRegions out;
+    out.regions.push_back(named_regions().front());
+    out.weights.push_back(base);
+    for (const std::string& text : texts) {
+        Region r = parse_region(text);
+        const auto same = [&](const Region& other) { return other.name == r.name; };
+        if (std::any_of(out.regions.begin(), out.regions.end(), same)) {
+            throw ArgumentError("--region '" + text + "': region '" + r.name + "' is given twice");
+        }
+        if (r.mask_file.empty()) {
+            out.weights.push_back(region_weights(base.view(), g.lat_deg, g.lon_deg, box, r.box));
+        } else {
+            const io::NetcdfReader mask(r.mask_file);
+            if (!io::same_grid(mask.grid(), g)) {
+                throw ArgumentError("--region '" + text + "': '" + r.mask_file + "' is not on the forecast's grid");
+            }
+            io::VariableReader plan = mask.reader(r.mask_variable, box);
+            if (plan.values_per_step() != static_cast<std::size_t>(box.area())) {
+                throw ArgumentError("--region '" + text + "': variable '" + r.mask_variable +
+                                    "' must be one lat x lon field");
+            }
+            std::vector<double> values(plan.values_per_step());
+            plan.read_step(0, std::span<double>(values));
+            out.weights.push_back(mask_weights(base.view(), box, values));
+        }
+        out.regions.push_back(std::move(r));
+    }
+    return out;
+}
+
+/// Which (initial condition, lead time) pairs a data rank scores.
+struct WorkShare {
+    Range initial_conditions;
+    Range leads;
+    std::string split;  // "initial-conditions" or "lead-times"
+};
+
+WorkShare share_work(const std::string& requested, const ForecastLayout& l, const ProcessMesh& mesh) {
+    const int data = mesh.shape().data;
+    const bool by_ic = requested == "initial-conditions" || (requested == "auto" && l.initial_conditions >= data);
+    const int me = mesh.coords().data;
+    if (by_ic) {
+        return {data_block(l.initial_conditions, data, me, true), {0, l.lead_times}, "initial-conditions"};
+    }
+    return {{0, l.initial_conditions}, data_block(l.lead_times, data, me, true), "lead-times"};
+}
+
+/// Deterministic scores: ACE's names and the Evaluator scores they are.
+const std::vector<std::pair<std::string, std::string>>& deterministic_scores() {
+    static const std::vector<std::pair<std::string, std::string>> scores = {
+        {"weighted_rmse", "rmse"},          {"weighted_bias", "bias"},
+        {"weighted_mean_gen", "mean_pred"}, {"weighted_mean_target", "mean_truth"},
+        {"weighted_std_gen", "std_pred"},   {"weighted_grad_mag_percent_diff", "grad_mag_percent_diff"},
+    };
+    return scores;
+}
+
+EvaluationOptions evaluator_options(const EvalOptions& options) {
+    EvaluationOptions o{.summation = options.summation, .policy = options.policy};
+    o.scores.clear();
+    for (const auto& [ace_name, name] : deterministic_scores()) {
+        for (const ScoreDefinition& d : evaluation_scores()) {
+            if (d.name == name) {
+                o.scores.push_back(d);
+            }
+        }
+    }
+    return o;
+}
+
+/// Everything one variable's evaluation holds for the report.
+struct VariableResult {
+    std::vector<ChannelForecast> channels;
+};
+
+/// Per-sample slots: index helpers over (sample, lead, region, score, channel).
+struct Slots {
+    std::int64_t samples, leads, regions, scores, channels;
+    [[nodiscard]] std::size_t size() const {
+        return static_cast<std::size_t>(samples * leads * regions * scores * channels);
+    }
+    [[nodiscard]] std::size_t at(std::int64_t s, std::int64_t l, std::int64_t r, std::int64_t k, std::int64_t c) const {
+        return static_cast<std::size_t>((((s * leads + l) * regions + r) * scores + k) * channels + c);
+    }
+    /// The mean over samples, in sample order, of slot (l, r, k, c).
+    [[nodiscard]] double sample_mean(const std::vector<double>& values, std::int64_t l, std::int64_t r, std::int64_t k,
+                                     std::int64_t c) const {
+        double sum = 0.0;
+        for (std::int64_t s = 0; s < samples; ++s) {
+            sum += values[at(s, l, r, k, c)];
+        }
+        return sum / static_cast<double>(samples);
+    }
+};
+
+template <class T>
+VariableResult score_forecast_variable(const ForecastSource& source, const SourceVariable& variable,
+                                       const ShardedGrid& grid, const ScoredRegions& regions,
+                                       const Climatology* climatology, const EvalOptions& options,
+                                       const WorkShare& work, Progress& progress) {
+    const ProcessMesh& mesh = grid.mesh();
+    const Box& box = grid.box();
+    const ForecastLayout& layout = source.layout();
+    const std::int64_t members = layout.members;
+    const std::int64_t leads = layout.lead_times;
+    const std::int64_t channels = variable.channels;
+    const std::int64_t nlat = grid.grid().nlat;
+    const auto nregions = static_cast<std::int64_t>(regions.regions.size());
+    const bool ensemble = members > 1;
+    const bool with_acc = climatology != nullptr;
+    const std::int64_t first_counted = options.include_initial_step || leads == 1 ? 0 : 1;
+    const auto plane = static_cast<std::size_t>(channels * box.area());
+    const auto m_plane = plane * static_cast<std::size_t>(members);
+    const std::int64_t samples = layout.initial_conditions * members;
+    const auto& det_names = deterministic_scores();
+    const auto det_count = static_cast<std::int64_t>(det_names.size()) + (with_acc ? 1 : 0);
+    const Slots det{samples, leads, nregions, det_count, channels};
+    const Slots ens{layout.initial_conditions, leads, nregions, ensemble ? 5 : 0, channels};
+    const Slots zonal_gen{samples, leads, 1, channels, nlat};
+    const Slots zonal_target{layout.initial_conditions, leads, 1, channels, nlat};
+    const std::string& name = variable.name;
+
+    std::vector<double> det_values, ens_values, gen_zonal, target_zonal;
+    std::vector<T> truth, truth_repeated, member_values, climatology_values, climatology_repeated;
+    std::unique_ptr<ForecastSteps> reader;
+    std::optional<io::VariableReader> climatology_reader;
+    bool climatology_per_lead = false;
+    std::optional<TimeMeanAccumulator> gen_sums, bias_sums;
+    check_collectively(mesh.world(), attempt([&] {
+                           det_values = allocate_vector<double>(det.size(), "the per-sample scores of '" + name + "'");
+                           ens_values = allocate_vector<double>(ens.size(), "the ensemble scores of '" + name + "'");
+                           gen_zonal = allocate_vector<double>(zonal_gen.size(), "the zonal means of '" + name + "'");
+                           target_zonal =
+                               allocate_vector<double>(zonal_target.size(), "the zonal means of '" + name + "'");
+                           truth = allocate_vector<T>(plane, "the truth buffer of '" + name + "'");
+                           truth_repeated = allocate_vector<T>(m_plane, "the truth buffer of '" + name + "'");
+                           member_values = allocate_vector<T>(m_plane, "the members buffer of '" + name + "'");
+                           if (climatology) {
+                               climatology_values = allocate_vector<T>(plane, "the climatology of '" + name + "'");
+                               climatology_repeated = allocate_vector<T>(m_plane, "the climatology of '" + name + "'");
+                               climatology_reader.emplace(climatology->open(variable, box, climatology_per_lead));
+                           }
+                           gen_sums.emplace(grid, channels);
+                           bias_sums.emplace(grid, channels);
+                           reader = source.open(variable, box);
+                       }));
+    std::vector<Evaluator> evaluators;
+    for (const AreaWeights& w : regions.weights) {
+        evaluators.emplace_back(grid, members * channels, w.view(), evaluator_options(options));
+    }
+    const bool owner = mesh.spatial().rank() == 0;
+    const auto repeat = [&](const std::vector<T>& one, std::vector<T>& many) {
+        for (std::int64_t m = 0; m < members; ++m) {
+            std::copy(one.begin(), one.end(),
+                      many.begin() + static_cast<std::ptrdiff_t>(m * static_cast<std::int64_t>(plane)));
+        }
+    };
+    std::int64_t loaded_climatology_lead = -1;
+    LocalFailure failure;
+    for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end && !failure.failed(); ++ic) {
+        for (std::int64_t lead = work.leads.begin; lead < work.leads.end; ++lead) {
+            failure = attempt([&] {
+                reader->read(ic, lead, std::span<T>(truth), std::span<T>(member_values));
+                if (climatology_reader && loaded_climatology_lead != (climatology_per_lead ? lead : 0)) {
+                    loaded_climatology_lead = climatology_per_lead ? lead : 0;
+                    climatology_reader->read_step(loaded_climatology_lead, std::span<T>(climatology_values));
+                    repeat(climatology_values, climatology_repeated);
+                }
+            });
+            const LocalFailure agreed = attempt([&] { check_collectively(mesh.spatial(), failure); });
+            if (agreed.failed()) {
+                failure = agreed;
+                break;
+            }
+            repeat(truth, truth_repeated);
+            const FieldShard<T> t{truth, channels};
+            const FieldShard<T> t_all{truth_repeated, members * channels};
+            const FieldShard<T> p_all{member_values, members * channels};
+            for (std::int64_t r = 0; r < nregions; ++r) {
+                const Weights w = regions.weights[static_cast<std::size_t>(r)].view();
+                const Scores s = evaluators[static_cast<std::size_t>(r)].evaluate(t_all, p_all);
+                std::vector<double> acc;
+                if (with_acc) {
+                    acc = anomaly_correlation<T>(grid, t_all, p_all,
+                                                 FieldShard<T>{climatology_repeated, members * channels}, w,
+                                                 options.summation);
+                }
+                for (std::int64_t m = 0; m < members && owner; ++m) {
+                    for (std::int64_t c = 0; c < channels; ++c) {
+                        const auto mc = static_cast<std::size_t>(m * channels + c);
+                        for (std::size_t k = 0; k < det_names.size(); ++k) {
+                            det_values[det.at(ic * members + m, lead, r, static_cast<std::int64_t>(k), c)] =
+                                s[det_names[k].second][mc];
+                        }
+                        if (with_acc) {
+                            det_values[det.at(ic * members + m, lead, r, det_count - 1, c)] = acc[mc];
+                        }
+                    }
+                }
+                if (ensemble) {
+                    const EnsembleScores e = ensemble_scores<T>(
+                        grid, t, EnsembleShard<T>{member_values, members, channels}, w, options.summation);
+                    for (std::int64_t c = 0; c < channels && owner; ++c) {
+                        const auto cc = static_cast<std::size_t>(c);
+                        const double values[] = {e.ensemble_mean_rmse[cc], e.spread[cc], e.spread_skill_ratio[cc],
+                                                 e.crps[cc], e.fair_crps[cc]};
+                        for (std::int64_t k = 0; k < 5; ++k) {
+                            ens_values[ens.at(ic, lead, r, k, c)] = values[k];
+                        }
+                    }
+                }
+            }
+            const FieldShard<T> both[] = {t_all, p_all};
+            const auto zonal = zonal_means<T>(grid, both, options.summation);  // one allreduce over lon
+            if (mesh.coords().lon == 0) {
+                for (std::int64_t m = 0; m < members; ++m) {
+                    for (std::int64_t c = 0; c < channels; ++c) {
+                        for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+                            const auto local = static_cast<std::size_t>((m * channels + c) * box.lat.size() + i);
+                            gen_zonal[zonal_gen.at(ic * members + m, lead, 0, c, box.lat.begin + i)] = zonal[1][local];
+                            if (m == 0) {
+                                target_zonal[zonal_target.at(ic, lead, 0, c, box.lat.begin + i)] = zonal[0][local];
+                            }
+                        }
+                    }
+                }
+            }
+            if (lead >= first_counted) {
+                for (std::int64_t m = 0; m < members; ++m) {
+                    const std::span<const T> member(member_values.data() + static_cast<std::size_t>(m) * plane, plane);
+                    gen_sums->add(FieldShard<T>{member, channels});
+                    bias_sums->add(t, FieldShard<T>{member, channels});
+                }
+            }
+            progress.step(name);
+        }
+    }
+    check_collectively(mesh.world(), failure);
+
+    // Each slot was written by one rank: the sums over the groups are exact.
+    reduce_sum<double>(mesh, det_values);
+    reduce_sum<double>(mesh, ens_values);
+    spatial_reduce_sum<double>(mesh, gen_zonal);
+    reduce_sum<double>(mesh, gen_zonal);
+    spatial_reduce_sum<double>(mesh, target_zonal);
+    reduce_sum<double>(mesh, target_zonal);
+    gen_sums->merge_over_data();
+    bias_sums->merge_over_data();
+
+    VariableResult result;
+    result.channels.resize(static_cast<std::size_t>(channels));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
+        out.name = channels == 1 ? name : name + "[" + std::to_string(c) + "]";
+        out.regions.resize(static_cast<std::size_t>(nregions));
+    }
+    for (std::int64_t r = 0; r < nregions; ++r) {
+        const Weights w = regions.weights[static_cast<std::size_t>(r)].view();
+        const std::vector<double> rmse = bias_sums->rmse_of_time_mean(w, options.policy, options.summation);
+        const std::vector<double> bias = bias_sums->time_and_global_mean_bias(w, options.policy, options.summation);
+        for (std::int64_t c = 0; c < channels; ++c) {
+            RegionForecast& out = result.channels[static_cast<std::size_t>(c)].regions[static_cast<std::size_t>(r)];
+            out.name = regions.regions[static_cast<std::size_t>(r)].name;
+            const auto add_series = [&](const std::string& score, const auto& value_at) {
+                std::vector<double> series(static_cast<std::size_t>(leads));
+                for (std::int64_t l = 0; l < leads; ++l) {
+                    series[static_cast<std::size_t>(l)] = value_at(l);
+                }
+                out.per_step.emplace_back(score, std::move(series));
+            };
+            for (std::size_t k = 0; k < det_names.size(); ++k) {
+                add_series(det_names[k].first, [&](std::int64_t l) {
+                    return det.sample_mean(det_values, l, r, static_cast<std::int64_t>(k), c);
+                });
+            }
+            if (ensemble) {
+                add_series("ensemble_mean_rmse",
+                           [&](std::int64_t l) { return ens.sample_mean(ens_values, l, r, 0, c); });
+                add_series("spread", [&](std::int64_t l) { return ens.sample_mean(ens_values, l, r, 1, c); });
+                // The ratio of the means over initial conditions, as WeatherBench 2 forms it.
+                add_series("spread_skill_ratio", [&](std::int64_t l) {
+                    return ens.sample_mean(ens_values, l, r, 1, c) / ens.sample_mean(ens_values, l, r, 0, c);
+                });
+                add_series("crps", [&](std::int64_t l) { return ens.sample_mean(ens_values, l, r, 3, c); });
+                add_series("fair_crps", [&](std::int64_t l) { return ens.sample_mean(ens_values, l, r, 4, c); });
+            }
+            if (with_acc) {
+                add_series("acc", [&](std::int64_t l) { return det.sample_mean(det_values, l, r, det_count - 1, c); });
+            }
+            out.time_mean.emplace_back("rmse", rmse[static_cast<std::size_t>(c)]);
+            out.time_mean.emplace_back("bias", bias[static_cast<std::size_t>(c)]);
+            for (const auto& [score, series] : out.per_step) {
+                double sum = 0.0;
+                for (std::int64_t l = first_counted; l < leads; ++l) {
+                    sum += series[static_cast<std::size_t>(l)];
+                }
+                out.time_mean.emplace_back(score, sum / static_cast<double>(leads - first_counted));
+            }
+        }
+    }
+    for (std::int64_t c = 0; c < channels; ++c) {
+        ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
+        out.zonal_gen.resize(static_cast<std::size_t>(leads * nlat));
+        out.zonal_error.resize(out.zonal_gen.size());
+        for (std::int64_t l = 0; l < leads; ++l) {
+            for (std::int64_t i = 0; i < nlat; ++i) {
+                const double gen = zonal_gen.sample_mean(gen_zonal, l, 0, c, i);
+                const double target = zonal_target.sample_mean(target_zonal, l, 0, c, i);
+                out.zonal_gen[static_cast<std::size_t>(l * nlat + i)] = gen;
+                out.zonal_error[static_cast<std::size_t>(l * nlat + i)] = gen - target;
+            }
+        }
+    }
+    if (!options.diagnostics.empty()) {
+        // Only world rank 0 ever holds a global map (one gather each); the others pass their boxes.
+        const std::vector<double> gen_map = gen_sums->mean_difference(options.policy);
+        const std::vector<double> bias_map = bias_sums->mean_difference(options.policy);
+        const std::int64_t local = mesh.coords().data == 0 ? 1 : 0;
+        const std::span<const double> gen_part(gen_map.data(), local == 1 ? gen_map.size() : 0);
+        const std::span<const double> bias_part(bias_map.data(), local == 1 ? bias_map.size() : 0);
+        const std::vector<double> gen_global =
+            gather_global<double>(mesh, grid.decomposition(), gen_part, local, channels);
+        const std::vector<double> bias_global =
+            gather_global<double>(mesh, grid.decomposition(), bias_part, local, channels);
+        const auto map_size = static_cast<std::size_t>(grid.grid().nlat * grid.grid().nlon);
+        if (mesh.world().rank() == 0) {
+            for (std::int64_t c = 0; c < channels; ++c) {
+                ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
+                const auto first = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * map_size);
+                out.gen_map.assign(gen_global.begin() + first,
+                                   gen_global.begin() + first + static_cast<std::ptrdiff_t>(map_size));
+                out.bias_map.assign(bias_global.begin() + first,
+                                    bias_global.begin() + first + static_cast<std::ptrdiff_t>(map_size));
+            }
+        }
+    }
+    return result;
+}
+
+/// The bytes one rank allocates for one variable, an estimate that errs high.
+std::uint64_t forecast_working_set(const ForecastLayout& l, const SourceVariable& v, const Box& box, std::int64_t nlat,
+                                   std::size_t regions, int data_ranks) {
+    const auto area = static_cast<std::uint64_t>(box.area());
+    const auto c = static_cast<std::uint64_t>(v.channels);
+    const auto m = static_cast<std::uint64_t>(l.members);
+    const std::uint64_t value = v.type == io::ValueType::float64 ? 8 : 4;
+    const std::uint64_t samples = static_cast<std::uint64_t>(l.initial_conditions) * m;
+    const std::uint64_t leads = static_cast<std::uint64_t>(l.lead_times);
+    // Fields: truth, truth repeated, members, climatology twice; the time sums (2 x 24 bytes) and their
+    // gather over the data group; the per-sample slots and the zonal means.
+    const std::uint64_t fields = c * area * (value * (2 + 3 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
+    const std::uint64_t slots =
+        samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
+    return fields + slots;
+}
+
+}  // namespace
+
+void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
+    const std::vector<std::string> names = parse_name_list("--vars", options.vars);
+    const LayoutHints hints{options.ensemble_dim, options.ensemble_size};
+    std::vector<io::NamedPath> inputs = {
+        {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
+    for (const std::string& text : options.regions) {
+        const Region r = parse_region(text);
+        inputs.push_back({"--region", r.mask_file});
+    }
+    if (!options.zonal.empty()) {
+        throw ArgumentError(
+            "--zonal is for two-field files; a forecast's zonal means go to --diagnostics DIR "
+            "(zonal_mean_diagnostics.nc)");
+    }
+    const ForecastOutputPaths paths = forecast_output_paths(options.diagnostics);
+    check_collectively(world, attempt([&] {
+                           check_diagnostics_folder(options.diagnostics);
+                           io::check_output_paths(inputs, paths.named(options.json));
+                       }));
+    std::unique_ptr<ForecastSource> source;
+    check_collectively(world, attempt([&] {
+                           source = options.truth.empty()
+                                        ? make_builtin_forecast(options.nlat, options.nlon,
+                                                                std::max<std::int64_t>(options.initial_conditions, 1),
+                                                                std::max<std::int64_t>(options.ensemble_size, 1),
+                                                                options.ntime)
+                                        : make_netcdf_forecast(options.truth, options.prediction, names, hints,
+                                                               options.allow_time_mismatch);
+                       }));
+    const ForecastLayout& layout = source->layout();
+    const SourceGrid& g = source->grid();
+    std::vector<SourceVariable> variables = source->variables();
+    if (options.truth.empty() && !names.empty()) {
+        std::vector<SourceVariable> chosen;
+        for (const std::string& n : names) {
+            const auto it =
+                std::find_if(variables.begin(), variables.end(), [&](const SourceVariable& v) { return v.name == n; });
+            if (it == variables.end()) {
+                throw ArgumentError("--vars: the built-in case has no variable '" + n + "' (it has h, t850, sst)");
+            }
+            chosen.push_back(*it);
+        }
+        variables = chosen;
+    }
+    // Every rank read the files itself: agree on what they hold before any collective depends on it.
+    std::int64_t channel_total = 0;
+    for (const SourceVariable& v : variables) {
+        channel_total = channel_total * 31 + v.channels * 2 + (v.type == io::ValueType::float64 ? 1 : 0);
+    }
+    detail::agree_or_throw(world, "",
+                           {g.shape().nlat, g.shape().nlon, layout.initial_conditions, layout.members,
+                            layout.lead_times, static_cast<std::int64_t>(variables.size()), channel_total},
+                           "the forecast as each rank reads it (grid, initial conditions, members, lead times, "
+                           "variables)");
+
+    const MeshShape shape = options.mesh.empty() ? default_mesh(world.size()) : parse_mesh_shape(options.mesh);
+    const ProcessMesh mesh(world, shape);
+    const ShardedGrid grid(mesh, g.shape(), options.split);
+    const WorkShare work = share_work(options.data_split, layout, mesh);
+    const AreaWeights weights = make_weights(options.weights, g, grid.box());
+    ScoredRegions regions;
+    std::unique_ptr<Climatology> climatology;
+    check_collectively(world, attempt([&] {
+                           regions = make_regions(options.regions, g, grid.box(), weights);
+                           if (!options.climatology.empty()) {
+                               climatology = std::make_unique<Climatology>(options.climatology, g, layout.lead_times);
+                           }
+                       }));
+    std::uint64_t largest = 0;
+    for (const SourceVariable& v : variables) {
+        largest = std::max(
+            largest, forecast_working_set(layout, v, grid.box(), g.shape().nlat, regions.regions.size(), shape.data));
+    }
+    check_memory_fits(world, largest,
+                      "forecast of " + std::to_string(layout.initial_conditions) + " initial conditions x " +
+                          std::to_string(layout.members) + " members x " + std::to_string(layout.lead_times) +
+                          " lead times on " + std::to_string(g.shape().nlat) + " x " + std::to_string(g.shape().nlon) +
+                          ", mesh " + to_string(shape));
+
+    ForecastReport report;
+    report.mesh = shape;
+    report.split = std::string(to_string(options.split));
+    report.weights = std::string(to_string(options.weights));
+    report.summation = std::string(to_string(options.summation));
+    report.policy = std::string(to_string(options.policy));
+    report.grid = g;
+    report.layout = layout;
+    report.lead_times = source->lead_times();
+    report.data_split = work.split;
+    report.include_initial_step = options.include_initial_step || layout.lead_times == 1;
+    report.climatology = options.climatology;
+    {
+        Progress progress(world.rank() == 0 && !options.quiet, work.initial_conditions.size() * work.leads.size() *
+                                                                   static_cast<std::int64_t>(variables.size()));
+        for (const SourceVariable& v : variables) {
+            VariableResult r = v.type == io::ValueType::float64
+                                   ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(),
+                                                                     options, work, progress)
+                                   : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(),
+                                                                    options, work, progress);
+            for (ChannelForecast& c : r.channels) {
+                report.variables.push_back(std::move(c));
+            }
+        }
+    }
+    LocalFailure output_failure;
+    if (world.rank() == 0) {
+        output_failure = attempt([&] { write_forecast_outputs(report, options.json, paths, std::cout); });
+    }
+    check_collectively(world, output_failure);
+}
+
+}  // namespace gridshard::cli

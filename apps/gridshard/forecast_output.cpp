@@ -1,0 +1,246 @@
+#include "forecast_output.hpp"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gridshard/core/error.hpp"
+#include "gridshard/io/dataset_writer.hpp"
+
+namespace gridshard::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// A channel's name as a netCDF name: "ta[2]" is "ta_2".
+std::string netcdf_name(const std::string& name) {
+    std::string out;
+    for (const char c : name) {
+        if (c == '[') {
+            out += '_';
+        } else if (c != ']') {
+            out += c;
+        }
+    }
+    return out;
+}
+
+json region_json(const RegionForecast& r) {
+    json per_step = json::object();
+    for (const auto& [score, series] : r.per_step) {
+        per_step[score] = series;
+    }
+    json time_mean = json::object();
+    for (const auto& [score, value] : r.time_mean) {
+        time_mean[score] = value;
+    }
+    return {{"per_step", per_step}, {"time_mean", time_mean}};
+}
+
+void write_json(const ForecastReport& report, std::ostream& out) {
+    json variables = json::object();
+    for (const ChannelForecast& c : report.variables) {
+        json regions = json::object();
+        for (const RegionForecast& r : c.regions) {
+            regions[r.name] = region_json(r);
+        }
+        json entry = region_json(c.regions.front());
+        entry["regions"] = regions;
+        variables[c.name] = entry;
+    }
+    const ForecastLayout& l = report.layout;
+    const LeadTimes& t = report.lead_times;
+    const json forecast = {
+        {"initial_conditions", l.initial_conditions},
+        {"members", l.members},
+        {"lead_times", l.lead_times},
+        {"members_from", l.members_from},
+        {"data_split", report.data_split},
+        {"time_means_include_initial_step", report.include_initial_step},
+        {"lead_time", {{"values", t.values}, {"units", t.units}}},
+        {"init_time", {{"values", t.init_times}, {"units", t.init_time_units}, {"calendar", t.calendar}}},
+        {"climatology", report.climatology.empty() ? json(nullptr) : json(report.climatology)},
+    };
+    const json document = {
+        {"gridshard", GRIDSHARD_VERSION},
+        {"mesh", {{"data", report.mesh.data}, {"lat", report.mesh.lat}, {"lon", report.mesh.lon}}},
+        {"split", report.split},
+        {"weights", report.weights},
+        {"summation", report.summation},
+        {"policy", report.policy},
+        {"grid", {{"nlat", report.grid.shape().nlat}, {"nlon", report.grid.shape().nlon}}},
+        {"forecast", forecast},
+        {"variables", variables},
+    };
+    out << document.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+}
+
+void print_table(const ForecastReport& report, std::ostream& out) {
+    const ForecastLayout& l = report.layout;
+    char cell[512];
+    std::snprintf(cell, sizeof cell,
+                  "gridshard eval: forecast of %lld initial conditions x %lld members x %lld lead times, grid %lld "
+                  "x %lld, mesh %s (data split over %s)\n",
+                  static_cast<long long>(l.initial_conditions), static_cast<long long>(l.members),
+                  static_cast<long long>(l.lead_times), static_cast<long long>(report.grid.shape().nlat),
+                  static_cast<long long>(report.grid.shape().nlon), to_string(report.mesh).c_str(),
+                  report.data_split.c_str());
+    out << cell << "time means over lead times " << (report.include_initial_step ? "0" : "1") << " to "
+        << l.lead_times - 1 << ":\n";
+    if (report.variables.empty()) {
+        return;
+    }
+    const RegionForecast& first = report.variables.front().regions.front();
+    std::snprintf(cell, sizeof cell, "%-12s %-22s", "variable", "region");
+    out << cell;
+    for (const auto& [score, value] : first.time_mean) {
+        std::snprintf(cell, sizeof cell, " %*s", static_cast<int>(std::max<std::size_t>(score.size(), 10)),
+                      score.c_str());
+        out << cell;
+    }
+    out << "\n";
+    for (const ChannelForecast& c : report.variables) {
+        for (const RegionForecast& r : c.regions) {
+            std::snprintf(cell, sizeof cell, "%-12s %-22s", c.name.c_str(), r.name.c_str());
+            out << cell;
+            for (const auto& [score, value] : r.time_mean) {
+                std::snprintf(cell, sizeof cell, " %*.5g", static_cast<int>(std::max<std::size_t>(score.size(), 10)),
+                              value);
+                out << cell;
+            }
+            out << "\n";
+        }
+    }
+}
+
+io::DatasetDim forecast_step_dim(const ForecastReport& report) {
+    std::vector<double> steps;
+    for (std::int64_t l = 0; l < report.layout.lead_times; ++l) {
+        steps.push_back(static_cast<double>(l));
+    }
+    return {"forecast_step", report.layout.lead_times, steps, {{"long_name", "forecast step (0: initial condition)"}}};
+}
+
+io::DatasetDim lat_dim(const ForecastReport& report) {
+    return {"lat",
+            report.grid.shape().nlat,
+            report.grid.lat_deg,
+            {{"standard_name", "latitude"}, {"units", "degrees_north"}, {"axis", "Y"}}};
+}
+
+io::Attributes global_attributes(const std::string& title) {
+    return {{"title", title}, {"source", std::string("gridshard ") + GRIDSHARD_VERSION}};
+}
+
+io::Dataset mean_diagnostics(const ForecastReport& report) {
+    io::Dataset d;
+    d.dims.push_back(forecast_step_dim(report));
+    d.global_attributes = global_attributes("gridshard forecast scores per lead time");
+    if (report.lead_times.values.size() == static_cast<std::size_t>(report.layout.lead_times)) {
+        d.variables.push_back({"lead_time",
+                               {"forecast_step"},
+                               report.lead_times.values,
+                               {{"long_name", "lead time"}, {"units", report.lead_times.units}}});
+    }
+    for (const ChannelForecast& c : report.variables) {
+        for (const RegionForecast& r : c.regions) {
+            for (const auto& [score, series] : r.per_step) {
+                const std::string suffix = r.name == "global" ? "" : "-" + r.name;
+                d.variables.push_back({score + "-" + netcdf_name(c.name) + suffix,
+                                       {"forecast_step"},
+                                       series,
+                                       {{"long_name", score + " of " + c.name + " over " + r.name}}});
+            }
+        }
+    }
+    return d;
+}
+
+io::Dataset zonal_diagnostics(const ForecastReport& report) {
+    io::Dataset d;
+    d.dims = {forecast_step_dim(report), lat_dim(report)};
+    d.global_attributes = global_attributes("gridshard zonal means per lead time, averaged over samples");
+    for (const ChannelForecast& c : report.variables) {
+        const std::string name = netcdf_name(c.name);
+        d.variables.push_back({"gen-" + name,
+                               {"forecast_step", "lat"},
+                               c.zonal_gen,
+                               {{"long_name", c.name + " zonal mean, generated"}, {"cell_methods", "lon: mean"}}});
+        d.variables.push_back(
+            {"error-" + name,
+             {"forecast_step", "lat"},
+             c.zonal_error,
+             {{"long_name", c.name + " zonal-mean error (generated - target)"}, {"cell_methods", "lon: mean"}}});
+    }
+    return d;
+}
+
+io::Dataset time_mean_diagnostics(const ForecastReport& report) {
+    io::Dataset d;
+    d.dims = {lat_dim(report),
+              {"lon",
+               report.grid.shape().nlon,
+               report.grid.lon_deg,
+               {{"standard_name", "longitude"}, {"units", "degrees_east"}, {"axis", "X"}}}};
+    d.global_attributes = global_attributes(std::string("gridshard time-mean maps (lead times ") +
+                                            (report.include_initial_step ? "0" : "1") + " on)");
+    for (const ChannelForecast& c : report.variables) {
+        const std::string name = netcdf_name(c.name);
+        d.variables.push_back(
+            {"gen_map-" + name, {"lat", "lon"}, c.gen_map, {{"long_name", c.name + " time mean, generated"}}});
+        d.variables.push_back({"bias_map-" + name,
+                               {"lat", "lon"},
+                               c.bias_map,
+                               {{"long_name", c.name + " time-mean bias (generated - target)"}}});
+    }
+    return d;
+}
+
+}  // namespace
+
+std::vector<io::NamedPath> ForecastOutputPaths::named(const std::string& json) const {
+    return {{"--json", json}, {"--diagnostics", mean}, {"--diagnostics", zonal}, {"--diagnostics", time_mean}};
+}
+
+ForecastOutputPaths forecast_output_paths(const std::string& folder) {
+    if (folder.empty()) {
+        return {};
+    }
+    const std::string base = folder.back() == '/' ? folder : folder + "/";
+    return {base + "mean_diagnostics.nc", base + "zonal_mean_diagnostics.nc", base + "time_mean_diagnostics.nc"};
+}
+
+void check_diagnostics_folder(const std::string& folder) {
+    if (folder.empty()) {
+        return;
+    }
+    struct stat info {};
+    if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+        throw ArgumentError("--diagnostics '" + folder + "' is not an existing folder");
+    }
+}
+
+void write_forecast_outputs(const ForecastReport& report, const std::string& json_path,
+                            const ForecastOutputPaths& paths, std::ostream& table) {
+    print_table(report, table);
+    std::vector<io::OutputJob> jobs;
+    if (!paths.mean.empty()) {
+        jobs.push_back({paths.mean, [&](io::AtomicOutput& o) { io::write_dataset(o, mean_diagnostics(report)); }});
+        jobs.push_back({paths.zonal, [&](io::AtomicOutput& o) { io::write_dataset(o, zonal_diagnostics(report)); }});
+        jobs.push_back(
+            {paths.time_mean, [&](io::AtomicOutput& o) { io::write_dataset(o, time_mean_diagnostics(report)); }});
+    }
+    if (!json_path.empty()) {
+        jobs.push_back({json_path, [&](io::AtomicOutput& o) {
+                            std::ostringstream text;
+                            write_json(report, text);
+                            o.write(text.str());
+                        }});
+    }
+    io::write_outputs_atomically(jobs);
+}
+
+}  // namespace gridshard::cli

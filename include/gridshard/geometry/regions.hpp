@@ -1,0 +1,65 @@
+#pragma once
+/// @file
+/// Regions of the globe as weights: a latitude-longitude box (the named bands of weather-model
+/// benchmarks, or a user's box that may cross the date line) or a mask, applied to a rank's area weights.
+/// Scores over a region are the metrics with these weights. No MPI calls.
+///
+/// @code
+///   auto tropics = gridshard::region_weights(weights, lat_deg, lon_deg, box, gridshard::parse_region("tropics"));
+/// @endcode
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/geometry/field_views.hpp"
+
+namespace gridshard {
+
+/// A latitude-longitude box, bounds included, in degrees: south <= lat <= north, and longitudes from `west`
+/// eastward to `east` (west > east crosses the date line: 170,-170 is 20 degrees wide). Longitudes are
+/// compared modulo 360. With `whole_longitude` every longitude is in.
+struct LatLonBox {
+    double south = -90.0;
+    double north = 90.0;
+    double west = 0.0;
+    double east = 360.0;
+    bool whole_longitude = true;
+};
+
+/// A named region: a box, or a mask read by the caller (`mask_file:variable`).
+struct Region {
+    std::string name;
+    LatLonBox box;
+    std::string mask_file;      ///< empty for a box
+    std::string mask_variable;  ///< empty for a box
+};
+
+/// The named regions: "global", "tropics" (20S-20N), "northern_extratropics" (20N-90N) and
+/// "southern_extratropics" (90S-20S), as WeatherBench 2 defines them.
+[[nodiscard]] const std::vector<Region>& named_regions();
+
+/// Parses a region: a name of named_regions(); `NAME:lat0,lat1,lon0,lon1` (degrees; lat0 <= lat1 in
+/// [-90, 90]; lon0 to lon1 eastward, crossing the date line when lon0 > lon1); or `NAME:FILE:VARIABLE`, a
+/// mask variable on the grid (weights times the mask; NaN counts as 0). Throws ArgumentError naming the
+/// text and the problem.
+[[nodiscard]] Region parse_region(std::string_view text);
+
+/// True when (lat, lon) lies in `box`.
+[[nodiscard]] bool in_box(const LatLonBox& box, double lat_deg, double lon_deg) noexcept;
+
+/// The weights of `box_of_rank` for `region`'s box: `weights` (per row or per point) times 1 inside and 0
+/// outside; per-row weights stay per row when the box spans every longitude. `lat_deg` and `lon_deg` are
+/// the whole grid's coordinates. For a mask region use mask_weights.
+[[nodiscard]] AreaWeights region_weights(Weights weights, std::span<const double> lat_deg,
+                                         std::span<const double> lon_deg, const Box& box_of_rank,
+                                         const LatLonBox& region);
+
+/// `weights` times `mask` (one value per point of the rank's box; NaN as 0). Throws ArgumentError for a
+/// mask of the wrong size or a negative value.
+[[nodiscard]] AreaWeights mask_weights(Weights weights, const Box& box_of_rank, std::span<const double> mask);
+
+}  // namespace gridshard

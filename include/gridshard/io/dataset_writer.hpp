@@ -1,0 +1,52 @@
+#pragma once
+/// @file
+/// A small CF netCDF dataset written whole through AtomicOutput: named dims with optional coordinate
+/// values, and float64 variables over them, NaN written as `_FillValue`. The forecast evaluation's
+/// diagnostics files are written with it. No MPI calls: call it on the writing rank.
+///
+/// @code
+///   gridshard::io::Dataset d;
+///   d.dims.push_back({"forecast_step", 3, {0, 1, 2}, {{"long_name", "forecast step"}}});
+///   d.variables.push_back({"weighted_rmse-t2m", {"forecast_step"}, {0.0, 0.5, 0.7}, {{"units", "K"}}});
+///   gridshard::io::write_dataset("mean_diagnostics.nc", d);
+/// @endcode
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "gridshard/io/output_file.hpp"
+
+namespace gridshard::io {
+
+using Attributes = std::vector<std::pair<std::string, std::string>>;
+
+/// A dim of `size` entries; with `coordinate` values (as many), a float64 coordinate variable of its name.
+struct DatasetDim {
+    std::string name;
+    std::int64_t size = 0;
+    std::vector<double> coordinate{};
+    Attributes attributes{};  ///< of the coordinate variable
+};
+
+/// A float64 variable over `dims` (names of Dataset::dims), row-major values, NaN where undefined.
+struct DatasetVariable {
+    std::string name;
+    std::vector<std::string> dims;
+    std::vector<double> values;
+    Attributes attributes{};
+};
+
+struct Dataset {
+    std::vector<DatasetDim> dims;
+    std::vector<DatasetVariable> variables;
+    Attributes global_attributes{};  ///< besides Conventions = CF-1.8
+};
+
+/// Writes `dataset` as netCDF (64-bit offset classic format) into `output`'s temporary; the caller commits
+/// it. Throws ArgumentError for an unknown dim, a size that does not match or a name netCDF refuses, and
+/// SystemError when the system fails (a full disk).
+void write_dataset(AtomicOutput& output, const Dataset& dataset);
+
+}  // namespace gridshard::io

@@ -1,0 +1,57 @@
+#pragma once
+// The netCDF file an output writer fills: created in an AtomicOutput's temporary and aborted unless
+// closed, and the checks of every netCDF call of a write. Internal to the io layer; no MPI calls.
+
+#include <netcdf.h>
+
+#include <string>
+#include <utility>
+
+#include "gridshard/core/error.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/output_file.hpp"
+
+namespace gridshard::io::detail {
+
+// Every netCDF return code of a write. netCDF reports the system's failures (a full disk, an I/O error) as
+// positive errno values: SystemError; its own codes (a bad or repeated variable name) are the caller's.
+inline void check_write(int status, const std::string& path, const std::string& doing) {
+    if (status == NC_NOERR) {
+        return;
+    }
+    const std::string message = "cannot write '" + path + "': " + doing + ": " + nc_strerror(status);
+    if (status > 0) {
+        throw SystemError(message);
+    }
+    throw NetcdfError(message, status);
+}
+
+// The netCDF file being written into an AtomicOutput's temporary; aborted unless closed.
+class WriteHandle {
+  public:
+    explicit WriteHandle(const AtomicOutput& output) : path_(output.path()) {
+        check_write(nc_create(output.temporary_path().c_str(), NC_CLOBBER | NC_64BIT_OFFSET, &ncid_), path_,
+                    "creating '" + output.temporary_path() + "'");
+    }
+    ~WriteHandle() {
+        if (ncid_ >= 0) {
+            nc_abort(ncid_);
+        }
+    }
+    WriteHandle(const WriteHandle&) = delete;
+    WriteHandle& operator=(const WriteHandle&) = delete;
+
+    [[nodiscard]] int ncid() const noexcept { return ncid_; }
+    void close() { check_write(nc_close(std::exchange(ncid_, -1)), path_, "closing"); }
+
+  private:
+    std::string path_;
+    int ncid_ = -1;
+};
+
+inline void put_text(int ncid, int varid, const char* name, const std::string& value, const std::string& path) {
+    check_write(nc_put_att_text(ncid, varid, name, value.size(), value.c_str()), path,
+                "writing attribute '" + std::string(name) + "'");
+}
+
+}  // namespace gridshard::io::detail

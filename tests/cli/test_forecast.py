@@ -1,0 +1,331 @@
+"""`gridshard eval` on forecasts (docs/forecast.md): ACE's file layout and its variants, every score against
+an independent float64 numpy reference, and the same bits at every mesh and split rule."""
+import json
+import math
+import warnings
+
+import netCDF4
+import numpy as np
+import pytest
+
+import forecast_files as ff
+
+# Ranks and meshes: odd ones, data-parallel over initial conditions and over lead times, one-row shards.
+MESHES = [(1, "1x1x1", "balanced"), (4, "2x1x2", "balanced"), (3, "1x3x1", "div_up"), (3, "3x1x1", "balanced"),
+          (6, "2x3x1", "div_up"), (6, "1x2x3", "balanced")]
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def numbers(document):
+    """The scores of a report, without the fields that name the mesh and split."""
+    return {"variables": document["variables"], "forecast": {k: v for k, v in document["forecast"].items()
+                                                             if k != "data_split"}}
+
+
+def close(got, want, what, rtol=1e-9, atol=1e-9):
+    got = np.array([np.nan if v is None else v for v in np.atleast_1d(got)], dtype=np.float64)
+    want = np.atleast_1d(np.asarray(want, dtype=np.float64))
+    assert got.shape == want.shape, what
+    assert np.array_equal(np.isnan(got), np.isnan(want)), f"{what}: NaN where {got} vs {want}"
+    ok = ~np.isnan(want)
+    np.testing.assert_allclose(got[ok], want[ok], rtol=rtol, atol=atol, err_msg=what)
+
+
+def check_against_reference(report, ref, region="global"):
+    assert set(report["variables"]) == set(ref)
+    for name, want in ref.items():
+        got = report["variables"][name]["regions"][region]
+        assert set(got["per_step"]) == set(want["per_step"]), name
+        for score, series in want["per_step"].items():
+            close(got["per_step"][score], series, f"{name} {region} per_step {score}", **tolerance(score))
+        for score, value in want["time_mean"].items():
+            close(got["time_mean"][score], value, f"{name} {region} time_mean {score}", **tolerance(score))
+
+
+def tolerance(score):
+    # The gradient magnitudes are formed in the data's float32, as ACE forms them; the reference's in float64.
+    return {"rtol": 1e-6, "atol": 1e-6} if "grad_mag" in score else {}
+
+
+@pytest.fixture(scope="module")
+def forecast():
+    return ff.Forecast(ics=3, members=4, leads=5, nlat=13, nlon=22)
+
+
+@pytest.fixture(scope="module")
+def reference(forecast):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return ff.reference(forecast, ff.cos_lat_weights(forecast))
+
+
+@pytest.fixture(scope="module")
+def ace_files(forecast, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ace")
+    truth, pred = folder / "autoregressive_target.nc", folder / "autoregressive_predictions.nc"
+    ff.write_ace(forecast, truth, pred)
+    return truth, pred
+
+
+def test_ace_layout_matches_the_reference_and_every_mesh(ace_files, reference, mpirun, tmp_path):
+    truth, pred = ace_files
+    first = None
+    for ranks, mesh, split in MESHES:
+        out = tmp_path / f"{mesh}-{split}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--split", split,
+                   "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        report = load(out)
+        f = report["forecast"]
+        assert (f["initial_conditions"], f["members"], f["lead_times"], f["members_from"]) == (3, 4, 5, "init_time")
+        assert f["time_means_include_initial_step"] is False
+        assert f["init_time"]["units"] == "microseconds since 1970-01-01" and f["init_time"]["calendar"] == "julian"
+        assert f["lead_time"]["units"] == "microseconds" and f["lead_time"]["values"][1] == 6 * ff.HOUR_US
+        if first is None:
+            first = report
+            check_against_reference(report, reference)
+            # The per-variable scores are the global region's.
+            for v in report["variables"].values():
+                assert v["per_step"] == v["regions"]["global"]["per_step"]
+                assert v["time_mean"] == v["regions"]["global"]["time_mean"]
+        else:
+            assert numbers(report) == numbers(first), f"{mesh} {split} differs from 1x1x1"
+    assert first["variables"]["t2m"]["per_step"]["weighted_rmse"][0] == 0.0  # lead 0 is the initial condition
+
+
+def test_data_split_over_lead_times_gives_the_same_bits(ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    reports = []
+    for ranks, mesh, data_split in ((1, "1x1x1", "auto"), (2, "2x1x1", "lead-times"), (5, "5x1x1", "auto"),
+                                    (4, "2x2x1", "initial-conditions")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--data-split", data_split,
+                   "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        reports.append(load(out))
+    assert reports[2]["forecast"]["data_split"] == "lead-times"  # 5 data ranks, 3 initial conditions
+    assert reports[3]["forecast"]["data_split"] == "initial-conditions"
+    for report in reports[1:]:
+        assert numbers(report) == numbers(reports[0])
+
+
+@pytest.mark.parametrize("layout", ["member_dim", "truth_per_ic", "ensemble_size", "number_only", "deterministic"])
+def test_other_layouts_give_the_ace_layout_numbers(layout, forecast, reference, ace_files, mpirun, tmp_path):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    extra = []
+    f = forecast
+    want = reference
+    if layout == "member_dim":
+        ff.write_member_dim(f, truth, pred)
+    elif layout == "truth_per_ic":
+        ff.write_ace(f, truth, pred, truth_per_ic=True)
+    elif layout == "ensemble_size":  # no init_time: the members come from --ensemble-size
+        ff.write_ace(f, truth, pred, with_init_time=False)
+        extra = ["--ensemble-size", "4"]
+    elif layout == "number_only":  # one initial condition, members on a `number` dim
+        f = ff.Forecast(ics=1, members=5, leads=4, nlat=9, nlon=16, seed=3)
+        ff.write_member_dim(f, truth, pred, member_dim="number", with_sample=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = ff.reference(f, ff.cos_lat_weights(f))
+    else:  # ACE without an ensemble: every sample its own initial time
+        f = ff.Forecast(ics=4, members=1, leads=3, nlat=11, nlon=18, seed=5)
+        ff.write_ace(f, truth, pred)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = ff.reference(f, ff.cos_lat_weights(f))
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (4, "2x2x1")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--json", out, "--quiet", *extra)
+        assert r.returncode == 0, r.stderr
+        outs.append(load(out))
+    check_against_reference(outs[0], want)
+    assert numbers(outs[1])["variables"] == numbers(outs[0])["variables"]
+    if layout == "deterministic":
+        assert "crps" not in outs[0]["variables"]["t2m"]["per_step"]
+    if layout in ("member_dim", "truth_per_ic", "ensemble_size"):
+        ace = tmp_path / "ace.json"
+        r = mpirun(1, "eval", "--truth", ace_files[0], "--pred", ace_files[1], "--json", ace, "--quiet")
+        assert r.returncode == 0, r.stderr
+        assert load(ace)["variables"] == outs[0]["variables"]
+
+
+def test_levels_are_channels(tmp_path, mpirun):
+    f = ff.Forecast(ics=2, members=3, leads=3, nlat=9, nlon=14, levels=2, seed=11)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_member_dim(f, truth, pred)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = ff.reference(f, ff.cos_lat_weights(f))
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (3, "1x1x3")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        outs.append(load(out))
+    assert {"t2m[0]", "t2m[1]", "sst"} == set(outs[0]["variables"])
+    check_against_reference(outs[0], want)
+    assert numbers(outs[1]) == numbers(outs[0])
+
+
+@pytest.mark.parametrize("per_lead", [False, True])
+def test_anomaly_correlation_with_a_climatology(per_lead, forecast, ace_files, mpirun, tmp_path):
+    clim_path = ff.write_climatology(forecast, tmp_path / "clim.nc", per_lead)
+    with netCDF4.Dataset(clim_path) as ds:
+        clim = {name: np.asarray(ds[name][:], dtype=np.float64) for name in forecast.fields}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = ff.reference(forecast, ff.cos_lat_weights(forecast), climatology=clim)
+    truth, pred = ace_files
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (5, "1x5x1"), (4, "2x1x2")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--climatology", clim_path, "--mesh", mesh,
+                   "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        outs.append(load(out))
+    check_against_reference(outs[0], want)
+    assert all(-1 <= a <= 1 for a in outs[0]["variables"]["t2m"]["per_step"]["acc"])
+    for other in outs[1:]:
+        assert numbers(other) == numbers(outs[0])
+
+
+def test_regions_side_by_side(forecast, ace_files, mpirun, tmp_path):
+    mask = ff.write_mask(forecast, tmp_path / "mask.nc")
+    truth, pred = ace_files
+    regions = ["tropics", "northern_extratropics", "dateline:-30,45,150,-160", f"land:{tmp_path / 'mask.nc'}:land_fraction"]
+    args = [a for r in regions for a in ("--region", r)]
+    outs = []
+    for ranks, mesh, split in ((1, "1x1x1", "balanced"), (6, "2x1x3", "div_up"), (4, "1x2x2", "balanced")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, *args, "--mesh", mesh, "--split", split,
+                   "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        outs.append(load(out))
+    weights = {
+        "global": ff.cos_lat_weights(forecast),
+        "tropics": ff.box_weights(forecast, -20, 20, 0, 360),
+        "northern_extratropics": ff.box_weights(forecast, 20, 90, 0, 360),
+        "dateline": ff.box_weights(forecast, -30, 45, 150, -160),
+        "land": ff.cos_lat_weights(forecast) * mask,
+    }
+    assert list(outs[0]["variables"]["t2m"]["regions"]) == list(weights)
+    for region, w in weights.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            check_against_reference(outs[0], ff.reference(forecast, w), region)
+    for other in outs[1:]:
+        assert numbers(other) == numbers(outs[0])
+    a = outs[0]["variables"]["t2m"]["regions"]
+    assert a["tropics"]["per_step"]["weighted_rmse"] != a["global"]["per_step"]["weighted_rmse"]
+
+
+def test_diagnostics_files_hold_the_scores_and_maps(forecast, reference, ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    folders = []
+    for ranks, mesh in ((1, "1x1x1"), (6, "2x3x1")):
+        folder = tmp_path / mesh
+        folder.mkdir()
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--diagnostics", folder,
+                   "--json", folder / "report.json", "--quiet")
+        assert r.returncode == 0, r.stderr
+        folders.append(folder)
+    for name in ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc"):
+        a, b = (folders[0] / name).read_bytes(), (folders[1] / name).read_bytes()
+        assert a == b, f"{name} differs between meshes"
+    report = load(folders[0] / "report.json")
+    with netCDF4.Dataset(folders[0] / "mean_diagnostics.nc") as ds:
+        assert ds.dimensions["forecast_step"].size == 5
+        for score, series in report["variables"]["t2m"]["per_step"].items():
+            np.testing.assert_array_equal(ds[f"{score}-t2m"][:].filled(np.nan),
+                                          np.array([np.nan if v is None else v for v in series]))
+    with netCDF4.Dataset(folders[0] / "zonal_mean_diagnostics.nc") as ds:
+        for name, want in reference.items():
+            close(ds[f"gen-{name}"][:].filled(np.nan), want["zonal_gen"], f"zonal gen {name}")
+            close(ds[f"error-{name}"][:].filled(np.nan), want["zonal_error"], f"zonal error {name}", atol=1e-9)
+    with netCDF4.Dataset(folders[0] / "time_mean_diagnostics.nc") as ds:
+        for name, want in reference.items():
+            close(ds[f"gen_map-{name}"][:].filled(np.nan).ravel(), want["gen_map"].ravel(), f"gen_map {name}")
+            close(ds[f"bias_map-{name}"][:].filled(np.nan).ravel(), want["bias_map"].ravel(), f"bias_map {name}")
+    # Readable by xarray, as ACE's own diagnostics are.
+    import xarray as xr
+    with xr.open_dataset(folders[0] / "zonal_mean_diagnostics.nc") as ds:
+        assert ds["gen-t2m"].dims == ("forecast_step", "lat")
+
+
+def test_including_the_initial_step(ace_files, forecast, mpirun, tmp_path):
+    truth, pred = ace_files
+    out = tmp_path / "with.json"
+    r = mpirun(1, "eval", "--truth", truth, "--pred", pred, "--include-initial-step", "--json", out, "--quiet")
+    assert r.returncode == 0, r.stderr
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = ff.reference(forecast, ff.cos_lat_weights(forecast), first_counted=0)
+    report = load(out)
+    assert report["forecast"]["time_means_include_initial_step"] is True
+    check_against_reference(report, want)
+
+
+def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
+    args = ["eval", "--nlat", "19", "--nlon", "36", "--ntime", "4", "--initial-conditions", "3",
+            "--ensemble-size", "3", "--region", "tropics", "--quiet"]
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (3, "3x1x1"), (4, "1x2x2")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, *args, "--mesh", mesh, "--json", out)
+        assert r.returncode == 0, r.stderr
+        outs.append(load(out))
+    for other in outs[1:]:
+        assert numbers(other) == numbers(outs[0])
+    h = outs[0]["variables"]["h"]["per_step"]
+    assert h["weighted_rmse"][0] == 0 and h["spread"][0] == 0  # every member starts from the truth
+    assert h["spread"][3] > h["spread"][1] > 0  # and spreads
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--ensemble-size", "5"], "--ensemble-size: 5 does not divide the 12 samples"),
+    (["--ensemble-dim", "level"], "--ensemble-dim: prediction"),
+    (["--region", "nowhere"], "--region 'nowhere': not a named region"),
+    (["--region", "a:10,-10,0,20"], "must satisfy -90 <= lat0 <= lat1 <= 90"),
+    (["--region", "a:1,2,x,4"], "'x' is not a number of degrees"),
+    (["--region", "tropics", "--region", "tropics"], "region 'tropics' is given twice"),
+    (["--climatology", "MISSING"], "MISSING"),
+    (["--diagnostics", "NOT_A_FOLDER"], "--diagnostics 'NOT_A_FOLDER' is not an existing folder"),
+    (["--zonal", "z.nc"], "--zonal is for two-field files"),
+])
+def test_bad_forecast_arguments_fail_on_every_rank(args, message, ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    r = mpirun(3, "eval", "--truth", truth, "--pred", pred, "--mesh", "1x3x1", "--quiet", *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert message in r.stderr, r.stderr
+    assert r.stderr.count("gridshard: error:") == 1
+
+
+def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tmp_path):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_ace(forecast, truth, pred)
+    other = ff.Forecast(ics=2, members=4, leads=5, nlat=13, nlon=22)
+    ff.write_ace(other, truth, tmp_path / "unused.nc")
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--quiet")
+    assert r.returncode == 2, r.stderr
+    assert "entries on dim 'sample', for 3 initial conditions of 4 members" in r.stderr
+
+
+def test_forecast_options_need_a_forecast(mpirun, tmp_path):
+    r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", "--region", "tropics", "--quiet")
+    assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
+
+
+def test_json_numbers_keep_every_bit(ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    out = tmp_path / "r.json"
+    assert mpirun(1, "eval", "--truth", truth, "--pred", pred, "--json", out, "--quiet").returncode == 0
+    text = out.read_text()
+    for value in load(out)["variables"]["t2m"]["per_step"]["crps"]:
+        assert value is None or math.isfinite(value)
+        assert repr(value) in text or json.dumps(value) in text
