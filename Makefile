@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo test test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
+.PHONY: all deps build demo demo-forecast test test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
 
 all: build
 
@@ -24,6 +24,18 @@ MPIEXEC_FLAGS ?= --oversubscribe
 demo: build
 	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
 	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 1x2x2
+
+# The second demo: a forecast evaluation of the built-in ensemble forecast (181 x 360, 4 initial conditions x 8
+# members x 9 six-hourly lead times) over 4 ranks on a 2x1x2 mesh, with the tropics and extra-tropics beside the
+# globe; ACE's diagnostics files and their plots go to $(BUILD_DIR)/demo-forecast.
+DEMO_FORECAST_DIR ?= $(BUILD_DIR)/demo-forecast
+demo-forecast: build
+	@mkdir -p $(DEMO_FORECAST_DIR)
+	OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_btl_vader_single_copy_mechanism=none \
+	$(MPIEXEC) -n 4 $(MPIEXEC_FLAGS) $(BUILD_DIR)/bin/gridshard eval --mesh 2x1x2 --nlat 181 --nlon 360 \
+	    --initial-conditions 4 --ensemble-size 8 --ntime 9 --region tropics --region northern_extratropics \
+	    --region southern_extratropics --diagnostics $(DEMO_FORECAST_DIR) --json $(DEMO_FORECAST_DIR)/report.json
+	PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 -m gridshard.plot $(DEMO_FORECAST_DIR)
 
 # The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
 # baseline-instruction-set build's bits, ACE's own tests on gridshard's ACE backend, and the wheel.

@@ -133,7 +133,10 @@ class BuiltinSource final : public FieldSource {
                     // Each member's own error, smooth over 4 x 4 cells, growing with the square root of the lead.
                     const double scale = kind == 0 ? 30.0 : 1.5;
                     const double growth = std::sqrt(static_cast<double>(member->lead) / 4.0);
-                    p = member->lead == 0 ? t : p + scale * growth * noise(kind + 64, member->index, i / 4, j / 4);
+                    const std::int64_t start = step - member->lead;  // the member's own initial condition
+                    p = member->lead == 0
+                            ? t
+                            : p + scale * growth * noise(kind + 64, member->index * 1'000'003 + start, i / 4, j / 4);
                 }
                 // Generated in float: the case is float32 data, whichever buffer it fills.
                 truth[k] = static_cast<T>(static_cast<float>(t));

@@ -78,6 +78,23 @@ void write_json(const ForecastReport& report, std::ostream& out) {
     out << document.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
 }
 
+// The table's columns: time means of the scores people read first (every score is in the JSON report).
+const std::vector<std::pair<std::string, std::string>>& table_columns() {
+    static const std::vector<std::pair<std::string, std::string>> columns = {
+        {"weighted_rmse", "rmse"},
+        {"weighted_bias", "bias"},
+        {"weighted_grad_mag_percent_diff", "grad%"},
+        {"rmse", "rmse(tmean)"},
+        {"bias", "bias(tmean)"},
+        {"ensemble_mean_rmse", "ens_rmse"},
+        {"spread_skill_ratio", "ssr"},
+        {"crps", "crps"},
+        {"fair_crps", "fair_crps"},
+        {"acc", "acc"},
+    };
+    return columns;
+}
+
 void print_table(const ForecastReport& report, std::ostream& out) {
     const ForecastLayout& l = report.layout;
     char cell[512];
@@ -93,23 +110,33 @@ void print_table(const ForecastReport& report, std::ostream& out) {
     if (report.variables.empty()) {
         return;
     }
+    const auto value_of = [](const RegionForecast& r, const std::string& score) -> const double* {
+        for (const auto& [name, value] : r.time_mean) {
+            if (name == score) {
+                return &value;
+            }
+        }
+        return nullptr;
+    };
     const RegionForecast& first = report.variables.front().regions.front();
     std::snprintf(cell, sizeof cell, "%-12s %-22s", "variable", "region");
     out << cell;
-    for (const auto& [score, value] : first.time_mean) {
-        std::snprintf(cell, sizeof cell, " %*s", static_cast<int>(std::max<std::size_t>(score.size(), 10)),
-                      score.c_str());
-        out << cell;
+    for (const auto& [score, label] : table_columns()) {
+        if (value_of(first, score) != nullptr) {
+            std::snprintf(cell, sizeof cell, " %11s", label.c_str());
+            out << cell;
+        }
     }
     out << "\n";
     for (const ChannelForecast& c : report.variables) {
         for (const RegionForecast& r : c.regions) {
             std::snprintf(cell, sizeof cell, "%-12s %-22s", c.name.c_str(), r.name.c_str());
             out << cell;
-            for (const auto& [score, value] : r.time_mean) {
-                std::snprintf(cell, sizeof cell, " %*.5g", static_cast<int>(std::max<std::size_t>(score.size(), 10)),
-                              value);
-                out << cell;
+            for (const auto& [score, label] : table_columns()) {
+                if (const double* value = value_of(r, score)) {
+                    std::snprintf(cell, sizeof cell, " %11.5g", *value);
+                    out << cell;
+                }
             }
             out << "\n";
         }
@@ -139,6 +166,19 @@ io::Dataset mean_diagnostics(const ForecastReport& report) {
     io::Dataset d;
     d.dims.push_back(forecast_step_dim(report));
     d.global_attributes = global_attributes("gridshard forecast scores per lead time");
+    // The variables and regions, so that a reader need not parse the names "SCORE-VARIABLE[-REGION]".
+    std::string variables;
+    for (const ChannelForecast& c : report.variables) {
+        variables += (variables.empty() ? "" : " ") + netcdf_name(c.name);
+    }
+    std::string regions;
+    if (!report.variables.empty()) {
+        for (const RegionForecast& r : report.variables.front().regions) {
+            regions += (regions.empty() ? "" : " ") + r.name;
+        }
+    }
+    d.global_attributes.emplace_back("variables", variables);
+    d.global_attributes.emplace_back("regions", regions);
     if (report.lead_times.values.size() == static_cast<std::size_t>(report.layout.lead_times)) {
         d.variables.push_back({"lead_time",
                                {"forecast_step"},

@@ -684,6 +684,89 @@ class Distributed:
             _core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img, problem=problem
         )
 
+    # ----- ensemble and anomaly scores (docs/forecast.md has the formulas) -----
+
+    _ENSEMBLE_SCORES = ("ensemble_mean_rmse", "spread", "spread_skill_ratio", "crps", "fair_crps")
+
+    def _stacked(self, truth, stack, name, axis, problems, count=None):
+        """``stack`` (fields of the truth's shape along ``axis``) as the library's ``(fields * channels, h, w)``
+        buffer, member slowest (a copy only when ``axis`` is not the first dim); and the number of fields."""
+        array = _arrays.as_numpy(stack, name, problems)
+        if truth.buffer is None or array is None:
+            return None, 0
+        if array.ndim != truth.array.ndim + 1:
+            problems.add(f"{name}: shape {tuple(array.shape)} is not the truth's {tuple(truth.array.shape)} "
+                         f"with a member dim")
+            return None, 0
+        normal, message = _normalise_dims(axis, array.ndim, "member_dim")
+        if message or len(normal) != 1 or normal[0] >= array.ndim - 2:
+            problems.add(message or f"member_dim={axis!r}: must name one leading dim of the ensemble")
+            return None, 0
+        moved = np.moveaxis(array, normal[0], 0)
+        if tuple(moved.shape[1:]) != tuple(truth.array.shape) or array.dtype != truth.dtype:
+            problems.add(f"{name}: {tuple(array.shape)} {array.dtype} does not hold fields of the truth's "
+                         f"{tuple(truth.array.shape)} {truth.dtype} along member_dim={axis!r}")
+            return None, 0
+        fields = moved.shape[0]
+        return _arrays.contiguous(moved).reshape(fields * truth.channels, truth.rows, truth.cols), fields
+
+    def _ensemble(self, truth, ensemble, weights, member_dim, score):
+        problems = Problems()
+        t = _Field(truth, "truth", problems)
+        members, count = self._stacked(t, ensemble, "ensemble", member_dim, problems)
+        w, form = _weights_buffer(weights, t, problems)
+        ok = not problems
+        out = np.empty(5 * t.channels if ok else 0, dtype=np.float64)
+        _core.ensemble_scores(self._mesh, problems.text(), t.signature(weights is None, count),
+                              t.buffer if ok else None, members if ok else None, count, w, form, out)
+        k = self._ENSEMBLE_SCORES.index(score)
+        return _result(out.reshape(5, -1)[k] if ok else out, t)
+
+    def crps(self, truth, ensemble, weights=None, member_dim=0, fair=False):
+        """The continuous ranked probability score of an ensemble, the area-weighted mean of
+        ``mean_m |x_m - y| - sum_{m,k} |x_m - x_k| / (2 M^2)`` (``fair=True``: ``2 M (M - 1)``), as WeatherBench 2
+        defines it. ``ensemble`` holds ``M >= 2`` fields of the truth's shape along ``member_dim``; a point
+        counts where the truth and every member are finite. Collective over ``spatial``."""
+        return self._ensemble(truth, ensemble, weights, member_dim, "fair_crps" if fair else "crps")
+
+    def ensemble_spread(self, truth, ensemble, weights=None, member_dim=0):
+        """``sqrt(weighted_mean(var_m(x)))``, the unbiased variance over members, over the points where the
+        truth and every member are finite (as ``gridshard eval``'s ``spread``). Collective over ``spatial``."""
+        return self._ensemble(truth, ensemble, weights, member_dim, "spread")
+
+    def ensemble_mean_rmse(self, truth, ensemble, weights=None, member_dim=0):
+        """``sqrt(weighted_mean((xbar - y)^2))``, the RMSE of the ensemble mean. Collective over ``spatial``."""
+        return self._ensemble(truth, ensemble, weights, member_dim, "ensemble_mean_rmse")
+
+    def spread_skill_ratio(self, truth, ensemble, weights=None, member_dim=0):
+        """``ensemble_spread / ensemble_mean_rmse`` of one forecast (without the sqrt((M+1)/M) correction).
+        Collective over ``spatial``."""
+        return self._ensemble(truth, ensemble, weights, member_dim, "spread_skill_ratio")
+
+    def anomaly_correlation(self, truth, predicted, climatology, weights=None):
+        """The uncentred anomaly correlation, as WeatherBench 2: ``sum a x' y' / sqrt(sum a x'^2 sum a y'^2)``
+        with ``x' = predicted - climatology`` and ``y' = truth - climatology``, over the points where all three
+        are finite. Collective over ``spatial``."""
+        problems = Problems()
+        t = _Field(truth, "truth", problems)
+        stacked = None
+        if t.buffer is not None:
+            p = _arrays.as_numpy(predicted, "predicted", problems)
+            c = _arrays.as_numpy(climatology, "climatology", problems)
+            if p is not None and c is not None:
+                if p.shape != t.array.shape or c.shape != t.array.shape or p.dtype != t.dtype or c.dtype != t.dtype:
+                    problems.add(f"predicted {tuple(p.shape)} {p.dtype} and climatology {tuple(c.shape)} {c.dtype} "
+                                 f"must have the truth's shape {tuple(t.array.shape)} and dtype {t.dtype}")
+                else:
+                    stacked = np.concatenate([_arrays.contiguous(p).reshape(t.buffer.shape),
+                                              _arrays.contiguous(c).reshape(t.buffer.shape)])
+        w, form = _weights_buffer(weights, t, problems)
+        ok = not problems
+        out = np.empty(t.channels if ok else 0, dtype=np.float64)
+        _core.anomaly_correlation(self._mesh, problems.text(), t.signature(weights is None), t.buffer if ok else None,
+                                  stacked if ok else None, w, form, out)
+        return _result(out, t)
+
     def regional_weighted_mean(self, data, weights, regional_weights, dim=(-2, -1), keepdim=False):
         """The weighted mean with weights ``weights * regional_weights`` (ACE's regional_area_weighted_mean).
         Collective over ``spatial``."""

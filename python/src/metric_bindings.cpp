@@ -5,16 +5,19 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <cstring>
 #include <optional>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "bindings.hpp"
 #include "buffers.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "python_mesh.hpp"
 
@@ -35,6 +38,9 @@ struct ShardArguments {
     WeightsForm weights_form = WeightsForm::per_row;
     py::object region;  // None unless regional
     std::optional<GridShape> declared;
+    /// The prediction holds this many fields of the truth's channels, stacked slowest (ensemble members, or a
+    /// prediction and its climatology).
+    std::int64_t prediction_fields = 1;
 };
 
 struct ShardShape {
@@ -69,8 +75,12 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
             if (!args.prediction.is_none()) {
                 prediction = args.prediction.cast<py::buffer>();
                 const ShardShape other = shape_of(*prediction, "predicted");
-                if (other.channels != shape.channels || other.rows != shape.rows || other.cols != shape.cols) {
-                    throw ArgumentError("predicted: shape differs from truth's");
+                if (other.channels != shape.channels * args.prediction_fields || other.rows != shape.rows ||
+                    other.cols != shape.cols) {
+                    throw ArgumentError(args.prediction_fields == 1
+                                            ? "predicted: shape differs from truth's"
+                                            : "predicted: expected " + std::to_string(args.prediction_fields) +
+                                                  " fields of the truth's shape");
                 }
                 if (element_kind(*prediction) != element_kind(*truth)) {
                     throw ArgumentError("predicted: dtype differs from truth's");
@@ -113,7 +123,7 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
         const FieldShard<T> t{contiguous_span<const T>(*truth, "data", false), shape.channels};
         FieldShard<T> p{};
         if (prediction) {
-            p = {contiguous_span<const T>(*prediction, "predicted", false), shape.channels};
+            p = {contiguous_span<const T>(*prediction, "predicted", false), shape.channels * args.prediction_fields};
         }
         std::vector<double> result;
         {
@@ -257,6 +267,50 @@ void bind_metrics(py::module_& m) {
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("weights"), py::arg("form"),
         py::arg("regional_weights"), py::arg("out"), spatial_doc);
+    m.def(
+        "ensemble_scores",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object members,
+           std::int64_t count, py::object weights, int form, py::buffer out) {
+            ShardArguments args =
+                two_fields(problem, signature, std::move(truth), std::move(members), std::move(weights), form);
+            args.prediction_fields = std::max<std::int64_t>(count, 1);
+            run_metric(
+                self, std::move(args), std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
+                    using T = typename decltype(t.values)::element_type;
+                    const EnsembleScores e =
+                        ensemble_scores(grid, t, EnsembleShard<std::remove_const_t<T>>{p.values, count, t.channels}, a,
+                                        self.summation());
+                    std::vector<double> all;
+                    for (const auto* score :
+                         {&e.ensemble_mean_rmse, &e.spread, &e.spread_skill_ratio, &e.crps, &e.fair_crps}) {
+                        all.insert(all.end(), score->begin(), score->end());
+                    }
+                    return all;
+                });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("members"),
+        py::arg("count"), py::arg("weights"), py::arg("form"), py::arg("out"),
+        "Collective over `spatial`: members (count * channels, rows, cols), member slowest; out gets "
+        "ensemble_mean_rmse, spread, spread_skill_ratio, crps, fair_crps, one value per channel each.");
+    m.def(
+        "anomaly_correlation",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth,
+           py::object prediction_and_climatology, py::object weights, int form, py::buffer out) {
+            ShardArguments args = two_fields(problem, signature, std::move(truth),
+                                             std::move(prediction_and_climatology), std::move(weights), form);
+            args.prediction_fields = 2;
+            run_metric(self, std::move(args), std::move(out),
+                       [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
+                           using Shard = decltype(t);
+                           const std::size_t half = t.values.size();
+                           return anomaly_correlation(grid, t, Shard{p.values.first(half), t.channels},
+                                                      Shard{p.values.subspan(half), t.channels}, a, self.summation());
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"),
+        py::arg("prediction_and_climatology"), py::arg("weights"), py::arg("form"), py::arg("out"),
+        "Collective over `spatial`: the prediction then the climatology stacked, (2 * channels, rows, cols); one "
+        "value per channel.");
     m.def(
         "zonal_mean",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {

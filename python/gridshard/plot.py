@@ -1,0 +1,195 @@
+"""Plots of a forecast evaluation: ``python3 -m gridshard.plot DIAGNOSTICS_DIR [--out DIR]``.
+
+Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``mean_diagnostics.nc``,
+``zonal_mean_diagnostics.nc``, ``time_mean_diagnostics.nc``) and draws, per variable, as PNG files:
+
+- ``scores-VAR.png``: the scores against lead time (RMSE, with the ensemble-mean RMSE and the spread
+  when the forecast is an ensemble; CRPS; bias; the anomaly correlation when present);
+- ``zonal_mean-VAR.png``: the zonal means of the prediction and of the target over (lead time, latitude),
+  and their difference;
+- ``bias_map-VAR.png``: the time-mean bias map over (latitude, longitude).
+
+Each image is written to a temporary file in the output folder and renamed, so a failed run leaves none;
+the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's python3-matplotlib and
+python3-netcdf4); importing gridshard does not import them.
+"""
+import argparse
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
+
+
+def _read(path):
+    """Every variable of a diagnostics file as float64 with NaN for the fill value, and its global attributes."""
+    import netCDF4
+    import numpy as np
+
+    with netCDF4.Dataset(path) as ds:
+        ds.set_auto_mask(False)
+        values = {}
+        for name, variable in ds.variables.items():
+            data = np.asarray(variable[:], dtype=np.float64)
+            fill = getattr(variable, "_FillValue", None)
+            if fill is not None:
+                data = np.where(data == fill, np.nan, data)
+            values[name] = data
+        return values, {key: ds.getncattr(key) for key in ds.ncattrs()}
+
+
+def _lead_units(path):
+    import netCDF4
+
+    with netCDF4.Dataset(path) as ds:
+        return getattr(ds.variables["lead_time"], "units", "") if "lead_time" in ds.variables else ""
+
+
+def _save(figure, path):
+    """Writes the figure to a temporary beside `path`, then renames it over `path`."""
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
+    os.close(handle)
+    try:
+        figure.savefig(temporary, dpi=100)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+
+
+_HOURS_PER_UNIT = {"microseconds": 1 / 3.6e9, "milliseconds": 1 / 3.6e6, "seconds": 1 / 3600, "minutes": 1 / 60,
+                   "hours": 1.0, "days": 24.0}
+
+
+def _lead_axis(mean, lead_units, steps):
+    """Lead times in hours when the file's lead_time has a unit of time, else forecast steps."""
+    import numpy as np
+
+    lead = mean.get("lead_time")
+    factor = _HOURS_PER_UNIT.get(str(lead_units).strip().lower())
+    if lead is None or len(lead) != steps or factor is None:
+        return np.arange(steps), "forecast step"
+    return lead * factor, "lead time (hours)"
+
+
+def plot_scores(mean, lead_units, variable, out):
+    import matplotlib.pyplot as plt
+
+    get = lambda score: mean.get(f"{score}-{variable}")  # noqa: E731
+    rmse = get("weighted_rmse")
+    x, label = _lead_axis(mean, lead_units, len(rmse))
+    panels = [("RMSE", [("weighted_rmse", "RMSE (mean over samples)"), ("ensemble_mean_rmse", "ensemble-mean RMSE"),
+                        ("spread", "ensemble spread")]),
+              ("bias", [("weighted_bias", "bias")])]
+    if get("crps") is not None:
+        panels.append(("CRPS", [("crps", "CRPS"), ("fair_crps", "fair CRPS")]))
+    if get("acc") is not None:
+        panels.append(("anomaly correlation", [("acc", "ACC")]))
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.5 * len(panels), 3.8), squeeze=False)
+    for ax, (title, lines) in zip(axes[0], panels):
+        for score, name in lines:
+            values = get(score)
+            if values is not None:
+                style = "--" if score == "spread" else "-"
+                ax.plot(x, values, style, marker="o", markersize=3, label=name)
+        ax.set_title(f"{variable}: {title}")
+        ax.set_xlabel(label)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    figure.tight_layout()
+    _save(figure, out / f"scores-{variable}.png")
+    plt.close(figure)
+
+
+def plot_zonal(zonal, variable, out):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    gen = zonal[f"gen-{variable}"]
+    error = zonal[f"error-{variable}"]
+    target = gen - error
+    lat = zonal["lat"]
+    steps = np.arange(gen.shape[0])
+    figure, axes = plt.subplots(1, 3, figsize=(14, 4))
+    low, high = np.nanmin([gen, target]), np.nanmax([gen, target])
+    for ax, values, title in ((axes[0], gen, "prediction"), (axes[1], target, "target")):
+        mesh = ax.pcolormesh(steps, lat, values.T, shading="nearest", vmin=low, vmax=high, cmap="viridis")
+        ax.set_title(f"{variable} zonal mean, {title}")
+        figure.colorbar(mesh, ax=ax)
+    limit = np.nanmax(np.abs(error)) or 1.0
+    mesh = axes[2].pcolormesh(steps, lat, error.T, shading="nearest", vmin=-limit, vmax=limit, cmap="RdBu_r")
+    axes[2].set_title(f"{variable} zonal-mean error (prediction - target)")
+    figure.colorbar(mesh, ax=axes[2])
+    for ax in axes:
+        ax.set_xlabel("forecast step")
+        ax.set_ylabel("latitude")
+    figure.tight_layout()
+    _save(figure, out / f"zonal_mean-{variable}.png")
+    plt.close(figure)
+
+
+def plot_bias_map(maps, variable, out):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    bias = maps[f"bias_map-{variable}"]
+    lat, lon = maps["lat"], maps["lon"]
+    limit = np.nanmax(np.abs(bias)) if np.isfinite(bias).any() else 1.0
+    figure, ax = plt.subplots(figsize=(9, 4.5))
+    mesh = ax.pcolormesh(lon, lat, bias, shading="nearest", vmin=-limit, vmax=limit, cmap="RdBu_r")
+    figure.colorbar(mesh, ax=ax, label="prediction - target")
+    ax.set_title(f"{variable}: time-mean bias")
+    ax.set_xlabel("longitude")
+    ax.set_ylabel("latitude")
+    figure.tight_layout()
+    _save(figure, out / f"bias_map-{variable}.png")
+    plt.close(figure)
+
+
+def plot(folder, out=None):
+    """Draws every plot of the diagnostics in `folder` into `out` (default: `folder`); returns the paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    folder = Path(folder)
+    out = Path(out) if out is not None else folder
+    missing = [name for name in FILES if not (folder / name).is_file()]
+    if missing:
+        raise FileNotFoundError(f"{folder}: no {', '.join(missing)} (write them with gridshard eval --diagnostics)")
+    if not out.is_dir():
+        raise FileNotFoundError(f"--out {out}: not an existing folder")
+    (mean, attributes), (zonal, _), (maps, _) = (_read(folder / name) for name in FILES)
+    if "variables" not in attributes:
+        raise KeyError(f"{folder / FILES[0]}: no 'variables' attribute; not written by gridshard eval --diagnostics")
+    written = []
+    lead_units = _lead_units(folder / FILES[0])
+    for variable in str(attributes["variables"]).split():
+        plot_scores(mean, lead_units, variable, out)
+        written.append(out / f"scores-{variable}.png")
+        if f"gen-{variable}" in zonal:
+            plot_zonal(zonal, variable, out)
+            written.append(out / f"zonal_mean-{variable}.png")
+        if f"bias_map-{variable}" in maps:
+            plot_bias_map(maps, variable, out)
+            written.append(out / f"bias_map-{variable}.png")
+    return written
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m gridshard.plot", description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", help="the --diagnostics folder of a forecast evaluation")
+    parser.add_argument("--out", help="where to write the PNG files (default: the folder)")
+    args = parser.parse_args(argv)
+    try:
+        written = plot(args.folder, args.out)
+    except (FileNotFoundError, KeyError) as error:
+        print(f"gridshard.plot: error: {error}", file=sys.stderr)
+        return 2
+    for path in written:
+        print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

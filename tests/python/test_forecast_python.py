@@ -1,0 +1,94 @@
+"""The forecast scores through the Python module give the tool's numbers bit for bit at several meshes, and
+`python3 -m gridshard.plot` draws a forecast evaluation's diagnostics. Each case is its own mpirun."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE.parent / "cli"))
+import forecast_files as ff  # noqa: E402
+from test_across_meshes import mpirun  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("forecast")
+    forecast = ff.Forecast(ics=1, members=5, leads=4, nlat=11, nlon=18, seed=21)
+    truth, pred = folder / "t.nc", folder / "p.nc"
+    ff.write_member_dim(forecast, truth, pred, member_dim="number", with_sample=False)
+    clim = ff.write_climatology(forecast, folder / "clim.nc", per_lead=False)
+    return truth, pred, clim
+
+
+def test_the_module_gives_the_tools_ensemble_and_anomaly_scores(files, tmp_path):
+    truth, pred, clim = files
+    tool_json = tmp_path / "tool.json"
+    mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--climatology", clim,
+           "--json", tool_json, "--quiet")
+    tool = json.loads(tool_json.read_text())["variables"]["t2m"]["per_step"]
+    for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x3x1", "balanced"),
+                               (6, "2x1x3", "div_up")):
+        out = tmp_path / f"{mesh}.json"
+        mpirun(ranks, sys.executable, HERE / "ensemble_report.py", out, "--mesh", mesh, "--split", split,
+               "--truth", truth, "--pred", pred, "--clim", clim)
+        python = json.loads(out.read_text())
+        for score, values in python.items():
+            assert values == [float("nan" if v is None else v).hex() for v in tool[score]], (mesh, score)
+
+
+def test_ensemble_argument_errors_are_value_errors(tmp_path):
+    script = tmp_path / "bad.py"
+    script.write_text(
+        "import numpy as np, gridshard\n"
+        "d = gridshard.Distributed()\n"
+        "y = np.zeros((4, 6))\n"
+        "for call in (lambda: d.crps(y, np.zeros((3, 4, 7))), lambda: d.crps(y, np.zeros((3, 4, 6), 'f4')),\n"
+        "             lambda: d.crps(y, np.zeros((1, 4, 6))), lambda: d.ensemble_spread(y, y),\n"
+        "             lambda: d.crps(y, np.zeros((4, 6, 3)), member_dim=-1),\n"
+        "             lambda: d.anomaly_correlation(y, y, np.zeros((4, 5)))):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ValueError as e:\n"
+        "        print('ValueError:', e)\n")
+    out = mpirun(2, sys.executable, script).stdout
+    assert out.count("ValueError:") == 12, out  # every call fails on both ranks
+    assert "member_dim=-1: must name one leading dim" in out, out
+
+
+def test_plot_draws_the_diagnostics(tmp_path):
+    folder = tmp_path / "diagnostics"
+    folder.mkdir()
+    mpirun(2, os.environ["GRIDSHARD_BIN"], "eval", "--nlat", "37", "--nlon", "72", "--ntime", "6",
+           "--initial-conditions", "2", "--ensemble-size", "4", "--diagnostics", folder, "--json",
+           folder / "report.json", "--quiet")
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    pngs = sorted(p for p in folder.iterdir() if p.suffix == ".png")
+    names = {p.name for p in pngs}
+    for variable in ("h", "t850", "sst"):
+        assert {f"scores-{variable}.png", f"zonal_mean-{variable}.png", f"bias_map-{variable}.png"} <= names
+    for name, content in before.items():  # the inputs are untouched
+        assert (folder / name).read_bytes() == content
+    import matplotlib.image
+
+    for png in pngs:
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", png
+        image = matplotlib.image.imread(png)[..., :3]
+        colours = np.unique((image * 255).astype(np.uint8).reshape(-1, 3), axis=0)
+        assert image.shape[0] > 200 and image.shape[1] > 300, (png, image.shape)
+        assert len(colours) > 50 and image.std() > 0.05, (png.name, len(colours), image.std())
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "temporaries left behind"
+
+
+def test_plot_refuses_a_folder_without_diagnostics(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(tmp_path)], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 2
+    assert "mean_diagnostics.nc" in result.stderr and str(tmp_path) in result.stderr
