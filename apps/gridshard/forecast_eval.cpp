@@ -28,6 +28,7 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
 #include "gridshard/geometry/regions.hpp"
+#include "gridshard/io/calendar.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/output_file.hpp"
 #include "gridshard/metrics/ensemble.hpp"
@@ -39,39 +40,153 @@
 namespace gridshard::cli {
 namespace {
 
-/// The climatology of `--climatology`: per variable one field, or one per lead time.
+/// The valid time of every (initial condition, lead time), initial condition slowest: the initial time
+/// plus the lead, or the lead coordinate itself when it is a time ("hours since ..."). Throws ArgumentError
+/// when the forecast does not say.
+std::vector<io::DateTime> valid_dates(const ForecastSource& source) {
+    const ForecastLayout& l = source.layout();
+    const LeadTimes& t = source.lead_times();
+    const auto lead_count = static_cast<std::size_t>(l.lead_times);
+    if (t.values.size() != lead_count) {
+        throw ArgumentError("--climatology by day of year: the forecast has no lead-time coordinate");
+    }
+    std::vector<io::DateTime> dates;
+    if (t.units.find(" since ") != std::string::npos) {
+        const io::TimeAxis axis = io::parse_time_units(t.units, source.grid().time_calendar);
+        for (std::int64_t ic = 0; ic < l.initial_conditions; ++ic) {
+            for (const double v : t.values) {
+                dates.push_back(axis.date_at(v));
+            }
+        }
+        return dates;
+    }
+    const double lead_seconds = io::seconds_per_unit(t.units);
+    if (lead_seconds == 0.0 || t.init_times.size() != static_cast<std::size_t>(l.initial_conditions)) {
+        throw ArgumentError(
+            "--climatology by day of year needs the initial times (init_time) and lead times in a "
+            "unit of time; the forecast has lead-time units '" +
+            t.units + "' and " + std::to_string(t.init_times.size()) + " initial times");
+    }
+    const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
+    for (const double init : t.init_times) {
+        for (const double v : t.values) {
+            dates.push_back(axis.date_at(init + v * lead_seconds / axis.seconds_per_unit));
+        }
+    }
+    return dates;
+}
+
+/// How one variable of a climatology is read: a plan and, per (initial condition, lead time), the indices of
+/// its indexed dims (none for a single field).
+struct ClimatologyPlan {
+    io::VariableReader reader;
+    std::vector<std::vector<std::int64_t>> positions;
+    /// "time mean", "per lead time" or "day of year" (with "and hour").
+    std::string kind;
+};
+
+/// The climatology of `--climatology`: per variable one field, one per lead time, or one per day of year
+/// (and hour of day), as WeatherBench 2's climatologies are laid out (dims `dayofyear` 1..366 and `hour`).
 class Climatology {
   public:
-    Climatology(const std::string& path, const SourceGrid& grid, std::int64_t lead_times) : reader_(path) {
+    Climatology(const std::string& path, const ForecastSource& source) : reader_(path), source_(source) {
+        const SourceGrid& grid = source.grid();
         if (!io::same_grid(reader_.grid(), grid)) {
             throw ArgumentError("--climatology '" + path + "' (" + std::to_string(reader_.grid().shape().nlat) + " x " +
                                 std::to_string(reader_.grid().shape().nlon) + ") is not on the forecast's grid (" +
                                 std::to_string(grid.shape().nlat) + " x " + std::to_string(grid.shape().nlon) + ")");
         }
-        lead_times_ = lead_times;
     }
 
-    /// A plan for `variable` on `box`; `per_lead` tells whether it holds one field per lead time.
-    [[nodiscard]] io::VariableReader open(const SourceVariable& variable, const Box& box, bool& per_lead) const {
+    /// A plan for `variable` on `box`. Throws ArgumentError for a variable of other levels, or of a time
+    /// axis that is neither one field nor one per lead time, or a day or hour it lacks.
+    [[nodiscard]] ClimatologyPlan open(const SourceVariable& variable, const Box& box) const {
         const io::VariableShape v = reader_.variable(variable.name);
-        if (v.channels_per_step != variable.channels) {
-            throw ArgumentError("--climatology '" + reader_.path() + "': variable '" + variable.name + "' has " +
-                                std::to_string(v.channels_per_step) + " levels per field, the forecast " +
+        const ForecastLayout& l = source_.layout();
+        const std::string where = "--climatology '" + reader_.path() + "': variable '" + variable.name + "'";
+        const auto has = [&](const std::string& dim) {
+            return std::find(v.dim_names.begin(), v.dim_names.end() - 2, dim) != v.dim_names.end() - 2;
+        };
+        std::vector<std::string> indexed;
+        std::string kind;
+        if (has("dayofyear")) {
+            for (std::size_t k = 0; k + 2 < v.dim_names.size(); ++k) {
+                if (v.dim_names[k] == "dayofyear" || v.dim_names[k] == "hour") {
+                    indexed.push_back(v.dim_names[k]);
+                }
+            }
+            kind = has("hour") ? "day of year and hour" : "day of year";
+        } else if (v.time_index) {
+            indexed.push_back(v.dim_names[static_cast<std::size_t>(*v.time_index)]);
+            if (v.ntime != 1 && v.ntime != l.lead_times) {
+                throw ArgumentError(where + " has " + std::to_string(v.ntime) +
+                                    " times; it needs 1 (a time mean), one per lead time (" +
+                                    std::to_string(l.lead_times) + ") or a dayofyear dim");
+            }
+            kind = v.ntime == l.lead_times && l.lead_times > 1 ? "per lead time" : "time mean";
+        } else {
+            kind = "time mean";
+        }
+        std::int64_t channels = 1;
+        for (std::size_t k = 0; k + 2 < v.dim_names.size(); ++k) {
+            if (std::find(indexed.begin(), indexed.end(), v.dim_names[k]) == indexed.end()) {
+                channels *= v.dim_sizes[k];
+            }
+        }
+        if (channels != variable.channels) {
+            throw ArgumentError(where + " has " + std::to_string(channels) + " levels per field, the forecast " +
                                 std::to_string(variable.channels));
         }
-        if (v.ntime != 1 && v.ntime != lead_times_) {
-            throw ArgumentError("--climatology '" + reader_.path() + "': variable '" + variable.name + "' has " +
-                                std::to_string(v.ntime) + " times; it needs 1 (a time mean) or one per lead time (" +
-                                std::to_string(lead_times_) + ")");
+        ClimatologyPlan plan{reader_.reader(variable.name, box, indexed), {}, kind};
+        const std::size_t pairs = static_cast<std::size_t>(l.initial_conditions * l.lead_times);
+        if (kind == "per lead time") {
+            for (std::size_t k = 0; k < pairs; ++k) {
+                plan.positions.push_back({static_cast<std::int64_t>(k) % l.lead_times});
+            }
+        } else if (kind == "time mean") {
+            plan.positions.assign(pairs, std::vector<std::int64_t>(indexed.size(), 0));
+        } else {
+            const std::vector<io::DateTime> dates = valid_dates(source_);
+            for (const io::DateTime& d : dates) {
+                std::vector<std::int64_t> at;
+                for (const std::string& dim : indexed) {
+                    const int wanted = dim == "dayofyear" ? d.day_of_year : d.hour;
+                    if (dim == "hour" && (d.minute != 0 || d.second != 0.0)) {
+                        throw ArgumentError(where + ": a valid time at minute " + std::to_string(d.minute) +
+                                            " is not on an hour of its 'hour' dim");
+                    }
+                    at.push_back(index_of(dim, wanted, v, where));
+                }
+                plan.positions.push_back(std::move(at));
+            }
         }
-        per_lead = v.ntime == lead_times_ && lead_times_ > 1;
-        return reader_.reader(variable.name, box);
+        return plan;
     }
-    [[nodiscard]] const std::string& path() const { return reader_.path(); }
 
   private:
+    // The index of `value` on dim `dim` of `v`: by its coordinate variable, or (without one) day 1 at index 0
+    // and hours evenly spread over the day.
+    [[nodiscard]] std::int64_t index_of(const std::string& dim, int value, const io::VariableShape& v,
+                                        const std::string& where) const {
+        const std::int64_t size = v.dim_sizes[static_cast<std::size_t>(
+            std::find(v.dim_names.begin(), v.dim_names.end(), dim) - v.dim_names.begin())];
+        if (const std::optional<io::WholeVariable> coordinate = reader_.whole_variable(dim)) {
+            for (std::size_t k = 0; k < coordinate->values.size(); ++k) {
+                if (coordinate->values[k] == value) {
+                    return static_cast<std::int64_t>(k);
+                }
+            }
+        } else if (dim == "dayofyear" && value >= 1 && value <= size) {
+            return value - 1;
+        } else if (dim == "hour" && size > 0 && 24 % size == 0 && value % (24 / size) == 0) {
+            return value / (24 / size);
+        }
+        throw ArgumentError(where + " has no " + (dim == "hour" ? "hour " : "day of year ") + std::to_string(value) +
+                            " on its '" + dim + "' dim, which a valid time of the forecast needs");
+    }
+
     io::NetcdfReader reader_;
-    std::int64_t lead_times_ = 1;
+    const ForecastSource& source_;
 };
 
 /// The regions to score, global first, with this rank's weights for each.
@@ -207,8 +322,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     std::vector<double> det_values, ens_values, gen_zonal, target_zonal;
     std::vector<T> truth, truth_repeated, member_values, climatology_values, climatology_repeated;
     std::unique_ptr<ForecastSteps> reader;
-    std::optional<io::VariableReader> climatology_reader;
-    bool climatology_per_lead = false;
+    std::optional<ClimatologyPlan> climatology_plan;
     std::optional<TimeMeanAccumulator> gen_sums, bias_sums;
     check_collectively(mesh.world(), attempt([&] {
                            det_values = allocate_vector<double>(det.size(), "the per-sample scores of '" + name + "'");
@@ -222,7 +336,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                            if (climatology) {
                                climatology_values = allocate_vector<T>(plane, "the climatology of '" + name + "'");
                                climatology_repeated = allocate_vector<T>(m_plane, "the climatology of '" + name + "'");
-                               climatology_reader.emplace(climatology->open(variable, box, climatology_per_lead));
+                               climatology_plan.emplace(climatology->open(variable, box));
                            }
                            gen_sums.emplace(grid, channels);
                            bias_sums.emplace(grid, channels);
@@ -239,16 +353,19 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                       many.begin() + static_cast<std::ptrdiff_t>(m * static_cast<std::int64_t>(plane)));
         }
     };
-    std::int64_t loaded_climatology_lead = -1;
+    const std::vector<std::int64_t>* loaded_climatology = nullptr;  // the indices of the field in the buffer
     LocalFailure failure;
     for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end && !failure.failed(); ++ic) {
         for (std::int64_t lead = work.leads.begin; lead < work.leads.end; ++lead) {
             failure = attempt([&] {
                 reader->read(ic, lead, std::span<T>(truth), std::span<T>(member_values));
-                if (climatology_reader && loaded_climatology_lead != (climatology_per_lead ? lead : 0)) {
-                    loaded_climatology_lead = climatology_per_lead ? lead : 0;
-                    climatology_reader->read_step(loaded_climatology_lead, std::span<T>(climatology_values));
-                    repeat(climatology_values, climatology_repeated);
+                if (climatology_plan) {
+                    const auto& at = climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)];
+                    if (loaded_climatology == nullptr || *loaded_climatology != at) {
+                        climatology_plan->reader.read_at(at, std::span<T>(climatology_values));
+                        repeat(climatology_values, climatology_repeated);
+                        loaded_climatology = &at;
+                    }
                 }
             });
             const LocalFailure agreed = attempt([&] { check_collectively(mesh.spatial(), failure); });
@@ -505,7 +622,7 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     check_collectively(world, attempt([&] {
                            regions = make_regions(options.regions, g, grid.box(), weights);
                            if (!options.climatology.empty()) {
-                               climatology = std::make_unique<Climatology>(options.climatology, g, layout.lead_times);
+                               climatology = std::make_unique<Climatology>(options.climatology, *source);
                            }
                        }));
     std::uint64_t largest = 0;

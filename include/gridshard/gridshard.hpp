@@ -15,6 +15,7 @@
 #include "gridshard/numerics/double_double.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 
+#include "gridshard/io/calendar.hpp"
 #include "gridshard/io/dataset_writer.hpp"
 #include "gridshard/io/file_extent.hpp"
 #include "gridshard/io/grid_info.hpp"

@@ -154,6 +154,32 @@ def write_climatology(forecast, path, per_lead):
     return path
 
 
+def write_day_of_year_climatology(forecast, path, hours=(0, 6, 12, 18)):
+    """A climatology laid out as WeatherBench 2's: (hour, dayofyear, lat, lon) with coordinates hour and
+    dayofyear (1 to 366). Returns a function (ic, lead) -> the field the forecast's valid time selects, found
+    with cftime in the files' calendar, and the variable name it covers."""
+    import cftime
+
+    la, lo = np.meshgrid(np.deg2rad(forecast.lat), np.deg2rad(forecast.lon), indexing="ij")
+    days = np.arange(1, 367)
+    field = (280 + 10 * np.cos(la)[None, None] + 0.01 * days[None, :, None, None]
+             + 0.1 * np.asarray(hours)[:, None, None, None] + np.sin(lo)[None, None]).astype(np.float32)
+    with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+        _coordinates(ds, forecast)
+        ds.createDimension("hour", len(hours))
+        ds.createDimension("dayofyear", len(days))
+        ds.createVariable("hour", "i4", ("hour",))[:] = hours
+        ds.createVariable("dayofyear", "i4", ("dayofyear",))[:] = days
+        ds.createVariable("t2m", "f4", ("hour", "dayofyear", "lat", "lon"))[:] = field
+
+    def select(ic, lead):
+        when = cftime.num2date(int(forecast.init_times[ic] + forecast.lead_us[lead]),
+                               "microseconds since 1970-01-01", "julian")
+        return field[list(hours).index(when.hour), when.dayofyr - 1].astype(np.float64)
+
+    return select
+
+
 def write_mask(forecast, path, name="land_fraction"):
     """A fractional mask on the grid (0 to 1, NaN in one corner)."""
     la, lo = np.meshgrid(forecast.lat, forecast.lon, indexing="ij")
@@ -192,8 +218,8 @@ def reference(forecast, weights, first_counted=1, climatology=None):
                     truth[:, :, c], pred[:, :, :, c], weights, first_counted,
                     None if climatology is None else climatology[name][:, c])
         else:
-            out[name] = _reference_channel(truth, pred, weights, first_counted,
-                                           None if climatology is None else climatology[name])
+            clim = None if climatology is None else climatology[name]
+            out[name] = _reference_channel(truth, pred, weights, first_counted, clim)
     return out
 
 
@@ -223,7 +249,7 @@ def _reference_channel(truth, pred, w, first_counted, clim):
                 g_p = _wmean(np.where(both, gp, np.nan), w)
                 s["weighted_grad_mag_percent_diff"][i, m, lead] = 100 * (g_p - g_t) / g_t
                 if clim is not None:
-                    c = clim[lead] if clim.ndim == 3 else clim
+                    c = clim(i, lead) if callable(clim) else clim[lead] if clim.ndim == 3 else clim
                     valid = np.isfinite(t) & np.isfinite(p) & np.isfinite(c) & (w > 0)
                     x, y = np.where(valid, p - c, 0), np.where(valid, t - c, 0)
                     s["acc"][i, m, lead] = (w * x * y).sum() / np.sqrt((w * x * x).sum() * (w * y * y).sum())

@@ -195,6 +195,31 @@ def test_anomaly_correlation_with_a_climatology(per_lead, forecast, ace_files, m
         assert numbers(other) == numbers(outs[0])
 
 
+def test_anomaly_correlation_by_day_of_year_and_hour(forecast, ace_files, mpirun, tmp_path):
+    clim_path = tmp_path / "doy.nc"
+    select = ff.write_day_of_year_climatology(forecast, clim_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = ff.reference(forecast, ff.cos_lat_weights(forecast), climatology={"t2m": select, "sst": select})
+    del want["sst"]
+    truth, pred = ace_files
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (3, "3x1x1"), (4, "2x2x1")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--vars", "t2m", "--climatology", clim_path,
+                   "--mesh", mesh, "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        outs.append(load(out))
+    check_against_reference(outs[0], want)
+    for other in outs[1:]:
+        assert numbers(other) == numbers(outs[0])
+    # A climatology without the hours the valid times fall on is refused, naming the hour.
+    ff.write_day_of_year_climatology(forecast, tmp_path / "noon.nc", hours=(0, 12))
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--vars", "t2m", "--climatology", tmp_path / "noon.nc",
+               "--quiet")
+    assert r.returncode == 2 and "has no hour 6 on its 'hour' dim" in r.stderr, r.stderr
+
+
 def test_regions_side_by_side(forecast, ace_files, mpirun, tmp_path):
     mask = ff.write_mask(forecast, tmp_path / "mask.nc")
     truth, pred = ace_files
