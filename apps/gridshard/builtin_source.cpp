@@ -3,6 +3,7 @@
 #include <cmath>
 #include <numbers>
 #include <optional>
+#include <vector>
 
 #include "field_source.hpp"
 #include "forecast_source.hpp"
@@ -211,18 +212,23 @@ class BuiltinForecast final : public ForecastSource {
     [[nodiscard]] std::unique_ptr<ForecastSteps> open(const SourceVariable& variable, const Box& box) const override;
 
     template <class T>
-    void generate(int kind, std::int64_t initial_condition, std::int64_t lead, const Box& box, std::span<T> truth,
-                  std::span<T> members) const {
+    void generate(int kind, std::int64_t initial_condition, std::int64_t lead, Range members, const Box& box,
+                  std::span<T> truth, std::span<T> values) const {
         const std::size_t area = truth.size();
-        if (members.size() != area * static_cast<std::size_t>(layout_.members)) {
-            throw ArgumentError("built-in forecast: a members buffer of " + std::to_string(members.size()) +
-                                " values for " + std::to_string(layout_.members) + " members of " +
-                                std::to_string(area));
+        if (members.begin < 0 || members.end > layout_.members ||
+            values.size() != area * static_cast<std::size_t>(members.size())) {
+            throw ArgumentError("built-in forecast: a members buffer of " + std::to_string(values.size()) +
+                                " values for members [" + std::to_string(members.begin) + ", " +
+                                std::to_string(members.end) + ") of " + std::to_string(area));
         }
         const std::int64_t step = initial_condition * steps_between_initial_conditions + lead;
-        for (std::int64_t m = 0; m < layout_.members; ++m) {
-            case_.generate(kind, step, box, truth, members.subspan(static_cast<std::size_t>(m) * area, area),
-                           Member{m, lead});
+        if (members.size() == 0) {
+            std::vector<T> unused(area);
+            case_.generate(kind, step, box, truth, std::span<T>(unused), Member{0, lead});
+        }
+        for (std::int64_t m = members.begin; m < members.end; ++m) {
+            case_.generate(kind, step, box, truth,
+                           values.subspan(static_cast<std::size_t>(m - members.begin) * area, area), Member{m, lead});
         }
     }
 
@@ -237,13 +243,13 @@ class BuiltinForecastSteps final : public ForecastSteps {
   public:
     BuiltinForecastSteps(const BuiltinForecast& source, int kind, const Box& box)
         : source_(source), kind_(kind), box_(box) {}
-    void read(std::int64_t initial_condition, std::int64_t lead, std::span<float> truth,
-              std::span<float> members) override {
-        source_.generate(kind_, initial_condition, lead, box_, truth, members);
+    void read(std::int64_t initial_condition, std::int64_t lead, Range members, std::span<float> truth,
+              std::span<float> values) override {
+        source_.generate(kind_, initial_condition, lead, members, box_, truth, values);
     }
-    void read(std::int64_t initial_condition, std::int64_t lead, std::span<double> truth,
-              std::span<double> members) override {
-        source_.generate(kind_, initial_condition, lead, box_, truth, members);
+    void read(std::int64_t initial_condition, std::int64_t lead, Range members, std::span<double> truth,
+              std::span<double> values) override {
+        source_.generate(kind_, initial_condition, lead, members, box_, truth, values);
     }
 
   private:

@@ -448,9 +448,10 @@ Runner add_eval_command(CLI::App& app) {
                       "out, as ACE does");
     command
         ->add_option("--data-split", options->data_split,
-                     "Forecast: what the data ranks split: initial-conditions, lead-times or auto (initial "
-                     "conditions when there are at least as many as data ranks)")
-        ->check(CLI::IsMember({"auto", "initial-conditions", "lead-times"}));
+                     "Forecast: what the data ranks split: initial-conditions, lead-times, members or auto "
+                     "(initial conditions when there are at least as many as data ranks, else lead times when "
+                     "there are, else members)")
+        ->check(CLI::IsMember({"auto", "initial-conditions", "lead-times", "members"}));
     return [options] { return run_eval(*options); };
 }
 

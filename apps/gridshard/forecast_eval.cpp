@@ -231,17 +231,35 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
 struct WorkShare {
     Range initial_conditions;
     Range leads;
-    std::string split;  // "initial-conditions" or "lead-times"
+    Range members;
+    std::string split;  // "initial-conditions", "lead-times" or "members"
 };
 
+/// By default initial conditions when there are at least as many as data ranks, else lead times when there
+/// are (or the forecast has one member), else members; or as asked.
 WorkShare share_work(const std::string& requested, const ForecastLayout& l, const ProcessMesh& mesh) {
     const int data = mesh.shape().data;
-    const bool by_ic = requested == "initial-conditions" || (requested == "auto" && l.initial_conditions >= data);
-    const int me = mesh.coords().data;
-    if (by_ic) {
-        return {data_block(l.initial_conditions, data, me, true), {0, l.lead_times}, "initial-conditions"};
+    std::string split = requested;
+    if (split == "auto") {
+        split = l.initial_conditions >= data            ? "initial-conditions"
+                : l.lead_times >= data || l.members < 2 ? "lead-times"
+                                                        : "members";
     }
-    return {{0, l.initial_conditions}, data_block(l.lead_times, data, me, true), "lead-times"};
+    if (split == "members" && l.members < 2) {
+        throw ArgumentError("--data-split members: the forecast has " + std::to_string(l.members) +
+                            " member per initial condition");
+    }
+    const int me = mesh.coords().data;
+    const Range ics{0, l.initial_conditions};
+    const Range leads{0, l.lead_times};
+    const Range members{0, l.members};
+    if (split == "initial-conditions") {
+        return {data_block(l.initial_conditions, data, me, true), leads, members, split};
+    }
+    if (split == "lead-times") {
+        return {ics, data_block(l.lead_times, data, me, true), members, split};
+    }
+    return {ics, leads, data_block(l.members, data, me, true), split};
 }
 
 /// Deterministic scores: ACE's names and the Evaluator scores they are.
@@ -309,7 +327,10 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     const bool with_acc = climatology != nullptr;
     const std::int64_t first_counted = options.include_initial_step || leads == 1 ? 0 : 1;
     const auto plane = static_cast<std::size_t>(channels * box.area());
-    const auto m_plane = plane * static_cast<std::size_t>(members);
+    // With the members split over the data group, this rank holds its block of them (maybe none).
+    const bool members_split = work.split == "members";
+    const std::int64_t mine = work.members.size();
+    const auto m_plane = plane * static_cast<std::size_t>(mine);
     const std::int64_t samples = layout.initial_conditions * members;
     const auto& det_names = deterministic_scores();
     const auto det_count = static_cast<std::int64_t>(det_names.size()) + (with_acc ? 1 : 0);
@@ -344,11 +365,18 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                        }));
     std::vector<Evaluator> evaluators;
     for (const AreaWeights& w : regions.weights) {
-        evaluators.emplace_back(grid, members * channels, w.view(), evaluator_options(options));
+        if (mine > 0) {
+            evaluators.emplace_back(grid, mine * channels, w.view(), evaluator_options(options));
+        }
     }
+    // Each per-sample value has one owner: spatial rank 0 of the data rank that scored it; the ensemble
+    // scores, which every data rank gets when the members are split, data rank 0's.
     const bool owner = mesh.spatial().rank() == 0;
+    const bool ensemble_owner = owner && (!members_split || mesh.coords().data == 0);
+    // Ranks that score the same pairs together stop together when one cannot read.
+    const Communicator& together = members_split ? mesh.world() : mesh.spatial();
     const auto repeat = [&](const std::vector<T>& one, std::vector<T>& many) {
-        for (std::int64_t m = 0; m < members; ++m) {
+        for (std::int64_t m = 0; m < mine; ++m) {
             std::copy(one.begin(), one.end(),
                       many.begin() + static_cast<std::ptrdiff_t>(m * static_cast<std::int64_t>(plane)));
         }
@@ -358,7 +386,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end && !failure.failed(); ++ic) {
         for (std::int64_t lead = work.leads.begin; lead < work.leads.end; ++lead) {
             failure = attempt([&] {
-                reader->read(ic, lead, std::span<T>(truth), std::span<T>(member_values));
+                reader->read(ic, lead, work.members, std::span<T>(truth), std::span<T>(member_values));
                 if (climatology_plan) {
                     const auto& at = climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)];
                     if (loaded_climatology == nullptr || *loaded_climatology != at) {
@@ -368,40 +396,46 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                     }
                 }
             });
-            const LocalFailure agreed = attempt([&] { check_collectively(mesh.spatial(), failure); });
+            const LocalFailure agreed = attempt([&] { check_collectively(together, failure); });
             if (agreed.failed()) {
                 failure = agreed;
                 break;
             }
             repeat(truth, truth_repeated);
             const FieldShard<T> t{truth, channels};
-            const FieldShard<T> t_all{truth_repeated, members * channels};
-            const FieldShard<T> p_all{member_values, members * channels};
+            const FieldShard<T> t_all{truth_repeated, mine * channels};
+            const FieldShard<T> p_all{member_values, mine * channels};
             for (std::int64_t r = 0; r < nregions; ++r) {
                 const Weights w = regions.weights[static_cast<std::size_t>(r)].view();
-                const Scores s = evaluators[static_cast<std::size_t>(r)].evaluate(t_all, p_all);
+                Scores s;
                 std::vector<double> acc;
-                if (with_acc) {
-                    acc = anomaly_correlation<T>(grid, t_all, p_all,
-                                                 FieldShard<T>{climatology_repeated, members * channels}, w,
-                                                 options.summation);
+                if (mine > 0) {  // collective over spatial
+                    s = evaluators[static_cast<std::size_t>(r)].evaluate(t_all, p_all);
+                    if (with_acc) {
+                        acc = anomaly_correlation<T>(grid, t_all, p_all,
+                                                     FieldShard<T>{climatology_repeated, mine * channels}, w,
+                                                     options.summation);
+                    }
                 }
-                for (std::int64_t m = 0; m < members && owner; ++m) {
+                for (std::int64_t m = 0; m < mine && owner; ++m) {
+                    const std::int64_t sample = ic * members + work.members.begin + m;
                     for (std::int64_t c = 0; c < channels; ++c) {
                         const auto mc = static_cast<std::size_t>(m * channels + c);
                         for (std::size_t k = 0; k < det_names.size(); ++k) {
-                            det_values[det.at(ic * members + m, lead, r, static_cast<std::int64_t>(k), c)] =
+                            det_values[det.at(sample, lead, r, static_cast<std::int64_t>(k), c)] =
                                 s[det_names[k].second][mc];
                         }
                         if (with_acc) {
-                            det_values[det.at(ic * members + m, lead, r, det_count - 1, c)] = acc[mc];
+                            det_values[det.at(sample, lead, r, det_count - 1, c)] = acc[mc];
                         }
                     }
                 }
                 if (ensemble) {
-                    const EnsembleScores e = ensemble_scores<T>(
-                        grid, t, EnsembleShard<T>{member_values, members, channels}, w, options.summation);
-                    for (std::int64_t c = 0; c < channels && owner; ++c) {
+                    const EnsembleShard<T> held{member_values, mine, channels};
+                    const EnsembleScores e = members_split
+                                                 ? ensemble_scores_over_data<T>(grid, t, held, w, options.summation)
+                                                 : ensemble_scores<T>(grid, t, held, w, options.summation);
+                    for (std::int64_t c = 0; c < channels && ensemble_owner; ++c) {
                         const auto cc = static_cast<std::size_t>(c);
                         const double values[] = {e.ensemble_mean_rmse[cc], e.spread[cc], e.spread_skill_ratio[cc],
                                                  e.crps[cc], e.fair_crps[cc]};
@@ -411,15 +445,17 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                     }
                 }
             }
-            const FieldShard<T> both[] = {t_all, p_all};
-            const auto zonal = zonal_means<T>(grid, both, options.summation);  // one allreduce over lon
-            if (mesh.coords().lon == 0) {
-                for (std::int64_t m = 0; m < members; ++m) {
+            if (mine > 0) {
+                const FieldShard<T> both[] = {t_all, p_all};
+                const auto zonal = zonal_means<T>(grid, both, options.summation);  // one allreduce over lon
+                for (std::int64_t m = 0; m < mine && mesh.coords().lon == 0; ++m) {
+                    const std::int64_t member = work.members.begin + m;
                     for (std::int64_t c = 0; c < channels; ++c) {
                         for (std::int64_t i = 0; i < box.lat.size(); ++i) {
                             const auto local = static_cast<std::size_t>((m * channels + c) * box.lat.size() + i);
-                            gen_zonal[zonal_gen.at(ic * members + m, lead, 0, c, box.lat.begin + i)] = zonal[1][local];
-                            if (m == 0) {
+                            gen_zonal[zonal_gen.at(ic * members + member, lead, 0, c, box.lat.begin + i)] =
+                                zonal[1][local];
+                            if (member == 0) {
                                 target_zonal[zonal_target.at(ic, lead, 0, c, box.lat.begin + i)] = zonal[0][local];
                             }
                         }
@@ -427,7 +463,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                 }
             }
             if (lead >= first_counted) {
-                for (std::int64_t m = 0; m < members; ++m) {
+                for (std::int64_t m = 0; m < mine; ++m) {
                     const std::span<const T> member(member_values.data() + static_cast<std::size_t>(m) * plane, plane);
                     gen_sums->add(FieldShard<T>{member, channels});
                     bias_sums->add(t, FieldShard<T>{member, channels});

@@ -93,16 +93,18 @@ class NetcdfForecastSteps final : public ForecastSteps {
                         bool truth_has_ic)
         : truth_(std::move(truth)), prediction_(std::move(prediction)), layout_(layout), truth_has_ic_(truth_has_ic) {}
 
-    void read(std::int64_t ic, std::int64_t lead, std::span<float> truth, std::span<float> members) override {
-        read_into(ic, lead, truth, members);
+    void read(std::int64_t ic, std::int64_t lead, Range members, std::span<float> truth,
+              std::span<float> member_values) override {
+        read_into(ic, lead, members, truth, member_values);
     }
-    void read(std::int64_t ic, std::int64_t lead, std::span<double> truth, std::span<double> members) override {
-        read_into(ic, lead, truth, members);
+    void read(std::int64_t ic, std::int64_t lead, Range members, std::span<double> truth,
+              std::span<double> member_values) override {
+        read_into(ic, lead, members, truth, member_values);
     }
 
   private:
     template <class T>
-    void read_into(std::int64_t ic, std::int64_t lead, std::span<T> truth, std::span<T> members) {
+    void read_into(std::int64_t ic, std::int64_t lead, Range members, std::span<T> truth, std::span<T> values) {
         const std::int64_t m = layout_.members;
         std::vector<std::int64_t> at;
         if (truth_has_ic_) {
@@ -111,11 +113,12 @@ class NetcdfForecastSteps final : public ForecastSteps {
         at.push_back(lead);
         truth_.read_at(at, truth);
         const std::size_t size = truth.size();
-        if (members.size() != size * static_cast<std::size_t>(m)) {
-            throw ArgumentError("a members buffer of " + std::to_string(members.size()) + " values for " +
-                                std::to_string(m) + " members of " + std::to_string(size));
+        if (members.begin < 0 || members.end > m || values.size() != size * static_cast<std::size_t>(members.size())) {
+            throw ArgumentError("a members buffer of " + std::to_string(values.size()) + " values for members [" +
+                                std::to_string(members.begin) + ", " + std::to_string(members.end) + ") of " +
+                                std::to_string(m) + ", each of " + std::to_string(size));
         }
-        for (std::int64_t k = 0; k < m; ++k) {
+        for (std::int64_t k = members.begin; k < members.end; ++k) {
             at.clear();
             if (!layout_.initial_condition_dim.empty()) {
                 at.push_back(layout_.folded ? ic * m + k : ic);
@@ -124,7 +127,7 @@ class NetcdfForecastSteps final : public ForecastSteps {
                 at.push_back(k);
             }
             at.push_back(lead);
-            prediction_.read_at(at, members.subspan(static_cast<std::size_t>(k) * size, size));
+            prediction_.read_at(at, values.subspan(static_cast<std::size_t>(k - members.begin) * size, size));
         }
     }
 

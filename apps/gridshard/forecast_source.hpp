@@ -44,14 +44,14 @@ struct LeadTimes {
 };
 
 /// One variable's box, for one initial condition and lead time at a time: the truth (channels, rows,
-/// cols) and the members (members, channels, rows, cols), missing values as NaN.
+/// cols) and the members of `members` (their count, channels, rows, cols), missing values as NaN.
 class ForecastSteps {
   public:
     virtual ~ForecastSteps() = default;
-    virtual void read(std::int64_t initial_condition, std::int64_t lead, std::span<float> truth,
-                      std::span<float> members) = 0;
-    virtual void read(std::int64_t initial_condition, std::int64_t lead, std::span<double> truth,
-                      std::span<double> members) = 0;
+    virtual void read(std::int64_t initial_condition, std::int64_t lead, Range members, std::span<float> truth,
+                      std::span<float> member_values) = 0;
+    virtual void read(std::int64_t initial_condition, std::int64_t lead, Range members, std::span<double> truth,
+                      std::span<double> member_values) = 0;
 };
 
 class ForecastSource {

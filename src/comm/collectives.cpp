@@ -147,6 +147,51 @@ std::vector<T> allgather_data(const ProcessMesh& mesh, std::span<const T> values
 }
 
 template <class T>
+std::vector<T> transpose_over_data(const ProcessMesh& mesh, std::span<const T> local, std::int64_t rows,
+                                   std::int64_t columns, std::int64_t& total_rows) {
+    const Communicator& data = mesh.data();
+    const std::string error = rows < 0 || columns < 0 || static_cast<std::int64_t>(local.size()) != rows * columns
+                                  ? "transpose_over_data: " + std::to_string(local.size()) + " values for " +
+                                        std::to_string(rows) + " rows of " + std::to_string(columns)
+                                  : "";
+    detail::agree_or_throw(data, error, {columns, element_code<T>()}, "transpose_over_data columns and element type");
+    const int ranks = data.size();
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(ranks));
+    GRIDSHARD_MPI(MPI_Allgather, &rows, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, data.native());
+    total_rows = 0;
+    for (const std::int64_t c : counts) {
+        total_rows += c;
+    }
+    const Range mine = data_block(columns, ranks, data.rank(), true);
+    // To rank k: my rows over its block, row by row. From rank j: its rows over my block.
+    std::vector<T> send(local.size());
+    std::vector<int> send_counts(static_cast<std::size_t>(ranks));
+    std::vector<int> send_offsets(static_cast<std::size_t>(ranks));
+    std::vector<int> receive_counts(static_cast<std::size_t>(ranks));
+    std::vector<int> receive_offsets(static_cast<std::size_t>(ranks));
+    std::int64_t sent = 0;
+    std::int64_t received = 0;
+    for (int k = 0; k < ranks; ++k) {
+        const Range block = data_block(columns, ranks, k, true);
+        send_offsets[static_cast<std::size_t>(k)] = as_count(sent, "transpose_over_data");
+        for (std::int64_t r = 0; r < rows; ++r) {
+            std::copy_n(local.data() + r * columns + block.begin, block.size(), send.data() + sent);
+            sent += block.size();
+        }
+        send_counts[static_cast<std::size_t>(k)] =
+            as_count(sent - send_offsets[static_cast<std::size_t>(k)], "transpose_over_data");
+        receive_offsets[static_cast<std::size_t>(k)] = as_count(received, "transpose_over_data");
+        receive_counts[static_cast<std::size_t>(k)] =
+            as_count(counts[static_cast<std::size_t>(k)] * mine.size(), "transpose_over_data");
+        received += counts[static_cast<std::size_t>(k)] * mine.size();
+    }
+    std::vector<T> out(static_cast<std::size_t>(received));
+    GRIDSHARD_MPI(MPI_Alltoallv, send.data(), send_counts.data(), send_offsets.data(), detail::mpi_datatype<T>(),
+                  out.data(), receive_counts.data(), receive_offsets.data(), detail::mpi_datatype<T>(), data.native());
+    return out;
+}
+
+template <class T>
 void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values) {
     allreduce_in_place(mesh.spatial(), values, MPI_SUM);
 }
@@ -300,6 +345,8 @@ std::vector<T> scatter_spatial_from_root(const ProcessMesh& mesh, const Decompos
     template void spatial_reduce_sum<T>(const ProcessMesh&, std::span<T>);                                             \
     template std::vector<T> allgather_data<T>(const ProcessMesh&, std::span<const T>);                                 \
     template void broadcast_spatial<T>(const ProcessMesh&, std::span<T>);                                              \
+    template std::vector<T> transpose_over_data<T>(const ProcessMesh&, std::span<const T>, std::int64_t, std::int64_t, \
+                                                   std::int64_t&);                                                     \
     template std::vector<T> gather_spatial<T>(const ProcessMesh&, const Decomposition&, std::span<const T>,            \
                                               std::int64_t);                                                           \
     template std::vector<T> gather_global<T>(const ProcessMesh&, const Decomposition&, std::span<const T>,             \

@@ -8,6 +8,7 @@
 #include <limits>
 #include <string>
 
+#include "gridshard/comm/collectives.hpp"
 #include "metric_support.hpp"
 
 namespace gridshard {
@@ -67,45 +68,42 @@ std::string ensemble_error(std::int64_t truth_channels, std::int64_t truth_size,
     return {};
 }
 
-}  // namespace
-
+// The four statistics of points [begin, end) of the plane (channels x box), laid out (statistic, channel,
+// rows, cols) in `derived`: NaN where a point is not valid (or outside the range), so that the skip_nan mean
+// leaves it out of numerator and weight alike. `members` holds M values per point of the range, member
+// slowest: members[m * stride + (k - begin)].
 template <class T>
-EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members, Weights a,
-                               Summation summation) {
-    const std::int64_t area = grid.box().area();
-    const std::int64_t channels = std::max<std::int64_t>(truth.channels, 0);
-    const std::string error =
-        ensemble_error(truth.channels, static_cast<std::int64_t>(truth.values.size()), members.members,
-                       members.channels, static_cast<std::int64_t>(members.values.size()), area);
-    // Four statistics per channel and point, laid out (statistic, channel, rows, cols): NaN where a point is
-    // not valid, so that the skip_nan mean leaves it out of numerator and weight alike.
-    constexpr std::int64_t statistics = 4;
-    std::vector<double> derived(static_cast<std::size_t>(statistics * channels * area), not_a_number);
-    if (error.empty()) {
-        std::vector<double> x(static_cast<std::size_t>(members.members));
-        const std::int64_t plane = channels * area;
-        for (std::int64_t k = 0; k < plane; ++k) {
-            const auto y = static_cast<double>(truth.values[static_cast<std::size_t>(k)]);
-            bool finite = std::isfinite(y);
-            for (std::int64_t m = 0; m < members.members; ++m) {
-                x[static_cast<std::size_t>(m)] =
-                    static_cast<double>(members.values[static_cast<std::size_t>(m * plane + k)]);
-                finite = finite && std::isfinite(x[static_cast<std::size_t>(m)]);
-            }
-            if (!finite) {
-                continue;
-            }
-            const PointStatistics s = point_statistics(y, x);
-            derived[static_cast<std::size_t>(0 * plane + k)] = s.squared_error_of_mean;
-            derived[static_cast<std::size_t>(1 * plane + k)] = s.variance;
-            derived[static_cast<std::size_t>(2 * plane + k)] = s.crps;
-            derived[static_cast<std::size_t>(3 * plane + k)] = s.fair_crps;
+void fill_statistics(std::span<const T> truth, const T* members, std::int64_t m, std::int64_t stride, Range points,
+                     std::int64_t plane, std::vector<double>& derived) {
+    std::vector<double> x(static_cast<std::size_t>(m));
+    for (std::int64_t k = points.begin; k < points.end; ++k) {
+        const auto y = static_cast<double>(truth[static_cast<std::size_t>(k)]);
+        bool finite = std::isfinite(y);
+        for (std::int64_t j = 0; j < m; ++j) {
+            x[static_cast<std::size_t>(j)] = static_cast<double>(members[j * stride + (k - points.begin)]);
+            finite = finite && std::isfinite(x[static_cast<std::size_t>(j)]);
         }
+        if (!finite) {
+            continue;
+        }
+        const PointStatistics s = point_statistics(y, x);
+        derived[static_cast<std::size_t>(0 * plane + k)] = s.squared_error_of_mean;
+        derived[static_cast<std::size_t>(1 * plane + k)] = s.variance;
+        derived[static_cast<std::size_t>(2 * plane + k)] = s.crps;
+        derived[static_cast<std::size_t>(3 * plane + k)] = s.fair_crps;
     }
+}
+
+// The scores from the derived statistics: one allreduce of their exact weighted sums over `spatial` (and
+// `also_over`), then the finalizers.
+EnsembleScores finish_scores(const ShardedGrid& grid, const std::vector<double>& derived, std::int64_t channels,
+                             Weights a, Summation summation, const std::string& error,
+                             const Communicator* also_over = nullptr) {
+    constexpr std::int64_t statistics = 4;
     const FieldShard<double> field{derived, statistics * channels};
     const ValidityPolicy policy = ValidityPolicy::skip_nan;
     const TermSums sums = accumulate_terms<double>(
-        grid, field, nullptr, a, {weight_and(policy, {Term::truth}), policy, summation}, nullptr, error);
+        grid, field, nullptr, a, {weight_and(policy, {Term::truth}), policy, summation}, nullptr, error, also_over);
     EnsembleScores scores;
     for (std::int64_t c = 0; c < channels; ++c) {
         const double rmse = std::sqrt(sums.mean(0 * channels + c, Term::truth));
@@ -117,6 +115,55 @@ EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, Ens
         scores.fair_crps.push_back(sums.mean(3 * channels + c, Term::truth));
     }
     return scores;
+}
+
+}  // namespace
+
+template <class T>
+EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members, Weights a,
+                               Summation summation) {
+    const std::int64_t area = grid.box().area();
+    const std::int64_t channels = std::max<std::int64_t>(truth.channels, 0);
+    const std::string error =
+        ensemble_error(truth.channels, static_cast<std::int64_t>(truth.values.size()), members.members,
+                       members.channels, static_cast<std::int64_t>(members.values.size()), area);
+    const std::int64_t plane = channels * area;
+    std::vector<double> derived(static_cast<std::size_t>(4 * plane), not_a_number);
+    if (error.empty()) {
+        fill_statistics(truth.values, members.values.data(), members.members, plane, {0, plane}, plane, derived);
+    }
+    return finish_scores(grid, derived, channels, a, summation, error);
+}
+
+template <class T>
+EnsembleScores ensemble_scores_over_data(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members,
+                                         Weights a, Summation summation) {
+    const ProcessMesh& mesh = grid.mesh();
+    const std::int64_t area = grid.box().area();
+    const std::int64_t channels = std::max<std::int64_t>(truth.channels, 0);
+    const std::int64_t plane = channels * area;
+    // This rank's members may be none; the ensemble is every data rank's together.
+    std::string error;
+    if (members.members < 0 || members.channels != truth.channels ||
+        static_cast<std::int64_t>(truth.values.size()) != plane ||
+        static_cast<std::int64_t>(members.values.size()) != members.members * plane) {
+        error = "members: " + std::to_string(members.values.size()) +
+                " values for (members=" + std::to_string(members.members) +
+                ", channels=" + std::to_string(members.channels) + ", box of " + std::to_string(area) +
+                " points), truth " + std::to_string(truth.values.size()) + " in " + std::to_string(truth.channels) +
+                " channels";
+    }
+    agree_or_throw(mesh.world(), error, {channels}, "channels");
+    std::int64_t total = 0;
+    const std::vector<T> points = transpose_over_data<T>(mesh, members.values, members.members, plane, total);
+    if (total < 2) {
+        throw ArgumentError("members: an ensemble needs at least 2 members over the data group, got " +
+                            std::to_string(total));
+    }
+    const Range mine = data_block(plane, mesh.shape().data, mesh.coords().data, true);
+    std::vector<double> derived(static_cast<std::size_t>(4 * plane), not_a_number);
+    fill_statistics(truth.values, points.data(), total, mine.size(), mine, plane, derived);
+    return finish_scores(grid, derived, channels, a, summation, "", &mesh.data());
 }
 
 template <class T>
@@ -155,10 +202,12 @@ std::vector<double> anomaly_correlation(const ShardedGrid& grid, FieldShard<T> t
     });
 }
 
-#define GRIDSHARD_INSTANTIATE(T)                                                                             \
-    template EnsembleScores ensemble_scores<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights, \
-                                               Summation);                                                   \
-    template std::vector<double> anomaly_correlation<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>,    \
+#define GRIDSHARD_INSTANTIATE(T)                                                                                       \
+    template EnsembleScores ensemble_scores<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights,           \
+                                               Summation);                                                             \
+    template EnsembleScores ensemble_scores_over_data<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights, \
+                                                         Summation);                                                   \
+    template std::vector<double> anomaly_correlation<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>,              \
                                                         FieldShard<T>, Weights, Summation);
 
 GRIDSHARD_INSTANTIATE(float)

@@ -63,8 +63,12 @@ inline void check_arguments(const ShardedGrid& grid, const std::string& local_er
 
 // Collective over `spatial`: one allreduce of `sums` (laid out by form_terms), then
 // the total-weight check, which every rank sees alike.
-inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet terms, std::int64_t channels) {
+inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet terms, std::int64_t channels,
+                            const Communicator* also_over = nullptr) {
     sums.allreduce(grid.mesh().spatial());
+    if (also_over != nullptr) {
+        sums.allreduce(*also_over);  // exact sums: the same bits however the points were shared
+    }
     const double total = sums.value(0);
     if (!(total > 0.0)) {
         throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(total));
@@ -76,10 +80,12 @@ inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet t
 // `spatial`: one argument check (with `extra_error`, and the halo exchange's own arguments folded in), the
 // halo exchange when a gradient term is asked for (both fields in one message per neighbour), one
 // allreduce of the sums, then the total-weight check.
+//
+// With `also_over` (the data group, for ensembles split over it), the sums are merged over that group too.
 template <class T>
 TermSums accumulate_terms(const ShardedGrid& grid, FieldShard<T> truth, const FieldShard<T>* prediction, Weights a,
                           const TermRequest& request, const GradientOptions* gradient = nullptr,
-                          const std::string& extra_error = {}) {
+                          const std::string& extra_error = {}, const Communicator* also_over = nullptr) {
     const Box& box = grid.box();
     const RowWeights weights(a, box);
     std::string error = first_error(
@@ -109,7 +115,8 @@ TermSums accumulate_terms(const ShardedGrid& grid, FieldShard<T> truth, const Fi
     }
     const ShardInputs<T> inputs{truth.values.data(), prediction != nullptr ? prediction->values.data() : nullptr,
                                 truth.channels, halo ? &*halo : nullptr, gradient};
-    return merge_terms(form_terms(grid.grid(), box, inputs, weights, request), grid, request.terms, truth.channels);
+    return merge_terms(form_terms(grid.grid(), box, inputs, weights, request), grid, request.terms, truth.channels,
+                       also_over);
 }
 
 // One finalizer applied to every channel.

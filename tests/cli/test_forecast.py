@@ -97,11 +97,12 @@ def test_ace_layout_matches_the_reference_and_every_mesh(ace_files, reference, m
     assert first["variables"]["t2m"]["per_step"]["weighted_rmse"][0] == 0.0  # lead 0 is the initial condition
 
 
-def test_data_split_over_lead_times_gives_the_same_bits(ace_files, mpirun, tmp_path):
+def test_data_split_over_lead_times_or_members_gives_the_same_bits(ace_files, mpirun, tmp_path):
     truth, pred = ace_files
     reports = []
     for ranks, mesh, data_split in ((1, "1x1x1", "auto"), (2, "2x1x1", "lead-times"), (5, "5x1x1", "auto"),
-                                    (4, "2x2x1", "initial-conditions")):
+                                    (4, "2x2x1", "initial-conditions"), (3, "3x1x1", "members"),
+                                    (6, "6x1x1", "auto"), (4, "2x1x2", "members"), (5, "5x1x1", "members")):
         out = tmp_path / f"{mesh}.json"
         r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--data-split", data_split,
                    "--json", out, "--quiet")
@@ -109,6 +110,8 @@ def test_data_split_over_lead_times_gives_the_same_bits(ace_files, mpirun, tmp_p
         reports.append(load(out))
     assert reports[2]["forecast"]["data_split"] == "lead-times"  # 5 data ranks, 3 initial conditions
     assert reports[3]["forecast"]["data_split"] == "initial-conditions"
+    assert reports[5]["forecast"]["data_split"] == "members"  # 6 data ranks: 3 initial conditions, 5 lead times
+    # (5 data ranks over 4 members: one holds none)
     for report in reports[1:]:
         assert numbers(report) == numbers(reports[0])
 
@@ -253,16 +256,16 @@ def test_regions_side_by_side(forecast, ace_files, mpirun, tmp_path):
 def test_diagnostics_files_hold_the_scores_and_maps(forecast, reference, ace_files, mpirun, tmp_path):
     truth, pred = ace_files
     folders = []
-    for ranks, mesh in ((1, "1x1x1"), (6, "2x3x1")):
-        folder = tmp_path / mesh
+    for ranks, mesh, data_split in ((1, "1x1x1", "auto"), (6, "2x3x1", "auto"), (4, "4x1x1", "members")):
+        folder = tmp_path / f"{mesh}-{data_split}"
         folder.mkdir()
         r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--diagnostics", folder,
-                   "--json", folder / "report.json", "--quiet")
+                   "--data-split", data_split, "--json", folder / "report.json", "--quiet")
         assert r.returncode == 0, r.stderr
         folders.append(folder)
     for name in ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc"):
-        a, b = (folders[0] / name).read_bytes(), (folders[1] / name).read_bytes()
-        assert a == b, f"{name} differs between meshes"
+        for other in folders[1:]:
+            assert (folders[0] / name).read_bytes() == (other / name).read_bytes(), f"{name} differs in {other.name}"
     report = load(folders[0] / "report.json")
     with netCDF4.Dataset(folders[0] / "mean_diagnostics.nc") as ds:
         assert ds.dimensions["forecast_step"].size == 5
@@ -300,9 +303,10 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     args = ["eval", "--nlat", "19", "--nlon", "36", "--ntime", "4", "--initial-conditions", "3",
             "--ensemble-size", "3", "--region", "tropics", "--quiet"]
     outs = []
-    for ranks, mesh in ((1, "1x1x1"), (3, "3x1x1"), (4, "1x2x2")):
+    for ranks, mesh, data_split in ((1, "1x1x1", "auto"), (3, "3x1x1", "auto"), (4, "1x2x2", "auto"),
+                                    (6, "3x2x1", "members")):
         out = tmp_path / f"{mesh}.json"
-        r = mpirun(ranks, *args, "--mesh", mesh, "--json", out)
+        r = mpirun(ranks, *args, "--mesh", mesh, "--data-split", data_split, "--json", out)
         assert r.returncode == 0, r.stderr
         outs.append(load(out))
     for other in outs[1:]:

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/ensemble.hpp"
 #include "mpi_test_support.hpp"
@@ -159,6 +160,70 @@ TEST(Ensemble, ScoresAreTheSerialBitsAndTheFormulas) {
                     }
                 }
             }
+        }
+    }
+}
+
+// The members split over the data group (each data rank its block, some none when there are more data ranks
+// than members) give the bits of the ensemble held on one rank.
+TEST(Ensemble, MembersSplitOverTheDataGroupGiveTheSameBits) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+        for (std::int64_t members : {2, 3, 7}) {
+            const EnsembleCase k = make_case({9, 14}, members, 2);
+            const ShardedGrid g(mesh, k.grid, rule);
+            const auto t = shard_of(k.truth, k.grid, g.box(), k.channels);
+            const auto x = shard_of(k.members_all, k.grid, g.box(), k.members * k.channels);
+            const auto w = shard_of(k.weights, k.grid, g.box(), 1);
+            const Range mine = data_block(members, mesh.shape().data, mesh.coords().data, true);
+            const auto plane = static_cast<std::ptrdiff_t>(t.size());
+            const std::vector<float> my_members(x.begin() + mine.begin * plane, x.begin() + mine.end * plane);
+            const EnsembleScores split =
+                ensemble_scores_over_data<float>(g, {t, k.channels}, {my_members, mine.size(), k.channels}, {w, true});
+            const EnsembleScores whole = compute(alone, k, rule).ensemble;
+            const std::vector<double>* got[] = {&split.ensemble_mean_rmse, &split.spread, &split.spread_skill_ratio,
+                                                &split.crps, &split.fair_crps};
+            const std::vector<double>* want[] = {&whole.ensemble_mean_rmse, &whole.spread, &whole.spread_skill_ratio,
+                                                 &whole.crps, &whole.fair_crps};
+            for (std::size_t s = 0; s < 5; ++s) {
+                ASSERT_EQ(got[s]->size(), want[s]->size());
+                for (std::size_t c = 0; c < got[s]->size(); ++c) {
+                    EXPECT_EQ(std::bit_cast<std::uint64_t>((*got[s])[c]), std::bit_cast<std::uint64_t>((*want[s])[c]))
+                        << "score " << s << " channel " << c << " members " << members;
+                }
+            }
+        }
+    }
+}
+
+TEST(Ensemble, TransposeOverDataMovesEveryRowToItsColumns) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const int d = mesh.coords().data;
+    const std::int64_t columns = 11;
+    const std::int64_t rows = d % 3;  // 0, 1 or 2 rows: some ranks hold none
+    std::vector<std::int64_t> local;
+    std::int64_t before = 0;  // the rows of the lower data ranks
+    for (int k = 0; k < d; ++k) {
+        before += k % 3;
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t c = 0; c < columns; ++c) {
+            local.push_back(1000 * (before + r) + c);
+        }
+    }
+    std::int64_t total = 0;
+    const std::vector<std::int64_t> out = transpose_over_data<std::int64_t>(mesh, local, rows, columns, total);
+    std::int64_t expected_total = 0;
+    for (int k = 0; k < mesh.shape().data; ++k) {
+        expected_total += k % 3;
+    }
+    EXPECT_EQ(total, expected_total);
+    const Range block = data_block(columns, mesh.shape().data, d, true);
+    ASSERT_EQ(out.size(), static_cast<std::size_t>(total * block.size()));
+    for (std::int64_t r = 0; r < total; ++r) {
+        for (std::int64_t c = 0; c < block.size(); ++c) {
+            EXPECT_EQ(out[static_cast<std::size_t>(r * block.size() + c)], 1000 * r + block.begin + c);
         }
     }
 }

@@ -46,6 +46,16 @@ void reduce_max(const ProcessMesh& mesh, std::span<T> values);
 template <class T>
 [[nodiscard]] std::vector<T> allgather_data(const ProcessMesh& mesh, std::span<const T> values);
 
+/// Redistributes rows over the data group: rank d holds `rows` rows of `columns` values (`local`, row-major;
+/// for example its ensemble members over one box), and afterwards holds every rank's rows, in data-rank order,
+/// for its own block of the columns (`data_block(columns, D, d, true)`): `(total rows, block)`, with
+/// `total_rows` set. Ranks may hold different numbers of rows (none too), but the same `columns`. Collective over
+/// `data`: one agreement on `columns` and the element type, one all-gather of the row counts, one
+/// MPI_Alltoallv moving (D - 1) / D of the values.
+template <class T>
+[[nodiscard]] std::vector<T> transpose_over_data(const ProcessMesh& mesh, std::span<const T> local, std::int64_t rows,
+                                                 std::int64_t columns, std::int64_t& total_rows);
+
 /// Elementwise sum over the spatial group, in place. Collective over `spatial`; all ranks hold the result.
 template <class T>
 void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values);

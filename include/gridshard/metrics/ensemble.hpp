@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// Ensemble and anomaly scores on shards (docs/design.md §3), each the serial answer bit for bit whatever the
-/// decomposition. The ensemble's members are held together on each rank; a per-point statistic over the
+/// decomposition. The ensemble's members are held together on each rank, or split over the data group
+/// (ensemble_scores_over_data); a per-point statistic over the
 /// members is formed in double at every point of the rank's box, then averaged over the grid by the one
 /// metrics engine, so one allreduce carries every score of a call.
 
@@ -43,6 +44,17 @@ struct EnsembleScores {
 template <class T>
 [[nodiscard]] EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members,
                                              Weights a, Summation summation = Summation::reproducible);
+
+/// ensemble_scores of an ensemble whose members are split over the data group: each data rank holds the same
+/// truth and its own block of members (data ranks in member order; a rank may hold none), and every rank gets
+/// the scores of all members together, the same bits as ensemble_scores of all on one rank. Collective over
+/// the spatial and data groups: one agreement over the world, then transpose_over_data of the members (each
+/// data rank takes every member over 1/D of the box's points, (D - 1)/D of the members' values moving), then
+/// one allreduce of 8C + 1 sums over `spatial` and one over `data`.
+template <class T>
+[[nodiscard]] EnsembleScores ensemble_scores_over_data(const ShardedGrid& grid, FieldShard<T> truth,
+                                                       EnsembleShard<T> members, Weights a,
+                                                       Summation summation = Summation::reproducible);
 
 /// The uncentred anomaly correlation per channel, as WeatherBench 2 computes it:
 /// `sum a x' y' / sqrt(sum a x'^2 * sum a y'^2)` with x' = prediction - climatology and y' = truth - climatology,
