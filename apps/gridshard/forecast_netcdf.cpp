@@ -118,7 +118,9 @@ class NetcdfForecastSteps final : public ForecastSteps {
                                 std::to_string(members.begin) + ", " + std::to_string(members.end) + ") of " +
                                 std::to_string(m) + ", each of " + std::to_string(size));
         }
-        for (std::int64_t k = members.begin; k < members.end; ++k) {
+        // The members in one read where they are consecutive along the slowest dim read (ACE's folded samples,
+        // or a member dim): each HDF5 chunk holding several of them is then read once.
+        const auto position = [&](std::int64_t k) {
             at.clear();
             if (!layout_.initial_condition_dim.empty()) {
                 at.push_back(layout_.folded ? ic * m + k : ic);
@@ -127,6 +129,16 @@ class NetcdfForecastSteps final : public ForecastSteps {
                 at.push_back(k);
             }
             at.push_back(lead);
+        };
+        const std::size_t run_dim = layout_.folded || layout_.initial_condition_dim.empty() ? 0 : 1;
+        if (members.size() > 1 && (layout_.folded || !layout_.member_dim.empty()) &&
+            prediction_.can_read_run(run_dim)) {
+            position(members.begin);
+            prediction_.read_run(at, {run_dim, members.size()}, values);
+            return;
+        }
+        for (std::int64_t k = members.begin; k < members.end; ++k) {
+            position(k);
             prediction_.read_at(at, values.subspan(static_cast<std::size_t>(k - members.begin) * size, size));
         }
     }

@@ -109,13 +109,17 @@ void CfDecoding::apply(std::span<T> values) const noexcept {
     const bool float_bounds = static_cast<double>(static_cast<T>(valid_min_)) == valid_min_ &&
                               static_cast<double>(static_cast<T>(valid_max_)) == valid_max_;
     if (!packed_ && missing_.size() <= 2 && float_bounds && std::all_of(missing_.begin(), missing_.end(), [](double m) {
-            return static_cast<double>(static_cast<T>(m)) == m;
+            return std::isnan(m) || static_cast<double>(static_cast<T>(m)) == m;  // a NaN fill is a NaN of T
         })) {
         // The common case, branch-free so it vectorises: at most two missing values, no packing.
         const T first = missing_.empty() ? nan : static_cast<T>(missing_[0]);
         const T second = missing_.size() < 2 ? first : static_cast<T>(missing_[1]);
         const T low = static_cast<T>(valid_min_);
         const T high = static_cast<T>(valid_max_);
+        if (std::isnan(first) && std::isnan(second) && low == -std::numeric_limits<T>::infinity() &&
+            high == std::numeric_limits<T>::infinity()) {
+            return;  // missing values are NaN already (ACE's _FillValue) and every value is in range: nothing to do
+        }
         for (T& v : values) {
             v = (v == first || v == second || !(v >= low && v <= high)) ? nan : v;
         }

@@ -326,16 +326,36 @@ VariableReader::VariableReader(VariableReader&&) noexcept = default;
 VariableReader& VariableReader::operator=(VariableReader&&) noexcept = default;
 
 void VariableReader::read_step(std::int64_t step, std::span<float> out) {
-    read_into(std::span<const std::int64_t>(&step, plan_->indexed.empty() ? 0 : 1), true, step, out);
+    read_into(std::span<const std::int64_t>(&step, plan_->indexed.empty() ? 0 : 1), true, step, {}, out);
 }
 void VariableReader::read_step(std::int64_t step, std::span<double> out) {
-    read_into(std::span<const std::int64_t>(&step, plan_->indexed.empty() ? 0 : 1), true, step, out);
+    read_into(std::span<const std::int64_t>(&step, plan_->indexed.empty() ? 0 : 1), true, step, {}, out);
 }
 void VariableReader::read_at(std::span<const std::int64_t> position, std::span<float> out) {
-    read_into(position, false, 0, out);
+    read_into(position, false, 0, {}, out);
 }
 void VariableReader::read_at(std::span<const std::int64_t> position, std::span<double> out) {
-    read_into(position, false, 0, out);
+    read_into(position, false, 0, {}, out);
+}
+void VariableReader::read_run(std::span<const std::int64_t> position, Run run, std::span<float> out) {
+    read_into(position, false, 0, run, out);
+}
+void VariableReader::read_run(std::span<const std::int64_t> position, Run run, std::span<double> out) {
+    read_into(position, false, 0, run, out);
+}
+
+bool VariableReader::can_read_run(std::size_t dim) const noexcept {
+    if (dim >= plan_->indexed.size()) {
+        return false;
+    }
+    // Every dim before it in the file must be indexed (read one index at a time), so that the run is the
+    // slowest dim of the values read.
+    for (std::size_t k = 0; k < plan_->indexed[dim]; ++k) {
+        if (std::find(plan_->indexed.begin(), plan_->indexed.end(), k) == plan_->indexed.end()) {
+            return false;
+        }
+    }
+    return true;
 }
 
 namespace {
@@ -350,7 +370,7 @@ int get(int ncid, int varid, const std::size_t* start, const std::size_t* count,
 }  // namespace
 
 template <class T>
-void VariableReader::read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step,
+void VariableReader::read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run,
                                std::span<T> out) {
     const std::string& path = file_->path;
     if (by_step) {
@@ -375,13 +395,35 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
         }
         plan_->start[dim] = static_cast<std::size_t>(position[k]);
     }
-    if (out.size() != values_per_step_) {
-        throw ArgumentError("netCDF file '" + path + "': a buffer of " + std::to_string(out.size()) +
-                            " values for a step of variable '" + shape_.name + "', which has " +
-                            std::to_string(values_per_step_));
+    const bool with_run = run.length != 1;
+    if (with_run) {
+        if (!can_read_run(run.dim) || run.length < 0 ||
+            position[run.dim] + run.length > shape_.dim_sizes[plan_->indexed[run.dim]]) {
+            throw ArgumentError("netCDF file '" + path + "': a run of " + std::to_string(run.length) +
+                                " indices on indexed dim " + std::to_string(run.dim) + " of variable '" + shape_.name +
+                                "' that is out of range or not its slowest dim read");
+        }
     }
-    if (values_per_step_ == 0) {
+    const std::size_t values = values_per_step_ * static_cast<std::size_t>(std::max<std::int64_t>(run.length, 0));
+    if (out.size() != values) {
+        throw ArgumentError("netCDF file '" + path + "': a buffer of " + std::to_string(out.size()) + " values for " +
+                            std::to_string(run.length) + " step(s) of variable '" + shape_.name + "', which has " +
+                            std::to_string(values_per_step_) + " per step");
+    }
+    if (values == 0) {
         return;
+    }
+    // The run reads several indices of one dim in one call (one pass over each HDF5 chunk they share).
+    struct RestoreCount {
+        std::size_t* count;
+        ~RestoreCount() {
+            if (count != nullptr) {
+                *count = 1;
+            }
+        }
+    } restore{with_run ? &plan_->count[plan_->indexed[run.dim]] : nullptr};
+    if (with_run) {
+        plan_->count[plan_->indexed[run.dim]] = static_cast<std::size_t>(run.length);
     }
     const auto context = [&] {
         std::string where;
@@ -400,8 +442,8 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
         plan_->decoding.apply(out);
     } else {
         std::vector<double>& staging = plan_->staging;
-        if (staging.size() != values_per_step_) {
-            staging = allocate_vector<double>(values_per_step_, "the staging buffer of variable '" + shape_.name + "'");
+        if (staging.size() != values) {
+            staging = allocate_vector<double>(values, "the staging buffer of variable '" + shape_.name + "'");
         }
         if (const int status = get(ncid, plan_->varid, plan_->start.data(), plan_->count.data(), staging.data());
             status != NC_NOERR) {

@@ -8,8 +8,10 @@
 #include <limits>
 #include <string>
 
+#include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "metric_support.hpp"
+#include "threads.hpp"
 
 namespace gridshard {
 
@@ -18,39 +20,6 @@ using namespace detail;  // NOLINT(google-build-using-namespace): the metrics la
 namespace {
 
 constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
-
-// The members' statistics at one point: xbar, the unbiased variance, mean |x - y| and the pair sum
-// sum_{m,k} |x_m - x_k| = 2 sum_i (2i - M - 1) x_(i) over the members sorted ascending (i from 1).
-struct PointStatistics {
-    double squared_error_of_mean;
-    double variance;
-    double crps;
-    double fair_crps;
-};
-
-PointStatistics point_statistics(double y, std::span<double> x) {
-    const auto m = static_cast<double>(x.size());
-    double sum = 0.0;
-    double absolute = 0.0;
-    for (const double v : x) {
-        sum += v;
-        absolute += std::abs(v - y);
-    }
-    const double mean = sum / m;
-    double squares = 0.0;
-    for (const double v : x) {
-        squares += (v - mean) * (v - mean);
-    }
-    std::sort(x.begin(), x.end());
-    double pairs = 0.0;
-    for (std::size_t i = 0; i < x.size(); ++i) {
-        pairs += (2.0 * static_cast<double>(i + 1) - m - 1.0) * x[i];
-    }
-    pairs *= 2.0;
-    const double skill = absolute / m;
-    return {(mean - y) * (mean - y), squares / (m - 1.0), skill - pairs / (2.0 * m * m),
-            skill - pairs / (2.0 * m * (m - 1.0))};
-}
 
 std::string ensemble_error(std::int64_t truth_channels, std::int64_t truth_size, std::int64_t members,
                            std::int64_t channels, std::int64_t member_size, std::int64_t area) {
@@ -68,29 +37,110 @@ std::string ensemble_error(std::int64_t truth_channels, std::int64_t truth_size,
     return {};
 }
 
+// The statistics of a block of `n` <= statistics_block points from their `m` member values (x, member
+// slowest, `n` per member) and truth (y), in double: the squared error of the ensemble mean, the unbiased
+// variance, and the two CRPS, with the pair sum sum_{j,k} |x_j - x_k| = 2 sum_{j<k} |x_j - x_k|. Each sum
+// runs over the members in order for every point, and the loops run along the points, so they vectorise and
+// a point's bits depend only on its own values. Invalid points come out as whatever their values give; the
+// caller masks them.
+constexpr std::int64_t statistics_block = 64;
+
+GRIDSHARD_KERNEL void block_statistics(const double* __restrict x, const double* __restrict y, std::int64_t m,
+                                       std::int64_t n, double* __restrict squared_error, double* __restrict variance,
+                                       double* __restrict crps, double* __restrict fair_crps) noexcept {
+    double sum[statistics_block];
+    double absolute[statistics_block];
+    double squares[statistics_block];
+    double pairs[statistics_block];
+    for (std::int64_t p = 0; p < n; ++p) {
+        sum[p] = 0.0;
+        absolute[p] = 0.0;
+        squares[p] = 0.0;
+        pairs[p] = 0.0;
+    }
+    for (std::int64_t j = 0; j < m; ++j) {
+        const double* xj = x + j * n;
+        for (std::int64_t p = 0; p < n; ++p) {
+            sum[p] += xj[p];
+            absolute[p] += std::abs(xj[p] - y[p]);
+        }
+    }
+    const auto members = static_cast<double>(m);
+    for (std::int64_t p = 0; p < n; ++p) {
+        sum[p] = sum[p] / members;  // the ensemble mean
+    }
+    for (std::int64_t j = 0; j < m; ++j) {
+        const double* xj = x + j * n;
+        for (std::int64_t p = 0; p < n; ++p) {
+            squares[p] += (xj[p] - sum[p]) * (xj[p] - sum[p]);
+        }
+        for (std::int64_t k = j + 1; k < m; ++k) {
+            const double* xk = x + k * n;
+            for (std::int64_t p = 0; p < n; ++p) {
+                pairs[p] += std::abs(xj[p] - xk[p]);
+            }
+        }
+    }
+    for (std::int64_t p = 0; p < n; ++p) {
+        const double skill = absolute[p] / members;
+        const double both_orders = 2.0 * pairs[p];
+        squared_error[p] = (sum[p] - y[p]) * (sum[p] - y[p]);
+        variance[p] = squares[p] / (members - 1.0);
+        crps[p] = skill - both_orders / (2.0 * members * members);
+        fair_crps[p] = skill - both_orders / (2.0 * members * (members - 1.0));
+    }
+}
+
 // The four statistics of points [begin, end) of the plane (channels x box), laid out (statistic, channel,
-// rows, cols) in `derived`: NaN where a point is not valid (or outside the range), so that the skip_nan mean
-// leaves it out of numerator and weight alike. `members` holds M values per point of the range, member
-// slowest: members[m * stride + (k - begin)].
+// rows, cols) in `derived`: NaN where a point is not valid (the truth or a member not finite) or outside the
+// range, so that the skip_nan mean leaves it out of numerator and weight alike. `members` holds M values per
+// point of the range, member slowest: members[j * stride + (k - begin)].
+// The members of a block as double, member slowest, and per point 0 when the truth and every member are
+// finite, NaN otherwise (the sum of v - v, which is NaN for NaN or an infinity): branch-free, so it vectorises.
+template <class T>
+GRIDSHARD_KERNEL void load_block(const T* __restrict truth, const T* __restrict members, std::int64_t m,
+                                 std::int64_t stride, std::int64_t n, double* __restrict x, double* __restrict y,
+                                 double* __restrict invalid) noexcept {
+    for (std::int64_t p = 0; p < n; ++p) {
+        y[p] = static_cast<double>(truth[p]);
+        invalid[p] = y[p] - y[p];
+    }
+    for (std::int64_t j = 0; j < m; ++j) {
+        for (std::int64_t p = 0; p < n; ++p) {
+            const double v = static_cast<double>(members[j * stride + p]);
+            x[j * n + p] = v;
+            invalid[p] += v - v;
+        }
+    }
+}
+
+// The four statistics of points [begin, end) of the plane (channels x box), laid out (statistic, channel,
+// rows, cols) in `derived`: NaN where a point is not valid (the truth or a member not finite) or outside the
+// range, so that the skip_nan mean leaves it out of numerator and weight alike. `members` holds M values per
+// point of the range, member slowest: members[j * stride + (k - begin)].
 template <class T>
 void fill_statistics(std::span<const T> truth, const T* members, std::int64_t m, std::int64_t stride, Range points,
                      std::int64_t plane, std::vector<double>& derived) {
-    std::vector<double> x(static_cast<std::size_t>(m));
-    for (std::int64_t k = points.begin; k < points.end; ++k) {
-        const auto y = static_cast<double>(truth[static_cast<std::size_t>(k)]);
-        bool finite = std::isfinite(y);
-        for (std::int64_t j = 0; j < m; ++j) {
-            x[static_cast<std::size_t>(j)] = static_cast<double>(members[j * stride + (k - points.begin)]);
-            finite = finite && std::isfinite(x[static_cast<std::size_t>(j)]);
+    // Blocks are independent, each point's arithmetic its own: the same bits for any thread count.
+    const std::int64_t blocks = (points.size() + statistics_block - 1) / statistics_block;
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(blocks, statistics_block * m))) {
+        std::vector<double> x(static_cast<std::size_t>(m * statistics_block));
+        double y[statistics_block];
+        double invalid[statistics_block];
+        double out[4][statistics_block];
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::int64_t b = 0; b < blocks; ++b) {
+            const std::int64_t first = points.begin + b * statistics_block;
+            const std::int64_t n = std::min(statistics_block, points.end - first);
+            load_block(truth.data() + first, members + (first - points.begin), m, stride, n, x.data(), y, invalid);
+            block_statistics(x.data(), y, m, n, out[0], out[1], out[2], out[3]);
+            for (std::int64_t s = 0; s < 4; ++s) {
+                double* to = derived.data() + s * plane + first;
+                for (std::int64_t p = 0; p < n; ++p) {
+                    to[p] = invalid[p] == 0.0 ? out[s][p] : not_a_number;
+                }
+            }
         }
-        if (!finite) {
-            continue;
-        }
-        const PointStatistics s = point_statistics(y, x);
-        derived[static_cast<std::size_t>(0 * plane + k)] = s.squared_error_of_mean;
-        derived[static_cast<std::size_t>(1 * plane + k)] = s.variance;
-        derived[static_cast<std::size_t>(2 * plane + k)] = s.crps;
-        derived[static_cast<std::size_t>(3 * plane + k)] = s.fair_crps;
     }
 }
 

@@ -144,6 +144,21 @@ class VariableReader {
     void read_at(std::span<const std::int64_t> position, std::span<float> out);
     void read_at(std::span<const std::int64_t> position, std::span<double> out);
 
+    /// `length` consecutive indices of the plan's indexed dim number `dim`, from position[dim] on.
+    struct Run {
+        std::size_t dim = 0;
+        std::int64_t length = 1;
+    };
+    /// Whether a run can be read along indexed dim `dim`: every dim before it in the file is indexed, so the
+    /// run is the slowest dim of what is read.
+    [[nodiscard]] bool can_read_run(std::size_t dim) const noexcept;
+    /// read_at for a run of indices in one netCDF call (one pass over each HDF5 chunk they share, where
+    /// separate reads would decompress or fetch a chunk once per index): `out` holds run.length x
+    /// values_per_step() values, the run slowest. Throws ArgumentError for a run out of range or one that
+    /// can_read_run refuses.
+    void read_run(std::span<const std::int64_t> position, Run run, std::span<float> out);
+    void read_run(std::span<const std::int64_t> position, Run run, std::span<double> out);
+
     ~VariableReader();
     VariableReader(VariableReader&&) noexcept;
     VariableReader& operator=(VariableReader&&) noexcept;
@@ -154,7 +169,7 @@ class VariableReader {
     VariableReader(std::shared_ptr<detail::OpenFile> file, std::unique_ptr<Plan> plan, VariableShape shape,
                    std::size_t values_per_step);
     template <class T>
-    void read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, std::span<T> out);
+    void read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run, std::span<T> out);
 
     std::shared_ptr<detail::OpenFile> file_;
     std::unique_ptr<Plan> plan_;
