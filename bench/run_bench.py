@@ -14,13 +14,18 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      python_overhead.py (mpirun -n 1), one small weighted_mean call in C++ and through Python;
      python_zero_copy.py (a fresh process each for numpy and torch), the peak memory a weighted_mean of a
      1 GiB field adds.
+  7. ensemble_bench (mpirun -n 1, one thread and all cores): the five ensemble scores of 16 members of a
+     721 x 1440 field against a plain read of the members, and numpy_ensemble.py on the same arrays.
+  8. gridshard eval (one process) against numpy_forecast.py (netCDF4 + numpy) on an ACE-layout forecast
+     file pair (make_forecast_files.py: 2 initial conditions x 8 members x 4 lead times, 721 x 1440).
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
 that must compute the same answer disagree (a benchmark of wrong results is worthless).
 
-Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build] [--only python]
-(--only python runs step 6 alone and writes BUILD_DIR/bench/results_python.json instead.)
+Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build] [--only python|forecast]
+(--only python runs step 6 alone and writes BUILD_DIR/bench/results_python.json instead; --only forecast
+steps 7 and 8, into results_forecast.json.)
 """
 
 import argparse
@@ -54,6 +59,12 @@ TARGETS = [
      "t_ace / t_gridshard from Python, 4 ranks: gloo gathers + torch vs Distributed, (3,721,1440) f32"),
     ("python_overhead_small_us", 30.0, "<=", "us per weighted_mean call, Python minus C++, (8,16) f32, 1 rank"),
     ("python_zero_copy", 0.05, "<", "peak RSS increase / nbytes, weighted_mean of 1 GiB f32, max of numpy, torch"),
+    ("ensemble_scores_fraction_of_read", 0.10, ">=",
+     "t_read / t_ensemble_scores, 16 members x (721,1440) f32, five scores, 1 thread"),
+    ("ensemble_scores_threads_speedup", None, None, "ensemble_scores, 1 thread / all cores"),
+    ("ensemble_scores_speedup_vs_numpy", 10.0, ">=", "numpy float64 (sorted members) / gridshard, 1 thread each"),
+    ("forecast_eval_speedup_vs_numpy", 5.0, ">=",
+     "netCDF4 + numpy / gridshard eval, ACE layout 2 ICs x 8 members x 4 leads (721,1440) f32, 1 process"),
 ]
 PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy")
 
@@ -164,7 +175,10 @@ def print_table(results):
     print()
     print("medians (seconds):")
     if "suite" not in d:
-        print_python_details(d["python"])
+        if "python" in d:
+            print_python_details(d["python"])
+        if "ensemble" in d:
+            print_forecast_details(d)
         return
     suite, grad, halo = d["suite"], d["gradmag"], d["halo_vs_gather"]
     print(
@@ -189,6 +203,15 @@ def print_table(results):
     print(f"  eval (721,1440) x 16 steps x 3 variables, 1 process: gridshard {cdo16['t_gridshard_s']:.3f}, "
           f"4 CDO runs {cdo16['t_cdo_s']:.3f}")
     print_python_details(d["python"])
+    print_forecast_details(d)
+
+
+def print_forecast_details(d):
+    e, f = d["ensemble"], d["forecast_eval"]
+    print(f"  ensemble scores (16,721,1440): read {e['t_read_s']:.5f}, gridshard {e['t_ensemble_s']:.4f} "
+          f"(all cores {e['t_ensemble_all_cores_s']:.4f}), numpy {e['t_numpy_s']:.4f}")
+    print(f"  forecast eval, ACE layout 2 x 8 x 4 (721,1440), 1 process: gridshard {f['t_gridshard_s']:.3f}, "
+          f"netCDF4 + numpy {f['t_numpy_s']:.3f}")
 
 
 def print_python_details(p):
@@ -277,6 +300,66 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     return figures, details, samples_s, problems
 
 
+def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
+    """Steps 7 and 8: the ensemble scores against a read of the members and against numpy; the forecast
+    evaluation of an ACE-layout file pair against a netCDF4 + numpy pipeline. Figures, details, problems."""
+    problems = []
+    cores = os.cpu_count() or 1
+    bench = build_dir / "bin" / "ensemble_bench"
+    run([mpiexec, "-n", "1", *mpi_flags, bench, "--out", out_dir / "ensemble.json", "--data-dir", out_dir,
+         "--repetitions", str(repetitions)], env={**env, "OMP_NUM_THREADS": "1"})
+    run([mpiexec, "-n", "1", *mpi_flags, bench, "--out", out_dir / "ensemble_threads.json", "--data-dir", out_dir,
+         "--repetitions", str(repetitions)], env={**env, "OMP_NUM_THREADS": str(cores)})
+    one, threaded = load(out_dir / "ensemble.json"), load(out_dir / "ensemble_threads.json")
+    run(["/usr/bin/python3", BENCH_DIR / "numpy_ensemble.py", out_dir, out_dir / "numpy_ensemble.json",
+         "--repetitions", str(max(3, repetitions // 7))], env={**env, "OMP_NUM_THREADS": "1"})
+    numpy_ensemble = load(out_dir / "numpy_ensemble.json")
+    ensemble_agreement = max_relative_difference(one["result"], numpy_ensemble["result"])
+    if ensemble_agreement > AGREEMENT_TOLERANCE:
+        problems.append(f"gridshard and numpy disagree on the ensemble scores: {ensemble_agreement:.3g}")
+
+    truth, prediction = out_dir / "forecast_truth.nc", out_dir / "forecast_pred.nc"
+    if not truth.exists() or not prediction.exists():
+        run(["/usr/bin/python3", BENCH_DIR / "make_forecast_files.py", truth, prediction])
+    gridshard_json, numpy_json = out_dir / "forecast_eval.json", out_dir / "numpy_forecast.json"
+    gridshard_command = [build_dir / "bin" / "gridshard", "eval", "--truth", truth, "--pred", prediction, "--quiet",
+                         "--json", gridshard_json]
+    numpy_command = ["/usr/bin/python3", BENCH_DIR / "numpy_forecast.py", truth, prediction, "8", numpy_json,
+                     "--repetitions", "1"]
+    print(f"+ gridshard eval vs numpy_forecast.py on {truth.name}, interleaved", flush=True)
+    gridshard_samples, numpy_samples = [], []
+    for _ in range(3):
+        start = time.perf_counter()
+        run(gridshard_command, env=env, capture=True)
+        gridshard_samples.append(time.perf_counter() - start)
+        run(numpy_command, env=env, capture=True)
+        numpy_samples.append(load(numpy_json)["t_numpy_s"])
+    tool = load(gridshard_json)["variables"]["t2m"]["per_step"]
+    reference = load(numpy_json)["result"]["per_step"]
+    for score, values in reference.items():
+        tolerance = GRADMAG_AGREEMENT_TOLERANCE if "grad_mag" in score else AGREEMENT_TOLERANCE
+        pairs = [(x, y) for x, y in zip(tool[score], values, strict=True) if y != 0 and x is not None]
+        worst = max((abs(x - y) / abs(y) for x, y in pairs), default=0.0)
+        if worst > tolerance:
+            problems.append(f"gridshard eval and numpy_forecast.py disagree on {score}: {worst:.3g}")
+    t_gridshard, t_numpy = statistics.median(gridshard_samples), statistics.median(numpy_samples)
+    figures = {
+        "ensemble_scores_fraction_of_read": one["fraction_of_read"],
+        "ensemble_scores_threads_speedup": one["t_ensemble_s"] / threaded["t_ensemble_s"],
+        "ensemble_scores_speedup_vs_numpy": numpy_ensemble["t_numpy_s"] / one["t_ensemble_s"],
+        "forecast_eval_speedup_vs_numpy": t_numpy / t_gridshard,
+    }
+    details = {
+        "ensemble": {**without_samples(one), "t_ensemble_all_cores_s": threaded["t_ensemble_s"], "threads": cores,
+                     "t_numpy_s": numpy_ensemble["t_numpy_s"], "numpy_result": numpy_ensemble["result"],
+                     "gridshard_vs_numpy_max_relative_difference": ensemble_agreement},
+        "forecast_eval": {"t_gridshard_s": t_gridshard, "t_numpy_s": t_numpy, "samples_gridshard_s": gridshard_samples,
+                          "samples_numpy_s": numpy_samples, "layout": "ACE: sample = 2 x 8 (member fastest), time 4",
+                          "grid": [721, 1440]},
+    }
+    return figures, details, problems
+
+
 def with_targets(results):
     """results with the targets and the met flags of the figures it holds."""
     results["targets"] = {key: {"target": t, "comparison": c, "meaning": m}
@@ -331,8 +414,8 @@ def main():
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
-    parser.add_argument("--only", choices=["python"], help="run only these steps (python: step 6), writing "
-                        "results_python.json instead of results.json")
+    parser.add_argument("--only", choices=["python", "forecast"], help="run only these steps (python: step 6; "
+                        "forecast: steps 7 and 8), writing results_STEPS.json instead of results.json")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -355,6 +438,14 @@ def main():
             "bench_seconds": round(time.monotonic() - started, 1),
         }
         finish(results, out_dir / "results_python.json", problems)
+        return
+
+    if args.only == "forecast":
+        figures, details, problems = forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
+        results = with_targets(dict(figures))
+        results["details"] = {**details, "machine": machine(), "repetitions": args.repetitions,
+                              "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / "results_forecast.json", problems)
         return
 
     # 1. One rank, one thread: suite against the read loop, and the gradient metric; then the suite again
@@ -399,6 +490,11 @@ def main():
     python_results, python_details, python_samples, problems = python_figures(
         build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
 
+    # 7 and 8. The ensemble scores and the forecast evaluation.
+    forecast_results, forecast_details, forecast_problems = forecast_figures(
+        build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
+    problems += forecast_problems
+
     for peer, agreement in (("numpy", numpy_agreement), ("torch", torch_agreement)):
         if agreement > GRADMAG_AGREEMENT_TOLERANCE:
             problems.append(f"gridshard and {peer} disagree on gradient_magnitude_percent_diff: {agreement:.3g}")
@@ -422,6 +518,7 @@ def main():
         "eval_speedup_vs_cdo": eval_vs_cdo["t_cdo_s"] / eval_vs_cdo["t_gridshard_s"],
         "eval_speedup_vs_cdo_16_steps": eval_vs_cdo_16["t_cdo_s"] / eval_vs_cdo_16["t_gridshard_s"],
         **python_results,
+        **forecast_results,
     }
     with_targets(results)
     results["details"] = {
@@ -447,6 +544,7 @@ def main():
         "eval_vs_cdo_16_steps": eval_vs_cdo_16,
         "kernels": kernel_rows(kernels),
         "python": python_details,
+        **forecast_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},
