@@ -15,7 +15,8 @@ cmake --build "$portable" -j "$jobs" --target gridshard_cli -- --no-print-direct
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-for options in "" "--summation fast" "--policy skip_nan" "--policy propagate"; do
+forecast="--initial-conditions 2 --ensemble-size 5 --region tropics"  # the ensemble statistics too
+for options in "" "--summation fast" "--policy skip_nan" "--policy propagate" "$forecast" "$forecast --summation fast"; do
     for side in dispatch portable; do
         dir=$build
         [ "$side" = portable ] && dir=$portable

@@ -358,3 +358,57 @@ def test_json_numbers_keep_every_bit(ace_files, mpirun, tmp_path):
     for value in load(out)["variables"]["t2m"]["per_step"]["crps"]:
         assert value is None or math.isfinite(value)
         assert repr(value) in text or json.dumps(value) in text
+
+
+# ------------------------------------------------------------------------------------------------ faults
+
+def test_a_truncated_prediction_fails_on_every_rank_and_writes_nothing(forecast, mpirun, tmp_path):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_ace(forecast, truth, pred)
+    with open(pred, "r+b") as f:
+        f.truncate(pred.stat().st_size // 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = mpirun(3, "eval", "--truth", truth, "--pred", pred, "--mesh", "3x1x1", "--diagnostics", out,
+               "--json", out / "report.json", "--quiet")
+    assert r.returncode == 2, r.stderr
+    assert "is truncated" in r.stderr and r.stderr.count("gridshard: error:") == 1, r.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_outputs_never_touch_inputs(ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    before = truth.read_bytes()
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--json", truth, "--quiet")
+    assert r.returncode == 2 and "is the same file as --truth" in r.stderr, r.stderr
+    folder = tmp_path / "diagnostics"
+    folder.mkdir()
+    (folder / "zonal_mean_diagnostics.nc").hardlink_to(truth)  # another name of the truth
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--diagnostics", folder, "--quiet")
+    assert r.returncode == 2 and "is the same file as --truth" in r.stderr, r.stderr
+    clim = tmp_path / "clim.nc"
+    clim.write_bytes(before)
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--climatology", clim, "--json", clim, "--quiet")
+    assert r.returncode == 2 and "is the same file as --climatology" in r.stderr, r.stderr
+    assert truth.read_bytes() == before and clim.read_bytes() == before
+
+
+def test_a_failed_run_leaves_earlier_outputs_as_they_were(forecast, ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    folder = tmp_path / "diagnostics"
+    folder.mkdir()
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--diagnostics", folder, "--json",
+               folder / "report.json", "--quiet")
+    assert r.returncode == 0, r.stderr
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    # A climatology without the forecast's variables: refused before anything is written.
+    empty = tmp_path / "empty_clim.nc"
+    with netCDF4.Dataset(empty, "w") as ds:
+        ds.createDimension("lat", len(forecast.lat))
+        ds.createDimension("lon", len(forecast.lon))
+        ds.createVariable("lat", "f4", ("lat",))[:] = forecast.lat
+        ds.createVariable("lon", "f4", ("lon",))[:] = forecast.lon
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--climatology", empty, "--diagnostics", folder,
+               "--json", folder / "report.json", "--quiet")
+    assert r.returncode == 2 and "no variable 't2m'" in r.stderr, r.stderr
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
