@@ -1,23 +1,20 @@
 // The forecast evaluation of `gridshard eval` (docs/forecast.md): forecasts from several initial conditions,
 // each with one or more ensemble members, scored per lead time as ACE's inference aggregators score them.
 //
-// Work is split over the data group by initial condition or by lead time; every rank reads only its box of
-// its (initial condition, lead time) pairs. Per pair and region: one fused evaluation of every member (one
-// halo exchange, one allreduce over the spatial group), the ensemble scores and the anomaly correlation
-// (one allreduce each); per pair one zonal mean (one allreduce over the lon group). Every per-sample value is
+// Work is split over the data group by initial condition, by lead time or by member; every rank reads only
+// its box of its (initial condition, lead time, members). Per pair and region: one fused evaluation of this
+// rank's members (one halo exchange, one allreduce over the spatial group), the ensemble scores (one
+// allreduce; with the members split, their exchange over the data group first) and the anomaly correlation
+// (one allreduce); per pair one zonal mean (one allreduce over the lon group). Every per-sample value is
 // written into its own slot by exactly one rank, so the sums over the data and spatial groups at the end
 // are exact, and the means over samples are then taken in sample order: the result does not depend on the
 // mesh. The time means are per-point sums (metrics/time_mean.hpp) merged over the data group; the maps are
 // gathered onto world rank 0, which writes every output.
 
 #include <algorithm>
-#include <cmath>
-#include <cstring>
 #include <iostream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <optional>
-#include <sstream>
 
 #include "eval_support.hpp"
 #include "forecast_output.hpp"
