@@ -1,5 +1,7 @@
 #include "forecast_output.hpp"
 
+#include "output.hpp"
+
 #include <sys/stat.h>
 
 #include <cmath>
@@ -64,18 +66,11 @@ void write_json(const ForecastReport& report, std::ostream& out) {
         {"init_time", {{"values", t.init_times}, {"units", t.init_time_units}, {"calendar", t.calendar}}},
         {"climatology", report.climatology.empty() ? json(nullptr) : json(report.climatology)},
     };
-    const json document = {
-        {"gridshard", GRIDSHARD_VERSION},
-        {"mesh", {{"data", report.mesh.data}, {"lat", report.mesh.lat}, {"lon", report.mesh.lon}}},
-        {"split", report.split},
-        {"weights", report.weights},
-        {"summation", report.summation},
-        {"policy", report.policy},
-        {"grid", {{"nlat", report.grid.shape().nlat}, {"nlon", report.grid.shape().nlon}}},
-        {"forecast", forecast},
-        {"variables", variables},
-    };
-    out << document.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+    json document =
+        json_header(report.mesh, report.split, report.weights, report.summation, report.policy, report.grid.shape());
+    document["forecast"] = forecast;
+    document["variables"] = variables;
+    dump_json(document, out);
 }
 
 // The table's columns: time means of the scores people read first (every score is in the JSON report).

@@ -60,19 +60,28 @@ void write_json(const Report& report, std::ostream& out) {
                              {"rmse_of_time_mean", v.rmse_of_time_mean},
                              {"time_and_global_mean_bias", v.time_and_global_mean_bias}};
     }
-    const json document = {
+    json document =
+        json_header(report.mesh, report.split, report.weights, report.summation, report.policy, report.grid);
+    document["ntime"] = report.ntime;
+    document["variables"] = variables;
+    dump_json(document, out);
+}
+
+nlohmann::ordered_json json_header(const MeshShape& mesh, const std::string& split, const std::string& weights,
+                                   const std::string& summation, const std::string& policy, const GridShape& grid) {
+    return {
         {"gridshard", GRIDSHARD_VERSION},
-        {"mesh", {{"data", report.mesh.data}, {"lat", report.mesh.lat}, {"lon", report.mesh.lon}}},
-        {"split", report.split},
-        {"weights", report.weights},
-        {"summation", report.summation},
-        {"policy", report.policy},
-        {"grid", {{"nlat", report.grid.nlat}, {"nlon", report.grid.nlon}}},
-        {"ntime", report.ntime},
-        {"variables", variables},
+        {"mesh", {{"data", mesh.data}, {"lat", mesh.lat}, {"lon", mesh.lon}}},
+        {"split", split},
+        {"weights", weights},
+        {"summation", summation},
+        {"policy", policy},
+        {"grid", {{"nlat", grid.nlat}, {"nlon", grid.nlon}}},
     };
-    // Non-UTF-8 bytes in a name (a netCDF name is bytes) are replaced rather than failing the report.
-    out << document.dump(-1, ' ', false, json::error_handler_t::replace) << "\n";
+}
+
+void dump_json(const nlohmann::ordered_json& document, std::ostream& out) {
+    out << document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
 }
 
 void write_zonal_file(io::AtomicOutput& output, const SourceGrid& grid,

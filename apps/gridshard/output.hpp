@@ -5,6 +5,7 @@
 // output is complete), so a failed run leaves none. No MPI calls: world rank 0 writes.
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <utility>
@@ -45,6 +46,16 @@ void print_table(const Report& report, std::ostream& out);
 /// The JSON document of the eval contract (written with nlohmann-json): numbers in the shortest form
 /// that reads back to the same double, NaN and infinities as null.
 void write_json(const Report& report, std::ostream& out);
+
+/// The keys every report of `gridshard eval` opens with, in order: gridshard (the version), mesh, split,
+/// weights, summation, policy, grid.
+[[nodiscard]] nlohmann::ordered_json json_header(const MeshShape& mesh, const std::string& split,
+                                                 const std::string& weights, const std::string& summation,
+                                                 const std::string& policy, const GridShape& grid);
+
+/// Writes `document` compactly with a newline; bytes of a name that are not UTF-8 (a netCDF name is bytes)
+/// are replaced rather than failing the report.
+void dump_json(const nlohmann::ordered_json& document, std::ostream& out);
 
 /// The zonal means as CF netCDF into `output`'s temporary: one (time, lat) variable per entry of `fields`.
 void write_zonal_file(io::AtomicOutput& output, const SourceGrid& grid,
