@@ -9,13 +9,16 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "gridshard/core/error.hpp"
+#include "gridshard/io/dataset_writer.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/output_file.hpp"
 #include "gridshard/io/zonal_writer.hpp"
 #include "netcdf_fixture.hpp"
 
@@ -687,6 +690,140 @@ TEST(WriteZonalMeans, FailuresLeaveNoFile) {
     EXPECT_NE(is_folder.find("is a directory"), std::string::npos) << is_folder;
     EXPECT_EQ(dir.entries().size(), 2u);
     EXPECT_TRUE(fs::is_directory(folder));
+}
+
+}  // namespace
+}  // namespace gridshard::io
+
+namespace gridshard::io {
+namespace {
+
+using namespace gridshard::io::testing;  // NOLINT(google-build-using-namespace): the shared fixture
+
+// ACE's layout: (sample, time, lat, lon), an ensemble dim before time; and a member dim after a level dim.
+TEST(NetcdfReader, EnsembleDimsBeforeTimeAndRunsOfSamples) {
+    TempDir dir;
+    const std::string path = dir / "ace.nc";
+    {
+        Builder b(path, NC_CLOBBER | NC_NETCDF4);
+        const int s = b.dim("sample", 4);
+        const int t = b.dim("time", 3);
+        const int l = b.dim("level", 2);
+        const int y = b.dim("lat", 2);
+        const int x = b.dim("lon", 3);
+        const int lat = b.var("lat", NC_DOUBLE, {y});
+        const int lon = b.var("lon", NC_DOUBLE, {x});
+        const int init = b.var("init_time", NC_INT64, {s});
+        b.text(init, "units", "microseconds since 1970-01-01");
+        b.text(init, "calendar", "julian");
+        const int f = b.var("f", NC_FLOAT, {s, t, y, x});
+        const int g = b.var("g", NC_FLOAT, {t, l, s, y, x});  // a member dim after a level dim
+        (void)b.var("bad", NC_FLOAT, {l, t, y, x});
+        b.end();
+        b.put(lat, {-45, 45});
+        b.put(lon, {0, 120, 240});
+        b.put(init, {7, 7, 9, 9});
+        std::vector<double> fv;
+        for (int k = 0; k < 4 * 3 * 6; ++k) {
+            fv.push_back(k);
+        }
+        b.put(f, fv);
+        std::vector<double> gv;
+        for (int k = 0; k < 3 * 2 * 4 * 6; ++k) {
+            gv.push_back(1000 + k);
+        }
+        b.put(g, gv);
+    }
+    const NetcdfReader reader(path);
+    const VariableShape v = reader.variable("f");
+    EXPECT_EQ(v.time_index, 1);
+    EXPECT_EQ(v.ntime, 3);
+    EXPECT_EQ(v.channels_per_step, 4);  // the sample dim, when not indexed
+    EXPECT_NE(error_of([&] { (void)reader.variable("bad"); }).find("must come first"), std::string::npos);
+
+    VariableReader plan = reader.reader("f", {{0, 2}, {0, 3}}, {"sample", "time"});
+    EXPECT_EQ(plan.values_per_step(), 6u);
+    std::vector<float> one(6);
+    plan.read_at(std::vector<std::int64_t>{2, 1}, std::span<float>(one));
+    EXPECT_EQ(one[0], static_cast<float>((2 * 3 + 1) * 6));
+    ASSERT_TRUE(plan.can_read_run(0));
+    std::vector<float> run(12);
+    plan.read_run(std::vector<std::int64_t>{1, 2}, {0, 2}, std::span<float>(run));
+    for (int k = 0; k < 2; ++k) {
+        for (int p = 0; p < 6; ++p) {
+            EXPECT_EQ(run[static_cast<std::size_t>(k * 6 + p)], static_cast<float>(((1 + k) * 3 + 2) * 6 + p));
+        }
+    }
+    EXPECT_TRUE(plan.can_read_run(1));  // time: the only dim before it, sample, is indexed
+    EXPECT_THROW(plan.read_run(std::vector<std::int64_t>{3, 0}, {0, 2}, std::span<float>(run)), ArgumentError);
+    EXPECT_THROW(plan.read_at(std::vector<std::int64_t>{4, 0}, std::span<float>(one)), ArgumentError);
+    EXPECT_THROW(plan.read_at(std::vector<std::int64_t>{0}, std::span<float>(one)), ArgumentError);
+    EXPECT_THROW((void)reader.reader("f", {{0, 2}, {0, 3}}, {"member", "time"}), NetcdfError);
+
+    // g (time, level, sample, lat, lon): a run of samples is not the slowest dim read (level comes first).
+    VariableReader members = reader.reader("g", {{0, 2}, {0, 3}}, {"time", "sample"});
+    EXPECT_EQ(members.values_per_step(), 12u);  // the 2 levels
+    EXPECT_FALSE(members.can_read_run(1));
+    std::vector<float> levels(12);
+    members.read_at(std::vector<std::int64_t>{1, 3}, std::span<float>(levels));
+    EXPECT_EQ(levels[0], static_cast<float>(1000 + ((1 * 2 + 0) * 4 + 3) * 6));
+    EXPECT_EQ(levels[6], static_cast<float>(1000 + ((1 * 2 + 1) * 4 + 3) * 6));
+
+    const std::optional<WholeVariable> init = reader.whole_variable("init_time");
+    ASSERT_TRUE(init.has_value());
+    EXPECT_EQ(init->values, (std::vector<double>{7, 7, 9, 9}));
+    EXPECT_EQ(init->dims, (std::vector<std::string>{"sample"}));
+    EXPECT_EQ(init->units, "microseconds since 1970-01-01");
+    EXPECT_EQ(init->calendar, "julian");
+    EXPECT_FALSE(reader.whole_variable("nope").has_value());
+    EXPECT_TRUE(is_ensemble_dim_name("Members"));
+    EXPECT_TRUE(is_ensemble_dim_name("realization"));
+    EXPECT_FALSE(is_ensemble_dim_name("level"));
+}
+
+TEST(WriteDataset, ReadsBackWithFillValuesAndCoordinates) {
+    TempDir dir;
+    const std::string path = dir / "d.nc";
+    Dataset d;
+    d.dims.push_back({"forecast_step", 3, {0, 1, 2}, {{"long_name", "step"}}});
+    d.dims.push_back({"lat", 2, {-45, 45}, {{"units", "degrees_north"}}});
+    d.variables.push_back({"score-x", {"forecast_step"}, {0.5, std::nan(""), 2.5}, {{"units", "K"}}});
+    d.variables.push_back({"gen-x", {"forecast_step", "lat"}, {1, 2, 3, 4, 5, 6}});
+    d.global_attributes.emplace_back("variables", "x");
+    {
+        AtomicOutput out(path);
+        write_dataset(out, d);
+        out.commit();
+    }
+    int ncid = -1;
+    ASSERT_EQ(nc_open(path.c_str(), NC_NOWRITE, &ncid), NC_NOERR);
+    int varid = -1;
+    ASSERT_EQ(nc_inq_varid(ncid, "score-x", &varid), NC_NOERR);
+    double values[3];
+    ASSERT_EQ(nc_get_var_double(ncid, varid, values), NC_NOERR);
+    double fill = 0;
+    ASSERT_EQ(nc_get_att_double(ncid, varid, "_FillValue", &fill), NC_NOERR);
+    EXPECT_EQ(values[0], 0.5);
+    EXPECT_EQ(values[1], fill);
+    EXPECT_EQ(values[2], 2.5);
+    ASSERT_EQ(nc_inq_varid(ncid, "forecast_step", &varid), NC_NOERR);
+    ASSERT_EQ(nc_get_var_double(ncid, varid, values), NC_NOERR);
+    EXPECT_EQ(values[2], 2.0);
+    nc_close(ncid);
+
+    Dataset wrong = d;
+    wrong.variables[1].values.pop_back();
+    {
+        AtomicOutput out(dir / "w.nc");
+        EXPECT_THROW(write_dataset(out, wrong), ArgumentError);
+    }
+    wrong = d;
+    wrong.variables[0].dims = {"nowhere"};
+    {
+        AtomicOutput out(dir / "w.nc");
+        EXPECT_THROW(write_dataset(out, wrong), ArgumentError);
+    }
+    EXPECT_FALSE(fs::exists(dir / "w.nc"));  // never committed
 }
 
 }  // namespace
