@@ -5,7 +5,9 @@
 # (rank count, mesh shape): one ctest entry each, named <name>.np<N>.<DxHxW>, run as
 # `mpiexec -n N <binary or command> --mesh=DxHxW`. Default rank counts are
 # 1 2 3 4 6 8 with several mesh shapes each, odd ones included. Open MPI gets --oversubscribe (the
-# machines have fewer cores than ranks) and may run as root; busy polling is never forced.
+# machines have fewer cores than ranks) and may run as root; busy polling is never forced. With Open MPI,
+# the 4- and 8-rank runs are registered once more on their first mesh with TCP as the only transport
+# (<name>.tcp.np<N>.<DxHxW>), as ranks on different nodes talk.
 include_guard(GLOBAL)
 
 set(GRIDSHARD_TEST_MESHES_1 "1x1x1")
@@ -19,11 +21,14 @@ execute_process(COMMAND ${MPIEXEC_EXECUTABLE} --version OUTPUT_VARIABLE _gridsha
                 ERROR_QUIET RESULT_VARIABLE _gridshard_mpiexec_result)
 if(_gridshard_mpiexec_version MATCHES "Open MPI|OpenRTE")
     set(GRIDSHARD_MPIEXEC_FLAGS --oversubscribe)
+    # Ranks as on different nodes: TCP between every pair (over loopback here), no shared memory.
+    set(GRIDSHARD_TCP_FLAGS --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
     set(GRIDSHARD_MPI_TEST_ENVIRONMENT
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
         OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1)
 else()
     set(GRIDSHARD_MPIEXEC_FLAGS)
+    set(GRIDSHARD_TCP_FLAGS)
     set(GRIDSHARD_MPI_TEST_ENVIRONMENT)
 endif()
 
@@ -62,5 +67,22 @@ function(gridshard_add_mpi_test target)
                 set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${ARG_FIXTURES_REQUIRED})
             endif()
         endforeach()
+        # At 4 and 8 ranks, the first mesh again with the ranks talking over TCP only (Open MPI).
+        list(GET GRIDSHARD_TEST_MESHES_${ranks} 0 first_mesh)
+        if(GRIDSHARD_TCP_FLAGS AND (ranks EQUAL 4 OR ranks EQUAL 8))
+            set(name ${target}.tcp.np${ranks}.${first_mesh})
+            add_test(NAME ${name}
+                     COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${GRIDSHARD_MPIEXEC_FLAGS}
+                             ${GRIDSHARD_TCP_FLAGS} ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS}
+                             --mesh=${first_mesh})
+            set_tests_properties(${name} PROPERTIES
+                                 TIMEOUT ${ARG_TIMEOUT}
+                                 PROCESSORS ${ranks}
+                                 LABELS "mpi;tcp;np${ranks}"
+                                 ENVIRONMENT "${GRIDSHARD_MPI_TEST_ENVIRONMENT};${ARG_ENVIRONMENT}")
+            if(ARG_FIXTURES_REQUIRED)
+                set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${ARG_FIXTURES_REQUIRED})
+            endif()
+        endif()
     endforeach()
 endfunction()

@@ -41,15 +41,15 @@ def run(gridshard_bin):
 
 @pytest.fixture
 def mpirun(gridshard_bin):
-    """Runs `mpiexec -n RANKS gridshard ARGS...` (MPIEXEC and MPIEXEC_FLAGS come from CMake)."""
+    """Runs `mpiexec -n RANKS [LAUNCHER_FLAGS] gridshard ARGS...` (MPIEXEC and MPIEXEC_FLAGS come from CMake)."""
     launcher = os.environ.get("MPIEXEC", "mpiexec")
     flags = shlex.split(os.environ.get("MPIEXEC_FLAGS", ""))
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                 "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"})
 
-    def _run(ranks, *args, timeout=180):
-        command = [launcher, "-n", str(ranks), *flags, gridshard_bin, *map(str, args)]
+    def _run(ranks, *args, timeout=180, launcher_flags=()):
+        command = [launcher, "-n", str(ranks), *flags, *launcher_flags, gridshard_bin, *map(str, args)]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
     return _run
