@@ -18,6 +18,8 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      721 x 1440 field against a plain read of the members, and numpy_ensemble.py on the same arrays.
   8. gridshard eval (one process) against numpy_forecast.py (netCDF4 + numpy) on an ACE-layout forecast
      file pair (make_forecast_files.py: 2 initial conditions x 8 members x 4 lead times, 721 x 1440).
+  9. comm_model_bench (mpirun -n 2, shared memory, then TCP only): this machine's latency and bandwidth, and
+     the communication model of docs/scaling.md computed with them (details.communication_model).
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
@@ -360,6 +362,23 @@ def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     return figures, details, problems
 
 
+def communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags):
+    """Step 9: this machine's alpha and beta (shared memory, and TCP only when the MPI has flags for it), and the
+    communication model of docs/scaling.md computed with them."""
+    transports = {"here, shared memory": ("shm", [])}
+    if tcp_flags:
+        transports["here, TCP"] = ("tcp", tcp_flags)
+    measured, arguments = {}, []
+    for name, (tag, extra) in transports.items():
+        path = out_dir / f"comm_model_{tag}.json"
+        run([mpiexec, "-n", "2", *mpi_flags, *extra, build_dir / "bin" / "comm_model_bench", "--out", path], env=env)
+        measured[name] = load(path)
+        arguments += ["--alpha-beta", f"{name}={path}"]
+    model = run(["/usr/bin/python3", BENCH_DIR / "comm_model.py", build_dir / "bin" / "gridshard", *arguments],
+                capture=True)
+    return {"measured": measured, "model": json.loads(model.stdout)}
+
+
 def with_targets(results):
     """results with the targets and the met flags of the figures it holds."""
     results["targets"] = {key: {"target": t, "comparison": c, "meaning": m}
@@ -490,6 +509,11 @@ def main():
     python_results, python_details, python_samples, problems = python_figures(
         build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
 
+    # 9. The communication model's alpha and beta, measured here (docs/scaling.md).
+    tcp_flags = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"] \
+        if "--oversubscribe" in mpi_flags else []
+    communication = communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags)
+
     # 7 and 8. The ensemble scores and the forecast evaluation.
     forecast_results, forecast_details, forecast_problems = forecast_figures(
         build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
@@ -545,6 +569,7 @@ def main():
         "kernels": kernel_rows(kernels),
         "python": python_details,
         **forecast_details,
+        "communication_model": communication,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},
