@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo demo-forecast test test-slurm test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
+.PHONY: all deps build demo demo-forecast test test-mpich test-slurm test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
 
 all: build
 
@@ -38,12 +38,18 @@ demo-forecast: build
 	PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 -m gridshard.plot $(DEMO_FORECAST_DIR)
 
 # The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
-# baseline-instruction-set build's bits, a one-node Slurm cluster's srun and sbatch, ACE's own tests on gridshard's ACE
-# backend, and the wheel.
-test: format-check test-fast test-asan fuzz portable-bits test-slurm test-ace test-wheel
+# baseline-instruction-set build's bits, the MPICH build's tests, a one-node Slurm cluster's srun and sbatch, ACE's
+# own tests on gridshard's ACE backend, and the wheel.
+test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-ace test-wheel
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
+
+# The second MPI: a build against Debian's MPICH in $(MPICH_DIR), its unit and 1-, 2- and 4-rank MPI tests, and
+# gridshard eval on 4 ranks against one process (tests/mpich_stage.sh).
+MPICH_DIR ?= build-mpich
+test-mpich: deps
+	bash tests/mpich_stage.sh $(MPICH_DIR) $(JOBS)
 
 # A one-node Slurm cluster from Debian's slurm-wlm and munge, started and stopped by the script in a temporary
 # folder: srun -n 4 and sbatch of gridshard eval, and the Python suite on 4 tasks, bit-identical to one process.
