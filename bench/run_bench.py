@@ -20,6 +20,9 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      file pair (make_forecast_files.py: 2 initial conditions x 8 members x 4 lead times, 721 x 1440).
   9. comm_model_bench (mpirun -n 2, shared memory, then TCP only): this machine's latency and bandwidth, and
      the communication model of docs/scaling.md computed with them (details.communication_model).
+ 10. Strong scaling: gridshard eval --timings on the 721 x 1440, 16-step, three-variable pair at 1, 2, 4 and
+     8 ranks (each rank's seconds per phase); the halo bytes per rank at 4, 16 and 32 ranks, which must fall
+     with the perimeter, and eval runs at 16 and 32 ranks.
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
@@ -57,6 +60,9 @@ TARGETS = [
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
     ("eval_speedup_vs_cdo", 10.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
     ("eval_speedup_vs_cdo_16_steps", 8.0, ">=", "the same on a 721 x 1440, 16-step, three-variable pair"),
+    ("eval_strong_scaling_2_ranks", None, None, "t(1 rank) / t(2 ranks), eval of 721 x 1440 x 16 steps x 3 variables"),
+    ("eval_strong_scaling_4_ranks", None, None, "the same at 4 ranks (oversubscribed on 2 cores)"),
+    ("eval_strong_scaling_8_ranks", None, None, "the same at 8 ranks (oversubscribed on 2 cores)"),
     ("python_gradmag_vs_ace_gather_1x2x2", 40.0, ">=",
      "t_ace / t_gridshard from Python, 4 ranks: gloo gathers + torch vs Distributed, (3,721,1440) f32"),
     ("python_overhead_small_us", 30.0, "<=", "us per weighted_mean call, Python minus C++, (8,16) f32, 1 rank"),
@@ -181,6 +187,8 @@ def print_table(results):
             print_python_details(d["python"])
         if "ensemble" in d:
             print_forecast_details(d)
+        if "strong_scaling" in d:
+            print_scaling_details(d)
         return
     suite, grad, halo = d["suite"], d["gradmag"], d["halo_vs_gather"]
     print(
@@ -206,6 +214,19 @@ def print_table(results):
           f"4 CDO runs {cdo16['t_cdo_s']:.3f}")
     print_python_details(d["python"])
     print_forecast_details(d)
+    print_scaling_details(d)
+
+
+def print_scaling_details(d):
+    print("  strong scaling, eval 721 x 1440 x 16 steps x 3 variables, ms per step (slowest rank):")
+    for mesh, r in d["strong_scaling"].items():
+        ms = r["ms_per_step"]
+        print(f"    {mesh} ({r['ranks']} ranks{', oversubscribed' if r['oversubscribed'] else ''}): "
+              f"read {ms['read']:.1f}, halo {ms['halo']:.2f}, compute {ms['compute']:.2f}, allreduce "
+              f"{ms['allreduce']:.2f}, zonal {ms['zonal']:.2f}, time sums {ms['time_sums']:.2f}, total "
+              f"{ms['total']:.1f}; speed-up {r['speedup']:.2f}")
+    for mesh, p in d["halo_bytes_by_mesh"].items():
+        print(f"    halo bytes per channel, {mesh}: {p['halo_bytes_per_channel']} (box {p['box'][0]} x {p['box'][1]})")
 
 
 def print_forecast_details(d):
@@ -362,6 +383,80 @@ def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     return figures, details, problems
 
 
+SCALING_MESHES = [(1, "1x1x1"), (2, "1x1x2"), (4, "1x2x2"), (8, "1x2x4")]
+PERIMETER_MESHES = [(4, "1x2x2"), (16, "1x4x4"), (32, "1x4x8")]
+
+
+def scaling_figures(build_dir, out_dir, mpiexec, mpi_flags, env):
+    """Step 10: strong scaling of `gridshard eval` on the 721 x 1440, 16-step, three-variable file pair at 1, 2,
+    4 and 8 ranks (4 and 8 oversubscribed on a 2-core machine), each rank's seconds per phase (--timings); and
+    the halo bytes a rank sends at 4, 16 and 32 ranks (from the tool's own decomposition), which must fall as
+    the perimeter of a rank's box does. Figures, details, problems."""
+    problems = []
+    sys.path.insert(0, str(BENCH_DIR.parent / "tests" / "cli"))
+    import make_files  # the generator the CLI tests use
+
+    truth, prediction = out_dir / "cdo_truth_16.nc", out_dir / "cdo_pred_16.nc"
+    if not truth.exists() or not prediction.exists():
+        make_files.write(truth, 721, 1440, 16, seed=1, with_levels=False)
+        make_files.write(prediction, 721, 1440, 16, seed=2, shift=0.2, with_levels=False)
+    runs, reference = {}, None
+    for ranks, mesh in SCALING_MESHES:
+        samples = []
+        for _ in range(3):
+            path = out_dir / f"scaling_{mesh}.json"
+            run([mpiexec, "-n", str(ranks), *mpi_flags, build_dir / "bin" / "gridshard", "eval", "--truth", truth,
+                 "--pred", prediction, "--mesh", mesh, "--quiet", "--timings", "--json", path], env=env, capture=True)
+            document = load(path)
+            scores = document["variables"]
+            if reference is None:
+                reference = scores
+            elif scores != reference:
+                problems.append(f"gridshard eval on {mesh} differs from one process")
+            samples.append(document["timings"])
+        # Per phase, the slowest rank, then the median over the runs.
+        phases = list(samples[0]["seconds_per_rank"][0])
+        worst = {p: statistics.median(max(r[p] for r in t["seconds_per_rank"]) for t in samples) for p in phases}
+        steps = samples[0]["steps_per_rank"]
+        runs[mesh] = {"ranks": ranks, "oversubscribed": ranks > (os.cpu_count() or 1),
+                      "steps_per_rank": steps, "seconds_slowest_rank": worst,
+                      "ms_per_step": {p: 1e3 * v / steps for p, v in worst.items()}}
+    base = runs["1x1x1"]["seconds_slowest_rank"]["total"]
+    for mesh, r in runs.items():
+        r["speedup"] = base / r["seconds_slowest_rank"]["total"]
+    perimeter = {}
+    for ranks, mesh in PERIMETER_MESHES:
+        decomposition = json.loads(run([build_dir / "bin" / "gridshard", "decompose", "--nlat", "721", "--nlon", "1440",
+                                        "--mesh", mesh, "--periodic-lon", "--json"], capture=True).stdout)
+        worst = max(decomposition["ranks"], key=lambda r: r["halo_bytes_per_channel"])
+        rows, cols = worst["shape"]
+        perimeter[mesh] = {"ranks": ranks, "halo_bytes_per_channel": worst["halo_bytes_per_channel"],
+                           "box": [rows, cols], "perimeter_cells": 2 * (rows + cols)}
+    previous = None
+    for mesh, p in perimeter.items():
+        p["bytes_per_perimeter_cell"] = p["halo_bytes_per_channel"] / p["perimeter_cells"]
+        if previous is not None and not p["halo_bytes_per_channel"] < previous["halo_bytes_per_channel"]:
+            problems.append(f"halo bytes per rank did not fall from {previous['mesh']} to {mesh}")
+        p["mesh"] = mesh
+        previous = p
+    # And the gradient metric's exchange really runs at 16 and 32 ranks, bits as one process.
+    small = ["eval", "--nlat", "181", "--nlon", "360", "--ntime", "2", "--quiet", "--timings"]
+    run([build_dir / "bin" / "gridshard", *small, "--json", out_dir / "perimeter_1x1x1.json"], capture=True)
+    one = load(out_dir / "perimeter_1x1x1.json")["variables"]
+    for ranks, mesh in PERIMETER_MESHES[1:]:
+        path = out_dir / f"perimeter_{mesh}.json"
+        run([mpiexec, "-n", str(ranks), *mpi_flags, build_dir / "bin" / "gridshard", *small, "--mesh", mesh,
+             "--json", path], env=env, capture=True)
+        document = load(path)
+        if document["variables"] != one:
+            problems.append(f"gridshard eval on {mesh} differs from one process")
+        perimeter[mesh]["eval_halo_s_slowest_rank"] = max(r["halo"] for r in document["timings"]["seconds_per_rank"])
+    figures = {"eval_strong_scaling_2_ranks": runs["1x1x2"]["speedup"],
+               "eval_strong_scaling_4_ranks": runs["1x2x2"]["speedup"],
+               "eval_strong_scaling_8_ranks": runs["1x2x4"]["speedup"]}
+    return figures, {"strong_scaling": runs, "halo_bytes_by_mesh": perimeter}, problems
+
+
 def communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags):
     """Step 9: this machine's alpha and beta (shared memory, and TCP only when the MPI has flags for it), and the
     communication model of docs/scaling.md computed with them."""
@@ -433,8 +528,9 @@ def main():
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
-    parser.add_argument("--only", choices=["python", "forecast"], help="run only these steps (python: step 6; "
-                        "forecast: steps 7 and 8), writing results_STEPS.json instead of results.json")
+    parser.add_argument("--only", choices=["python", "forecast", "scaling"], help="run only these steps (python: "
+                        "step 6; forecast: steps 7 and 8; scaling: steps 9 and 10), writing results_STEPS.json "
+                        "instead of results.json")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -465,6 +561,16 @@ def main():
         results["details"] = {**details, "machine": machine(), "repetitions": args.repetitions,
                               "bench_seconds": round(time.monotonic() - started, 1)}
         finish(results, out_dir / "results_forecast.json", problems)
+        return
+
+    tcp_flags = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"] \
+        if "--oversubscribe" in mpi_flags else []
+    if args.only == "scaling":
+        figures, details, problems = scaling_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
+        details["communication_model"] = communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags)
+        results = with_targets(dict(figures))
+        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / "results_scaling.json", problems)
         return
 
     # 1. One rank, one thread: suite against the read loop, and the gradient metric; then the suite again
@@ -509,10 +615,10 @@ def main():
     python_results, python_details, python_samples, problems = python_figures(
         build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
 
-    # 9. The communication model's alpha and beta, measured here (docs/scaling.md).
-    tcp_flags = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"] \
-        if "--oversubscribe" in mpi_flags else []
+    # 9 and 10. The communication model's alpha and beta, measured here, and the strong scaling (docs/scaling.md).
     communication = communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags)
+    scaling_results, scaling_details, scaling_problems = scaling_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
+    problems += scaling_problems
 
     # 7 and 8. The ensemble scores and the forecast evaluation.
     forecast_results, forecast_details, forecast_problems = forecast_figures(
@@ -543,6 +649,7 @@ def main():
         "eval_speedup_vs_cdo_16_steps": eval_vs_cdo_16["t_cdo_s"] / eval_vs_cdo_16["t_gridshard_s"],
         **python_results,
         **forecast_results,
+        **scaling_results,
     }
     with_targets(results)
     results["details"] = {
@@ -570,6 +677,7 @@ def main():
         "python": python_details,
         **forecast_details,
         "communication_model": communication,
+        **scaling_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},

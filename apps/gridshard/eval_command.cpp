@@ -59,6 +59,32 @@ AreaWeights make_weights(AreaWeighting kind, const SourceGrid& g, const Box& box
 
 namespace {
 
+/// Seconds this rank spent per phase of the run (MPI_Wtime), for --timings: reading (or generating) its
+/// fields, the fused evaluation's argument agreement, halo exchange, pass over memory and allreduce, the
+/// zonal means (their allreduce included), the time sums, and the reductions at the end of each variable.
+struct PhaseTimes {
+    double read = 0.0;
+    EvaluationTimings evaluation;
+    double zonal = 0.0;
+    double time_sums = 0.0;
+    double final = 0.0;
+    std::int64_t steps = 0;
+
+    /// The names, in the order of values().
+    static constexpr const char* names[] = {"read",      "agreement", "halo",      "compute",
+                                            "allreduce", "zonal",     "time_sums", "final"};
+    [[nodiscard]] std::vector<double> values() const {
+        return {read,
+                evaluation.agreement_s,
+                evaluation.halo_s,
+                evaluation.compute_s,
+                evaluation.allreduce_s,
+                zonal,
+                time_sums,
+                final};
+    }
+};
+
 /// Scores of one variable's channel: per step (ntime values) for each registered score.
 struct ChannelReport {
     std::string name;
@@ -128,7 +154,7 @@ InputFingerprint input_fingerprint(const FieldSource& source) {
 template <class T>
 std::vector<ChannelReport> score_variable(const FieldSource& source, const SourceVariable& variable,
                                           const ShardedGrid& grid, const Weights& weights, Summation summation,
-                                          ValidityPolicy policy, Range steps, Progress& progress) {
+                                          ValidityPolicy policy, Range steps, Progress& progress, PhaseTimes& times) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const SourceGrid& g = source.grid();
@@ -170,7 +196,9 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     Evaluator evaluator(grid, channels, weights, {.summation = summation, .policy = policy});
     LocalFailure failure;
     for (std::int64_t step = steps.begin; step < steps.end && !failure.failed(); ++step) {
+        double t0 = MPI_Wtime();
         failure = attempt([&] { reader->read(step, std::span<T>(truth), std::span<T>(prediction)); });
+        times.read += MPI_Wtime() - t0;
         const LocalFailure agreed = attempt([&] { check_collectively(mesh.spatial(), failure); });
         if (agreed.failed()) {
             failure = agreed;  // the whole spatial group stops here, then raises with the world
@@ -188,6 +216,7 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
                 }
             }
         }
+        t0 = MPI_Wtime();
         const FieldShard<T> both[] = {t, p};
         const auto zonal_means_of_both = zonal_means<T>(grid, both, summation);  // one allreduce over lon
         const std::vector<double>& zonal_truth = zonal_means_of_both[0];
@@ -202,9 +231,15 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
                 }
             }
         }
+        const double t1 = MPI_Wtime();
         time_sums->add(t, p);
+        const double t2 = MPI_Wtime();
+        times.zonal += t1 - t0;
+        times.time_sums += t2 - t1;
+        ++times.steps;
         progress.step(variable.name);
     }
+    const double final_started = MPI_Wtime();
     check_collectively(mesh.world(), failure);
 
     reduce_sum<double>(mesh, per_time);
@@ -216,6 +251,13 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
     time_sums->merge_over_data();
     const auto mean_difference = time_sums->time_and_global_mean_bias(weights, policy, summation);
     const auto rmse_of_time_mean = time_sums->rmse_of_time_mean(weights, policy, summation);
+    times.final += MPI_Wtime() - final_started;
+    const EvaluationTimings& e = evaluator.timings();
+    times.evaluation.agreement_s += e.agreement_s;
+    times.evaluation.halo_s += e.halo_s;
+    times.evaluation.compute_s += e.compute_s;
+    times.evaluation.allreduce_s += e.allreduce_s;
+    times.evaluation.calls += e.calls;
 
     std::vector<ChannelReport> reports(static_cast<std::size_t>(channels));
     for (std::int64_t c = 0; c < channels; ++c) {
@@ -242,7 +284,8 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
 // The table, then the zonal file and the JSON report, all complete or none: both are written to their
 // temporaries first, then renamed.
 void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshShape& shape,
-                   const std::vector<ChannelReport>& reports) {
+                   const std::vector<ChannelReport>& reports, const std::vector<double>& timings,
+                   std::int64_t steps_per_rank) {
     Report report{shape,
                   std::string(to_string(options.split)),
                   std::string(to_string(options.weights)),
@@ -254,6 +297,11 @@ void write_outputs(const EvalOptions& options, const SourceGrid& g, const MeshSh
                   {}};
     for (const ChannelReport& r : reports) {
         report.variables.push_back({r.name, r.per_time, r.rmse_of_time_mean, r.time_and_global_mean_bias});
+    }
+    if (!timings.empty()) {
+        std::vector<std::string> names(std::begin(PhaseTimes::names), std::end(PhaseTimes::names));
+        names.emplace_back("total");
+        report.timings = {names, timings, steps_per_rank};
     }
     print_table(report, std::cout);
     std::vector<io::OutputJob> jobs;
@@ -365,22 +413,37 @@ int run_eval(const EvalOptions& options) {
         const AreaWeights weights = make_weights(options.weights, g, grid.box());
 
         std::vector<ChannelReport> reports;
+        PhaseTimes times;
+        const double run_started = MPI_Wtime();
         {
             Progress progress(root && !options.quiet, (steps.size()) * static_cast<std::int64_t>(variables.size()));
             for (const SourceVariable& variable : variables) {
                 auto channel_reports = variable.type == io::ValueType::float64
                                            ? score_variable<double>(*source, variable, grid, weights.view(), summation,
-                                                                    options.policy, steps, progress)
+                                                                    options.policy, steps, progress, times)
                                            : score_variable<float>(*source, variable, grid, weights.view(), summation,
-                                                                   options.policy, steps, progress);
+                                                                   options.policy, steps, progress, times);
                 reports.insert(reports.end(), channel_reports.begin(), channel_reports.end());
             }
         }
 
+        // Every rank's phase times, each in its own slot of a world-wide sum (exact: one value a slot).
+        std::vector<double> timings;
+        if (options.timings) {
+            const double total = MPI_Wtime() - run_started;
+            const std::vector<double> mine = times.values();
+            const std::size_t width = mine.size() + 1;
+            const std::size_t first = width * static_cast<std::size_t>(world.rank());
+            timings.assign(width * static_cast<std::size_t>(world.size()), 0.0);
+            std::copy(mine.begin(), mine.end(), timings.begin() + static_cast<std::ptrdiff_t>(first));
+            timings[first + mine.size()] = total;
+            reduce_sum<double>(mesh, timings);
+            spatial_reduce_sum<double>(mesh, timings);
+        }
         // World rank 0 writes; its output errors (a full disk) reach every rank.
         LocalFailure output_failure;
         if (root) {
-            output_failure = attempt([&] { write_outputs(options, g, shape, reports); });
+            output_failure = attempt([&] { write_outputs(options, g, shape, reports, timings, times.steps); });
         }
         check_collectively(world, output_failure);
         return 0;
@@ -421,6 +484,9 @@ Runner add_eval_command(CLI::App& app) {
     command->add_option("--json", options->json, "Write the scores as JSON to this file");
     command->add_option("--zonal", options->zonal, "Write the zonal means as CF netCDF to this file");
     command->add_flag("--quiet", options->quiet, "No progress on stderr");
+    command->add_flag("--timings", options->timings,
+                      "Two-field eval: add every rank's seconds per phase (read, agreement, halo, compute, allreduce, "
+                      "zonal, time_sums, final, total) to the JSON report");
     command->add_flag("--allow-time-mismatch", options->allow_time_mismatch,
                       "Compare step by step even when the files' time coordinates differ");
     add_count_option(*command, "--nlat", options->nlat, 2, max_builtin_extent, "Built-in case: latitudes");

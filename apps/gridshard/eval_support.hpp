@@ -33,6 +33,7 @@ struct EvalOptions {
     std::string json;
     std::string zonal;
     bool quiet = false;
+    bool timings = false;
     bool allow_time_mismatch = false;
     std::int64_t nlat = 721;
     std::int64_t nlon = 1440;

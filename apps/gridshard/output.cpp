@@ -64,6 +64,18 @@ void write_json(const Report& report, std::ostream& out) {
         json_header(report.mesh, report.split, report.weights, report.summation, report.policy, report.grid);
     document["ntime"] = report.ntime;
     document["variables"] = variables;
+    if (!report.timings.names.empty()) {
+        json ranks = json::array();
+        const std::size_t width = report.timings.names.size();
+        for (std::size_t r = 0; r * width < report.timings.per_rank.size(); ++r) {
+            json one = json::object();
+            for (std::size_t k = 0; k < width; ++k) {
+                one[report.timings.names[k]] = report.timings.per_rank[r * width + k];
+            }
+            ranks.push_back(one);
+        }
+        document["timings"] = {{"seconds_per_rank", ranks}, {"steps_per_rank", report.timings.steps}};
+    }
     dump_json(document, out);
 }
 

@@ -35,6 +35,13 @@ struct Report {
     std::int64_t ntime = 0;
     std::vector<ScoreDefinition> scores = evaluation_scores();  // what per_time holds, in order
     std::vector<VariableReport> variables;
+    /// With --timings: every rank's seconds per phase, `names.size()` values a rank in world-rank order, and
+    /// the steps each rank scored (per variable, summed).
+    struct Timings {
+        std::vector<std::string> names;
+        std::vector<double> per_rank;
+        std::int64_t steps = 0;
+    } timings{};
 };
 
 /// The plain mean over steps (NaN when any step is NaN).

@@ -75,16 +75,20 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     if (error.empty() && plan != nullptr) {
         error = plan->argument_error<T>(fields, *halo);
     }
+    const double started = MPI_Wtime();
     detail::agree_or_throw(grid_.mesh().spatial(), error, {channels_}, "channels");
+    const double agreed = MPI_Wtime();
     if (plan != nullptr) {
         plan->exchange_agreed<T>(fields, *halo);
     }
+    const double exchanged = MPI_Wtime();
 
     const detail::ShardInputs<T> inputs{truth.values.data(), prediction.values.data(), channels_, halo,
                                         &options_.gradient_options};
     const detail::TermRequest request{terms_, options_.policy, options_.summation};
-    const TermSums sums =
-        detail::merge_terms(detail::form_terms(grid_.grid(), box, inputs, weights, request), grid_, terms_, channels_);
+    detail::PartialSums partial = detail::form_terms(grid_.grid(), box, inputs, weights, request);
+    const double formed_at = MPI_Wtime();
+    const TermSums sums = detail::merge_terms(std::move(partial), grid_, terms_, channels_);
     std::vector<std::string> names;
     for (const ScoreDefinition& d : options_.scores) {
         names.push_back(d.name);
@@ -96,6 +100,12 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
             scores[d.name][static_cast<std::size_t>(c)] = formed ? d.finalize(sums, c) : detail::nan;
         }
     }
+    const double finished = MPI_Wtime();
+    timings_.agreement_s += agreed - started;
+    timings_.halo_s += exchanged - agreed;
+    timings_.compute_s += formed_at - exchanged;
+    timings_.allreduce_s += finished - formed_at;
+    ++timings_.calls;
     return scores;
 }
 

@@ -329,3 +329,23 @@ def test_cli_and_library_give_the_same_bits(tmp_path, mpirun, ranks, mesh, polic
         assert got == want, score
     if policy != "skip_invalid_pairs":
         assert not all(np.isfinite(expected["rmse"])), "the infinities must reach rmse under " + policy
+
+
+def test_timings_per_rank_and_phase(mpirun, tmp_path):
+    out = tmp_path / "t.json"
+    r = mpirun(3, "eval", "--nlat", "37", "--nlon", "72", "--ntime", "4", "--mesh", "1x1x3", "--timings", "--quiet",
+               "--json", out)
+    assert r.returncode == 0, r.stderr
+    timings = json.loads(out.read_text())["timings"]
+    assert timings["steps_per_rank"] == 4 * 3  # every step of the three variables
+    ranks = timings["seconds_per_rank"]
+    assert len(ranks) == 3
+    phases = ("read", "agreement", "halo", "compute", "allreduce", "zonal", "time_sums", "final")
+    for one in ranks:
+        assert set(one) == set(phases) | {"total"}
+        assert all(one[p] >= 0 for p in phases) and one["compute"] > 0
+        assert sum(one[p] for p in phases) <= one["total"]
+    plain = tmp_path / "plain.json"
+    assert mpirun(3, "eval", "--nlat", "37", "--nlon", "72", "--ntime", "4", "--mesh", "1x1x3", "--quiet", "--json",
+                  plain).returncode == 0
+    assert "timings" not in json.loads(plain.read_text())

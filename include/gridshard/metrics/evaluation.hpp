@@ -32,6 +32,17 @@ struct EvaluationOptions {
     std::vector<ScoreDefinition> scores = evaluation_scores();
 };
 
+/// Seconds one Evaluator spent on this rank, added up over its calls, by phase (MPI_Wtime): the argument
+/// agreement (a 24-byte allreduce, which also waits for the slowest rank of the group), the halo exchange,
+/// forming the terms (the one pass over memory), and the allreduce of the sums with the finalizers.
+struct EvaluationTimings {
+    double agreement_s = 0.0;
+    double halo_s = 0.0;
+    double compute_s = 0.0;
+    double allreduce_s = 0.0;
+    std::int64_t calls = 0;
+};
+
 /// Computes the registered scores (EvaluationOptions::scores, by default evaluation_scores(), under
 /// EvaluationOptions::policy: by default a point counts when truth and prediction are both finite and its
 /// weight non-zero, and a gradient term when both magnitudes are; NaN where a channel has no such point) for
@@ -55,6 +66,9 @@ class Evaluator {
     template <class T>
     [[nodiscard]] Scores evaluate(FieldShard<T> truth, FieldShard<T> prediction);
 
+    /// The time this Evaluator's calls took on this rank, by phase. No MPI calls.
+    [[nodiscard]] const EvaluationTimings& timings() const noexcept { return timings_; }
+
   private:
     template <class T>
     HaloBuffers<T>& halo_buffers();
@@ -68,6 +82,7 @@ class Evaluator {
     std::optional<HaloBuffers<float>> float_halo_;
     std::optional<HaloBuffers<double>> double_halo_;
     std::string construction_error_;  // raised by evaluate() on every rank alike
+    EvaluationTimings timings_;
 };
 
 }  // namespace gridshard
