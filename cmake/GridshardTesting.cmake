@@ -39,6 +39,22 @@ if(GRIDSHARD_SANITIZE)
     list(APPEND GRIDSHARD_MPI_TEST_ENVIRONMENT ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1)
 endif()
 
+# One ctest entry: `mpiexec -n <ranks> [flags] <program> --mesh=<mesh>` named <name>, with the harness's
+# environment, labels and properties.
+function(_gridshard_add_mpi_run name ranks mesh program flags labels timeout environment fixtures)
+    add_test(NAME ${name}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${GRIDSHARD_MPIEXEC_FLAGS} ${flags}
+                     ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS} --mesh=${mesh})
+    set_tests_properties(${name} PROPERTIES
+                         TIMEOUT ${timeout}
+                         PROCESSORS ${ranks}
+                         LABELS "${labels}"
+                         ENVIRONMENT "${GRIDSHARD_MPI_TEST_ENVIRONMENT};${environment}")
+    if(fixtures)
+        set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${fixtures})
+    endif()
+endfunction()
+
 function(gridshard_add_mpi_test target)
     cmake_parse_arguments(ARG "" "TIMEOUT;FIXTURES_REQUIRED" "RANKS;ENVIRONMENT;COMMAND" ${ARGN})
     if(ARG_COMMAND)
@@ -54,35 +70,15 @@ function(gridshard_add_mpi_test target)
     endif()
     foreach(ranks IN LISTS ARG_RANKS)
         foreach(mesh IN LISTS GRIDSHARD_TEST_MESHES_${ranks})
-            set(name ${target}.np${ranks}.${mesh})
-            add_test(NAME ${name}
-                     COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${GRIDSHARD_MPIEXEC_FLAGS}
-                             ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS} --mesh=${mesh})
-            set_tests_properties(${name} PROPERTIES
-                                 TIMEOUT ${ARG_TIMEOUT}
-                                 PROCESSORS ${ranks}
-                                 LABELS "mpi;np${ranks}"
-                                 ENVIRONMENT "${GRIDSHARD_MPI_TEST_ENVIRONMENT};${ARG_ENVIRONMENT}")
-            if(ARG_FIXTURES_REQUIRED)
-                set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${ARG_FIXTURES_REQUIRED})
-            endif()
+            _gridshard_add_mpi_run(${target}.np${ranks}.${mesh} ${ranks} ${mesh} "${program}" "" "mpi;np${ranks}"
+                                   ${ARG_TIMEOUT} "${ARG_ENVIRONMENT}" "${ARG_FIXTURES_REQUIRED}")
         endforeach()
         # At 4 and 8 ranks, the first mesh again with the ranks talking over TCP only (Open MPI).
         list(GET GRIDSHARD_TEST_MESHES_${ranks} 0 first_mesh)
         if(GRIDSHARD_TCP_FLAGS AND (ranks EQUAL 4 OR ranks EQUAL 8))
-            set(name ${target}.tcp.np${ranks}.${first_mesh})
-            add_test(NAME ${name}
-                     COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${GRIDSHARD_MPIEXEC_FLAGS}
-                             ${GRIDSHARD_TCP_FLAGS} ${MPIEXEC_PREFLAGS} ${program} ${MPIEXEC_POSTFLAGS}
-                             --mesh=${first_mesh})
-            set_tests_properties(${name} PROPERTIES
-                                 TIMEOUT ${ARG_TIMEOUT}
-                                 PROCESSORS ${ranks}
-                                 LABELS "mpi;tcp;np${ranks}"
-                                 ENVIRONMENT "${GRIDSHARD_MPI_TEST_ENVIRONMENT};${ARG_ENVIRONMENT}")
-            if(ARG_FIXTURES_REQUIRED)
-                set_tests_properties(${name} PROPERTIES FIXTURES_REQUIRED ${ARG_FIXTURES_REQUIRED})
-            endif()
+            _gridshard_add_mpi_run(${target}.tcp.np${ranks}.${first_mesh} ${ranks} ${first_mesh} "${program}"
+                                   "${GRIDSHARD_TCP_FLAGS}" "mpi;tcp;np${ranks}" ${ARG_TIMEOUT} "${ARG_ENVIRONMENT}"
+                                   "${ARG_FIXTURES_REQUIRED}")
         endif()
     endforeach()
 endfunction()
