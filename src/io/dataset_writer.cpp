@@ -3,23 +3,34 @@
 #include <algorithm>
 #include <cmath>
 
+#include "dataset_sink.hpp"
 #include "write_handle.hpp"
 
 namespace gridshard::io {
 
-using detail::check_write;
-using detail::put_text;
+namespace detail {
+namespace {
 
-void write_dataset(AtomicOutput& output, const Dataset& dataset) {
-    const std::string& path = output.path();
-    const auto dim_index = [&](const std::string& name) {
-        for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
-            if (dataset.dims[k].name == name) {
-                return k;
-            }
+std::size_t dim_index(const Dataset& dataset, const std::string& name, const std::string& path) {
+    for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
+        if (dataset.dims[k].name == name) {
+            return k;
         }
-        throw ArgumentError("dataset '" + path + "': no dim '" + name + "'");
-    };
+    }
+    throw ArgumentError("dataset '" + path + "': no dim '" + name + "'");
+}
+
+std::string part_text(const std::vector<std::int64_t>& start, const std::vector<std::int64_t>& count) {
+    std::string text;
+    for (std::size_t k = 0; k < start.size(); ++k) {
+        text += (k > 0 ? ", " : "") + std::to_string(start[k]) + "+" + std::to_string(count[k]);
+    }
+    return "(" + text + ")";
+}
+
+}  // namespace
+
+void check_dataset(const Dataset& dataset, const std::string& path, bool parts_allowed) {
     for (const DatasetDim& d : dataset.dims) {
         if (d.size < 0 || (!d.coordinate.empty() && d.coordinate.size() != static_cast<std::size_t>(d.size))) {
             throw ArgumentError("dataset '" + path + "': dim '" + d.name + "' of size " + std::to_string(d.size) +
@@ -27,73 +38,148 @@ void write_dataset(AtomicOutput& output, const Dataset& dataset) {
         }
     }
     for (const DatasetVariable& v : dataset.variables) {
+        const bool with_part = !v.start.empty() || !v.count.empty();
+        if (with_part && !parts_allowed) {
+            throw ArgumentError("dataset '" + path + "': variable '" + v.name +
+                                "' has a part, which only a collective write takes");
+        }
+        if (with_part && (v.start.size() != v.dims.size() || v.count.size() != v.dims.size())) {
+            throw ArgumentError("dataset '" + path + "': variable '" + v.name + "' has a part of " +
+                                std::to_string(v.start.size()) + " starts and " + std::to_string(v.count.size()) +
+                                " counts for its " + std::to_string(v.dims.size()) + " dims");
+        }
         std::int64_t size = 1;
-        for (const std::string& dim : v.dims) {
-            size *= dataset.dims[dim_index(dim)].size;
+        for (std::size_t k = 0; k < v.dims.size(); ++k) {
+            const std::int64_t extent = dataset.dims[dim_index(dataset, v.dims[k], path)].size;
+            if (with_part && (v.start[k] < 0 || v.count[k] < 0 || v.start[k] > extent - v.count[k])) {
+                throw ArgumentError("dataset '" + path + "': variable '" + v.name + "' has the part " +
+                                    part_text(v.start, v.count) + ", outside its dim '" + v.dims[k] + "' of " +
+                                    std::to_string(extent));
+            }
+            size *= with_part ? v.count[k] : extent;
         }
         if (v.values.size() != static_cast<std::size_t>(size)) {
             throw ArgumentError("dataset '" + path + "': variable '" + v.name + "' has " +
                                 std::to_string(v.values.size()) + " values for its " + std::to_string(size) +
-                                " points");
+                                " points" + (with_part ? " " + part_text(v.start, v.count) : ""));
         }
     }
+}
 
-    detail::WriteHandle file(output);
-    const int ncid = file.ncid();
+void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool writes_whole) {
     std::vector<int> dim_ids(dataset.dims.size());
     std::vector<int> coordinate_ids(dataset.dims.size(), -1);
     for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
         const DatasetDim& d = dataset.dims[k];
-        check_write(nc_def_dim(ncid, d.name.c_str(), static_cast<std::size_t>(d.size), &dim_ids[k]), path,
-                    "defining dim '" + d.name + "'");
+        dim_ids[k] = sink.def_dim(d.name, d.size);
         if (!d.coordinate.empty()) {
-            check_write(nc_def_var(ncid, d.name.c_str(), NC_DOUBLE, 1, &dim_ids[k], &coordinate_ids[k]), path,
-                        "defining variable '" + d.name + "'");
+            coordinate_ids[k] = sink.def_var(d.name, {dim_ids[k]});
             for (const auto& [key, value] : d.attributes) {
-                put_text(ncid, coordinate_ids[k], key.c_str(), value, path);
+                sink.put_text(coordinate_ids[k], key, value);
             }
         }
     }
-    constexpr double fill_value = 9.96920996838687e+36;
     std::vector<int> var_ids;
     for (const DatasetVariable& v : dataset.variables) {
         std::vector<int> dims;
         for (const std::string& dim : v.dims) {
-            dims.push_back(dim_ids[dim_index(dim)]);
+            dims.push_back(dim_ids[dim_index(dataset, dim, v.name)]);
         }
-        int varid = -1;
-        check_write(nc_def_var(ncid, v.name.c_str(), NC_DOUBLE, static_cast<int>(dims.size()), dims.data(), &varid),
-                    path, "defining variable '" + v.name + "'");
-        check_write(nc_put_att_double(ncid, varid, "_FillValue", NC_DOUBLE, 1, &fill_value), path,
-                    "writing attribute '_FillValue' of '" + v.name + "'");
+        var_ids.push_back(sink.def_var(v.name, dims));
+        sink.put_double(var_ids.back(), "_FillValue", dataset_fill_value);
         for (const auto& [key, value] : v.attributes) {
-            put_text(ncid, varid, key.c_str(), value, path);
+            sink.put_text(var_ids.back(), key, value);
         }
-        var_ids.push_back(varid);
     }
-    put_text(ncid, NC_GLOBAL, "Conventions", "CF-1.8", path);
+    sink.put_text(NC_GLOBAL, "Conventions", "CF-1.8");
     for (const auto& [key, value] : dataset.global_attributes) {
-        put_text(ncid, NC_GLOBAL, key.c_str(), value, path);
+        sink.put_text(NC_GLOBAL, key, value);
     }
-    check_write(nc_enddef(ncid), path, "ending define mode");
+    sink.end_definitions();
+
+    const std::int64_t zero[NC_MAX_VAR_DIMS] = {};
     for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
-        if (coordinate_ids[k] >= 0 && dataset.dims[k].size > 0) {
-            check_write(nc_put_var_double(ncid, coordinate_ids[k], dataset.dims[k].coordinate.data()), path,
-                        "writing '" + dataset.dims[k].name + "'");
+        if (coordinate_ids[k] >= 0) {
+            const std::int64_t count = writes_whole ? dataset.dims[k].size : 0;
+            sink.put(coordinate_ids[k], dataset.dims[k].name, std::span<const std::int64_t>(zero, 1),
+                     std::span<const std::int64_t>(&count, 1), dataset.dims[k].coordinate.data());
         }
     }
     std::vector<double> filled;
     for (std::size_t k = 0; k < dataset.variables.size(); ++k) {
-        if (dataset.variables[k].values.empty()) {
-            continue;
+        const DatasetVariable& v = dataset.variables[k];
+        const bool with_part = !v.start.empty();
+        std::vector<std::int64_t> count(v.dims.size(), 0);
+        if (with_part) {
+            count = v.count;
+        } else if (writes_whole) {
+            for (std::size_t d = 0; d < v.dims.size(); ++d) {
+                count[d] = dataset.dims[dim_index(dataset, v.dims[d], v.name)].size;
+            }
         }
-        filled = dataset.variables[k].values;
+        const bool mine = with_part || writes_whole;
+        filled.assign(mine ? v.values.begin() : v.values.end(), v.values.end());
         std::replace_if(
-            filled.begin(), filled.end(), [](double v) { return std::isnan(v); }, fill_value);
-        check_write(nc_put_var_double(ncid, var_ids[k], filled.data()), path,
-                    "writing variable '" + dataset.variables[k].name + "'");
+            filled.begin(), filled.end(), [](double x) { return std::isnan(x); }, dataset_fill_value);
+        sink.put(
+            var_ids[k], v.name,
+            with_part ? std::span<const std::int64_t>(v.start) : std::span<const std::int64_t>(zero, v.dims.size()),
+            count, filled.data());
     }
-    file.close();
+}
+
+namespace {
+
+// netCDF-C into one rank's file: every failure thrown at once.
+class NetcdfSink final : public DatasetSink {
+  public:
+    explicit NetcdfSink(const AtomicOutput& output) : file_(output), path_(output.path()) {}
+
+    int def_dim(const std::string& name, std::int64_t size) override {
+        int id = -1;
+        check_write(nc_def_dim(file_.ncid(), name.c_str(), static_cast<std::size_t>(size), &id), path_,
+                    "defining dim '" + name + "'");
+        return id;
+    }
+    int def_var(const std::string& name, const std::vector<int>& dims) override {
+        int id = -1;
+        check_write(nc_def_var(file_.ncid(), name.c_str(), NC_DOUBLE, static_cast<int>(dims.size()), dims.data(), &id),
+                    path_, "defining variable '" + name + "'");
+        return id;
+    }
+    void put_text(int varid, const std::string& name, const std::string& value) override {
+        detail::put_text(file_.ncid(), varid, name.c_str(), value, path_);
+    }
+    void put_double(int varid, const std::string& name, double value) override {
+        check_write(nc_put_att_double(file_.ncid(), varid, name.c_str(), NC_DOUBLE, 1, &value), path_,
+                    "writing attribute '" + name + "'");
+    }
+    void end_definitions() override { check_write(nc_enddef(file_.ncid()), path_, "ending define mode"); }
+    void put(int varid, const std::string& name, std::span<const std::int64_t> start,
+             std::span<const std::int64_t> count, const double* values) override {
+        if (std::find(count.begin(), count.end(), 0) != count.end() && !count.empty()) {
+            return;  // nothing to write (an empty dim)
+        }
+        std::vector<std::size_t> s(start.begin(), start.end());
+        std::vector<std::size_t> c(count.begin(), count.end());
+        check_write(nc_put_vara_double(file_.ncid(), varid, s.data(), c.data(), values), path_,
+                    "writing variable '" + name + "'");
+    }
+    void close() { file_.close(); }
+
+  private:
+    WriteHandle file_;
+    std::string path_;
+};
+
+}  // namespace
+}  // namespace detail
+
+void write_dataset(AtomicOutput& output, const Dataset& dataset) {
+    detail::check_dataset(dataset, output.path(), false);
+    detail::NetcdfSink sink(output);
+    detail::write_dataset_through(sink, dataset, true);
+    sink.close();
 }
 
 }  // namespace gridshard::io

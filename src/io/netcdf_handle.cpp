@@ -1,5 +1,9 @@
 #include "netcdf_handle.hpp"
 
+#if GRIDSHARD_PARALLEL_IO
+#include <netcdf_par.h>
+#endif
+
 #include <algorithm>
 #include <cctype>
 #include <utility>
@@ -64,6 +68,19 @@ NetcdfHandle::NetcdfHandle(const std::string& path) : path_(path) {
     if (status != NC_NOERR) {
         ncid_ = -1;
         fail(path_, "cannot open", status);
+    }
+}
+
+NetcdfHandle::NetcdfHandle(const std::string& path, MPI_Comm comm) : path_(path) {
+#if GRIDSHARD_PARALLEL_IO
+    const int status = nc_open_par(path.c_str(), NC_NOWRITE, comm, MPI_INFO_NULL, &ncid_);
+#else
+    (void)comm;
+    const int status = NC_ENOPAR;
+#endif
+    if (status != NC_NOERR) {
+        ncid_ = -1;
+        fail(path_, "cannot open collectively", status);
     }
 }
 

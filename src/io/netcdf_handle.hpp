@@ -1,8 +1,10 @@
 #pragma once
 // The thin checked layer over the netCDF C library that the reader and the CF discovery use: an owning
 // read-only handle whose every call checks its return code and names the file. Internal to the io
-// layer. No MPI calls; not thread-safe (netCDF is not).
+// layer. No MPI calls, except in opening and closing a file opened collectively; not thread-safe (netCDF is
+// not).
 
+#include <mpi.h>
 #include <netcdf.h>
 
 #include <cstdint>
@@ -27,6 +29,10 @@ class NetcdfHandle {
   public:
     /// Opens `path`; throws NetcdfError with netCDF's message when it cannot.
     explicit NetcdfHandle(const std::string& path);
+    /// Opens the netCDF-4/HDF5 file `path` collectively over `comm` (nc_open_par: collective, as is closing
+    /// it); its variables read independently until NC_COLLECTIVE is set on them. Only with
+    /// GRIDSHARD_PARALLEL_IO; throws NetcdfError with netCDF's message when it cannot.
+    NetcdfHandle(const std::string& path, MPI_Comm comm);
     ~NetcdfHandle();
     NetcdfHandle(NetcdfHandle&& other) noexcept;
     NetcdfHandle& operator=(NetcdfHandle&&) = delete;

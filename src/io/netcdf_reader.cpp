@@ -12,9 +12,16 @@
 #include "cf_decoding.hpp"
 #include "cf_grid.hpp"
 #include "file_kind.hpp"
+#include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/memory.hpp"
 #include "gridshard/io/file_extent.hpp"
+#include "gridshard/io/parallel_io.hpp"
 #include "netcdf_handle.hpp"
+#if GRIDSHARD_PARALLEL_IO
+#include <netcdf_par.h>
+
+#include "pnetcdf_file.hpp"
+#endif
 
 namespace gridshard::io {
 
@@ -24,6 +31,9 @@ namespace detail {
 /// our own on the same file with the size its header needs, to see a file that is or becomes too short.
 struct OpenFile {
     explicit OpenFile(const std::string& path);
+    /// Collective over `comm`: every rank checks the file, all agree, then open it together (netCDF-4 with
+    /// nc_open_par; a classic file with netCDF-C for its metadata and PnetCDF for its data).
+    OpenFile(const std::string& path, const Communicator& comm);
 
     /// Throws NetcdfError naming `context()` when the file is shorter than its header needs.
     template <class Context>
@@ -38,6 +48,10 @@ struct OpenFile {
 
     // Opens our descriptor and checks the file is complete before `handle` opens it; returns `file_path`.
     const std::string& opened_complete(const std::string& file_path);
+    // The same on every rank of `comm`, agreed (and the format and size agreed), then the handle opened.
+    NetcdfHandle opened_collectively(const std::string& file_path, const Communicator& comm);
+    // What every constructor checks once the handle is open: the same file, its grid, still complete.
+    void find_grid_checked();
 
     // A descriptor closed by its destructor, so that a constructor that throws half-way leaks nothing.
     struct Descriptor {
@@ -55,8 +69,13 @@ struct OpenFile {
     std::string path;
     Descriptor descriptor;
     std::uint64_t required_bytes = 0;
-    NetcdfHandle handle;  // after descriptor and required_bytes, which opened_complete() sets first
+    FileExtent::Format format = FileExtent::Format::unknown;
+    bool collective = false;
+    NetcdfHandle handle;  // after descriptor, required_bytes and format, which opened_complete() sets first
     GridInfo grid;
+#if GRIDSHARD_PARALLEL_IO
+    PnetcdfFile pnetcdf;  // a classic file's data, opened collectively
+#endif
 };
 
 namespace {
@@ -81,8 +100,9 @@ std::uint64_t file_size(int fd, const std::string& path) {
     return static_cast<std::uint64_t>(info.st_size);
 }
 
-// The bytes the header of the file behind `fd` says the file must have (0 when the format is unknown).
-std::uint64_t required_bytes(int fd, const std::string& path, std::uint64_t size) {
+// The bytes the header of the file behind `fd` says the file must have (0 when the format is unknown), and
+// its format.
+std::uint64_t required_bytes(int fd, const std::string& path, std::uint64_t size, FileExtent::Format& format) {
     std::vector<unsigned char> prefix;
     std::uint64_t wanted = std::min<std::uint64_t>(size, 64 * 1024);
     for (;;) {
@@ -106,6 +126,7 @@ std::uint64_t required_bytes(int fd, const std::string& path, std::uint64_t size
         if (!extent.problem.empty()) {
             fail(path, extent.problem);
         }
+        format = extent.format;
         if (extent.more_header_bytes == 0) {
             return extent.required_bytes;
         }
@@ -129,6 +150,34 @@ int open_checked(const std::string& path) {
 }  // namespace
 
 OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(opened_complete(file_path)) {
+    find_grid_checked();
+}
+
+OpenFile::OpenFile(const std::string& file_path, const Communicator& comm)
+    : path(file_path), collective(true), handle(opened_collectively(file_path, comm)) {
+    check_collectively(comm, attempt([&] { find_grid_checked(); }));
+#if GRIDSHARD_PARALLEL_IO
+    if (format == FileExtent::Format::classic) {
+        pnetcdf = PnetcdfFile(path, comm.native());
+    }
+#endif
+}
+
+NetcdfHandle OpenFile::opened_collectively(const std::string& file_path, const Communicator& comm) {
+    if (!collective_io_available()) {
+        throw ArgumentError("netCDF file '" + file_path + "': collective I/O is unavailable in this build " +
+                            "(it needs libnetcdf-mpi-dev and libpnetcdf-dev for its MPI)");
+    }
+    const LocalFailure failure = attempt([&] { opened_complete(file_path); });
+    gridshard::detail::agree_or_throw(
+        comm, failure,
+        {static_cast<std::int64_t>(format), failure.failed() ? 0 : static_cast<std::int64_t>(current_size())},
+        "netCDF file '" + file_path + "' as each rank sees it (format, bytes)");
+    // A classic file's metadata comes from netCDF-C on each rank, its data from PnetCDF.
+    return format == FileExtent::Format::classic ? NetcdfHandle(file_path) : NetcdfHandle(file_path, comm.native());
+}
+
+void OpenFile::find_grid_checked() {
     // The checks watch our descriptor's file: it must be the one netCDF opened, not one renamed away since.
     struct stat ours {};
     struct stat now {};
@@ -143,7 +192,7 @@ OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(opene
 const std::string& OpenFile::opened_complete(const std::string& file_path) {
     descriptor.value = open_checked(file_path);
     const int fd = descriptor.value;
-    required_bytes = io::detail::required_bytes(fd, file_path, file_size(fd, file_path));
+    required_bytes = io::detail::required_bytes(fd, file_path, file_size(fd, file_path), format);
     check_complete([] { return std::string(); });
     return file_path;
 }
@@ -162,6 +211,8 @@ void OpenFile::fail_truncated(std::uint64_t size, const std::string& context) co
 // ------------------------------------------------------------------------------------------ NetcdfReader
 
 NetcdfReader::NetcdfReader(const std::string& path) : file_(std::make_shared<detail::OpenFile>(path)) {}
+NetcdfReader::NetcdfReader(const std::string& path, const Communicator& comm)
+    : file_(std::make_shared<detail::OpenFile>(path, comm)) {}
 NetcdfReader::~NetcdfReader() = default;
 NetcdfReader::NetcdfReader(NetcdfReader&&) noexcept = default;
 NetcdfReader& NetcdfReader::operator=(NetcdfReader&&) noexcept = default;
@@ -243,6 +294,8 @@ struct VariableReader::Plan {
     std::vector<std::size_t> count;
     std::vector<std::size_t> indexed;  // the positions of the dims each read picks one index of
     std::vector<double> staging;       // stored values that a float buffer cannot hold exactly
+    std::vector<std::size_t> nothing;  // zeros: the start and count of a collective read of nothing
+    int pnetcdf_varid = -1;            // a classic file read collectively: the variable's PnetCDF id
 };
 
 VariableReader NetcdfReader::reader(const std::string& name, const Box& box) const {
@@ -267,8 +320,17 @@ VariableReader NetcdfReader::reader(const std::string& name, const Box& box,
     const detail::NetcdfHandle& file = file_->handle;
     const int varid = *file.find_var(name);
     auto plan = std::make_unique<VariableReader::Plan>(
-        VariableReader::Plan{varid, detail::CfDecoding(file, varid), {}, {}, {}, {}});
+        VariableReader::Plan{varid, detail::CfDecoding(file, varid), {}, {}, {}, {}, {}, -1});
     const std::size_t ndims = shape.dim_sizes.size();
+    plan->nothing.assign(ndims, 0);
+#if GRIDSHARD_PARALLEL_IO
+    if (file_->collective && file_->pnetcdf.is_open()) {
+        plan->pnetcdf_varid = file_->pnetcdf.varid(name);
+    } else if (file_->collective) {
+        detail::check(nc_var_par_access(file.ncid(), varid, NC_COLLECTIVE), path(),
+                      "making the reads of variable '" + name + "' collective");
+    }
+#endif
     plan->start.assign(ndims, 0);
     plan->count.resize(ndims);
     for (std::size_t k = 0; k < ndims; ++k) {
@@ -358,6 +420,16 @@ bool VariableReader::can_read_run(std::size_t dim) const noexcept {
     return true;
 }
 
+void VariableReader::read_none() {
+    if (file_->collective) {
+        read_into(std::span<const std::int64_t>(), false, 0, {}, std::span<float>(), true);
+    }
+}
+
+bool VariableReader::collective() const noexcept {
+    return file_->collective;
+}
+
 namespace {
 
 int get(int ncid, int varid, const std::size_t* start, const std::size_t* count, float* out) {
@@ -370,8 +442,8 @@ int get(int ncid, int varid, const std::size_t* start, const std::size_t* count,
 }  // namespace
 
 template <class T>
-void VariableReader::read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run,
-                               std::span<T> out) {
+std::size_t VariableReader::prepare(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run,
+                                    std::size_t buffer_size) {
     const std::string& path = file_->path;
     if (by_step) {
         // read_step: the one indexed dim is time (none for a variable without one)
@@ -395,8 +467,7 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
         }
         plan_->start[dim] = static_cast<std::size_t>(position[k]);
     }
-    const bool with_run = run.length != 1;
-    if (with_run) {
+    if (run.length != 1) {
         if (!can_read_run(run.dim) || run.length < 0 ||
             position[run.dim] + run.length > shape_.dim_sizes[plan_->indexed[run.dim]]) {
             throw ArgumentError("netCDF file '" + path + "': a run of " + std::to_string(run.length) +
@@ -405,12 +476,54 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
         }
     }
     const std::size_t values = values_per_step_ * static_cast<std::size_t>(std::max<std::int64_t>(run.length, 0));
-    if (out.size() != values) {
-        throw ArgumentError("netCDF file '" + path + "': a buffer of " + std::to_string(out.size()) + " values for " +
+    if (buffer_size != values) {
+        throw ArgumentError("netCDF file '" + path + "': a buffer of " + std::to_string(buffer_size) + " values for " +
                             std::to_string(run.length) + " step(s) of variable '" + shape_.name + "', which has " +
                             std::to_string(values_per_step_) + " per step");
     }
-    if (values == 0) {
+    return values;
+}
+
+template <class T>
+int VariableReader::transfer(bool nothing, T* out) {
+    const std::size_t* start = nothing ? plan_->nothing.data() : plan_->start.data();
+    const std::size_t* count = nothing ? plan_->nothing.data() : plan_->count.data();
+#if GRIDSHARD_PARALLEL_IO
+    if (plan_->pnetcdf_varid >= 0) {
+        return file_->pnetcdf.get_all(plan_->pnetcdf_varid, start, count, static_cast<int>(plan_->start.size()), out);
+    }
+#endif
+    return get(file_->handle.ncid(), plan_->varid, start, count, out);
+}
+
+template <class T>
+void VariableReader::read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run,
+                               std::span<T> out, bool nothing_asked) {
+    const std::string& path = file_->path;
+    const auto context = [&] {
+        std::string where;
+        for (std::size_t k = 0; k < position.size(); ++k) {
+            where += (k > 0 ? ", " : "") + shape_.dim_names[plan_->indexed[k]] + " " + std::to_string(position[k]);
+        }
+        return "reading variable '" + shape_.name + "' at " + (by_step ? "step " + std::to_string(step) : where);
+    };
+    // A collective read takes every rank into the transfer, whatever went wrong on it: a rank that cannot
+    // read transfers nothing and throws after, and the caller agrees on it before the next collective.
+    std::exception_ptr deferred;
+    std::size_t values = 0;
+    try {
+        values = nothing_asked ? 0 : prepare<T>(position, by_step, step, run, out.size());
+        if (values > 0) {
+            file_->check_complete(context);
+        }
+    } catch (...) {
+        if (!file_->collective) {
+            throw;
+        }
+        deferred = std::current_exception();
+        values = 0;
+    }
+    if (values == 0 && !file_->collective) {
         return;
     }
     // The run reads several indices of one dim in one call (one pass over each HDF5 chunk they share).
@@ -421,34 +534,39 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
                 *count = 1;
             }
         }
-    } restore{with_run ? &plan_->count[plan_->indexed[run.dim]] : nullptr};
-    if (with_run) {
-        plan_->count[plan_->indexed[run.dim]] = static_cast<std::size_t>(run.length);
+    } restore{values > 0 && run.length != 1 ? &plan_->count[plan_->indexed[run.dim]] : nullptr};
+    if (restore.count != nullptr) {
+        *restore.count = static_cast<std::size_t>(run.length);
     }
-    const auto context = [&] {
-        std::string where;
-        for (std::size_t k = 0; k < position.size(); ++k) {
-            where += (k > 0 ? ", " : "") + shape_.dim_names[plan_->indexed[k]] + " " + std::to_string(position[k]);
+    const bool nothing = values == 0;
+    const bool direct = plan_->decoding.stored_values_fit<T>();
+    std::vector<double>& staging = plan_->staging;
+    if (!direct && staging.size() != values && !nothing) {
+        staging = allocate_vector<double>(values, "the staging buffer of variable '" + shape_.name + "'");
+    }
+    T unused_value{};
+    double unused_staging = 0.0;
+    const int status = direct ? transfer<T>(nothing, nothing ? &unused_value : out.data())
+                              : transfer<double>(nothing, nothing ? &unused_staging : staging.data());
+    if (deferred) {
+        std::rethrow_exception(deferred);
+    }
+    if (status != NC_NOERR) {
+        const std::string doing =
+            nothing ? "reading nothing of variable '" + shape_.name + "' collectively" : context();
+#if GRIDSHARD_PARALLEL_IO
+        if (plan_->pnetcdf_varid >= 0) {
+            throw NetcdfError("netCDF file '" + path + "': " + doing + ": " + detail::pnetcdf_message(status), status);
         }
-        return "reading variable '" + shape_.name + "' at " + (by_step ? "step " + std::to_string(step) : where);
-    };
-    const int ncid = file_->handle.ncid();
-    file_->check_complete(context);
-    if (plan_->decoding.stored_values_fit<T>()) {
-        if (const int status = get(ncid, plan_->varid, plan_->start.data(), plan_->count.data(), out.data());
-            status != NC_NOERR) {
-            detail::fail(path, context(), status);
-        }
+#endif
+        detail::fail(path, doing, status);
+    }
+    if (nothing) {
+        return;
+    }
+    if (direct) {
         plan_->decoding.apply(out);
     } else {
-        std::vector<double>& staging = plan_->staging;
-        if (staging.size() != values) {
-            staging = allocate_vector<double>(values, "the staging buffer of variable '" + shape_.name + "'");
-        }
-        if (const int status = get(ncid, plan_->varid, plan_->start.data(), plan_->count.data(), staging.data());
-            status != NC_NOERR) {
-            detail::fail(path, context(), status);
-        }
         plan_->decoding.apply(std::span<double>(staging));
         std::transform(staging.begin(), staging.end(), out.begin(), [](double v) { return static_cast<T>(v); });
     }

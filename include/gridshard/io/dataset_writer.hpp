@@ -36,6 +36,10 @@ struct DatasetVariable {
     std::vector<std::string> dims;
     std::vector<double> values;
     Attributes attributes{};
+    /// The part of the variable `values` cover, per dim: empty for the whole variable (the only choice of
+    /// write_dataset); in write_dataset_collectively (parallel_io.hpp) each rank's own box, count 0 for none.
+    std::vector<std::int64_t> start{};
+    std::vector<std::int64_t> count{};
 };
 
 struct Dataset {

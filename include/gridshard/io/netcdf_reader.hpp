@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// Reading CF-convention netCDF input: the grid of a file, and hyperslabs of its fields through read
-/// plans that are resolved once and fill a caller's buffer each step. No MPI calls anywhere here: under
-/// MPI every rank opens the file itself and reads only its own box.
+/// plans that are resolved once and fill a caller's buffer each step. Opened with a path alone, no MPI
+/// calls: under MPI every rank opens the file itself and reads only its own box. Opened with a
+/// communicator, the ranks open it together and every read is collective (parallel_io.hpp).
 ///
 /// @code
 ///   gridshard::io::NetcdfReader truth("truth.nc");            // checks the file holds all its data
@@ -32,6 +33,10 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/io/grid_info.hpp"
+
+namespace gridshard {
+class Communicator;
+}
 
 namespace gridshard::io {
 
@@ -72,6 +77,13 @@ class NetcdfReader {
     /// and finds its grid (see the rules of find_grid in the io layer's docs: standard_name, units, axis,
     /// then name). Throws NetcdfError.
     explicit NetcdfReader(const std::string& path);
+    /// Opens `path` collectively over `comm` (collective I/O, parallel_io.hpp): every rank checks the file
+    /// as above and all agree before it is opened, so every rank raises the same NetcdfError. Every read of
+    /// the plans it makes is then collective over `comm`: the ranks make the same reads, of the same
+    /// variables, in the same order (VariableReader::read_none for a rank with nothing to read), and the
+    /// caller agrees on a read's failure before the next collective. Throws ArgumentError in a build without
+    /// collective I/O.
+    NetcdfReader(const std::string& path, const Communicator& comm);
     ~NetcdfReader();
     NetcdfReader(NetcdfReader&&) noexcept;
     NetcdfReader& operator=(NetcdfReader&&) noexcept;
@@ -122,7 +134,8 @@ class NetcdfReader {
 /// A plan to read one variable's box step by step: everything about the variable is resolved when the
 /// plan is made, and each read fills the caller's buffer with no allocation (a variable whose stored
 /// integers do not fit the buffer's type goes through one staging buffer that the plan owns). One plan
-/// serves one thread. No MPI calls.
+/// serves one thread. No MPI calls, unless the file was opened collectively: then every read is collective
+/// over its communicator, and a rank that fails takes part in the transfer with nothing before it throws.
 class VariableReader {
   public:
     [[nodiscard]] const VariableShape& shape() const noexcept { return shape_; }
@@ -159,6 +172,12 @@ class VariableReader {
     void read_run(std::span<const std::int64_t> position, Run run, std::span<float> out);
     void read_run(std::span<const std::int64_t> position, Run run, std::span<double> out);
 
+    /// A collective read of nothing, for a rank whose share holds nothing this time while the others read
+    /// (a file opened collectively); nothing at all for a file opened independently.
+    void read_none();
+    /// Whether reads are collective (the file was opened with a communicator). No MPI calls.
+    [[nodiscard]] bool collective() const noexcept;
+
     ~VariableReader();
     VariableReader(VariableReader&&) noexcept;
     VariableReader& operator=(VariableReader&&) noexcept;
@@ -168,8 +187,17 @@ class VariableReader {
     struct Plan;
     VariableReader(std::shared_ptr<detail::OpenFile> file, std::unique_ptr<Plan> plan, VariableShape shape,
                    std::size_t values_per_step);
+    // `nothing`: read_none's collective read of nothing.
     template <class T>
-    void read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run, std::span<T> out);
+    void read_into(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run, std::span<T> out,
+                   bool nothing = false);
+    // Checks a read's arguments and sets the plan's start; returns the values it reads.
+    template <class T>
+    std::size_t prepare(std::span<const std::int64_t> position, bool by_step, std::int64_t step, Run run,
+                        std::size_t buffer_size);
+    // One netCDF or PnetCDF call: the plan's hyperslab, or nothing (collective reads); returns its status.
+    template <class T>
+    int transfer(bool nothing, T* out);
 
     std::shared_ptr<detail::OpenFile> file_;
     std::unique_ptr<Plan> plan_;

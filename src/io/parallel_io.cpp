@@ -1,0 +1,113 @@
+#include "gridshard/io/parallel_io.hpp"
+
+#include <mpi.h>
+
+#include <memory>
+#include <optional>
+
+#include "dataset_sink.hpp"
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/mpi_check.hpp"
+#include "gridshard/core/error.hpp"
+#if GRIDSHARD_PARALLEL_IO
+#include "pnetcdf_file.hpp"
+#endif
+
+namespace gridshard::io {
+namespace {
+
+const char* const unavailable =
+    "collective I/O is unavailable in this build (it needs libnetcdf-mpi-dev and libpnetcdf-dev built for its MPI; "
+    "docs/io.md)";
+
+// Rank 0's `text`, on every rank of `comm`. Collective.
+std::string broadcast_text(const Communicator& comm, const std::string& text) {
+    std::int64_t size = static_cast<std::int64_t>(text.size());
+    GRIDSHARD_MPI(MPI_Bcast, &size, 1, MPI_INT64_T, 0, comm.native());
+    std::string out = comm.rank() == 0 ? text : std::string(static_cast<std::size_t>(size), '\0');
+    GRIDSHARD_MPI(MPI_Bcast, out.data(), static_cast<int>(size), MPI_CHAR, 0, comm.native());
+    return out;
+}
+
+}  // namespace
+
+std::string_view to_string(IoMode mode) noexcept {
+    return mode == IoMode::collective ? "collective" : "independent";
+}
+
+IoMode parse_io_mode(std::string_view text, std::string_view option) {
+    if (text == "independent") {
+        return IoMode::independent;
+    }
+    if (text == "collective") {
+        if (!collective_io_available()) {
+            throw ArgumentError(std::string(option) + " collective: " + unavailable);
+        }
+        return IoMode::collective;
+    }
+    throw ArgumentError(std::string(option) + ": '" + std::string(text) + "' is not independent or collective");
+}
+
+bool collective_io_available() noexcept {
+#if GRIDSHARD_PARALLEL_IO
+    return true;
+#else
+    return false;
+#endif
+}
+
+void write_dataset_collectively(const std::string& temporary_path, const std::string& path, const Dataset& dataset,
+                                const Communicator& comm) {
+    // The sizes and parts first, agreed: a rank whose part does not fit stops every rank before any write.
+    check_collectively(comm, attempt([&] {
+                           if (!collective_io_available()) {
+                               throw ArgumentError("cannot write '" + path + "' collectively: " + unavailable);
+                           }
+                           detail::check_dataset(dataset, path, true);
+                       }));
+#if GRIDSHARD_PARALLEL_IO
+    // Every rank makes every call (the sink keeps its first failure), so the collectives always match.
+    detail::PnetcdfSink sink(temporary_path, path, comm.native());
+    detail::write_dataset_through(sink, dataset, comm.rank() == 0);
+    sink.close();
+    check_collectively(comm,
+                       LocalFailure{sink.failure(), sink.system_failure() ? ErrorKind::system : ErrorKind::argument});
+#else
+    (void)temporary_path;
+#endif
+}
+
+void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, const Communicator& comm) {
+    const bool root = comm.rank() == 0;
+    std::vector<std::unique_ptr<AtomicOutput>> outputs;
+    check_collectively(comm, attempt([&] {
+                           if (root) {
+                               for (const CollectiveOutputJob& job : jobs) {
+                                   outputs.push_back(std::make_unique<AtomicOutput>(job.path));
+                               }
+                           }
+                       }));
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+        if (jobs[k].fill_collectively) {
+            const std::string temporary = broadcast_text(comm, root ? outputs[k]->temporary_path() : std::string());
+            jobs[k].fill_collectively(temporary);  // agrees on its own failures
+        } else {
+            check_collectively(comm, attempt([&] {
+                                   if (root) {
+                                       jobs[k].fill(*outputs[k]);
+                                   }
+                               }));
+        }
+    }
+    // Everything written: flush every file, then rename them all; a failure leaves every target as it was.
+    check_collectively(comm, attempt([&] {
+                           for (const auto& output : outputs) {
+                               output->flush();
+                           }
+                           for (const auto& output : outputs) {
+                               output->publish();
+                           }
+                       }));
+}
+
+}  // namespace gridshard::io

@@ -1,0 +1,161 @@
+#include "pnetcdf_file.hpp"
+
+#include <pnetcdf.h>
+
+#include <utility>
+#include <vector>
+
+#include "gridshard/io/netcdf_reader.hpp"
+
+namespace gridshard::io::detail {
+namespace {
+
+std::vector<MPI_Offset> offsets(const std::size_t* values, int n) {
+    return std::vector<MPI_Offset>(values, values + n);
+}
+std::vector<MPI_Offset> offsets(std::span<const std::int64_t> values) {
+    return std::vector<MPI_Offset>(values.begin(), values.end());
+}
+
+// netCDF-C's layout of a new classic file: the header and every variable aligned to 4 bytes (PnetCDF's
+// default is 512), so both libraries write the same bytes.
+MPI_Info netcdf_c_alignment() {
+    MPI_Info info = MPI_INFO_NULL;
+    MPI_Info_create(&info);
+    MPI_Info_set(info, "nc_header_align_size", "4");
+    MPI_Info_set(info, "nc_var_align_size", "4");
+    return info;
+}
+
+}  // namespace
+
+std::string pnetcdf_message(int status) {
+    return ncmpi_strerror(status);
+}
+
+PnetcdfFile::PnetcdfFile(const std::string& path, MPI_Comm comm) : path_(path) {
+    const int status = ncmpi_open(comm, path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid_);
+    if (status != NC_NOERR) {
+        ncid_ = -1;
+        throw NetcdfError("netCDF file '" + path + "': cannot open collectively (PnetCDF): " + pnetcdf_message(status),
+                          status);
+    }
+}
+
+PnetcdfFile::~PnetcdfFile() {
+    if (ncid_ >= 0) {
+        ncmpi_close(ncid_);  // read-only: nothing to lose if closing fails
+    }
+}
+
+PnetcdfFile::PnetcdfFile(PnetcdfFile&& other) noexcept
+    : path_(std::move(other.path_)), ncid_(std::exchange(other.ncid_, -1)) {}
+
+PnetcdfFile& PnetcdfFile::operator=(PnetcdfFile&& other) noexcept {
+    if (this != &other) {
+        if (ncid_ >= 0) {
+            ncmpi_close(ncid_);
+        }
+        path_ = std::move(other.path_);
+        ncid_ = std::exchange(other.ncid_, -1);
+    }
+    return *this;
+}
+
+int PnetcdfFile::varid(const std::string& name) const {
+    int id = -1;
+    if (const int status = ncmpi_inq_varid(ncid_, name.c_str(), &id); status != NC_NOERR) {
+        throw NetcdfError(
+            "netCDF file '" + path_ + "': PnetCDF does not see variable '" + name + "': " + pnetcdf_message(status),
+            status);
+    }
+    return id;
+}
+
+int PnetcdfFile::get_all(int varid, const std::size_t* start, const std::size_t* count, int ndims, float* out) const {
+    const auto s = offsets(start, ndims);
+    const auto c = offsets(count, ndims);
+    return ncmpi_get_vara_float_all(ncid_, varid, s.data(), c.data(), out);
+}
+
+int PnetcdfFile::get_all(int varid, const std::size_t* start, const std::size_t* count, int ndims, double* out) const {
+    const auto s = offsets(start, ndims);
+    const auto c = offsets(count, ndims);
+    return ncmpi_get_vara_double_all(ncid_, varid, s.data(), c.data(), out);
+}
+
+// ------------------------------------------------------------------------------------------ PnetcdfSink
+
+PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm) : path_(path) {
+    MPI_Info info = netcdf_c_alignment();
+    const int status = ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_);
+    MPI_Info_free(&info);
+    if (status != NC_NOERR) {
+        ncid_ = -1;
+        note(status, "creating '" + temporary_path + "'");
+        return;
+    }
+    int previous = 0;
+    note(ncmpi_set_fill(ncid_, NC_FILL, &previous), "setting fill mode");  // netCDF-C's default
+}
+
+PnetcdfSink::~PnetcdfSink() {
+    if (ncid_ >= 0) {
+        ncmpi_abort(ncid_);
+    }
+}
+
+void PnetcdfSink::note(int status, const std::string& doing) {
+    if (status == NC_NOERR || !failure_.empty()) {
+        return;
+    }
+    failure_ = "cannot write '" + path_ + "': " + doing + ": " + pnetcdf_message(status);
+    // PnetCDF reports the system's failures (a full disk, an I/O error) as its file and MPI-IO codes.
+    system_ = status == NC_EFILE || status == NC_EWRITE || status == NC_EIO || status == NC_ENO_SPACE ||
+              status == NC_EQUOTA || status == NC_EMPI || status > 0;
+}
+
+int PnetcdfSink::def_dim(const std::string& name, std::int64_t size) {
+    int id = -1;
+    note(ncmpi_def_dim(ncid_, name.c_str(), static_cast<MPI_Offset>(size), &id), "defining dim '" + name + "'");
+    return id;
+}
+
+int PnetcdfSink::def_var(const std::string& name, const std::vector<int>& dims) {
+    int id = -1;
+    note(ncmpi_def_var(ncid_, name.c_str(), NC_DOUBLE, static_cast<int>(dims.size()), dims.data(), &id),
+         "defining variable '" + name + "'");
+    return id;
+}
+
+void PnetcdfSink::put_text(int varid, const std::string& name, const std::string& value) {
+    note(ncmpi_put_att_text(ncid_, varid, name.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
+         "writing attribute '" + name + "'");
+}
+
+void PnetcdfSink::put_double(int varid, const std::string& name, double value) {
+    note(ncmpi_put_att_double(ncid_, varid, name.c_str(), NC_DOUBLE, 1, &value), "writing attribute '" + name + "'");
+}
+
+void PnetcdfSink::end_definitions() {
+    note(ncmpi_enddef(ncid_), "ending define mode");
+}
+
+void PnetcdfSink::put(int varid, const std::string& name, std::span<const std::int64_t> start,
+                      std::span<const std::int64_t> count, const double* values) {
+    const auto s = offsets(start);
+    const auto c = offsets(count);
+    const double none = 0.0;
+    note(ncmpi_put_vara_double_all(ncid_, varid, s.data(), c.data(), values != nullptr ? values : &none),
+         "writing variable '" + name + "'");
+}
+
+void PnetcdfSink::close() {
+    if (ncid_ < 0) {
+        return;
+    }
+    note(ncmpi_sync(ncid_), "flushing to disk");
+    note(ncmpi_close(std::exchange(ncid_, -1)), "closing");
+}
+
+}  // namespace gridshard::io::detail
