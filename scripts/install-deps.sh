@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages gridshard needs to build, test and run (torch: the Python module's tests take
 # tensors, and `make bench` compares with it; Slurm and munge: `make test-slurm` brings up a one-node cluster;
-# MPICH beside Open MPI, which stays the default: `make test-mpich`).
+# MPICH beside Open MPI, which stays the default: `make test-mpich`; parallel netCDF and PnetCDF: `eval --io
+# collective`).
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
 set -euo pipefail
 
@@ -11,7 +12,7 @@ packages=(
     libgtest-dev libbenchmark-dev
     openmpi-bin libopenmpi-dev
     libcli11-dev nlohmann-json3-dev
-    libnetcdf-dev netcdf-bin cdo nco libudunits2-dev
+    libnetcdf-dev netcdf-bin cdo nco libudunits2-dev libnetcdf-mpi-dev libpnetcdf-dev
     clang-14 libclang-rt-14-dev
     python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4 python3-xarray python3-matplotlib python3-torch python3-venv python3-pip
     slurm-wlm munge mpich libmpich-dev

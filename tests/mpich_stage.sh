@@ -4,7 +4,8 @@
 # is built for Open MPI), runs the unit tests and every MPI suite at 1, 2 and 4 ranks under MPICH's mpiexec
 # (hydra), and checks that `gridshard eval` on 4 ranks (1x2x2 and 2x2x1), two fields and a forecast, writes
 # the JSON of one process. MPICH busy-polls while it waits, so 6 and 8 ranks on a 2-core machine take
-# minutes a test; those run with Open MPI only.
+# minutes a test; those run with Open MPI only. Debian's parallel netCDF and PnetCDF are built for Open MPI, so
+# this build has no collective I/O: `eval --io collective` must say so.
 #
 # Usage: tests/mpich_stage.sh MPICH_BUILD_DIR [JOBS]
 set -euo pipefail
@@ -13,9 +14,10 @@ jobs=${2:-2}
 for tool in mpicxx.mpich mpiexec.mpich; do
     command -v "$tool" >/dev/null || { echo "mpich_stage: $tool is missing (scripts/install-deps.sh installs mpich)" >&2; exit 1; }
 done
+mkdir -p "$build"
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPI_C_COMPILER=/usr/bin/mpicc.mpich \
     -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -DGRIDSHARD_PYTHON=OFF \
-    -DGRIDSHARD_BUILD_BENCHMARKS=OFF >/dev/null
+    -DGRIDSHARD_BUILD_BENCHMARKS=OFF >"$build/configure.log"
 cmake --build "$build" -j "$jobs" -- --no-print-directory >/dev/null
 if ! grep -q "MPI_CXX_LIB_NAMES:STRING=.*mpich" "$build/CMakeCache.txt"; then
     echo "mpich_stage: $build did not link MPICH" >&2
@@ -45,4 +47,18 @@ for case in "two fields:--nlat 91 --nlon 180 --ntime 3" \
         compare "$out/four.json" "$out/one.json" "gridshard eval ($name) on $mesh under MPICH"
     done
 done
-echo "mpich_stage: MPICH build passes its unit and 1-, 2- and 4-rank MPI tests; eval gives one process's bits"
+# Debian's parallel netCDF and PnetCDF are Open MPI's: this build has no collective I/O, and says so.
+if ! grep -q "collective parallel I/O OFF" "$build/configure.log"; then
+    echo "mpich_stage: the MPICH build enabled collective I/O with Open MPI's parallel netCDF" >&2
+    exit 1
+fi
+set +e
+message=$("$build/bin/gridshard" eval --nlat 10 --nlon 20 --ntime 1 --io collective --quiet 2>&1 >/dev/null)
+status=$?
+set -e
+if [ "$status" -ne 2 ] || [[ "$message" != *"--io collective: collective I/O is unavailable in this build"* ]]; then
+    echo "mpich_stage: --io collective in a build without it: status $status, '$message'" >&2
+    exit 1
+fi
+echo "mpich_stage: MPICH build passes its unit and 1-, 2- and 4-rank MPI tests; eval gives one process's bits;" \
+    "--io collective says it is unavailable"

@@ -48,6 +48,10 @@ MeshShape default_mesh(int ranks) {
     return {1, lat, ranks / lat};
 }
 
+InputAccess input_access(const EvalOptions& options, const Communicator& world) {
+    return {io::parse_io_mode(options.io, "--io"), &world};
+}
+
 AreaWeights make_weights(AreaWeighting kind, const SourceGrid& g, const Box& box) {
     if (kind == AreaWeighting::cos_lat) {
         return cos_lat_weights(g.lat_deg, g.shape().nlon, box.lat);
@@ -150,11 +154,14 @@ InputFingerprint input_fingerprint(const FieldSource& source) {
             static_cast<std::int64_t>(hash >> 1)};
 }
 
-/// Scores every channel of `variable` for this rank's steps, in `T`; collective over the world.
+/// Scores every channel of `variable` for this rank's steps, in `T`; collective over the world. With
+/// collective reads every rank reads in `rounds` rounds (the most steps of any data rank), reading nothing
+/// once its own steps are done.
 template <class T>
 std::vector<ChannelReport> score_variable(const FieldSource& source, const SourceVariable& variable,
                                           const ShardedGrid& grid, const Weights& weights, Summation summation,
-                                          ValidityPolicy policy, Range steps, Progress& progress, PhaseTimes& times) {
+                                          ValidityPolicy policy, Range steps, std::int64_t rounds, bool collective,
+                                          Progress& progress, PhaseTimes& times) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const SourceGrid& g = source.grid();
@@ -195,14 +202,28 @@ std::vector<ChannelReport> score_variable(const FieldSource& source, const Sourc
                        }));
     Evaluator evaluator(grid, channels, weights, {.summation = summation, .policy = policy});
     LocalFailure failure;
-    for (std::int64_t step = steps.begin; step < steps.end && !failure.failed(); ++step) {
+    // Ranks that read together stop together when one cannot read: the spatial group, or the world when
+    // every read is collective.
+    const Communicator& together = collective ? mesh.world() : mesh.spatial();
+    for (std::int64_t round = 0; round < rounds && !failure.failed(); ++round) {
+        const std::int64_t step = steps.begin + round;
+        const bool mine = step < steps.end;
         double t0 = MPI_Wtime();
-        failure = attempt([&] { reader->read(step, std::span<T>(truth), std::span<T>(prediction)); });
+        failure = attempt([&] {
+            if (mine) {
+                reader->read(step, std::span<T>(truth), std::span<T>(prediction));
+            } else {
+                reader->read_none();
+            }
+        });
         times.read += MPI_Wtime() - t0;
-        const LocalFailure agreed = attempt([&] { check_collectively(mesh.spatial(), failure); });
+        const LocalFailure agreed = attempt([&] { check_collectively(together, failure); });
         if (agreed.failed()) {
-            failure = agreed;  // the whole spatial group stops here, then raises with the world
+            failure = agreed;  // the whole group stops here, then raises with the world
             break;
+        }
+        if (!mine) {
+            continue;
         }
         const FieldShard<T> t{truth, channels};
         const FieldShard<T> p{prediction, channels};
@@ -353,12 +374,13 @@ int run_eval(const EvalOptions& options) {
                                                       {{"--json", options.json}, {"--zonal", options.zonal}});
                            }));
         // A forecast (a sample or member dim, or the built-in forecast) has its own evaluation.
+        const InputAccess access = input_access(options, world);
         bool forecast = options.truth.empty() && (options.initial_conditions > 0 || options.ensemble_size > 0);
         if (!options.truth.empty()) {
-            check_collectively(
-                world, attempt([&] {
-                    forecast = is_forecast_file(options.prediction, {options.ensemble_dim, options.ensemble_size});
-                }));
+            check_collectively(world, attempt([&] {
+                                   forecast = is_forecast_file(options.prediction,
+                                                               {options.ensemble_dim, options.ensemble_size}, access);
+                               }));
         }
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    !options.diagnostics.empty() || options.include_initial_step ||
@@ -378,7 +400,7 @@ int run_eval(const EvalOptions& options) {
                                source = options.truth.empty()
                                             ? make_builtin_source(options.nlat, options.nlon, options.ntime)
                                             : make_netcdf_source(options.truth, options.prediction, names,
-                                                                 options.allow_time_mismatch);
+                                                                 options.allow_time_mismatch, access);
                            }));
         // Every rank opened the files itself: a file still being written, or a stale copy on one node, would
         // give ranks different step counts or variables and so different collectives. Agree first.
@@ -405,6 +427,10 @@ int run_eval(const EvalOptions& options) {
         const SourceGrid& g = source->grid();
         const ShardedGrid grid(mesh, g.shape(), rule);
         const Range steps = data_block(g.ntime, shape.data, mesh.coords().data, true);
+        std::int64_t rounds = steps.size();  // collective reads: the most steps of any data rank
+        for (int d = 0; access.collective() && d < shape.data; ++d) {
+            rounds = std::max(rounds, data_block(g.ntime, shape.data, d, true).size());
+        }
         // Before anything field-sized is allocated: does every node hold what its ranks need?
         check_memory_fits(world, working_set_bytes(g, variables, grid.box(), shape.data),
                           "grid " + std::to_string(g.shape().nlat) + " x " + std::to_string(g.shape().nlon) + ", " +
@@ -418,11 +444,12 @@ int run_eval(const EvalOptions& options) {
         {
             Progress progress(root && !options.quiet, (steps.size()) * static_cast<std::int64_t>(variables.size()));
             for (const SourceVariable& variable : variables) {
-                auto channel_reports = variable.type == io::ValueType::float64
-                                           ? score_variable<double>(*source, variable, grid, weights.view(), summation,
-                                                                    options.policy, steps, progress, times)
-                                           : score_variable<float>(*source, variable, grid, weights.view(), summation,
-                                                                   options.policy, steps, progress, times);
+                auto channel_reports =
+                    variable.type == io::ValueType::float64
+                        ? score_variable<double>(*source, variable, grid, weights.view(), summation, options.policy,
+                                                 steps, rounds, access.collective(), progress, times)
+                        : score_variable<float>(*source, variable, grid, weights.view(), summation, options.policy,
+                                                steps, rounds, access.collective(), progress, times);
                 reports.insert(reports.end(), channel_reports.begin(), channel_reports.end());
             }
         }
@@ -487,6 +514,12 @@ Runner add_eval_command(CLI::App& app) {
     command->add_flag("--timings", options->timings,
                       "Two-field eval: add every rank's seconds per phase (read, agreement, halo, compute, allreduce, "
                       "zonal, time_sums, final, total) to the JSON report");
+    command
+        ->add_option("--io", options->io,
+                     "How the ranks read the netCDF inputs and write the diagnostics maps: independent (each rank "
+                     "opens the files itself) or collective (all ranks together, collective MPI-IO through "
+                     "parallel netCDF and PnetCDF; docs/io.md)")
+        ->check(CLI::IsMember({"independent", "collective"}));
     command->add_flag("--allow-time-mismatch", options->allow_time_mismatch,
                       "Compare step by step even when the files' time coordinates differ");
     add_count_option(*command, "--nlat", options->nlat, 2, max_builtin_extent, "Built-in case: latitudes");

@@ -35,6 +35,7 @@ struct EvalOptions {
     bool quiet = false;
     bool timings = false;
     bool allow_time_mismatch = false;
+    std::string io = "independent";  // --io: docs/io.md says why this is the default
     std::int64_t nlat = 721;
     std::int64_t nlon = 1440;
     std::int64_t ntime = 4;
@@ -88,6 +89,10 @@ class Progress {
     std::int64_t done_ = 0;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+/// How the evaluations open their netCDF inputs: --io, collectively over `world` when it says so. Throws
+/// ArgumentError for a mode this build does not have.
+[[nodiscard]] InputAccess input_access(const EvalOptions& options, const Communicator& world);
 
 /// The forecast evaluation (forecast_eval.cpp): collective over `world`; throws as run_eval's body does.
 void run_forecast_eval(const EvalOptions& options, const Communicator& world);

@@ -1,18 +1,72 @@
 #pragma once
 // Where `gridshard eval` gets its fields: the built-in analytic case or a pair of netCDF files. A source
 // describes the grid and the variables, and opens a read plan per variable and box that fills the
-// caller's buffers step by step. No MPI calls.
+// caller's buffers step by step. No MPI calls, unless its files are opened collectively (InputAccess).
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "gridshard/comm/communicator.hpp"
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/io/grid_info.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/parallel_io.hpp"
 
 namespace gridshard::cli {
+
+/// How the netCDF inputs are opened (--io): by each rank on its own, or by every rank of `comm` together,
+/// when every read of their plans is collective over `comm` (io/parallel_io.hpp) and the callers read in
+/// rounds: every rank reads, or calls read_none, once per round.
+struct InputAccess {
+    io::IoMode mode = io::IoMode::independent;
+    const Communicator* comm = nullptr;  ///< the ranks that open the files together; only when collective
+    /// Opens `path`: independently, or collectively over `comm`. Collective in the second case.
+    [[nodiscard]] io::NetcdfReader open(const std::string& path) const {
+        return mode == io::IoMode::collective ? io::NetcdfReader(path, *comm) : io::NetcdfReader(path);
+    }
+    [[nodiscard]] bool collective() const noexcept { return mode == io::IoMode::collective; }
+};
+
+/// The reads of one round, made in order. In a collective round (`collective`) a read that throws does not
+/// skip the ones after it, which the other ranks make too: finish() rethrows the first failure after the last.
+class ReadRound {
+  public:
+    explicit ReadRound(bool collective) : collective_(collective) {}
+    template <class Read>
+    void read(Read&& read) {
+        try {
+            read();
+        } catch (...) {
+            if (!collective_) {
+                throw;
+            }
+            if (!first_) {
+                first_ = std::current_exception();
+            }
+        }
+    }
+    void finish() const {
+        if (first_) {
+            std::rethrow_exception(first_);
+        }
+    }
+
+  private:
+    bool collective_;
+    std::exception_ptr first_;
+};
+
+/// ReadRound over `reads`, in order.
+template <class... Reads>
+void read_round(bool collective, Reads&&... reads) {
+    ReadRound round(collective);
+    (round.read(reads), ...);
+    round.finish();
+}
 
 /// The grid every variable of a source lies on, in the source's own index order (a netCDF file's, or
 /// the built-in case's pole-to-pole one).
@@ -33,6 +87,8 @@ class VariableSteps {
     virtual ~VariableSteps() = default;
     virtual void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) = 0;
     virtual void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) = 0;
+    /// A round of collective reads in which this rank reads nothing (InputAccess); nothing otherwise.
+    virtual void read_none() {}
 };
 
 class FieldSource {
@@ -54,10 +110,11 @@ class FieldSource {
 
 /// The variables of a truth and a prediction file (all with a lat and a lon dim, or `names`), checked to
 /// share grid, shapes, units (UDUNITS-2: "m/s" is "m s-1") and, unless `allow_time_mismatch`, time
-/// coordinates (after unit conversion). Throws ArgumentError naming the files and the problem.
+/// coordinates (after unit conversion), opened as `access` says. Throws ArgumentError naming the files and
+/// the problem.
 [[nodiscard]] std::unique_ptr<FieldSource> make_netcdf_source(const std::string& truth_path,
                                                               const std::string& prediction_path,
                                                               const std::vector<std::string>& names,
-                                                              bool allow_time_mismatch);
+                                                              bool allow_time_mismatch, const InputAccess& access);
 
 }  // namespace gridshard::cli

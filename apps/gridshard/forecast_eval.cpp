@@ -86,7 +86,8 @@ struct ClimatologyPlan {
 /// (and hour of day), as WeatherBench 2's climatologies are laid out (dims `dayofyear` 1..366 and `hour`).
 class Climatology {
   public:
-    Climatology(const std::string& path, const ForecastSource& source) : reader_(path), source_(source) {
+    Climatology(const std::string& path, const ForecastSource& source, const InputAccess& access)
+        : reader_(access.open(path)), source_(source) {
         const SourceGrid& grid = source.grid();
         if (!io::same_grid(reader_.grid(), grid)) {
             throw ArgumentError("--climatology '" + path + "' (" + std::to_string(reader_.grid().shape().nlat) + " x " +
@@ -193,7 +194,7 @@ struct ScoredRegions {
 };
 
 ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGrid& g, const Box& box,
-                           const AreaWeights& base) {
+                           const AreaWeights& base, const InputAccess& access) {
     ScoredRegions out;
     out.regions.push_back(named_regions().front());
     out.weights.push_back(base);
@@ -206,7 +207,7 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
         if (r.mask_file.empty()) {
             out.weights.push_back(region_weights(base.view(), g.lat_deg, g.lon_deg, box, r.box));
         } else {
-            const io::NetcdfReader mask(r.mask_file);
+            const io::NetcdfReader mask = access.open(r.mask_file);
             if (!io::same_grid(mask.grid(), g)) {
                 throw ArgumentError("--region '" + text + "': '" + r.mask_file + "' is not on the forecast's grid");
             }
@@ -216,7 +217,11 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
                                     "' must be one lat x lon field");
             }
             std::vector<double> values(plan.values_per_step());
-            plan.read_step(0, std::span<double>(values));
+            if (access.collective()) {  // every rank stops at the same mask when one cannot read it
+                check_collectively(*access.comm, attempt([&] { plan.read_step(0, std::span<double>(values)); }));
+            } else {
+                plan.read_step(0, std::span<double>(values));
+            }
             out.weights.push_back(mask_weights(base.view(), box, values));
         }
         out.regions.push_back(std::move(r));
@@ -234,8 +239,7 @@ struct WorkShare {
 
 /// By default initial conditions when there are at least as many as data ranks, else lead times when there
 /// are (or the forecast has one member), else members; or as asked.
-WorkShare share_work(const std::string& requested, const ForecastLayout& l, const ProcessMesh& mesh) {
-    const int data = mesh.shape().data;
+WorkShare share_work(const std::string& requested, const ForecastLayout& l, int data, int me) {
     std::string split = requested;
     if (split == "auto") {
         split = l.initial_conditions >= data            ? "initial-conditions"
@@ -246,7 +250,6 @@ WorkShare share_work(const std::string& requested, const ForecastLayout& l, cons
         throw ArgumentError("--data-split members: the forecast has " + std::to_string(l.members) +
                             " member per initial condition");
     }
-    const int me = mesh.coords().data;
     const Range ics{0, l.initial_conditions};
     const Range leads{0, l.lead_times};
     const Range members{0, l.members};
@@ -311,7 +314,8 @@ template <class T>
 VariableResult score_forecast_variable(const ForecastSource& source, const SourceVariable& variable,
                                        const ShardedGrid& grid, const ScoredRegions& regions,
                                        const Climatology* climatology, const EvalOptions& options,
-                                       const WorkShare& work, Progress& progress) {
+                                       const WorkShare& work, std::int64_t rounds, bool collective,
+                                       Progress& progress) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const ForecastLayout& layout = source.layout();
@@ -370,8 +374,9 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     // scores, which every data rank gets when the members are split, data rank 0's.
     const bool owner = mesh.spatial().rank() == 0;
     const bool ensemble_owner = owner && (!members_split || mesh.coords().data == 0);
-    // Ranks that score the same pairs together stop together when one cannot read.
-    const Communicator& together = members_split ? mesh.world() : mesh.spatial();
+    // Ranks that score the same pairs together stop together when one cannot read, and with collective reads
+    // every rank.
+    const Communicator& together = members_split || collective ? mesh.world() : mesh.spatial();
     const auto repeat = [&](const std::vector<T>& one, std::vector<T>& many) {
         for (std::int64_t m = 0; m < mine; ++m) {
             std::copy(one.begin(), one.end(),
@@ -380,94 +385,114 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     };
     const std::vector<std::int64_t>* loaded_climatology = nullptr;  // the indices of the field in the buffer
     LocalFailure failure;
-    for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end && !failure.failed(); ++ic) {
-        for (std::int64_t lead = work.leads.begin; lead < work.leads.end; ++lead) {
-            failure = attempt([&] {
-                reader->read(ic, lead, work.members, std::span<T>(truth), std::span<T>(member_values));
-                if (climatology_plan) {
-                    const auto& at = climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)];
-                    if (loaded_climatology == nullptr || *loaded_climatology != at) {
-                        climatology_plan->reader.read_at(at, std::span<T>(climatology_values));
-                        repeat(climatology_values, climatology_repeated);
-                        loaded_climatology = &at;
-                    }
+    // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank
+    // makes `rounds` rounds, reading nothing in those past its own pairs.
+    const std::int64_t pairs = work.initial_conditions.size() * work.leads.size();
+    for (std::int64_t round = 0; round < std::max(pairs, rounds) && !failure.failed(); ++round) {
+        const bool has_pair = round < pairs;
+        const std::int64_t ic = has_pair ? work.initial_conditions.begin + round / work.leads.size() : 0;
+        const std::int64_t lead = has_pair ? work.leads.begin + round % work.leads.size() : 0;
+        {
+            ReadRound reads(collective);
+            reads.read([&] {
+                if (has_pair) {
+                    reader->read(ic, lead, work.members, std::span<T>(truth), std::span<T>(member_values));
+                } else {
+                    reader->read_none();
                 }
             });
+            reads.read([&] {
+                if (!climatology_plan) {
+                    return;
+                }
+                const auto* at =
+                    has_pair ? &climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)] : nullptr;
+                if (at != nullptr && (loaded_climatology == nullptr || *loaded_climatology != *at)) {
+                    loaded_climatology = nullptr;
+                    climatology_plan->reader.read_at(*at, std::span<T>(climatology_values));
+                    repeat(climatology_values, climatology_repeated);
+                    loaded_climatology = at;
+                } else {
+                    climatology_plan->reader.read_none();  // collective reads: the others may read
+                }
+            });
+            failure = attempt([&] { reads.finish(); });
             const LocalFailure agreed = attempt([&] { check_collectively(together, failure); });
             if (agreed.failed()) {
                 failure = agreed;
                 break;
             }
-            repeat(truth, truth_repeated);
-            const FieldShard<T> t{truth, channels};
-            const FieldShard<T> t_all{truth_repeated, mine * channels};
-            const FieldShard<T> p_all{member_values, mine * channels};
-            for (std::int64_t r = 0; r < nregions; ++r) {
-                const Weights w = regions.weights[static_cast<std::size_t>(r)].view();
-                Scores s;
-                std::vector<double> acc;
-                if (mine > 0) {  // collective over spatial
-                    s = evaluators[static_cast<std::size_t>(r)].evaluate(t_all, p_all);
-                    if (with_acc) {
-                        acc = anomaly_correlation<T>(grid, t_all, p_all,
-                                                     FieldShard<T>{climatology_repeated, mine * channels}, w,
-                                                     options.summation);
-                    }
-                }
-                for (std::int64_t m = 0; m < mine && owner; ++m) {
-                    const std::int64_t sample = ic * members + work.members.begin + m;
-                    for (std::int64_t c = 0; c < channels; ++c) {
-                        const auto mc = static_cast<std::size_t>(m * channels + c);
-                        for (std::size_t k = 0; k < det_names.size(); ++k) {
-                            det_values[det.at(sample, lead, r, static_cast<std::int64_t>(k), c)] =
-                                s[det_names[k].second][mc];
-                        }
-                        if (with_acc) {
-                            det_values[det.at(sample, lead, r, det_count - 1, c)] = acc[mc];
-                        }
-                    }
-                }
-                if (ensemble) {
-                    const EnsembleShard<T> held{member_values, mine, channels};
-                    const EnsembleScores e = members_split
-                                                 ? ensemble_scores_over_data<T>(grid, t, held, w, options.summation)
-                                                 : ensemble_scores<T>(grid, t, held, w, options.summation);
-                    for (std::int64_t c = 0; c < channels && ensemble_owner; ++c) {
-                        const auto cc = static_cast<std::size_t>(c);
-                        const double values[] = {e.ensemble_mean_rmse[cc], e.spread[cc], e.spread_skill_ratio[cc],
-                                                 e.crps[cc], e.fair_crps[cc]};
-                        for (std::int64_t k = 0; k < 5; ++k) {
-                            ens_values[ens.at(ic, lead, r, k, c)] = values[k];
-                        }
-                    }
-                }
+            if (!has_pair) {
+                continue;
             }
-            if (mine > 0) {
-                const FieldShard<T> both[] = {t_all, p_all};
-                const auto zonal = zonal_means<T>(grid, both, options.summation);  // one allreduce over lon
-                for (std::int64_t m = 0; m < mine && mesh.coords().lon == 0; ++m) {
-                    const std::int64_t member = work.members.begin + m;
-                    for (std::int64_t c = 0; c < channels; ++c) {
-                        for (std::int64_t i = 0; i < box.lat.size(); ++i) {
-                            const auto local = static_cast<std::size_t>((m * channels + c) * box.lat.size() + i);
-                            gen_zonal[zonal_gen.at(ic * members + member, lead, 0, c, box.lat.begin + i)] =
-                                zonal[1][local];
-                            if (member == 0) {
-                                target_zonal[zonal_target.at(ic, lead, 0, c, box.lat.begin + i)] = zonal[0][local];
-                            }
-                        }
-                    }
-                }
-            }
-            if (lead >= first_counted) {
-                for (std::int64_t m = 0; m < mine; ++m) {
-                    const std::span<const T> member(member_values.data() + static_cast<std::size_t>(m) * plane, plane);
-                    gen_sums->add(FieldShard<T>{member, channels});
-                    bias_sums->add(t, FieldShard<T>{member, channels});
-                }
-            }
-            progress.step(name);
         }
+        repeat(truth, truth_repeated);
+        const FieldShard<T> t{truth, channels};
+        const FieldShard<T> t_all{truth_repeated, mine * channels};
+        const FieldShard<T> p_all{member_values, mine * channels};
+        for (std::int64_t r = 0; r < nregions; ++r) {
+            const Weights w = regions.weights[static_cast<std::size_t>(r)].view();
+            Scores s;
+            std::vector<double> acc;
+            if (mine > 0) {  // collective over spatial
+                s = evaluators[static_cast<std::size_t>(r)].evaluate(t_all, p_all);
+                if (with_acc) {
+                    acc = anomaly_correlation<T>(
+                        grid, t_all, p_all, FieldShard<T>{climatology_repeated, mine * channels}, w, options.summation);
+                }
+            }
+            for (std::int64_t m = 0; m < mine && owner; ++m) {
+                const std::int64_t sample = ic * members + work.members.begin + m;
+                for (std::int64_t c = 0; c < channels; ++c) {
+                    const auto mc = static_cast<std::size_t>(m * channels + c);
+                    for (std::size_t k = 0; k < det_names.size(); ++k) {
+                        det_values[det.at(sample, lead, r, static_cast<std::int64_t>(k), c)] =
+                            s[det_names[k].second][mc];
+                    }
+                    if (with_acc) {
+                        det_values[det.at(sample, lead, r, det_count - 1, c)] = acc[mc];
+                    }
+                }
+            }
+            if (ensemble) {
+                const EnsembleShard<T> held{member_values, mine, channels};
+                const EnsembleScores e = members_split
+                                             ? ensemble_scores_over_data<T>(grid, t, held, w, options.summation)
+                                             : ensemble_scores<T>(grid, t, held, w, options.summation);
+                for (std::int64_t c = 0; c < channels && ensemble_owner; ++c) {
+                    const auto cc = static_cast<std::size_t>(c);
+                    const double values[] = {e.ensemble_mean_rmse[cc], e.spread[cc], e.spread_skill_ratio[cc],
+                                             e.crps[cc], e.fair_crps[cc]};
+                    for (std::int64_t k = 0; k < 5; ++k) {
+                        ens_values[ens.at(ic, lead, r, k, c)] = values[k];
+                    }
+                }
+            }
+        }
+        if (mine > 0) {
+            const FieldShard<T> both[] = {t_all, p_all};
+            const auto zonal = zonal_means<T>(grid, both, options.summation);  // one allreduce over lon
+            for (std::int64_t m = 0; m < mine && mesh.coords().lon == 0; ++m) {
+                const std::int64_t member = work.members.begin + m;
+                for (std::int64_t c = 0; c < channels; ++c) {
+                    for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+                        const auto local = static_cast<std::size_t>((m * channels + c) * box.lat.size() + i);
+                        gen_zonal[zonal_gen.at(ic * members + member, lead, 0, c, box.lat.begin + i)] = zonal[1][local];
+                        if (member == 0) {
+                            target_zonal[zonal_target.at(ic, lead, 0, c, box.lat.begin + i)] = zonal[0][local];
+                        }
+                    }
+                }
+            }
+        }
+        if (lead >= first_counted) {
+            for (std::int64_t m = 0; m < mine; ++m) {
+                const std::span<const T> member(member_values.data() + static_cast<std::size_t>(m) * plane, plane);
+                gen_sums->add(FieldShard<T>{member, channels});
+                bias_sums->add(t, FieldShard<T>{member, channels});
+            }
+        }
+        progress.step(name);
     }
     check_collectively(mesh.world(), failure);
 
@@ -545,7 +570,20 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
             }
         }
     }
-    if (!options.diagnostics.empty()) {
+    if (!options.diagnostics.empty() && collective) {
+        // Each rank keeps its box of the maps (data rank 0's), which it writes itself; no rank holds a map.
+        std::vector<double> gen_map = gen_sums->mean_difference(options.policy);
+        std::vector<double> bias_map = bias_sums->mean_difference(options.policy);
+        const auto box_size = static_cast<std::size_t>(box.area());
+        for (std::int64_t c = 0; c < channels && mesh.coords().data == 0; ++c) {
+            ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
+            const auto first = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * box_size);
+            out.gen_map.assign(gen_map.begin() + first,
+                               gen_map.begin() + first + static_cast<std::ptrdiff_t>(box_size));
+            out.bias_map.assign(bias_map.begin() + first,
+                                bias_map.begin() + first + static_cast<std::ptrdiff_t>(box_size));
+        }
+    } else if (!options.diagnostics.empty()) {
         // Only world rank 0 ever holds a global map (one gather each); the others pass their boxes.
         const std::vector<double> gen_map = gen_sums->mean_difference(options.policy);
         const std::vector<double> bias_map = bias_sums->mean_difference(options.policy);
@@ -605,6 +643,7 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
             "(zonal_mean_diagnostics.nc)");
     }
     const ForecastOutputPaths paths = forecast_output_paths(options.diagnostics);
+    const InputAccess access = input_access(options, world);
     check_collectively(world, attempt([&] {
                            check_diagnostics_folder(options.diagnostics);
                            io::check_output_paths(inputs, paths.named(options.json));
@@ -617,7 +656,7 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
                                                                 std::max<std::int64_t>(options.ensemble_size, 1),
                                                                 options.ntime)
                                         : make_netcdf_forecast(options.truth, options.prediction, names, hints,
-                                                               options.allow_time_mismatch);
+                                                               options.allow_time_mismatch, access);
                        }));
     const ForecastLayout& layout = source->layout();
     const SourceGrid& g = source->grid();
@@ -648,14 +687,20 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     const MeshShape shape = options.mesh.empty() ? default_mesh(world.size()) : parse_mesh_shape(options.mesh);
     const ProcessMesh mesh(world, shape);
     const ShardedGrid grid(mesh, g.shape(), options.split);
-    const WorkShare work = share_work(options.data_split, layout, mesh);
+    const WorkShare work = share_work(options.data_split, layout, shape.data, mesh.coords().data);
+    // Collective reads go in rounds: as many as the most (initial condition, lead) pairs of any data rank.
+    std::int64_t rounds = 0;
+    for (int d = 0; access.collective() && d < shape.data; ++d) {
+        const WorkShare other = share_work(options.data_split, layout, shape.data, d);
+        rounds = std::max(rounds, other.initial_conditions.size() * other.leads.size());
+    }
     const AreaWeights weights = make_weights(options.weights, g, grid.box());
     ScoredRegions regions;
     std::unique_ptr<Climatology> climatology;
     check_collectively(world, attempt([&] {
-                           regions = make_regions(options.regions, g, grid.box(), weights);
+                           regions = make_regions(options.regions, g, grid.box(), weights, access);
                            if (!options.climatology.empty()) {
-                               climatology = std::make_unique<Climatology>(options.climatology, *source);
+                               climatology = std::make_unique<Climatology>(options.climatology, *source, access);
                            }
                        }));
     std::uint64_t largest = 0;
@@ -685,15 +730,21 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
         Progress progress(world.rank() == 0 && !options.quiet, work.initial_conditions.size() * work.leads.size() *
                                                                    static_cast<std::int64_t>(variables.size()));
         for (const SourceVariable& v : variables) {
-            VariableResult r = v.type == io::ValueType::float64
-                                   ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(),
-                                                                     options, work, progress)
-                                   : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(),
-                                                                    options, work, progress);
+            VariableResult r =
+                v.type == io::ValueType::float64
+                    ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(), options, work,
+                                                      rounds, access.collective(), progress)
+                    : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(), options, work,
+                                                     rounds, access.collective(), progress);
             for (ChannelForecast& c : r.channels) {
                 report.variables.push_back(std::move(c));
             }
         }
+    }
+    if (access.collective()) {
+        // Every rank writes its box of the maps into the diagnostics files, together.
+        write_forecast_outputs_collectively(report, options.json, paths, std::cout, grid);
+        return;
     }
     LocalFailure output_failure;
     if (world.rank() == 0) {

@@ -101,23 +101,35 @@ class NetcdfForecastSteps final : public ForecastSteps {
               std::span<double> member_values) override {
         read_into(ic, lead, members, truth, member_values);
     }
+    void read_none() override {
+        truth_.read_none();
+        for (std::int64_t k = 0; k < prediction_calls(); ++k) {
+            prediction_.read_none();
+        }
+    }
 
   private:
+    // Which indexed dim of the prediction the members run along, and whether one call can read them.
+    [[nodiscard]] std::size_t run_dim() const {
+        return layout_.folded || layout_.initial_condition_dim.empty() ? 0 : 1;
+    }
+    [[nodiscard]] bool run_possible() const {
+        return (layout_.folded || !layout_.member_dim.empty()) && prediction_.can_read_run(run_dim());
+    }
+    // Collective reads: the prediction reads per (initial condition, lead) of every rank, whatever its
+    // members: one run, or one read per member of the layout (nothing past the rank's own).
+    [[nodiscard]] std::int64_t prediction_calls() const { return run_possible() ? 1 : layout_.members; }
+
     template <class T>
     void read_into(std::int64_t ic, std::int64_t lead, Range members, std::span<T> truth, std::span<T> values) {
         const std::int64_t m = layout_.members;
-        std::vector<std::int64_t> at;
-        if (truth_has_ic_) {
-            at.push_back(layout_.truth_repeated ? ic * m : ic);
-        }
-        at.push_back(lead);
-        truth_.read_at(at, truth);
         const std::size_t size = truth.size();
         if (members.begin < 0 || members.end > m || values.size() != size * static_cast<std::size_t>(members.size())) {
             throw ArgumentError("a members buffer of " + std::to_string(values.size()) + " values for members [" +
                                 std::to_string(members.begin) + ", " + std::to_string(members.end) + ") of " +
                                 std::to_string(m) + ", each of " + std::to_string(size));
         }
+        std::vector<std::int64_t> at;
         // The members in one read where they are consecutive along the slowest dim read (ACE's folded samples,
         // or a member dim): each HDF5 chunk holding several of them is then read once.
         const auto position = [&](std::int64_t k) {
@@ -130,17 +142,37 @@ class NetcdfForecastSteps final : public ForecastSteps {
             }
             at.push_back(lead);
         };
-        const std::size_t run_dim = layout_.folded || layout_.initial_condition_dim.empty() ? 0 : 1;
-        if (members.size() > 1 && (layout_.folded || !layout_.member_dim.empty()) &&
-            prediction_.can_read_run(run_dim)) {
-            position(members.begin);
-            prediction_.read_run(at, {run_dim, members.size()}, values);
+        const bool collective = prediction_.collective();
+        const auto read_truth = [&] {
+            std::vector<std::int64_t> where;
+            if (truth_has_ic_) {
+                where.push_back(layout_.truth_repeated ? ic * m : ic);
+            }
+            where.push_back(lead);
+            truth_.read_at(where, truth);
+        };
+        if ((members.size() > 1 || (collective && members.size() == 1)) && run_possible()) {
+            read_round(collective, read_truth, [&] {
+                position(members.begin);
+                prediction_.read_run(at, {run_dim(), members.size()}, values);
+            });
             return;
         }
-        for (std::int64_t k = members.begin; k < members.end; ++k) {
-            position(k);
-            prediction_.read_at(at, values.subspan(static_cast<std::size_t>(k - members.begin) * size, size));
+        ReadRound round(collective);
+        round.read(read_truth);
+        // A collective round makes as many reads as every other rank: nothing past this rank's members.
+        const std::int64_t calls = collective ? prediction_calls() : members.size();
+        for (std::int64_t k = 0; k < calls; ++k) {
+            round.read([&] {
+                if (k >= members.size()) {
+                    prediction_.read_none();
+                    return;
+                }
+                position(members.begin + k);
+                prediction_.read_at(at, values.subspan(static_cast<std::size_t>(k) * size, size));
+            });
         }
+        round.finish();
     }
 
     io::VariableReader truth_;
@@ -152,8 +184,9 @@ class NetcdfForecastSteps final : public ForecastSteps {
 class NetcdfForecast final : public ForecastSource {
   public:
     NetcdfForecast(const std::string& truth_path, const std::string& prediction_path,
-                   const std::vector<std::string>& names, const LayoutHints& hints, bool allow_time_mismatch)
-        : truth_(truth_path), prediction_(prediction_path) {
+                   const std::vector<std::string>& names, const LayoutHints& hints, bool allow_time_mismatch,
+                   const InputAccess& access)
+        : truth_(access.open(truth_path)), prediction_(access.open(prediction_path)) {
         const std::string truth_name = "truth '" + truth_path + "'";
         const std::string prediction_name = "prediction '" + prediction_path + "'";
         const io::GridInfo& a = truth_.grid();
@@ -369,11 +402,11 @@ class NetcdfForecast final : public ForecastSource {
 
 }  // namespace
 
-bool is_forecast_file(const std::string& prediction_path, const LayoutHints& hints) {
+bool is_forecast_file(const std::string& prediction_path, const LayoutHints& hints, const InputAccess& access) {
     if (!hints.ensemble_dim.empty() || hints.ensemble_size > 0) {
         return true;
     }
-    const io::NetcdfReader reader(prediction_path);
+    const io::NetcdfReader reader = access.open(prediction_path);
     for (const std::string& name : reader.field_variables()) {
         if (!ensemble_dims(reader.variable(name), "").empty()) {
             return true;
@@ -384,8 +417,8 @@ bool is_forecast_file(const std::string& prediction_path, const LayoutHints& hin
 
 std::unique_ptr<ForecastSource> make_netcdf_forecast(const std::string& truth_path, const std::string& prediction_path,
                                                      const std::vector<std::string>& names, const LayoutHints& hints,
-                                                     bool allow_time_mismatch) {
-    return std::make_unique<NetcdfForecast>(truth_path, prediction_path, names, hints, allow_time_mismatch);
+                                                     bool allow_time_mismatch, const InputAccess& access) {
+    return std::make_unique<NetcdfForecast>(truth_path, prediction_path, names, hints, allow_time_mismatch, access);
 }
 
 }  // namespace gridshard::cli

@@ -11,6 +11,7 @@
 
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/dataset_writer.hpp"
+#include "gridshard/io/parallel_io.hpp"
 
 namespace gridshard::cli {
 namespace {
@@ -213,7 +214,13 @@ io::Dataset zonal_diagnostics(const ForecastReport& report) {
     return d;
 }
 
-io::Dataset time_mean_diagnostics(const ForecastReport& report) {
+// The maps' part each rank writes collectively: (lat, lon) start and count; none for a whole map.
+struct MapPart {
+    std::vector<std::int64_t> start;
+    std::vector<std::int64_t> count;
+};
+
+io::Dataset time_mean_diagnostics(const ForecastReport& report, const MapPart& part = {}) {
     io::Dataset d;
     d.dims = {lat_dim(report),
               {"lon",
@@ -224,12 +231,18 @@ io::Dataset time_mean_diagnostics(const ForecastReport& report) {
                                             (report.include_initial_step ? "0" : "1") + " on)");
     for (const ChannelForecast& c : report.variables) {
         const std::string name = netcdf_name(c.name);
-        d.variables.push_back(
-            {"gen_map-" + name, {"lat", "lon"}, c.gen_map, {{"long_name", c.name + " time mean, generated"}}});
+        d.variables.push_back({"gen_map-" + name,
+                               {"lat", "lon"},
+                               c.gen_map,
+                               {{"long_name", c.name + " time mean, generated"}},
+                               part.start,
+                               part.count});
         d.variables.push_back({"bias_map-" + name,
                                {"lat", "lon"},
                                c.bias_map,
-                               {{"long_name", c.name + " time-mean bias (generated - target)"}}});
+                               {{"long_name", c.name + " time-mean bias (generated - target)"}},
+                               part.start,
+                               part.count});
     }
     return d;
 }
@@ -258,6 +271,12 @@ void check_diagnostics_folder(const std::string& folder) {
     }
 }
 
+void write_json_report(io::AtomicOutput& output, const ForecastReport& report) {
+    std::ostringstream text;
+    write_json(report, text);
+    output.write(text.str());
+}
+
 void write_forecast_outputs(const ForecastReport& report, const std::string& json_path,
                             const ForecastOutputPaths& paths, std::ostream& table) {
     print_table(report, table);
@@ -269,13 +288,38 @@ void write_forecast_outputs(const ForecastReport& report, const std::string& jso
             {paths.time_mean, [&](io::AtomicOutput& o) { io::write_dataset(o, time_mean_diagnostics(report)); }});
     }
     if (!json_path.empty()) {
-        jobs.push_back({json_path, [&](io::AtomicOutput& o) {
-                            std::ostringstream text;
-                            write_json(report, text);
-                            o.write(text.str());
-                        }});
+        jobs.push_back({json_path, [&](io::AtomicOutput& o) { write_json_report(o, report); }});
     }
     io::write_outputs_atomically(jobs);
+}
+
+void write_forecast_outputs_collectively(const ForecastReport& report, const std::string& json_path,
+                                         const ForecastOutputPaths& paths, std::ostream& table,
+                                         const ShardedGrid& grid) {
+    const Communicator& world = grid.mesh().world();
+    if (world.rank() == 0) {
+        print_table(report, table);
+    }
+    const Box& box = grid.box();
+    const bool writes_maps = grid.mesh().coords().data == 0;
+    const MapPart part{{writes_maps ? box.lat.begin : 0, writes_maps ? box.lon.begin : 0},
+                       {writes_maps ? box.lat.size() : 0, writes_maps ? box.lon.size() : 0}};
+    const auto collectively = [&world](const std::string& path, io::Dataset dataset) {
+        return io::CollectiveOutputJob{
+            path, {}, [&world, path, dataset = std::move(dataset)](const std::string& temporary) {
+                io::write_dataset_collectively(temporary, path, dataset, world);
+            }};
+    };
+    std::vector<io::CollectiveOutputJob> jobs;
+    if (!paths.mean.empty()) {
+        jobs.push_back(collectively(paths.mean, mean_diagnostics(report)));
+        jobs.push_back(collectively(paths.zonal, zonal_diagnostics(report)));
+        jobs.push_back(collectively(paths.time_mean, time_mean_diagnostics(report, part)));
+    }
+    if (!json_path.empty()) {
+        jobs.push_back({json_path, [&](io::AtomicOutput& o) { write_json_report(o, report); }, {}});
+    }
+    io::write_outputs_atomically(jobs, world);
 }
 
 }  // namespace gridshard::cli

@@ -1,8 +1,8 @@
 #pragma once
 // The outputs of the forecast evaluation: the table on stdout, the JSON report, and ACE's diagnostics
 // files (mean_diagnostics.nc, zonal_mean_diagnostics.nc, time_mean_diagnostics.nc) in --diagnostics.
-// Every file is complete or absent: all are written to temporaries, then renamed. No MPI calls: world
-// rank 0 writes.
+// Every file is complete or absent: all are written to temporaries, then renamed. World rank 0 writes them,
+// or (--io collective) every rank the diagnostics files together.
 
 #include <cstdint>
 #include <ostream>
@@ -14,6 +14,7 @@
 #include "forecast_source.hpp"
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/io/output_file.hpp"
+#include "gridshard/metrics/field.hpp"
 
 namespace gridshard::cli {
 
@@ -25,7 +26,8 @@ struct RegionForecast {
 };
 
 /// One channel of a variable: its regions (global first), its zonal means (lead, lat) of the prediction
-/// and of the error, averaged over samples, and (on world rank 0, with --diagnostics) its time-mean maps.
+/// and of the error, averaged over samples, and (with --diagnostics) its time-mean maps: whole on world rank
+/// 0, or with --io collective each data rank 0's own box.
 struct ChannelForecast {
     std::string name;
     std::vector<RegionForecast> regions;
@@ -64,8 +66,17 @@ struct ForecastOutputPaths {
 /// Throws ArgumentError unless `folder` is empty or an existing directory.
 void check_diagnostics_folder(const std::string& folder);
 
-/// The table on `table`, then the JSON report (when `json` is not empty) and the diagnostics files.
+/// The table on `table`, then the JSON report (when `json` is not empty) and the diagnostics files. No MPI
+/// calls: world rank 0 calls it, with every map whole.
 void write_forecast_outputs(const ForecastReport& report, const std::string& json, const ForecastOutputPaths& paths,
                             std::ostream& table);
+
+/// The same outputs, written by every rank of `grid`'s world together (--io collective): rank 0 prints the
+/// table and writes the JSON report, and every rank writes the diagnostics files collectively, the maps
+/// from its own box (the report's maps hold data rank 0's boxes; no rank holds a whole map). The files are
+/// the same bytes write_forecast_outputs writes. Collective over the world.
+void write_forecast_outputs_collectively(const ForecastReport& report, const std::string& json,
+                                         const ForecastOutputPaths& paths, std::ostream& table,
+                                         const ShardedGrid& grid);
 
 }  // namespace gridshard::cli

@@ -3,7 +3,8 @@
 // conditions, each with one or more ensemble members, over lead times. A source describes the layout and
 // opens a read plan per variable and box that fills the caller's buffers for one (initial condition, lead
 // time). The netCDF source reads ACE's `autoregressive_{predictions,target}.nc` layout and its variants
-// (docs/forecast.md); the built-in source is an analytic ensemble forecast. No MPI calls.
+// (docs/forecast.md); the built-in source is an analytic ensemble forecast. No MPI calls, unless the files
+// are opened collectively (InputAccess).
 
 #include <cstdint>
 #include <memory>
@@ -52,6 +53,8 @@ class ForecastSteps {
                       std::span<float> member_values) = 0;
     virtual void read(std::int64_t initial_condition, std::int64_t lead, Range members, std::span<double> truth,
                       std::span<double> member_values) = 0;
+    /// A round of collective reads in which this rank reads nothing (InputAccess); nothing otherwise.
+    virtual void read_none() {}
 };
 
 class ForecastSource {
@@ -71,16 +74,19 @@ struct LayoutHints {
 };
 
 /// True when the prediction file's fields have a dim of io::is_ensemble_dim_name (or `hints.ensemble_dim`),
-/// or hints are given: the file is a forecast, scored by the forecast evaluation. Throws NetcdfError for a
-/// file that cannot be read.
-[[nodiscard]] bool is_forecast_file(const std::string& prediction_path, const LayoutHints& hints);
+/// or hints are given: the file is a forecast, scored by the forecast evaluation. Opens the file as `access`
+/// says. Throws NetcdfError for a file that cannot be read.
+[[nodiscard]] bool is_forecast_file(const std::string& prediction_path, const LayoutHints& hints,
+                                    const InputAccess& access);
 
 /// The forecast in a truth and a prediction file (layouts in docs/forecast.md), checked to share grid,
-/// lead times, initial times, units and shapes. Throws ArgumentError naming the files and the problem.
+/// lead times, initial times, units and shapes, opened as `access` says. Throws ArgumentError naming the
+/// files and the problem.
 [[nodiscard]] std::unique_ptr<ForecastSource> make_netcdf_forecast(const std::string& truth_path,
                                                                    const std::string& prediction_path,
                                                                    const std::vector<std::string>& names,
-                                                                   const LayoutHints& hints, bool allow_time_mismatch);
+                                                                   const LayoutHints& hints, bool allow_time_mismatch,
+                                                                   const InputAccess& access);
 
 /// The built-in forecast: the built-in analytic case (make_builtin_source) from `initial_conditions`
 /// start times a day apart, `lead_times` six-hourly steps each (the first the initial condition, where

@@ -24,15 +24,24 @@ class NetcdfSteps final : public VariableSteps {
     NetcdfSteps(io::VariableReader truth, io::VariableReader prediction)
         : truth_(std::move(truth)), prediction_(std::move(prediction)) {}
     void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) override {
-        truth_.read_step(step, truth);
-        prediction_.read_step(step, prediction);
+        read_both(step, truth, prediction);
     }
     void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) override {
-        truth_.read_step(step, truth);
-        prediction_.read_step(step, prediction);
+        read_both(step, truth, prediction);
+    }
+    void read_none() override {
+        truth_.read_none();
+        prediction_.read_none();
     }
 
   private:
+    template <class T>
+    void read_both(std::int64_t step, std::span<T> truth, std::span<T> prediction) {
+        read_round(
+            truth_.collective(), [&] { truth_.read_step(step, truth); },
+            [&] { prediction_.read_step(step, prediction); });
+    }
+
     io::VariableReader truth_;
     io::VariableReader prediction_;
 };
@@ -40,8 +49,8 @@ class NetcdfSteps final : public VariableSteps {
 class NetcdfSource final : public FieldSource {
   public:
     NetcdfSource(const std::string& truth_path, const std::string& prediction_path,
-                 const std::vector<std::string>& names, bool allow_time_mismatch)
-        : truth_(truth_path), prediction_(prediction_path) {
+                 const std::vector<std::string>& names, bool allow_time_mismatch, const InputAccess& access)
+        : truth_(access.open(truth_path)), prediction_(access.open(prediction_path)) {
         const io::GridInfo& a = truth_.grid();
         const io::GridInfo& b = prediction_.grid();
         const std::string truth_name = "the truth '" + truth_path + "'";
@@ -107,8 +116,9 @@ class NetcdfSource final : public FieldSource {
 }  // namespace
 
 std::unique_ptr<FieldSource> make_netcdf_source(const std::string& truth_path, const std::string& prediction_path,
-                                                const std::vector<std::string>& names, bool allow_time_mismatch) {
-    return std::make_unique<NetcdfSource>(truth_path, prediction_path, names, allow_time_mismatch);
+                                                const std::vector<std::string>& names, bool allow_time_mismatch,
+                                                const InputAccess& access) {
+    return std::make_unique<NetcdfSource>(truth_path, prediction_path, names, allow_time_mismatch, access);
 }
 
 }  // namespace gridshard::cli

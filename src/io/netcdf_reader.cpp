@@ -137,6 +137,38 @@ std::uint64_t required_bytes(int fd, const std::string& path, std::uint64_t size
     }
 }
 
+}  // namespace
+
+void fit_to_extent(const std::string& temporary, const std::string& path) {
+    const auto failed = [&](const std::string& doing) {
+        throw SystemError("cannot write '" + path + "': " + doing +
+                          (errno != 0 ? std::string(": ") + std::strerror(errno) : ""));
+    };
+    errno = 0;
+    const int fd = ::open(temporary.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd < 0) {
+        failed("reopening '" + temporary + "'");
+    }
+    OpenFile::Descriptor owned;
+    owned.value = fd;
+    const std::uint64_t size = file_size(fd, temporary);
+    FileExtent::Format format = FileExtent::Format::unknown;
+    const std::uint64_t required = required_bytes(fd, temporary, size, format);
+    if (format != FileExtent::Format::classic || required == 0) {
+        return;
+    }
+    errno = 0;
+    if (size < required) {
+        failed("it has " + std::to_string(size) + " of the " + std::to_string(required) +
+               " bytes its header declares (a write was lost: a full disk?)");
+    }
+    if (size > required && ::ftruncate(fd, static_cast<off_t>(required)) != 0) {
+        failed("cutting the zeros past its data");
+    }
+}
+
+namespace {
+
 // Our own descriptor, opened before netCDF opens the file, so that a file cut short is reported as such
 // rather than as whatever netCDF or HDF5 make of it.
 int open_checked(const std::string& path) {

@@ -9,6 +9,7 @@
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/mpi_check.hpp"
 #include "gridshard/core/error.hpp"
+#include "netcdf_handle.hpp"
 #if GRIDSHARD_PARALLEL_IO
 #include "pnetcdf_file.hpp"
 #endif
@@ -72,6 +73,12 @@ void write_dataset_collectively(const std::string& temporary_path, const std::st
     sink.close();
     check_collectively(comm,
                        LocalFailure{sink.failure(), sink.system_failure() ? ErrorKind::system : ErrorKind::argument});
+    // MPI-IO may report a failed write on one rank only, or not at all: the file must hold all its bytes.
+    check_collectively(comm, attempt([&] {
+                           if (comm.rank() == 0) {
+                               detail::fit_to_extent(temporary_path, path);
+                           }
+                       }));
 #else
     (void)temporary_path;
 #endif

@@ -86,22 +86,25 @@ int PnetcdfFile::get_all(int varid, const std::size_t* start, const std::size_t*
 
 // ------------------------------------------------------------------------------------------ PnetcdfSink
 
-PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm) : path_(path) {
+PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm)
+    : path_(path), comm_(comm) {
     MPI_Info info = netcdf_c_alignment();
     const int status = ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_);
     MPI_Info_free(&info);
     if (status != NC_NOERR) {
         ncid_ = -1;
-        note(status, "creating '" + temporary_path + "'");
-        return;
     }
-    int previous = 0;
-    note(ncmpi_set_fill(ncid_, NC_FILL, &previous), "setting fill mode");  // netCDF-C's default
+    note(status, "creating '" + temporary_path + "'");
+    if (carry_on()) {
+        int previous = 0;
+        note(ncmpi_set_fill(ncid_, NC_FILL, &previous), "setting fill mode");  // netCDF-C's default
+        carry_on();
+    }
 }
 
 PnetcdfSink::~PnetcdfSink() {
     if (ncid_ >= 0) {
-        ncmpi_abort(ncid_);
+        ncmpi_abort(ncid_);  // collective: every rank stopped at the same call
     }
 }
 
@@ -115,47 +118,82 @@ void PnetcdfSink::note(int status, const std::string& doing) {
               status == NC_EQUOTA || status == NC_EMPI || status > 0;
 }
 
+bool PnetcdfSink::carry_on() {
+    // PnetCDF does not keep its ranks in step once a write failed on some (ncmpi_sync returns early where
+    // it did and waits in a barrier elsewhere): every collective step is followed by this agreement.
+    if (stopped_) {
+        return false;
+    }
+    int failed = failure_.empty() ? 0 : 1;
+    int any = 0;
+    if (MPI_Allreduce(&failed, &any, 1, MPI_INT, MPI_MAX, comm_) != MPI_SUCCESS) {
+        any = 1;
+        note(NC_EMPI, "agreeing on the write");
+    }
+    stopped_ = any != 0;
+    return !stopped_;
+}
+
 int PnetcdfSink::def_dim(const std::string& name, std::int64_t size) {
     int id = -1;
-    note(ncmpi_def_dim(ncid_, name.c_str(), static_cast<MPI_Offset>(size), &id), "defining dim '" + name + "'");
+    if (!stopped_) {
+        note(ncmpi_def_dim(ncid_, name.c_str(), static_cast<MPI_Offset>(size), &id), "defining dim '" + name + "'");
+    }
     return id;
 }
 
 int PnetcdfSink::def_var(const std::string& name, const std::vector<int>& dims) {
     int id = -1;
-    note(ncmpi_def_var(ncid_, name.c_str(), NC_DOUBLE, static_cast<int>(dims.size()), dims.data(), &id),
-         "defining variable '" + name + "'");
+    if (!stopped_) {
+        note(ncmpi_def_var(ncid_, name.c_str(), NC_DOUBLE, static_cast<int>(dims.size()), dims.data(), &id),
+             "defining variable '" + name + "'");
+    }
     return id;
 }
 
 void PnetcdfSink::put_text(int varid, const std::string& name, const std::string& value) {
-    note(ncmpi_put_att_text(ncid_, varid, name.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
-         "writing attribute '" + name + "'");
+    if (!stopped_) {
+        note(ncmpi_put_att_text(ncid_, varid, name.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
+             "writing attribute '" + name + "'");
+    }
 }
 
 void PnetcdfSink::put_double(int varid, const std::string& name, double value) {
-    note(ncmpi_put_att_double(ncid_, varid, name.c_str(), NC_DOUBLE, 1, &value), "writing attribute '" + name + "'");
+    if (!stopped_) {
+        note(ncmpi_put_att_double(ncid_, varid, name.c_str(), NC_DOUBLE, 1, &value),
+             "writing attribute '" + name + "'");
+    }
 }
 
 void PnetcdfSink::end_definitions() {
-    note(ncmpi_enddef(ncid_), "ending define mode");
+    // The definitions are local to each rank until here: all must have made them before enddef checks them.
+    if (carry_on()) {
+        note(ncmpi_enddef(ncid_), "ending define mode");
+        carry_on();
+    }
 }
 
 void PnetcdfSink::put(int varid, const std::string& name, std::span<const std::int64_t> start,
                       std::span<const std::int64_t> count, const double* values) {
+    if (stopped_) {
+        return;
+    }
     const auto s = offsets(start);
     const auto c = offsets(count);
     const double none = 0.0;
     note(ncmpi_put_vara_double_all(ncid_, varid, s.data(), c.data(), values != nullptr ? values : &none),
          "writing variable '" + name + "'");
+    carry_on();
 }
 
 void PnetcdfSink::close() {
-    if (ncid_ < 0) {
-        return;
+    if (stopped_ || ncid_ < 0) {
+        return;  // the destructor aborts
     }
-    note(ncmpi_sync(ncid_), "flushing to disk");
+    // No ncmpi_sync: it returns at once on a rank that saw a write fail and waits in a barrier on the others.
+    // MPI_File_close, inside ncmpi_close, syncs the file first (as MPI_File_sync would).
     note(ncmpi_close(std::exchange(ncid_, -1)), "closing");
+    carry_on();
 }
 
 }  // namespace gridshard::io::detail

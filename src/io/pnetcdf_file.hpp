@@ -43,8 +43,9 @@ class PnetcdfFile {
 [[nodiscard]] std::string pnetcdf_message(int status);
 
 /// A sink that writes a new 64-bit offset file over `comm` (ncmpi_create with netCDF-C's alignment and fill
-/// mode, so the bytes are those netCDF-C writes). It never throws: failure() holds the first failure after
-/// close(), which every rank calls.
+/// mode, so the bytes are those netCDF-C writes). It never throws: every collective step is followed by one
+/// allreduce of the ranks' failures, after which, if any rank failed, every rank stops calling PnetCDF and
+/// the destructor aborts the file; failure() holds this rank's first failure after close().
 class PnetcdfSink final : public DatasetSink {
   public:
     PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm);
@@ -59,7 +60,7 @@ class PnetcdfSink final : public DatasetSink {
     void end_definitions() override;
     void put(int varid, const std::string& name, std::span<const std::int64_t> start,
              std::span<const std::int64_t> count, const double* values) override;
-    /// Syncs the file to disk and closes it (collective).
+    /// Closes the file, which syncs it to disk (collective).
     void close();
     /// The first failure ("cannot write 'PATH': DOING: MESSAGE"), empty when none; `system` when it was the
     /// file system's (a full disk) rather than the dataset's (a name PnetCDF refuses).
@@ -68,8 +69,12 @@ class PnetcdfSink final : public DatasetSink {
 
   private:
     void note(int status, const std::string& doing);
+    // Collective: whether no rank has failed so far (one allreduce); false from the first failure on.
+    bool carry_on();
 
     std::string path_;
+    MPI_Comm comm_;
+    bool stopped_ = false;
     int ncid_ = -1;
     std::string failure_;
     bool system_ = false;

@@ -10,6 +10,7 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/output_file.hpp"
+#include "netcdf_handle.hpp"
 
 namespace gridshard::io::detail {
 
@@ -29,7 +30,7 @@ inline void check_write(int status, const std::string& path, const std::string& 
 // The netCDF file being written into an AtomicOutput's temporary; aborted unless closed.
 class WriteHandle {
   public:
-    explicit WriteHandle(const AtomicOutput& output) : path_(output.path()) {
+    explicit WriteHandle(const AtomicOutput& output) : path_(output.path()), temporary_(output.temporary_path()) {
         check_write(nc_create(output.temporary_path().c_str(), NC_CLOBBER | NC_64BIT_OFFSET, &ncid_), path_,
                     "creating '" + output.temporary_path() + "'");
     }
@@ -42,10 +43,15 @@ class WriteHandle {
     WriteHandle& operator=(const WriteHandle&) = delete;
 
     [[nodiscard]] int ncid() const noexcept { return ncid_; }
-    void close() { check_write(nc_close(std::exchange(ncid_, -1)), path_, "closing"); }
+    /// Closes the file, checks it holds all its data and cuts the zeros netCDF-C may leave past it.
+    void close() {
+        check_write(nc_close(std::exchange(ncid_, -1)), path_, "closing");
+        fit_to_extent(temporary_, path_);
+    }
 
   private:
     std::string path_;
+    std::string temporary_;
     int ncid_ = -1;
 };
 

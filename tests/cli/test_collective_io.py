@@ -1,0 +1,194 @@
+"""`gridshard eval --io collective` (docs/io.md): the inputs read with collective MPI-IO (netCDF-4 through
+parallel netCDF, the classic formats through PnetCDF) and the diagnostics written collectively give the same
+scores, bit for bit, and the same files, byte for byte, as independent reads on one process, at odd meshes,
+uneven data splits and ranks with nothing to read; and the faults of independent reads fail the same way."""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+import forecast_files as ff  # noqa: E402
+import make_files  # noqa: E402
+from test_faults import leftovers, mpi_command, run_and_truncate, write_pair  # noqa: E402
+
+DIAGNOSTICS = ["mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc"]
+# nccopy's names of the classic formats PnetCDF reads: 64-bit offset (CDF-2) and 64-bit data (CDF-5).
+CLASSIC = {"NETCDF3_64BIT_OFFSET": "nc6", "NETCDF3_64BIT_DATA": "cdf5"}
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def in_format(path, fmt):
+    """`path` itself for netCDF-4, else a copy in the classic format `fmt` (nccopy)."""
+    if fmt == "NETCDF4":
+        return path
+    copy = path.with_name(path.stem + "_" + CLASSIC[fmt] + ".nc")
+    subprocess.run(["nccopy", "-u", "-k", CLASSIC[fmt], str(path), str(copy)], check=True)  # -u: fixed dims
+    return copy
+
+
+def forecast_numbers(document):
+    return {"variables": document["variables"],
+            "forecast": {k: v for k, v in document["forecast"].items() if k != "data_split"}}
+
+
+@pytest.fixture(scope="module")
+def forecast():
+    return ff.Forecast(ics=3, members=4, leads=5, nlat=13, nlon=22)
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_64BIT_OFFSET", "NETCDF3_64BIT_DATA"])
+def test_two_field_scores_and_zonal_file_are_the_bits_of_independent_reads(fmt, tmp_path, run, mpirun):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    make_files.write(truth, 13, 22, 7, seed=1)  # levels, a field without time, a NaN land mask
+    make_files.write(pred, 13, 22, 7, seed=2, shift=0.3)
+    truth, pred = in_format(truth, fmt), in_format(pred, fmt)
+    r = run("eval", "--truth", truth, "--pred", pred, "--json", tmp_path / "one.json", "--zonal",
+            tmp_path / "one_zonal.nc", "--quiet")
+    assert r.returncode == 0, r.stderr
+    want = load(tmp_path / "one.json")["variables"]
+    # 7 steps over 2, 3 and 4 data ranks: uneven blocks, so some ranks read nothing in the last round.
+    for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "balanced"), (6, "2x1x3", "div_up"),
+                               (3, "3x1x1", "balanced"), (4, "4x1x1", "balanced")):
+        out, zonal = tmp_path / f"{mesh}.json", tmp_path / f"{mesh}_zonal.nc"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--io", "collective", "--mesh", mesh,
+                   "--split", split, "--json", out, "--zonal", zonal, "--quiet")
+        assert r.returncode == 0, (mesh, r.stderr)
+        assert load(out)["variables"] == want, mesh
+        assert zonal.read_bytes() == (tmp_path / "one_zonal.nc").read_bytes(), mesh
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF4", "NETCDF3_64BIT_DATA"])
+def test_forecast_scores_and_diagnostics_are_the_bytes_of_one_process(fmt, forecast, tmp_path, run, mpirun):
+    truth, pred = tmp_path / "autoregressive_target.nc", tmp_path / "autoregressive_predictions.nc"
+    ff.write_ace(forecast, truth, pred)
+    truth, pred = in_format(truth, fmt), in_format(pred, fmt)
+    clim = in_format(ff.write_climatology(forecast, tmp_path / "clim.nc", per_lead=True), fmt)
+    mask = tmp_path / "mask.nc"
+    ff.write_mask(forecast, mask)
+    mask = in_format(mask, fmt)
+    common = ["--truth", truth, "--pred", pred, "--climatology", clim, "--region", "tropics", "--region",
+              f"land:{mask}:land_fraction", "--quiet"]
+    one = tmp_path / "one"
+    one.mkdir()
+    r = run("eval", *common, "--diagnostics", one, "--json", one / "report.json")
+    assert r.returncode == 0, r.stderr
+    want = forecast_numbers(load(one / "report.json"))
+    # Splits over initial conditions (3 over 2: uneven), lead times (5 over 3), members (4 over 5: one data
+    # rank holds none), and spatial meshes with one-row shards.
+    for ranks, mesh, split, data_split in ((4, "1x2x2", "balanced", "auto"), (4, "2x1x2", "balanced", "auto"),
+                                           (3, "1x3x1", "div_up", "auto"), (3, "3x1x1", "balanced", "lead-times"),
+                                           (5, "5x1x1", "balanced", "members"), (6, "2x1x3", "div_up", "members")):
+        folder = tmp_path / mesh
+        folder.mkdir()
+        r = mpirun(ranks, "eval", *common, "--io", "collective", "--mesh", mesh, "--split", split,
+                   "--data-split", data_split, "--diagnostics", folder, "--json", folder / "report.json")
+        assert r.returncode == 0, (mesh, r.stderr)
+        assert forecast_numbers(load(folder / "report.json")) == want, mesh
+        for name in DIAGNOSTICS:
+            assert (folder / name).read_bytes() == (one / name).read_bytes(), (mesh, name)
+
+
+def test_builtin_forecast_diagnostics_written_collectively_are_the_same_bytes(tmp_path, run, mpirun):
+    args = ["--initial-conditions", "3", "--ensemble-size", "4", "--nlat", "19", "--nlon", "36", "--ntime", "4",
+            "--quiet"]
+    one = tmp_path / "one"
+    one.mkdir()
+    assert run("eval", *args, "--diagnostics", one).returncode == 0
+    for ranks, mesh in ((2, "1x1x2"), (3, "1x3x1"), (4, "2x2x1"), (6, "2x1x3")):
+        folder = tmp_path / mesh
+        folder.mkdir()
+        r = mpirun(ranks, "eval", *args, "--io", "collective", "--mesh", mesh, "--diagnostics", folder)
+        assert r.returncode == 0, (mesh, r.stderr)
+        for name in DIAGNOSTICS:
+            assert (folder / name).read_bytes() == (one / name).read_bytes(), (mesh, name)
+        assert sorted(os.listdir(folder)) == sorted(DIAGNOSTICS)  # no temporary left
+
+
+# ------------------------------------------------------------------------------------------------ faults
+
+@pytest.mark.parametrize("fmt", ["NETCDF3_64BIT_OFFSET", "NETCDF4"])
+def test_a_file_cut_short_fails_on_every_rank(fmt, tmp_path, mpirun):
+    truth, pred = write_pair(tmp_path, (6, 16, 32), fmt=fmt, seed=3)
+    data = truth.read_bytes()
+    truth.write_bytes(data[: len(data) // 2])
+    r = mpirun(3, "eval", "--truth", truth, "--pred", pred, "--io", "collective", "--mesh", "1x3x1", "--json",
+               tmp_path / "out.json", "--quiet")
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("gridshard: error") == 1 and "t.nc" in r.stderr, r.stderr  # once, not per rank
+    assert leftovers(tmp_path, ["out.json"]) == []
+    if fmt != "NETCDF4":
+        assert "truncated" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("fmt", ["NETCDF3_64BIT_OFFSET", "NETCDF4"])
+def test_a_file_truncated_during_collective_reads_stops_every_rank(fmt, tmp_path, gridshard_bin):
+    truth, pred = write_pair(tmp_path, (400, 46, 90), fmt=fmt, seed=5)
+    out = tmp_path / "out.json"
+    command, env = mpi_command(3, gridshard_bin, "eval", "--truth", truth, "--pred", pred, "--io", "collective",
+                               "--mesh", "3x1x1", "--json", out, "--quiet")
+    status, stderr = run_and_truncate(command, truth, env=env)
+    assert status == 2, stderr
+    assert stderr.count("gridshard: error") == 1 and "t.nc" in stderr, stderr
+    if fmt != "NETCDF4":
+        assert "truncated" in stderr, stderr
+    assert leftovers(tmp_path, ["out.json"]) == []
+
+
+def test_a_truncated_forecast_writes_nothing(forecast, tmp_path, mpirun):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_ace(forecast, truth, pred)
+    with open(pred, "r+b") as f:
+        f.truncate(pred.stat().st_size // 2)
+    out = tmp_path / "out"
+    out.mkdir()
+    r = mpirun(4, "eval", "--truth", truth, "--pred", pred, "--io", "collective", "--mesh", "2x1x2",
+               "--diagnostics", out, "--json", out / "report.json", "--quiet")
+    assert r.returncode == 2, r.stderr
+    assert "is truncated" in r.stderr and r.stderr.count("gridshard: error:") == 1, r.stderr
+    assert list(out.iterdir()) == []
+
+
+def test_outputs_never_touch_inputs(forecast, tmp_path, mpirun):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_ace(forecast, truth, pred)
+    before = truth.read_bytes()
+    folder = tmp_path / "diagnostics"
+    folder.mkdir()
+    (folder / "time_mean_diagnostics.nc").hardlink_to(truth)  # another name of the truth
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--io", "collective", "--diagnostics", folder,
+               "--quiet")
+    assert r.returncode == 2 and "is the same file as --truth" in r.stderr, r.stderr
+    assert truth.read_bytes() == before
+
+
+def test_a_full_disk_leaves_the_old_diagnostics(tmp_path, mpirun):
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here")
+    try:
+        for name in DIAGNOSTICS:
+            (disk / name).write_bytes(b"old " + name.encode())
+        # The maps alone are 2 x 3 variables x 91 x 180 doubles, about 790 KB.
+        r = mpirun(4, "eval", "--initial-conditions", "2", "--ensemble-size", "2", "--nlat", "91", "--nlon", "180",
+                   "--ntime", "3", "--io", "collective", "--mesh", "1x2x2", "--diagnostics", disk, "--quiet")
+        assert r.returncode == 1, r.stderr
+        assert r.stderr.count("gridshard: error") == 1 and "time_mean_diagnostics.nc" in r.stderr, r.stderr
+        assert sorted(os.listdir(disk)) == sorted(DIAGNOSTICS)
+        for name in DIAGNOSTICS:
+            assert (disk / name).read_bytes() == b"old " + name.encode()
+    finally:
+        subprocess.run(["umount", str(disk)])
+
+
+def test_an_unknown_io_mode_is_refused(run):
+    r = run("eval", "--io", "parallel", "--quiet")
+    assert r.returncode == 2 and "--io" in r.stderr and "parallel" in r.stderr, r.stderr
