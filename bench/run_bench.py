@@ -23,6 +23,10 @@ Steps, in this order so nothing else competes for the two cores while a figure i
  10. Strong scaling: gridshard eval --timings on the 721 x 1440, 16-step, three-variable pair at 1, 2, 4 and
      8 ranks (each rank's seconds per phase); the halo bytes per rank at 4, 16 and 32 ranks, which must fall
      with the perimeter, and eval runs at 16 and 32 ranks.
+ 11. I/O modes: the same pair, netCDF-4 and a classic (64-bit offset) copy, read with --io independent and
+     --io collective at 1, 2 and 4 ranks (the slowest rank's read phase), and the built-in forecast's
+     diagnostics (721 x 1440 maps) written by rank 0 or collectively; the scores must be the same bits and
+     the files the same bytes.
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
@@ -30,7 +34,7 @@ that must compute the same answer disagree (a benchmark of wrong results is wort
 
 Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build] [--only python|forecast]
 (--only python runs step 6 alone and writes BUILD_DIR/bench/results_python.json instead; --only forecast
-steps 7 and 8, into results_forecast.json.)
+steps 7 and 8, into results_forecast.json; --only scaling steps 9 and 10; --only io step 11.)
 """
 
 import argparse
@@ -63,6 +67,17 @@ TARGETS = [
     ("eval_strong_scaling_2_ranks", None, None, "t(1 rank) / t(2 ranks), eval of 721 x 1440 x 16 steps x 3 variables"),
     ("eval_strong_scaling_4_ranks", None, None, "the same at 4 ranks (oversubscribed on 2 cores)"),
     ("eval_strong_scaling_8_ranks", None, None, "the same at 8 ranks (oversubscribed on 2 cores)"),
+    ("io_collective_read_speedup_netcdf4_2_ranks", None, None,
+     "t_read independent / t_read collective, slowest rank, eval of the 16-step pair (netCDF-4), 1x1x2"),
+    ("io_collective_read_speedup_netcdf4_4_ranks", None, None, "the same at 1x2x2 (oversubscribed on 2 cores)"),
+    ("io_collective_read_speedup_classic_2_ranks", None, None, "the same on a 64-bit offset copy (PnetCDF), 1x1x2"),
+    ("io_collective_read_speedup_classic_4_ranks", None, None, "the same at 1x2x2 (oversubscribed on 2 cores)"),
+    ("io_collective_total_speedup_netcdf4_4_ranks", None, None,
+     "t independent / t collective, the whole eval (the read phase of a collective read holds the wait for the "
+     "slowest rank), netCDF-4, 1x2x2"),
+    ("io_collective_total_speedup_classic_4_ranks", None, None, "the same on the 64-bit offset copy"),
+    ("io_collective_diagnostics_speedup_4_ranks", None, None,
+     "t independent / t collective, built-in forecast 721 x 1440 with --diagnostics, whole run, 1x2x2"),
     ("python_gradmag_vs_ace_gather_1x2x2", 40.0, ">=",
      "t_ace / t_gridshard from Python, 4 ranks: gloo gathers + torch vs Distributed, (3,721,1440) f32"),
     ("python_overhead_small_us", 30.0, "<=", "us per weighted_mean call, Python minus C++, (8,16) f32, 1 rank"),
@@ -189,6 +204,8 @@ def print_table(results):
             print_forecast_details(d)
         if "strong_scaling" in d:
             print_scaling_details(d)
+        if "io_reads" in d:
+            print_io_details(d)
         return
     suite, grad, halo = d["suite"], d["gradmag"], d["halo_vs_gather"]
     print(
@@ -215,6 +232,18 @@ def print_table(results):
     print_python_details(d["python"])
     print_forecast_details(d)
     print_scaling_details(d)
+    print_io_details(d)
+
+
+def print_io_details(d):
+    print("  eval 721 x 1440 x 16 steps x 3 variables, read phase of the slowest rank (s), independent / collective:")
+    for case, r in d["io_reads"].items():
+        print(f"    {case} ({r['ranks']} ranks{', oversubscribed' if r['oversubscribed'] else ''}): "
+              f"{r['independent']['read']:.3f} / {r['collective']['read']:.3f} (total {r['independent']['total']:.3f}"
+              f" / {r['collective']['total']:.3f}); speed-up {r['read_speedup']:.2f}")
+    t = d["io_diagnostics_s"]
+    print(f"  built-in forecast with --diagnostics ({d['io_diagnostics_bytes'] / 1e6:.1f} MB), 1x2x2: independent "
+          f"{t['independent']:.3f}, collective {t['collective']:.3f}")
 
 
 def print_scaling_details(d):
@@ -457,6 +486,77 @@ def scaling_figures(build_dir, out_dir, mpiexec, mpi_flags, env):
     return figures, {"strong_scaling": runs, "halo_bytes_by_mesh": perimeter}, problems
 
 
+IO_MESHES = [(1, "1x1x1"), (2, "1x1x2"), (4, "1x2x2")]
+
+
+def io_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions=3):
+    """Step 11: --io independent against --io collective. The 16-step pair of step 10 (netCDF-4, HDF5
+    through parallel netCDF) and a 64-bit offset copy (PnetCDF), at 1, 2 and 4 ranks: the slowest rank's read
+    phase (--timings), the median of alternating runs; then the built-in forecast (721 x 1440, 2 initial
+    conditions x 4 members x 3 leads) with --diagnostics at 1x2x2, whole runs. Figures, details, problems."""
+    problems = []
+    gridshard = build_dir / "bin" / "gridshard"
+    files = {"netcdf4": (out_dir / "cdo_truth_16.nc", out_dir / "cdo_pred_16.nc")}
+    if not all(p.exists() for p in files["netcdf4"]):
+        sys.path.insert(0, str(BENCH_DIR.parent / "tests" / "cli"))
+        import make_files  # the generator the CLI tests use
+        make_files.write(files["netcdf4"][0], 721, 1440, 16, seed=1, with_levels=False)
+        make_files.write(files["netcdf4"][1], 721, 1440, 16, seed=2, shift=0.2, with_levels=False)
+    files["classic"] = tuple(out_dir / (p.stem + "_cdf2.nc") for p in files["netcdf4"])
+    for source, copy in zip(files["netcdf4"], files["classic"]):
+        if not copy.exists():
+            run(["nccopy", "-u", "-k", "nc6", source, copy])
+    reads, reference = {}, {}
+    for fmt, (truth, prediction) in files.items():
+        for ranks, mesh in IO_MESHES:
+            samples = {"independent": [], "collective": []}
+            for _ in range(repetitions):
+                for mode in samples:
+                    path = out_dir / f"io_{fmt}_{mesh}_{mode}.json"
+                    run([mpiexec, "-n", str(ranks), *mpi_flags, gridshard, "eval", "--truth", truth, "--pred",
+                         prediction, "--mesh", mesh, "--io", mode, "--quiet", "--timings", "--json", path], env=env,
+                        capture=True)
+                    document = load(path)
+                    if reference.setdefault(fmt, document["variables"]) != document["variables"]:
+                        problems.append(f"eval --io {mode} on {fmt} at {mesh} differs from one independent process")
+                    per_rank = document["timings"]["seconds_per_rank"]
+                    samples[mode].append({"read": max(r["read"] for r in per_rank),
+                                          "total": max(r["total"] for r in per_rank)})
+            reads[f"{fmt}_{mesh}"] = {
+                mode: {k: statistics.median(s[k] for s in runs) for k in ("read", "total")}
+                for mode, runs in samples.items()}
+            reads[f"{fmt}_{mesh}"]["ranks"] = ranks
+            reads[f"{fmt}_{mesh}"]["oversubscribed"] = ranks > (os.cpu_count() or 1)
+    for value in reads.values():
+        value["read_speedup"] = value["independent"]["read"] / value["collective"]["read"]
+        value["total_speedup"] = value["independent"]["total"] / value["collective"]["total"]
+    forecast = ["eval", "--initial-conditions", "2", "--ensemble-size", "4", "--ntime", "3", "--quiet"]
+    written, times = {}, {"independent": [], "collective": []}
+    for _ in range(repetitions):
+        for mode in times:
+            folder = out_dir / f"io_diagnostics_{mode}"
+            folder.mkdir(exist_ok=True)
+            began = time.monotonic()
+            run([mpiexec, "-n", "4", *mpi_flags, gridshard, *forecast, "--mesh", "1x2x2", "--io", mode,
+                 "--diagnostics", folder], env=env, capture=True)
+            times[mode].append(time.monotonic() - began)
+            written[mode] = {p.name: p.read_bytes() for p in sorted(folder.glob("*.nc"))}
+    if written["independent"] != written["collective"]:
+        problems.append("the diagnostics written collectively differ from rank 0's")
+    diagnostics = {mode: statistics.median(t) for mode, t in times.items()}
+    figures = {
+        "io_collective_read_speedup_netcdf4_2_ranks": reads["netcdf4_1x1x2"]["read_speedup"],
+        "io_collective_read_speedup_netcdf4_4_ranks": reads["netcdf4_1x2x2"]["read_speedup"],
+        "io_collective_read_speedup_classic_2_ranks": reads["classic_1x1x2"]["read_speedup"],
+        "io_collective_read_speedup_classic_4_ranks": reads["classic_1x2x2"]["read_speedup"],
+        "io_collective_total_speedup_netcdf4_4_ranks": reads["netcdf4_1x2x2"]["total_speedup"],
+        "io_collective_total_speedup_classic_4_ranks": reads["classic_1x2x2"]["total_speedup"],
+        "io_collective_diagnostics_speedup_4_ranks": diagnostics["independent"] / diagnostics["collective"],
+    }
+    return figures, {"io_reads": reads, "io_diagnostics_s": diagnostics,
+                     "io_diagnostics_bytes": sum(len(b) for b in written["collective"].values())}, problems
+
+
 def communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags):
     """Step 9: this machine's alpha and beta (shared memory, and TCP only when the MPI has flags for it), and the
     communication model of docs/scaling.md computed with them."""
@@ -528,9 +628,9 @@ def main():
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
-    parser.add_argument("--only", choices=["python", "forecast", "scaling"], help="run only these steps (python: "
-                        "step 6; forecast: steps 7 and 8; scaling: steps 9 and 10), writing results_STEPS.json "
-                        "instead of results.json")
+    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io"], help="run only these steps "
+                        "(python: step 6; forecast: steps 7 and 8; scaling: steps 9 and 10; io: step 11), writing "
+                        "results_STEPS.json instead of results.json")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -571,6 +671,13 @@ def main():
         results = with_targets(dict(figures))
         results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
         finish(results, out_dir / "results_scaling.json", problems)
+        return
+
+    if args.only == "io":
+        figures, details, problems = io_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
+        results = with_targets(dict(figures))
+        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / "results_io.json", problems)
         return
 
     # 1. One rank, one thread: suite against the read loop, and the gradient metric; then the suite again
@@ -619,6 +726,9 @@ def main():
     communication = communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags)
     scaling_results, scaling_details, scaling_problems = scaling_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
     problems += scaling_problems
+    # 11. Independent against collective I/O.
+    io_results, io_details, io_problems = io_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
+    problems += io_problems
 
     # 7 and 8. The ensemble scores and the forecast evaluation.
     forecast_results, forecast_details, forecast_problems = forecast_figures(
@@ -650,6 +760,7 @@ def main():
         **python_results,
         **forecast_results,
         **scaling_results,
+        **io_results,
     }
     with_targets(results)
     results["details"] = {
@@ -678,6 +789,7 @@ def main():
         **forecast_details,
         "communication_model": communication,
         **scaling_details,
+        **io_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},

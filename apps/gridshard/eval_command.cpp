@@ -514,12 +514,11 @@ Runner add_eval_command(CLI::App& app) {
     command->add_flag("--timings", options->timings,
                       "Two-field eval: add every rank's seconds per phase (read, agreement, halo, compute, allreduce, "
                       "zonal, time_sums, final, total) to the JSON report");
-    command
-        ->add_option("--io", options->io,
-                     "How the ranks read the netCDF inputs and write the diagnostics maps: independent (each rank "
-                     "opens the files itself) or collective (all ranks together, collective MPI-IO through "
-                     "parallel netCDF and PnetCDF; docs/io.md)")
-        ->check(CLI::IsMember({"independent", "collective"}));
+    command->add_option("--io", options->io,
+                        "How the ranks read the netCDF inputs and write the diagnostics maps: auto (default: netCDF-4 "
+                        "inputs read collectively, classic ones independently, the diagnostics written by rank 0), "
+                        "independent (each rank opens the files itself) or collective (all ranks together, collective "
+                        "MPI-IO through parallel netCDF and PnetCDF, the diagnostics too; docs/io.md)");
     command->add_flag("--allow-time-mismatch", options->allow_time_mismatch,
                       "Compare step by step even when the files' time coordinates differ");
     add_count_option(*command, "--nlat", options->nlat, 2, max_builtin_extent, "Built-in case: latitudes");

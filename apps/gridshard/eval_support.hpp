@@ -35,7 +35,7 @@ struct EvalOptions {
     bool quiet = false;
     bool timings = false;
     bool allow_time_mismatch = false;
-    std::string io = "independent";  // --io: docs/io.md says why this is the default
+    std::string io = "auto";  // --io: docs/io.md says why this is the default
     std::int64_t nlat = 721;
     std::int64_t nlon = 1440;
     std::int64_t ntime = 4;

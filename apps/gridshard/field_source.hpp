@@ -18,17 +18,21 @@
 
 namespace gridshard::cli {
 
-/// How the netCDF inputs are opened (--io): by each rank on its own, or by every rank of `comm` together,
-/// when every read of their plans is collective over `comm` (io/parallel_io.hpp) and the callers read in
-/// rounds: every rank reads, or calls read_none, once per round.
+/// How the netCDF inputs are opened (--io): by each rank on its own, or by every rank of `comm` together
+/// (collective, and auto: netCDF-4 files collectively, classic ones independently), when the reads of their
+/// plans may be collective over `comm` (io/parallel_io.hpp) and the callers read in rounds: every rank
+/// reads, or calls read_none, once per round.
 struct InputAccess {
     io::IoMode mode = io::IoMode::independent;
-    const Communicator* comm = nullptr;  ///< the ranks that open the files together; only when collective
-    /// Opens `path`: independently, or collectively over `comm`. Collective in the second case.
+    const Communicator* comm = nullptr;  ///< the ranks that open the files together; unless independent
+    /// Opens `path` as `mode` says. Collective over `comm` unless independent.
     [[nodiscard]] io::NetcdfReader open(const std::string& path) const {
-        return mode == io::IoMode::collective ? io::NetcdfReader(path, *comm) : io::NetcdfReader(path);
+        return mode == io::IoMode::independent ? io::NetcdfReader(path) : io::NetcdfReader(path, *comm, mode);
     }
-    [[nodiscard]] bool collective() const noexcept { return mode == io::IoMode::collective; }
+    /// Whether reads may be collective: the callers then read in rounds and agree over `comm`.
+    [[nodiscard]] bool collective() const noexcept { return mode != io::IoMode::independent; }
+    /// Whether the diagnostics are written collectively (--io collective only: measured, docs/io.md).
+    [[nodiscard]] bool writes_collectively() const noexcept { return mode == io::IoMode::collective; }
 };
 
 /// The reads of one round, made in order. In a collective round (`collective`) a read that throws does not

@@ -315,7 +315,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                                        const ShardedGrid& grid, const ScoredRegions& regions,
                                        const Climatology* climatology, const EvalOptions& options,
                                        const WorkShare& work, std::int64_t rounds, bool collective,
-                                       Progress& progress) {
+                                       bool maps_collectively, Progress& progress) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const ForecastLayout& layout = source.layout();
@@ -570,7 +570,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
             }
         }
     }
-    if (!options.diagnostics.empty() && collective) {
+    if (!options.diagnostics.empty() && maps_collectively) {
         // Each rank keeps its box of the maps (data rank 0's), which it writes itself; no rank holds a map.
         std::vector<double> gen_map = gen_sums->mean_difference(options.policy);
         std::vector<double> bias_map = bias_sums->mean_difference(options.policy);
@@ -730,18 +730,19 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
         Progress progress(world.rank() == 0 && !options.quiet, work.initial_conditions.size() * work.leads.size() *
                                                                    static_cast<std::int64_t>(variables.size()));
         for (const SourceVariable& v : variables) {
-            VariableResult r =
-                v.type == io::ValueType::float64
-                    ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(), options, work,
-                                                      rounds, access.collective(), progress)
-                    : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(), options, work,
-                                                     rounds, access.collective(), progress);
+            VariableResult r = v.type == io::ValueType::float64
+                                   ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(),
+                                                                     options, work, rounds, access.collective(),
+                                                                     access.writes_collectively(), progress)
+                                   : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(),
+                                                                    options, work, rounds, access.collective(),
+                                                                    access.writes_collectively(), progress);
             for (ChannelForecast& c : r.channels) {
                 report.variables.push_back(std::move(c));
             }
         }
     }
-    if (access.collective()) {
+    if (access.writes_collectively()) {
         // Every rank writes its box of the maps into the diagnostics files, together.
         write_forecast_outputs_collectively(report, options.json, paths, std::cout, grid);
         return;

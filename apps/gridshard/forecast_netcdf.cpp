@@ -142,7 +142,7 @@ class NetcdfForecastSteps final : public ForecastSteps {
             }
             at.push_back(lead);
         };
-        const bool collective = prediction_.collective();
+        const bool collective = truth_.collective() || prediction_.collective();
         const auto read_truth = [&] {
             std::vector<std::int64_t> where;
             if (truth_has_ic_) {

@@ -38,7 +38,7 @@ class NetcdfSteps final : public VariableSteps {
     template <class T>
     void read_both(std::int64_t step, std::span<T> truth, std::span<T> prediction) {
         read_round(
-            truth_.collective(), [&] { truth_.read_step(step, truth); },
+            truth_.collective() || prediction_.collective(), [&] { truth_.read_step(step, truth); },
             [&] { prediction_.read_step(step, prediction); });
     }
 

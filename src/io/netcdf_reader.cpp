@@ -32,8 +32,9 @@ namespace detail {
 struct OpenFile {
     explicit OpenFile(const std::string& path);
     /// Collective over `comm`: every rank checks the file, all agree, then open it together (netCDF-4 with
-    /// nc_open_par; a classic file with netCDF-C for its metadata and PnetCDF for its data).
-    OpenFile(const std::string& path, const Communicator& comm);
+    /// nc_open_par; a classic file with netCDF-C for its metadata and PnetCDF for its data), or with
+    /// IoMode::automatic a classic file independently.
+    OpenFile(const std::string& path, const Communicator& comm, IoMode mode);
 
     /// Throws NetcdfError naming `context()` when the file is shorter than its header needs.
     template <class Context>
@@ -48,8 +49,9 @@ struct OpenFile {
 
     // Opens our descriptor and checks the file is complete before `handle` opens it; returns `file_path`.
     const std::string& opened_complete(const std::string& file_path);
-    // The same on every rank of `comm`, agreed (and the format and size agreed), then the handle opened.
-    NetcdfHandle opened_collectively(const std::string& file_path, const Communicator& comm);
+    // The same on every rank of `comm`, agreed (and the format and size agreed), then the handle opened:
+    // collectively unless `mode` is automatic and the file classic (sets `collective`).
+    NetcdfHandle opened_collectively(const std::string& file_path, const Communicator& comm, IoMode mode);
     // What every constructor checks once the handle is open: the same file, its grid, still complete.
     void find_grid_checked();
 
@@ -185,18 +187,18 @@ OpenFile::OpenFile(const std::string& file_path) : path(file_path), handle(opene
     find_grid_checked();
 }
 
-OpenFile::OpenFile(const std::string& file_path, const Communicator& comm)
-    : path(file_path), collective(true), handle(opened_collectively(file_path, comm)) {
+OpenFile::OpenFile(const std::string& file_path, const Communicator& comm, IoMode mode)
+    : path(file_path), handle(opened_collectively(file_path, comm, mode)) {
     check_collectively(comm, attempt([&] { find_grid_checked(); }));
 #if GRIDSHARD_PARALLEL_IO
-    if (format == FileExtent::Format::classic) {
+    if (collective && format == FileExtent::Format::classic) {
         pnetcdf = PnetcdfFile(path, comm.native());
     }
 #endif
 }
 
-NetcdfHandle OpenFile::opened_collectively(const std::string& file_path, const Communicator& comm) {
-    if (!collective_io_available()) {
+NetcdfHandle OpenFile::opened_collectively(const std::string& file_path, const Communicator& comm, IoMode mode) {
+    if (mode == IoMode::collective && !collective_io_available()) {
         throw ArgumentError("netCDF file '" + file_path + "': collective I/O is unavailable in this build " +
                             "(it needs libnetcdf-mpi-dev and libpnetcdf-dev for its MPI)");
     }
@@ -205,8 +207,10 @@ NetcdfHandle OpenFile::opened_collectively(const std::string& file_path, const C
         comm, failure,
         {static_cast<std::int64_t>(format), failure.failed() ? 0 : static_cast<std::int64_t>(current_size())},
         "netCDF file '" + file_path + "' as each rank sees it (format, bytes)");
-    // A classic file's metadata comes from netCDF-C on each rank, its data from PnetCDF.
-    return format == FileExtent::Format::classic ? NetcdfHandle(file_path) : NetcdfHandle(file_path, comm.native());
+    const bool classic = format == FileExtent::Format::classic;
+    collective = collective_io_available() && (mode == IoMode::collective || (mode == IoMode::automatic && !classic));
+    // A classic file's metadata comes from netCDF-C on each rank, its data (read collectively) from PnetCDF.
+    return collective && !classic ? NetcdfHandle(file_path, comm.native()) : NetcdfHandle(file_path);
 }
 
 void OpenFile::find_grid_checked() {
@@ -243,8 +247,9 @@ void OpenFile::fail_truncated(std::uint64_t size, const std::string& context) co
 // ------------------------------------------------------------------------------------------ NetcdfReader
 
 NetcdfReader::NetcdfReader(const std::string& path) : file_(std::make_shared<detail::OpenFile>(path)) {}
-NetcdfReader::NetcdfReader(const std::string& path, const Communicator& comm)
-    : file_(std::make_shared<detail::OpenFile>(path, comm)) {}
+NetcdfReader::NetcdfReader(const std::string& path, const Communicator& comm, IoMode mode)
+    : file_(mode == IoMode::independent ? std::make_shared<detail::OpenFile>(path)
+                                        : std::make_shared<detail::OpenFile>(path, comm, mode)) {}
 NetcdfReader::~NetcdfReader() = default;
 NetcdfReader::NetcdfReader(NetcdfReader&&) noexcept = default;
 NetcdfReader& NetcdfReader::operator=(NetcdfReader&&) noexcept = default;

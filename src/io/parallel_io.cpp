@@ -33,12 +33,15 @@ std::string broadcast_text(const Communicator& comm, const std::string& text) {
 }  // namespace
 
 std::string_view to_string(IoMode mode) noexcept {
-    return mode == IoMode::collective ? "collective" : "independent";
+    return mode == IoMode::collective ? "collective" : mode == IoMode::automatic ? "auto" : "independent";
 }
 
 IoMode parse_io_mode(std::string_view text, std::string_view option) {
     if (text == "independent") {
         return IoMode::independent;
+    }
+    if (text == "auto") {
+        return IoMode::automatic;
     }
     if (text == "collective") {
         if (!collective_io_available()) {
@@ -46,7 +49,7 @@ IoMode parse_io_mode(std::string_view text, std::string_view option) {
         }
         return IoMode::collective;
     }
-    throw ArgumentError(std::string(option) + ": '" + std::string(text) + "' is not independent or collective");
+    throw ArgumentError(std::string(option) + ": '" + std::string(text) + "' is not auto, independent or collective");
 }
 
 bool collective_io_available() noexcept {

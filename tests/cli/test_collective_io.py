@@ -112,6 +112,33 @@ def test_builtin_forecast_diagnostics_written_collectively_are_the_same_bytes(tm
         assert sorted(os.listdir(folder)) == sorted(DIAGNOSTICS)  # no temporary left
 
 
+def test_auto_reads_netcdf4_collectively_and_classic_independently(tmp_path, run, mpirun):
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    make_files.write(truth, 13, 22, 7, seed=1)
+    make_files.write(pred, 13, 22, 7, seed=2, shift=0.3)
+    classic_truth = in_format(truth, "NETCDF3_64BIT_OFFSET")
+    r = run("eval", "--truth", truth, "--pred", pred, "--io", "independent", "--json", tmp_path / "one.json",
+            "--quiet")
+    assert r.returncode == 0, r.stderr
+    want = load(tmp_path / "one.json")["variables"]
+    # Open MPI names the MPI-IO component it selects for every file opened through MPI-IO.
+    verbose = ("--mca", "io_base_verbose", "10")
+    for truth_file, opened_by_mpi_io in ((truth, True), (classic_truth, True)):
+        for ranks, mesh in ((4, "4x1x1"), (4, "1x2x2")):
+            out = tmp_path / f"auto_{mesh}.json"
+            r = mpirun(ranks, "eval", "--truth", truth_file, "--pred", pred, "--mesh", mesh, "--json", out,
+                       "--quiet", launcher_flags=verbose)  # --io auto, the default
+            assert r.returncode == 0, r.stderr
+            assert load(out)["variables"] == want, (truth_file.name, mesh)
+            assert ("file_select" in r.stderr) == opened_by_mpi_io, r.stderr[-2000:]
+    # Both classic: nothing goes through MPI-IO.
+    classic_pred = in_format(pred, "NETCDF3_64BIT_OFFSET")
+    r = mpirun(4, "eval", "--truth", classic_truth, "--pred", classic_pred, "--mesh", "1x2x2", "--json",
+               tmp_path / "classic.json", "--quiet", launcher_flags=verbose)
+    assert r.returncode == 0 and "file_select" not in r.stderr, r.stderr[-2000:]
+    assert load(tmp_path / "classic.json")["variables"] == want
+
+
 # ------------------------------------------------------------------------------------------------ faults
 
 @pytest.mark.parametrize("fmt", ["NETCDF3_64BIT_OFFSET", "NETCDF4"])

@@ -40,6 +40,10 @@ class Communicator;
 
 namespace gridshard::io {
 
+/// How the ranks reach their hyperslabs (parallel_io.hpp): each opening the file itself, all together in
+/// collective MPI-IO, or (automatic) collectively for netCDF-4/HDF5 files and independently for classic ones.
+enum class IoMode { independent, collective, automatic };
+
 /// A netCDF file cannot be read or written as asked: missing or unreadable, not netCDF, truncated, no
 /// latitude or longitude coordinate, a missing or misshapen variable, a name netCDF refuses. The one-line message names
 /// the file and the problem, and carries netCDF's own message (nc_strerror) when a netCDF call failed.
@@ -78,12 +82,14 @@ class NetcdfReader {
     /// then name). Throws NetcdfError.
     explicit NetcdfReader(const std::string& path);
     /// Opens `path` collectively over `comm` (collective I/O, parallel_io.hpp): every rank checks the file
-    /// as above and all agree before it is opened, so every rank raises the same NetcdfError. Every read of
-    /// the plans it makes is then collective over `comm`: the ranks make the same reads, of the same
-    /// variables, in the same order (VariableReader::read_none for a rank with nothing to read), and the
-    /// caller agrees on a read's failure before the next collective. Throws ArgumentError in a build without
-    /// collective I/O.
-    NetcdfReader(const std::string& path, const Communicator& comm);
+    /// as above and all agree before it is opened, so every rank raises the same error. Every read of the
+    /// plans it makes is then collective over `comm`: the ranks make the same reads, of the same variables,
+    /// in the same order (VariableReader::read_none for a rank with nothing to read), and the caller agrees
+    /// on a read's failure before the next collective. IoMode::automatic reads netCDF-4 files collectively
+    /// and classic ones independently (and every file independently in a build without collective I/O);
+    /// IoMode::independent is NetcdfReader(path). Throws ArgumentError for IoMode::collective in a build
+    /// without collective I/O.
+    NetcdfReader(const std::string& path, const Communicator& comm, IoMode mode = IoMode::collective);
     ~NetcdfReader();
     NetcdfReader(NetcdfReader&&) noexcept;
     NetcdfReader& operator=(NetcdfReader&&) noexcept;

@@ -24,17 +24,15 @@
 
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/io/dataset_writer.hpp"
+#include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/output_file.hpp"
 
 namespace gridshard::io {
 
-/// How the ranks reach their hyperslabs: each opening the file itself (netCDF-C, no MPI calls), or together
-/// in collective MPI-IO.
-enum class IoMode { independent, collective };
-
+/// "independent", "collective" or "auto" (IoMode, netcdf_reader.hpp).
 [[nodiscard]] std::string_view to_string(IoMode mode) noexcept;
-/// "independent" or "collective"; throws ArgumentError naming `option` and the text otherwise, and for
-/// "collective" in a build without parallel netCDF.
+/// "independent", "collective" or "auto"; throws ArgumentError naming `option` and the text otherwise, and
+/// for "collective" in a build without parallel netCDF.
 [[nodiscard]] IoMode parse_io_mode(std::string_view text, std::string_view option = "--io");
 
 /// Whether this build has collective I/O (parallel netCDF and PnetCDF for the build's MPI). No MPI calls.
