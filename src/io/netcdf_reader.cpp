@@ -548,10 +548,15 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
     // read transfers nothing and throws after, and the caller agrees on it before the next collective.
     std::exception_ptr deferred;
     std::size_t values = 0;
+    const bool direct = plan_->decoding.stored_values_fit<T>();
+    std::vector<double>& staging = plan_->staging;
     try {
         values = nothing_asked ? 0 : prepare<T>(position, by_step, step, run, out.size());
         if (values > 0) {
             file_->check_complete(context);
+        }
+        if (!direct && values > 0 && staging.size() != values) {
+            staging = allocate_vector<double>(values, "the staging buffer of variable '" + shape_.name + "'");
         }
     } catch (...) {
         if (!file_->collective) {
@@ -576,11 +581,6 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
         *restore.count = static_cast<std::size_t>(run.length);
     }
     const bool nothing = values == 0;
-    const bool direct = plan_->decoding.stored_values_fit<T>();
-    std::vector<double>& staging = plan_->staging;
-    if (!direct && staging.size() != values && !nothing) {
-        staging = allocate_vector<double>(values, "the staging buffer of variable '" + shape_.name + "'");
-    }
     T unused_value{};
     double unused_staging = 0.0;
     const int status = direct ? transfer<T>(nothing, nothing ? &unused_value : out.data())
