@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo demo-forecast test test-mpich test-slurm test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
+.PHONY: all deps build demo demo-forecast test test-mpich test-slurm test-netns test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
 
 all: build
 
@@ -38,9 +38,9 @@ demo-forecast: build
 	PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 -m gridshard.plot $(DEMO_FORECAST_DIR)
 
 # The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
-# baseline-instruction-set build's bits, the MPICH build's tests, a one-node Slurm cluster's srun and sbatch, ACE's
-# own tests on gridshard's ACE backend, and the wheel.
-test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-ace test-wheel
+# baseline-instruction-set build's bits, the MPICH build's tests, a one-node Slurm cluster's srun and sbatch, ranks
+# in network namespaces of their own, ACE's own tests on gridshard's ACE backend, and the wheel.
+test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -55,6 +55,11 @@ test-mpich: deps
 # folder: srun -n 4 and sbatch of gridshard eval, and the Python suite on 4 tasks, bit-identical to one process.
 test-slurm: build
 	bash tests/slurm/run_slurm_test.sh $(BUILD_DIR)
+
+# Four ranks, each in a network and UTS namespace of its own (made and removed by the script; needs root),
+# TCP only: MPI suites and gridshard eval against one process.
+test-netns: build
+	bash tests/netns/run_netns_test.sh $(BUILD_DIR)
 
 # Every instruction-set version of the hot loops gives the same bits: the x86-64 baseline build against this one.
 portable-bits: build
