@@ -362,14 +362,15 @@ def test_json_numbers_keep_every_bit(ace_files, mpirun, tmp_path):
 
 # ------------------------------------------------------------------------------------------------ faults
 
-def test_a_truncated_prediction_fails_on_every_rank_and_writes_nothing(forecast, mpirun, tmp_path):
+@pytest.mark.parametrize("io", ["independent", "collective"])
+def test_a_truncated_prediction_fails_on_every_rank_and_writes_nothing(io, forecast, mpirun, tmp_path):
     truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
     ff.write_ace(forecast, truth, pred)
     with open(pred, "r+b") as f:
         f.truncate(pred.stat().st_size // 2)
     out = tmp_path / "out"
     out.mkdir()
-    r = mpirun(3, "eval", "--truth", truth, "--pred", pred, "--mesh", "3x1x1", "--diagnostics", out,
+    r = mpirun(3, "eval", "--truth", truth, "--pred", pred, "--mesh", "3x1x1", "--io", io, "--diagnostics", out,
                "--json", out / "report.json", "--quiet")
     assert r.returncode == 2, r.stderr
     assert "is truncated" in r.stderr and r.stderr.count("gridshard: error:") == 1, r.stderr
