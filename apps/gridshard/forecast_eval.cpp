@@ -570,40 +570,32 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
             }
         }
     }
-    if (!options.diagnostics.empty() && maps_collectively) {
-        // Each rank keeps its box of the maps (data rank 0's), which it writes itself; no rank holds a map.
+    if (!options.diagnostics.empty()) {
+        // With collective writes each rank keeps its box of the maps (data rank 0's) and writes it itself;
+        // otherwise only world rank 0 ever holds a global map (one gather each). No rank holds one then.
         std::vector<double> gen_map = gen_sums->mean_difference(options.policy);
         std::vector<double> bias_map = bias_sums->mean_difference(options.policy);
-        const auto box_size = static_cast<std::size_t>(box.area());
-        for (std::int64_t c = 0; c < channels && mesh.coords().data == 0; ++c) {
-            ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
-            const auto first = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * box_size);
-            out.gen_map.assign(gen_map.begin() + first,
-                               gen_map.begin() + first + static_cast<std::ptrdiff_t>(box_size));
-            out.bias_map.assign(bias_map.begin() + first,
-                                bias_map.begin() + first + static_cast<std::ptrdiff_t>(box_size));
+        auto plane_size = static_cast<std::size_t>(box.area());
+        bool holds = mesh.coords().data == 0;
+        if (!maps_collectively) {
+            const auto gather = [&](const std::vector<double>& part) {
+                return gather_global<double>(mesh, grid.decomposition(),
+                                             std::span<const double>(part.data(), holds ? part.size() : 0),
+                                             holds ? 1 : 0, channels);
+            };
+            gen_map = gather(gen_map);
+            bias_map = gather(bias_map);
+            plane_size = static_cast<std::size_t>(grid.grid().nlat * grid.grid().nlon);
+            holds = mesh.world().rank() == 0;
         }
-    } else if (!options.diagnostics.empty()) {
-        // Only world rank 0 ever holds a global map (one gather each); the others pass their boxes.
-        const std::vector<double> gen_map = gen_sums->mean_difference(options.policy);
-        const std::vector<double> bias_map = bias_sums->mean_difference(options.policy);
-        const std::int64_t local = mesh.coords().data == 0 ? 1 : 0;
-        const std::span<const double> gen_part(gen_map.data(), local == 1 ? gen_map.size() : 0);
-        const std::span<const double> bias_part(bias_map.data(), local == 1 ? bias_map.size() : 0);
-        const std::vector<double> gen_global =
-            gather_global<double>(mesh, grid.decomposition(), gen_part, local, channels);
-        const std::vector<double> bias_global =
-            gather_global<double>(mesh, grid.decomposition(), bias_part, local, channels);
-        const auto map_size = static_cast<std::size_t>(grid.grid().nlat * grid.grid().nlon);
-        if (mesh.world().rank() == 0) {
-            for (std::int64_t c = 0; c < channels; ++c) {
-                ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
-                const auto first = static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * map_size);
-                out.gen_map.assign(gen_global.begin() + first,
-                                   gen_global.begin() + first + static_cast<std::ptrdiff_t>(map_size));
-                out.bias_map.assign(bias_global.begin() + first,
-                                    bias_global.begin() + first + static_cast<std::ptrdiff_t>(map_size));
-            }
+        const auto channel_map = [&](const std::vector<double>& maps, std::int64_t c) {
+            const auto first = maps.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * plane_size);
+            return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(plane_size));
+        };
+        for (std::int64_t c = 0; c < channels && holds; ++c) {
+            ChannelForecast& out = result.channels[static_cast<std::size_t>(c)];
+            out.gen_map = channel_map(gen_map, c);
+            out.bias_map = channel_map(bias_map, c);
         }
     }
     return result;

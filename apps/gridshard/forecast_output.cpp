@@ -231,18 +231,12 @@ io::Dataset time_mean_diagnostics(const ForecastReport& report, const MapPart& p
                                             (report.include_initial_step ? "0" : "1") + " on)");
     for (const ChannelForecast& c : report.variables) {
         const std::string name = netcdf_name(c.name);
-        d.variables.push_back({"gen_map-" + name,
-                               {"lat", "lon"},
-                               c.gen_map,
-                               {{"long_name", c.name + " time mean, generated"}},
-                               part.start,
-                               part.count});
-        d.variables.push_back({"bias_map-" + name,
-                               {"lat", "lon"},
-                               c.bias_map,
-                               {{"long_name", c.name + " time-mean bias (generated - target)"}},
-                               part.start,
-                               part.count});
+        const auto map = [&](const std::string& prefix, const std::vector<double>& values, const std::string& what) {
+            d.variables.push_back(
+                {prefix + name, {"lat", "lon"}, values, {{"long_name", c.name + what}}, part.start, part.count});
+        };
+        map("gen_map-", c.gen_map, " time mean, generated");
+        map("bias_map-", c.bias_map, " time-mean bias (generated - target)");
     }
     return d;
 }

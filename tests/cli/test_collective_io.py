@@ -13,7 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import forecast_files as ff  # noqa: E402
 import make_files  # noqa: E402
-from test_faults import leftovers, mpi_command, run_and_truncate, write_pair  # noqa: E402
+from test_faults import full_disk, leftovers, mpi_command, run_and_truncate, write_pair  # noqa: E402
 
 DIAGNOSTICS = ["mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc"]
 # nccopy's names of the classic formats PnetCDF reads: 64-bit offset (CDF-2) and 64-bit data (CDF-5).
@@ -183,11 +183,7 @@ def test_outputs_never_touch_inputs(forecast, tmp_path, mpirun):
 
 
 def test_a_full_disk_leaves_the_old_diagnostics(tmp_path, mpirun):
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)]).returncode != 0:
-        pytest.skip("cannot mount a tmpfs here")
-    try:
+    with full_disk(tmp_path) as disk:
         for name in DIAGNOSTICS:
             (disk / name).write_bytes(b"old " + name.encode())
         # The maps alone are 2 x 3 variables x 91 x 180 doubles, about 790 KB.
@@ -198,8 +194,6 @@ def test_a_full_disk_leaves_the_old_diagnostics(tmp_path, mpirun):
         assert sorted(os.listdir(disk)) == sorted(DIAGNOSTICS)
         for name in DIAGNOSTICS:
             assert (disk / name).read_bytes() == b"old " + name.encode()
-    finally:
-        subprocess.run(["umount", str(disk)])
 
 
 def test_an_unknown_io_mode_is_refused(run):

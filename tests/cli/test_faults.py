@@ -5,6 +5,7 @@ is one line naming the problem, that no output or temporary is left behind, and 
 byte-identical afterwards (by checksum). Valid but awkward data (valid_range, double precision, units
 spelled two ways, times in other units) must instead give the answer float64 numpy gives.
 """
+import contextlib
 import hashlib
 import json
 import os
@@ -143,20 +144,27 @@ def test_a_symlinked_output_is_written_through_and_kept_a_link(tmp_path, run):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mounting a small tmpfs needs root")
-def test_a_full_disk_is_a_system_failure_and_leaves_the_old_output(tmp_path, run):
+@contextlib.contextmanager
+def full_disk(tmp_path):
+    """A 64 KiB tmpfs at tmp_path/disk for the body of the `with` (the test is skipped where none can be mounted)."""
     disk = tmp_path / "disk"
     disk.mkdir()
     if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(disk)]).returncode != 0:
         pytest.skip("cannot mount a tmpfs here")
     try:
+        yield disk
+    finally:
+        subprocess.run(["umount", str(disk)])
+
+
+def test_a_full_disk_is_a_system_failure_and_leaves_the_old_output(tmp_path, run):
+    with full_disk(tmp_path) as disk:
         old = disk / "z.nc"
         old.write_bytes(b"old output")
         result = run("eval", "--nlat", 361, "--nlon", 24, "--ntime", 8, "--zonal", old, *QUIET)  # ~140 KB
         expect_failure(result, "No space left on device", status=1, folder=disk, outputs=[])
         assert old.read_bytes() == b"old output"
         assert os.listdir(disk) == ["z.nc"]
-    finally:
-        subprocess.run(["umount", str(disk)])
 
 
 # ------------------------------------------------------------ 2. truncated or damaged data
