@@ -265,9 +265,12 @@ WorkShare share_work(const std::string& requested, const ForecastLayout& l, int 
 /// Deterministic scores: ACE's names and the Evaluator scores they are.
 const std::vector<std::pair<std::string, std::string>>& deterministic_scores() {
     static const std::vector<std::pair<std::string, std::string>> scores = {
-        {"weighted_rmse", "rmse"},          {"weighted_bias", "bias"},
-        {"weighted_mean_gen", "mean_pred"}, {"weighted_mean_target", "mean_truth"},
-        {"weighted_std_gen", "std_pred"},   {"weighted_grad_mag_percent_diff", "grad_mag_percent_diff"},
+        {"weighted_rmse", "rmse"},
+        {"weighted_bias", "bias"},
+        {"weighted_mean_gen", "mean_pred"},
+        {"weighted_mean_target", "mean_truth"},
+        {"weighted_std_gen", "std_pred"},
+        {"weighted_grad_mag_percent_diff", "grad_mag_percent_diff_own_points"},  // ACE's rule: each field's own
     };
     return scores;
 }
@@ -276,11 +279,7 @@ EvaluationOptions evaluator_options(const EvalOptions& options) {
     EvaluationOptions o{.summation = options.summation, .policy = options.policy};
     o.scores.clear();
     for (const auto& [ace_name, name] : deterministic_scores()) {
-        for (const ScoreDefinition& d : evaluation_scores()) {
-            if (d.name == name) {
-                o.scores.push_back(d);
-            }
-        }
+        o.scores.push_back(score_definition(name));
     }
     return o;
 }

@@ -50,11 +50,12 @@ template <class T>
 std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, FieldShard<T> truth,
                                                     FieldShard<T> prediction, Weights a, const GradientOptions& options,
                                                     Summation summation) {
+    // ACE's definition: each field's magnitudes averaged over that field's own non-NaN points.
     const ValidityPolicy policy = ValidityPolicy::skip_nan;
     const TermSums sums = accumulate_terms<T>(
         grid, truth, &prediction, a,
-        {weight_and(policy, {Term::truth_gradient, Term::prediction_gradient}), policy, summation}, &options);
-    return per_channel(sums, [&](std::int64_t c) { return sums.gradient_percent_diff(c); });
+        {weight_and(policy, {Term::truth_own_gradient, Term::prediction_own_gradient}), policy, summation}, &options);
+    return per_channel(sums, [&](std::int64_t c) { return sums.gradient_percent_diff(c, GradientPoints::own); });
 }
 
 #define GRIDSHARD_INSTANTIATE(T)                                                                                      \

@@ -52,7 +52,13 @@ inline TermSet weight_and(ValidityPolicy policy, TermSet terms) {
     if (terms.needs_point_values()) {
         terms = terms.with(Term::weight);
     }
-    return terms.needs_gradient() ? terms.with(Term::gradient_weight) : terms;
+    if (terms.contains(Term::truth_gradient) || terms.contains(Term::prediction_gradient)) {
+        terms = terms.with(Term::gradient_weight);
+    }
+    if (terms.contains(Term::truth_own_gradient)) {
+        terms = terms.with(Term::truth_own_gradient_weight);
+    }
+    return terms.contains(Term::prediction_own_gradient) ? terms.with(Term::prediction_own_gradient_weight) : terms;
 }
 
 // Collective over `spatial`: raises `local_error` (or a channel count that differs between ranks) on

@@ -42,9 +42,14 @@ class PartialSums {
     [[nodiscard]] double value(std::int64_t slot) const;
     /// The merged sum of `slot` to about 106 bits (exact mode) or as a double (fast).
     [[nodiscard]] DoubleDouble value_dd(std::int64_t slot) const;
+    /// The exact sum of `slot` (reproducible mode), or null (fast mode).
+    [[nodiscard]] const ExactSum* exact(std::int64_t slot) const noexcept {
+        return exact_mode() ? &exact_[static_cast<std::size_t>(slot)] : nullptr;
+    }
+    /// Whether the sums are exact (Summation::reproducible).
+    [[nodiscard]] bool exact_mode() const noexcept { return summation_ == Summation::reproducible; }
 
   private:
-    [[nodiscard]] bool exact_mode() const noexcept { return summation_ == Summation::reproducible; }
     static double plain_row_sum(const float* values, std::int64_t n) noexcept;
     static double plain_row_sum(const double* values, std::int64_t n) noexcept;
 

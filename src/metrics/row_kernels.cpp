@@ -69,23 +69,29 @@ void check_gradient_grid(const GridShape& grid) {
 
 namespace {
 
-// The magnitude of one point from its latitude and longitude differences, in the field's type T: the
-// one formula every point goes through. The two terms are scaled by a power of two (exact) when large or
-// tiny, so the squares neither overflow nor lose bits to underflow; branch-free, so rows vectorise.
+// The magnitude of one point from its latitude and longitude differences of neighbours (exact for
+// neighbours within a factor 2, and always for subnormal ones) and the factors that turn them into
+// derivatives (the halving of a central difference times the spacing's scale), in the field's type T: the one
+// formula every point goes through. When the terms are large or tiny the factors are scaled by a power of two
+// (exact) before the one rounding of each term, so neither a halving nor a square loses bits to underflow
+// (a subnormal difference included) and no square overflows; the terms are the same bits as unscaled ones
+// would be wherever those are normal. Branch-free, so rows vectorise.
 template <class T>
-inline T magnitude(T lat_difference, T lon_difference, T lat_scale, T lon_scale) noexcept {
+inline T magnitude(T lat_difference, T lon_difference, T lat_factor, T lon_factor) noexcept {
     constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;  // squares of 2^range stay finite
+    constexpr int large_shift = range + 4;                               // 2^(2 range) after it: no overflow
+    // Puts the square of the smallest subnormal difference's term above the normal minimum, and keeps the
+    // square of anything below 2^-range finite.
+    constexpr int tiny_shift = std::numeric_limits<T>::max_exponent * 3 / 4 + 4;  // float 100, double 772
     const T big = std::ldexp(T{1}, range);
     const T small = std::ldexp(T{1}, -range);
-    T lat_term = lat_difference * lat_scale;
-    T lon_term = lon_difference * lon_scale;
-    const T largest = std::max(std::abs(lat_term), std::abs(lon_term));
+    const T largest = std::max(std::abs(lat_difference * lat_factor), std::abs(lon_difference * lon_factor));
     const bool large = largest > big;
     const bool tiny = largest < small;
-    const T scale = large ? small : tiny ? big : T{1};
-    const T unscale = large ? big : tiny ? small : T{1};  // 1 / scale, exactly
-    lat_term *= scale;
-    lon_term *= scale;
+    const T scale = large ? std::ldexp(T{1}, -large_shift) : tiny ? std::ldexp(T{1}, tiny_shift) : T{1};
+    const T unscale = large ? std::ldexp(T{1}, large_shift) : tiny ? std::ldexp(T{1}, -tiny_shift) : T{1};
+    const T lat_term = lat_difference * (lat_factor * scale);
+    const T lon_term = lon_difference * (lon_factor * scale);
     return std::sqrt(lat_term * lat_term + lon_term * lon_term) * unscale;
 }
 
@@ -154,16 +160,18 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
     auto lat_difference = [&](std::int64_t j) -> T {
         return row_case == RowCase::first  ? below[j] - here[j]
                : row_case == RowCase::last ? here[j] - above[j]
-                                           : (below[j] - above[j]) * T{0.5};
+                                           : below[j] - above[j];
     };
+    const T lat_factor = row_case == RowCase::interior ? lat_scale_ * T{0.5} : lat_scale_;
     auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : here[j]; };
     const bool west_edge = !options_.periodic_lon && box_.lon.begin == 0;
     const bool east_edge = !options_.periodic_lon && box_.lon.end == grid_.nlon;
     for (std::int64_t j : {std::int64_t{0}, cols - 1}) {
+        const bool one_sided = (west_edge && j == 0) || (east_edge && j == cols - 1);
         const T lon_difference = (west_edge && j == 0)          ? value(1) - value(0)
                                  : (east_edge && j == cols - 1) ? value(cols - 1) - value(cols - 2)
-                                                                : (value(j + 1) - value(j - 1)) * T{0.5};
-        out[j] = magnitude(lat_difference(j), lon_difference, lat_scale_, lon_scale);
+                                                                : value(j + 1) - value(j - 1);
+        out[j] = magnitude(lat_difference(j), lon_difference, lat_factor, one_sided ? lon_scale : lon_scale * T{0.5});
     }
 }
 
@@ -172,7 +180,8 @@ template <typename GradientRows<T>::RowCase row_case>
 GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols,
                                                    T lon_scale, T* __restrict out) const {
     // Interior columns in one branch-free pass, so it vectorises (square root included: -fno-math-errno).
-    const T lat_scale = lat_scale_;
+    const T lat_factor = row_case == RowCase::interior ? lat_scale_ * T{0.5} : lat_scale_;
+    const T lon_factor = lon_scale * T{0.5};  // central differences along longitude
     for (std::int64_t j = 1; j + 1 < cols; ++j) {
         T lat_difference = 0;
         if constexpr (row_case == RowCase::first) {
@@ -180,10 +189,10 @@ GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here
         } else if constexpr (row_case == RowCase::last) {
             lat_difference = here[j] - above[j];
         } else {
-            lat_difference = (below[j] - above[j]) * T{0.5};
+            lat_difference = below[j] - above[j];
         }
-        const T lon_difference = (here[j + 1] - here[j - 1]) * T{0.5};
-        out[j] = magnitude(lat_difference, lon_difference, lat_scale, lon_scale);
+        const T lon_difference = here[j + 1] - here[j - 1];
+        out[j] = magnitude(lat_difference, lon_difference, lat_factor, lon_factor);
     }
 }
 

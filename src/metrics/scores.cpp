@@ -8,7 +8,10 @@
 
 namespace gridshard {
 
-const std::vector<ScoreDefinition>& evaluation_scores() {
+namespace {
+
+// Every score the Evaluator can finalize: those of the two-field evaluation first, in report order.
+const std::vector<ScoreDefinition>& all_scores() {
     using T = Term;
     using S = const TermSums&;
     using C = std::int64_t;
@@ -62,8 +65,34 @@ const std::vector<ScoreDefinition>& evaluation_scores() {
          4,
          {T::truth_gradient, T::prediction_gradient},
          [](S s, C c) { return s.gradient_percent_diff(c); }},
+        {"grad_mag_percent_diff_own_points",
+         "grad_%diff_own",
+         "100 (G(pred) - G(truth)) / G(truth), each G over its own field's valid points (ACE's definition)",
+         12,
+         4,
+         {T::truth_own_gradient, T::prediction_own_gradient},
+         [](S s, C c) { return s.gradient_percent_diff(c, GradientPoints::own); }},
     };
     return scores;
+}
+
+constexpr std::size_t two_field_score_count = 7;
+
+}  // namespace
+
+const std::vector<ScoreDefinition>& evaluation_scores() {
+    static const std::vector<ScoreDefinition> scores(all_scores().begin(),
+                                                     all_scores().begin() + two_field_score_count);
+    return scores;
+}
+
+const ScoreDefinition& score_definition(std::string_view name) {
+    for (const ScoreDefinition& d : all_scores()) {
+        if (d.name == name) {
+            return d;
+        }
+    }
+    throw ArgumentError("no score definition '" + std::string(name) + "'");
 }
 
 Scores::Scores(std::vector<std::string> names, std::int64_t channels)

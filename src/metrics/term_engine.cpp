@@ -1,5 +1,7 @@
 #include "term_engine.hpp"
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <vector>
 
@@ -22,8 +24,8 @@ constexpr bool counts(V v) noexcept {
 }
 
 // The scratch rows of one thread: the masked fields and gradient magnitudes in the field's type (float
-// rows take the exact sum's cheaper one-digit path), the weights of the valid points, and one row for
-// the term being formed.
+// rows take the exact sum's cheaper one-digit path), the weights of the valid points, and rows for the
+// term being formed (up to four: the parts of an exact square).
 template <class T>
 struct RowScratch {
     explicit RowScratch(std::int64_t cols)
@@ -32,7 +34,7 @@ struct RowScratch {
           truth_gradient(static_cast<std::size_t>(cols)),
           prediction_gradient(static_cast<std::size_t>(cols)),
           weight(static_cast<std::size_t>(cols)),
-          term(static_cast<std::size_t>(cols)) {}
+          term(static_cast<std::size_t>(4 * cols)) {}
     std::vector<T> truth;
     std::vector<T> prediction;
     std::vector<T> truth_gradient;
@@ -100,11 +102,27 @@ std::int64_t mask(ValidityPolicy policy, const V* x, const V* y, const double* a
     return mask_dispatch<ValidityPolicy::skip_invalid_pairs>(x, y, a, n, out_x, out_y, out_weight);
 }
 
-// `a_j x_j` of one row into `work`.
+// The rounding error of the product `a * b`, rounded to `product`: exact (std::fma is correctly rounded on
+// every CPU, so the same bits with or without an FMA unit), and 0 where the product is not finite, so that an
+// infinity stays an infinity instead of meeting its own -inf.
+inline double product_error(double a, double b, double product) noexcept {
+    const double error = std::fma(a, b, -product);
+    return product - product == 0.0 ? error : 0.0;
+}
+
+// `a_j x_j` of one row into `work`; with `exact`, its rounding error `fma(a_j, x_j, -work_j)` into
+// `work + n`, so the two rows sum exactly to the products.
 template <class V>
-GRIDSHARD_KERNEL void weight_row(const double* weight, const V* x, std::int64_t n, double* __restrict work) {
+GRIDSHARD_KERNEL void weight_row(const double* weight, const V* x, std::int64_t n, double* __restrict work,
+                                 bool exact) {
+    double* __restrict error = work + n;
     for (std::int64_t j = 0; j < n; ++j) {
         work[j] = weight[j] * static_cast<double>(x[j]);
+    }
+    if (exact) {
+        for (std::int64_t j = 0; j < n; ++j) {
+            error[j] = product_error(weight[j], static_cast<double>(x[j]), work[j]);
+        }
     }
 }
 
@@ -123,8 +141,61 @@ GRIDSHARD_KERNEL void product_row(const V* x, const V* y, const double* weight, 
     }
 }
 
+// The exact parts of the per-point square `a_j x_j^2` (with per-point weights `weight`, else `x_j^2`) of a
+// masked row, as rows of `n` doubles in `parts` whose exact sum is the exact term; returns how many. A
+// float's square is exact in double; a double's is split as hi + lo (product_error), and a weight times
+// each part once more.
+template <class V>
+GRIDSHARD_KERNEL int exact_square_row(const V* x, const double* weight, std::int64_t n, double* __restrict parts) {
+    constexpr bool square_exact = std::numeric_limits<V>::digits * 2 <= std::numeric_limits<double>::digits;
+    double* __restrict p0 = parts;
+    double* __restrict p1 = parts + n;
+    double* __restrict p2 = parts + 2 * n;
+    double* __restrict p3 = parts + 3 * n;
+    if (weight == nullptr) {
+        for (std::int64_t j = 0; j < n; ++j) {
+            const auto v = static_cast<double>(x[j]);
+            p0[j] = v * v;
+            if constexpr (!square_exact) {
+                p1[j] = product_error(v, v, p0[j]);
+            }
+        }
+        return square_exact ? 1 : 2;
+    }
+    for (std::int64_t j = 0; j < n; ++j) {
+        const auto v = static_cast<double>(x[j]);
+        const double square = v * v;
+        p0[j] = weight[j] * square;
+        p1[j] = product_error(weight[j], square, p0[j]);
+        if constexpr (!square_exact) {
+            const double square_low = product_error(v, v, square);
+            p2[j] = weight[j] * square_low;
+            p3[j] = product_error(weight[j], square_low, p2[j]);
+        }
+    }
+    return square_exact ? 2 : 4;
+}
+
+// Adds the weighted sum of the squares of one masked row: exactly with exact sums (so the variance's
+// W Q - S^2 loses nothing to an offset, docs/design.md §5), the rounded squares with plain ones.
+template <class V>
+void add_weighted_square(PartialSums& sums, std::int64_t slot, const V* x, const Row<V>& row, const double* weight,
+                         double* __restrict work) {
+    const bool per_point = row.point_weights != nullptr;
+    if (!sums.exact_mode()) {
+        product_row(x, x, per_point ? weight : nullptr, row.cols, work, [](double v, double) { return v * v; });
+        sums.add_row(slot, work, row.cols, per_point ? 1.0 : row.factor);
+        return;
+    }
+    const int parts = exact_square_row(x, per_point ? weight : nullptr, row.cols, work);
+    for (int k = 0; k < parts; ++k) {
+        sums.add_row(slot, work + k * row.cols, row.cols, per_point ? 1.0 : row.factor);
+    }
+}
+
 // Adds the weighted sum of one masked row: `a_j x_j` with per-point weights (`weight` holds the masked
-// weights), `factor * sum x_j` with a row weight. `work` holds the products.
+// weights), exactly with exact sums (each product and its rounding error), `factor * sum x_j` with a row
+// weight (exact as it stands). `work` holds the products.
 template <class V>
 void add_weighted(PartialSums& sums, std::int64_t slot, const V* x, const Row<V>& row, const double* weight,
                   double* __restrict work) {
@@ -132,8 +203,12 @@ void add_weighted(PartialSums& sums, std::int64_t slot, const V* x, const Row<V>
         sums.add_row(slot, x, row.cols, row.factor);
         return;
     }
-    weight_row(weight, x, row.cols, work);
+    const bool exact = sums.exact_mode();
+    weight_row(weight, x, row.cols, work, exact);
     sums.add_row(slot, work, row.cols, 1.0);
+    if (exact) {
+        sums.add_row(slot, work + row.cols, row.cols, 1.0);
+    }
 }
 
 // Adds the weighted sum of a per-point product `f(x_j, y_j)` (in double) of two masked rows.
@@ -196,12 +271,10 @@ class RowTerms {
             add_weighted(sums, slot(Term::prediction), p, row, s.weight.data(), work);
         }
         if (terms.contains(Term::truth_square)) {
-            add_weighted_product(sums, slot(Term::truth_square), t, t, row, s.weight.data(), work,
-                                 [](double x, double) { return x * x; });
+            add_weighted_square(sums, slot(Term::truth_square), t, row, s.weight.data(), work);
         }
         if (terms.contains(Term::prediction_square)) {
-            add_weighted_product(sums, slot(Term::prediction_square), p, p, row, s.weight.data(), work,
-                                 [](double x, double) { return x * x; });
+            add_weighted_square(sums, slot(Term::prediction_square), p, row, s.weight.data(), work);
         }
         if (terms.contains(Term::difference_square)) {
             add_weighted_product(sums, slot(Term::difference_square), t, p, row, s.weight.data(), work,
@@ -213,29 +286,48 @@ class RowTerms {
         }
     }
 
-    // The gradient terms: each field's magnitudes, masked by the same rule over the pair of magnitudes.
+    // The gradient terms: each field's magnitudes, masked by the same rule over the pair of magnitudes (the
+    // common terms) or over each field's own (the own terms).
     template <class SlotOf>
     void add_gradient(PartialSums& sums, SlotOf slot, std::int64_t c, std::int64_t i, const Row<T>& row,
                       RowScratch<T>& s) const {
         const TermSet terms = request_.terms;
-        const bool pair = terms.contains(Term::prediction_gradient);
+        const bool with_prediction = terms.needs_prediction_gradient();
+        const T* gt = s.truth_gradient.data();
+        const T* gp = s.prediction_gradient.data();
         truth_gradient_->row(c, i, s.truth_gradient.data());
-        if (pair) {
+        if (with_prediction) {
             prediction_gradient_->row(c, i, s.prediction_gradient.data());
         }
-        // Masked in place: each output value depends only on its own input value.
-        T* gt = s.truth_gradient.data();
-        T* gp = s.prediction_gradient.data();
-        const std::int64_t valid =
-            mask(request_.policy, gt, pair ? gp : nullptr, row.point_weights, row.cols, gt, gp, s.weight.data());
-        if (terms.contains(Term::gradient_weight)) {
-            add_valid_weight(sums, slot(Term::gradient_weight), row, s.weight.data(), valid);
+        T* masked_t = s.truth.data();  // free once the point values' terms are added
+        T* masked_p = s.prediction.data();
+        double* weight = s.weight.data();
+        double* work = s.term.data();
+        // The terms of x (and y, unless null) over the points the policy counts in both.
+        auto add_masked = [&](const T* x, const T* y, Term weight_term, Term x_term, Term y_term) {
+            const std::int64_t valid =
+                mask(request_.policy, x, y, row.point_weights, row.cols, masked_t, masked_p, weight);
+            if (terms.contains(weight_term)) {
+                add_valid_weight(sums, slot(weight_term), row, weight, valid);
+            }
+            if (terms.contains(x_term)) {
+                add_weighted(sums, slot(x_term), masked_t, row, weight, work);
+            }
+            if (y != nullptr && terms.contains(y_term)) {
+                add_weighted(sums, slot(y_term), masked_p, row, weight, work);
+            }
+        };
+        if (terms.needs_common_gradient()) {
+            add_masked(gt, terms.contains(Term::prediction_gradient) ? gp : nullptr, Term::gradient_weight,
+                       Term::truth_gradient, Term::prediction_gradient);
         }
-        if (terms.contains(Term::truth_gradient)) {
-            add_weighted(sums, slot(Term::truth_gradient), gt, row, s.weight.data(), s.term.data());
+        if (terms.contains(Term::truth_own_gradient) || terms.contains(Term::truth_own_gradient_weight)) {
+            add_masked(gt, nullptr, Term::truth_own_gradient_weight, Term::truth_own_gradient,
+                       Term::truth_own_gradient);
         }
-        if (pair) {
-            add_weighted(sums, slot(Term::prediction_gradient), gp, row, s.weight.data(), s.term.data());
+        if (terms.contains(Term::prediction_own_gradient) || terms.contains(Term::prediction_own_gradient_weight)) {
+            add_masked(gp, nullptr, Term::prediction_own_gradient_weight, Term::prediction_own_gradient,
+                       Term::prediction_own_gradient);
         }
     }
 
@@ -280,7 +372,7 @@ PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<
     if (terms.needs_gradient()) {
         const std::span<const T> truth(inputs.truth, static_cast<std::size_t>(items * cols));
         truth_gradient.emplace(grid, box, *inputs.gradient, truth, inputs.channels, *inputs.halo, 0);
-        if (terms.contains(Term::prediction_gradient)) {
+        if (terms.needs_prediction_gradient()) {
             const std::span<const T> prediction(inputs.prediction, static_cast<std::size_t>(items * cols));
             prediction_gradient.emplace(grid, box, *inputs.gradient, prediction, inputs.channels, *inputs.halo, 1);
         }

@@ -16,8 +16,17 @@ std::int64_t TermSums::slot(std::int64_t g, Term t) const {
     return (has_total_ ? 1 : 0) + g * terms_.size() + terms_.index(t);
 }
 
+namespace {
+
+bool is_weight(Term t) noexcept {
+    return t == Term::weight || t == Term::gradient_weight || t == Term::truth_own_gradient_weight ||
+           t == Term::prediction_own_gradient_weight;
+}
+
+}  // namespace
+
 DoubleDouble TermSums::value(std::int64_t g, Term t) const {
-    if ((t == Term::weight || t == Term::gradient_weight) && !terms_.contains(t) && has_total_) {
+    if (is_weight(t) && !terms_.contains(t) && has_total_) {
         return sums_->value_dd(0);  // under propagate the weight of the valid points is the total weight
     }
     if (!terms_.contains(t)) {
@@ -25,6 +34,14 @@ DoubleDouble TermSums::value(std::int64_t g, Term t) const {
                             " was not formed: a finalizer may read only the terms its request (or score) names");
     }
     return sums_->value_dd(slot(g, t));
+}
+
+const ExactSum* TermSums::exact(std::int64_t g, Term t) const {
+    (void)value(g, t);  // the same checks and fallbacks
+    if (is_weight(t) && !terms_.contains(t) && has_total_) {
+        return sums_->exact(0);
+    }
+    return sums_->exact(slot(g, t));
 }
 
 double TermSums::total_weight() const {
@@ -54,16 +71,41 @@ double TermSums::std_dev(std::int64_t g, bool prediction) const {
     if (!(w.hi > 0.0)) {
         return std::numeric_limits<double>::quiet_NaN();
     }
-    return dd::population_std(w, value(g, prediction ? Term::prediction : Term::truth),
-                              value(g, prediction ? Term::prediction_square : Term::truth_square));
+    const Term first = prediction ? Term::prediction : Term::truth;
+    const Term second = prediction ? Term::prediction_square : Term::truth_square;
+    const DoubleDouble s = value(g, first);
+    const DoubleDouble q = value(g, second);
+    const ExactSum* exact_w = exact(g, Term::weight);
+    if (exact_w == nullptr || !std::isfinite(s.hi) || !std::isfinite(q.hi)) {
+        return dd::population_std(w, s, q);  // plain sums, or NaN and infinities: IEEE's answer
+    }
+    // W^2 var = W Q - S^2, exactly: the squares were formed exactly (term_engine.cpp), so however far the
+    // mean lies from zero the cancellation costs nothing, and a constant field gives exactly 0.
+    const ExactSum& exact_s = *exact(g, first);
+    ExactSum numerator;
+    for (double part : exact_w->expansion()) {
+        numerator.add_scaled(*exact(g, second), part);
+    }
+    for (double part : exact_s.expansion()) {
+        numerator.add_scaled(exact_s, -part);
+    }
+    const DoubleDouble n = numerator.to_double_double();
+    if (!(n.hi > 0.0)) {
+        return 0.0;  // never negative for exact sums of non-negative weights
+    }
+    return dd::divide(dd::sqrt(n), w).hi;
 }
 
-double TermSums::gradient_mean(std::int64_t g, bool prediction) const {
+double TermSums::gradient_mean(std::int64_t g, bool prediction, GradientPoints points) const {
+    if (points == GradientPoints::own) {
+        return prediction ? ratio(g, Term::prediction_own_gradient, Term::prediction_own_gradient_weight)
+                          : ratio(g, Term::truth_own_gradient, Term::truth_own_gradient_weight);
+    }
     return ratio(g, prediction ? Term::prediction_gradient : Term::truth_gradient, Term::gradient_weight);
 }
 
-double TermSums::gradient_percent_diff(std::int64_t g) const {
-    return percent_difference(gradient_mean(g, false), gradient_mean(g, true));
+double TermSums::gradient_percent_diff(std::int64_t g, GradientPoints points) const {
+    return percent_difference(gradient_mean(g, false, points), gradient_mean(g, true, points));
 }
 
 double percent_difference(double truth, double prediction) noexcept {

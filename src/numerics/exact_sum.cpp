@@ -176,6 +176,49 @@ void ExactSum::subtract(const ExactSum& other) noexcept {
     add(negated);
 }
 
+void ExactSum::add_scaled(const ExactSum& other, double factor) noexcept {
+    if (factor == 0.0) {
+        return;
+    }
+    // The magnitude, so the limbs are a minimal run of digits (a normalised negative sum may carry its sign
+    // through every limb above its value), and the sign in the factor.
+    ExactSum normalized = other;
+    normalized.normalize();
+    if (normalized.negative()) {
+        normalized.negate();
+        normalized.normalize();
+        factor = -factor;
+    }
+    if (!std::isfinite(factor)) {
+        const double value = normalized.to_double();
+        if (value != 0.0) {
+            add_special(factor * value);
+        }
+        return;
+    }
+    // Each limb is an integer digit (the top one signed) of weight 2^(lowest_exponent + 32k).
+    for (int k = normalized.low_; k < normalized.high_; ++k) {
+        add_product(factor, normalized.limbs_[static_cast<std::size_t>(k)], lowest_exponent + k * limb_bits);
+    }
+    const bool flip = factor < 0.0;
+    nan_count_ += normalized.nan_count_;
+    positive_infinities_ += flip ? normalized.negative_infinities_ : normalized.positive_infinities_;
+    negative_infinities_ += flip ? normalized.positive_infinities_ : normalized.negative_infinities_;
+}
+
+std::vector<double> ExactSum::expansion() const {
+    std::vector<double> terms;
+    ExactSum rest = *this;
+    for (double d = rest.to_double(); d != 0.0; d = rest.to_double()) {
+        terms.push_back(d);
+        if (!std::isfinite(d)) {
+            break;
+        }
+        rest.add(-d);
+    }
+    return terms;
+}
+
 double ExactSum::to_double() const noexcept {
     if (nan_count_ > 0 || (positive_infinities_ > 0 && negative_infinities_ > 0)) {
         return std::numeric_limits<double>::quiet_NaN();

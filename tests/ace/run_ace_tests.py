@@ -32,6 +32,8 @@ PARALLEL_TESTS = [
     "core/distributed/test_distributed.py",
 ]
 SERIAL_TESTS = ["core/test_metrics.py", "core/test_gridded_ops.py"]
+# gridshard's numbers under ACE's names against ACE's own functions on the same data, at the same layouts.
+OWN_PARALLEL_TESTS = [HERE / "test_ace_numbers.py"]
 
 # Tests that fail on gridshard's backend for a stated reason (test id substring -> reason).
 KNOWN_FAILURES = {
@@ -93,7 +95,8 @@ def main():
         layout_env = dict(env, FME_DISTRIBUTED_H=str(h), FME_DISTRIBUTED_W=str(w))
         junit = out / f"{name}.xml"
         command = [mpiexec, "-n", str(ranks), "--oversubscribe", python, *pytest_args, "-m", "parallel",
-                   f"--junitxml={junit}", f"--mesh={ranks // (h * w)}x{h}x{w}", *(fme / t for t in PARALLEL_TESTS)]
+                   f"--junitxml={junit}", f"--mesh={ranks // (h * w)}x{h}x{w}", *(fme / t for t in PARALLEL_TESTS),
+                   *OWN_PARALLEL_TESTS]
         runs.append((name, run(command, layout_env, 1800), junit))
     junit = out / "serial.xml"
     command = [python, *pytest_args, f"--junitxml={junit}", *(fme / t for t in SERIAL_TESTS)]

@@ -243,10 +243,8 @@ def _reference_channel(truth, pred, w, first_counted, clim):
                 s["weighted_mean_gen"][i, m, lead] = mean_gen
                 s["weighted_mean_target"][i, m, lead] = _wmean(tp, w)
                 s["weighted_std_gen"][i, m, lead] = np.sqrt(_wmean((pp - mean_gen) ** 2, w))
-                gt, gp = _gradient(t), _gradient(p)
-                both = np.isfinite(gt) & np.isfinite(gp)
-                g_t = _wmean(np.where(both, gt, np.nan), w)
-                g_p = _wmean(np.where(both, gp, np.nan), w)
+                # ACE's rule: each field's magnitudes averaged over that field's own valid points.
+                g_t, g_p = _wmean(_gradient(t), w), _wmean(_gradient(p), w)
                 s["weighted_grad_mag_percent_diff"][i, m, lead] = 100 * (g_p - g_t) / g_t
                 if clim is not None:
                     c = clim(i, lead) if callable(clim) else clim[lead] if clim.ndim == 3 else clim

@@ -156,23 +156,29 @@ std::vector<double> ref_gradient_magnitude(const Case& k, const std::vector<floa
     return out;
 }
 
-// The weighted means of two gradient magnitude fields over the points where neither is NaN and the
-// weight is non-zero (the pair rule of the gradient terms), and their percent difference.
+// The weighted means of two gradient magnitude fields over the points of non-zero weight where neither is
+// NaN (`common`, the pair rule of the Evaluator's grad_mag_percent_diff) or where each field's own is not
+// (`own`, ACE's rule and the library's gradient_magnitude_percent_diff), and their percent difference.
 double ref_gradient_percent_diff(const Case& k, const std::vector<double>& gt, const std::vector<double>& gp,
-                                 std::int64_t c) {
-    double w = 0.0, st = 0.0, sp = 0.0;
+                                 std::int64_t c, GradientPoints points = GradientPoints::common) {
+    double wt = 0.0, wp = 0.0, st = 0.0, sp = 0.0;
     for (std::int64_t i = 0; i < k.grid.nlat; ++i) {
         for (std::int64_t j = 0; j < k.grid.nlon; ++j) {
             const auto n = static_cast<std::size_t>(k.index(c, i, j));
             const double a = k.weights[static_cast<std::size_t>(i)];
-            if (a != 0.0 && !std::isnan(gt[n]) && !std::isnan(gp[n])) {
-                w += a;
+            const bool both = !std::isnan(gt[n]) && !std::isnan(gp[n]);
+            const bool own = points == GradientPoints::own;
+            if (a != 0.0 && (own ? !std::isnan(gt[n]) : both)) {
+                wt += a;
                 st += a * gt[n];
+            }
+            if (a != 0.0 && (own ? !std::isnan(gp[n]) : both)) {
+                wp += a;
                 sp += a * gp[n];
             }
         }
     }
-    return 100.0 * (sp / w - st / w) / (st / w);
+    return 100.0 * (sp / wp - st / wt) / (st / wt);
 }
 
 void expect_close(double got, double expected, const std::string& what) {
@@ -451,6 +457,65 @@ TEST_F(Metrics, GradientMagnitudePointwise) {
     }
 }
 
+// Subnormal and tiny float fields: every magnitude within the documented bound of the exact one (computed in
+// double from the same float values, exactly but for the square root), 2^-22 relative plus 2^-150 absolute,
+// the rounding of a result in float's subnormal range; the same bits on every mesh. Without the scaling of
+// tiny terms the squares underflow (a 6e-42 magnitude came out 0, a 1e-39 spike 4e-5 off).
+TEST_F(Metrics, SubnormalGradientMagnitudesStayWithinTheBound) {
+    const GridShape grid{9, 14};
+    const std::int64_t channels = 3;
+    const std::int64_t area = grid.nlat * grid.nlon;
+    std::vector<float> field(static_cast<std::size_t>(channels * area));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t i = 0; i < grid.nlat; ++i) {
+            for (std::int64_t j = 0; j < grid.nlon; ++j) {
+                const double noise = hash01(c, i, j);
+                const double value =
+                    c == 0   ? std::ldexp(1.0 + 5000.0 * noise, -149)  // subnormal, a few bits
+                    : c == 1 ? (i == 4 && j == 6 ? 1e-39 : 0.0)        // one subnormal spike
+                             : std::ldexp(1.0 + noise, -120) * (1.0 + 0.01 * static_cast<double>(i));  // tiny normal
+                field[static_cast<std::size_t>((c * grid.nlat + i) * grid.nlon + j)] = static_cast<float>(value);
+            }
+        }
+    }
+    auto at = [&](std::int64_t c, std::int64_t i, std::int64_t j) {
+        return static_cast<double>(field[static_cast<std::size_t>((c * grid.nlat + i) * grid.nlon + j)]);
+    };
+    for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+        if (Decomposition(grid, mesh.shape(), rule).has_empty_box()) {
+            continue;
+        }
+        const ShardedGrid distributed(mesh, grid, rule);
+        const ShardedGrid serial(alone, grid, rule);
+        const Box& box = distributed.box();
+        const auto x = shard_of(field, grid, box, channels);
+        const auto got = gradient_magnitude<float>(distributed, {x, channels});
+        const auto whole = gradient_magnitude<float>(serial, {field, channels});
+        expect_identical(got, shard_of(whole, grid, box, channels), "subnormal gradient_magnitude vs serial");
+        std::int64_t nonzero = 0;
+        for (std::int64_t c = 0; c < channels; ++c) {
+            for (std::int64_t i = 0; i < grid.nlat; ++i) {
+                for (std::int64_t j = 0; j < grid.nlon; ++j) {
+                    const double gy = i == 0               ? at(c, 1, j) - at(c, 0, j)
+                                      : i == grid.nlat - 1 ? at(c, i, j) - at(c, i - 1, j)
+                                                           : (at(c, i + 1, j) - at(c, i - 1, j)) / 2;
+                    const double gx = j == 0               ? at(c, i, 1) - at(c, i, 0)
+                                      : j == grid.nlon - 1 ? at(c, i, j) - at(c, i, j - 1)
+                                                           : (at(c, i, j + 1) - at(c, i, j - 1)) / 2;
+                    const double exact = std::sqrt(gy * gy + gx * gx);
+                    const double value = whole[static_cast<std::size_t>((c * grid.nlat + i) * grid.nlon + j)];
+                    EXPECT_LE(std::abs(value - exact), 0x1p-22 * exact + 0x1p-150)
+                        << "channel " << c << " (" << i << ", " << j << "): " << value << " vs " << exact;
+                    nonzero += value > 0.0 ? 1 : 0;
+                }
+            }
+        }
+        EXPECT_GT(nonzero, area);  // the subnormal channels did not flush to zero
+        // The spike's neighbour along latitude: half of 1e-39 (as float), within half a subnormal step.
+        EXPECT_NEAR(whole[static_cast<std::size_t>((grid.nlat + 3) * grid.nlon + 6)], at(1, 4, 6) / 2, 0x1p-150);
+    }
+}
+
 TEST_F(Metrics, GradientInMetresOnTheSphere) {
     const GridShape grid{29, 41};
     const Case k = make_case(grid, 1);
@@ -518,7 +583,7 @@ TEST_F(Metrics, GradientMeansAndPercentDiff) {
             const auto gp = ref_gradient_magnitude(k, k.prediction, true);
             std::vector<double> out;
             for (std::int64_t c = 0; c < k.channels; ++c) {
-                out.push_back(ref_gradient_percent_diff(k, gt, gp, c));
+                out.push_back(ref_gradient_percent_diff(k, gt, gp, c, GradientPoints::own));
             }
             return out;
         });

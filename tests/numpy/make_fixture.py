@@ -50,12 +50,8 @@ def gradient_magnitude(x):
 
 
 def gradient_means(t, p, a):
-    """The weighted means of |grad t| and |grad p| over the points where neither magnitude is NaN."""
-    gt, gp = gradient_magnitude(t), gradient_magnitude(p)
-    valid = ~np.isnan(gt) & ~np.isnan(gp) & (a != 0)
-    w = np.sum(np.where(valid, a, 0))
-    return (float(np.sum(np.where(valid, gt.astype(np.float64) * a, 0)) / w),
-            float(np.sum(np.where(valid, gp.astype(np.float64) * a, 0)) / w))
+    """The weighted means of |grad t| and |grad p|, each over its own non-NaN points (ACE's rule)."""
+    return tuple(weighted_nanmean(g.astype(np.float64), a) for g in (gradient_magnitude(t), gradient_magnitude(p)))
 
 
 def main():

@@ -110,10 +110,8 @@ def ref_gradient_magnitude(x):
 
 
 def ref_gradient_percent_diff(t, p, w):
-    gt, gp = ref_gradient_magnitude(t), ref_gradient_magnitude(p)
-    both = ~(np.isnan(gt) | np.isnan(gp))  # gridshard counts a point when both magnitudes are valid
-    gt, gp = np.where(both, gt, np.nan), np.where(both, gp, np.nan)
-    mt, mp = ref_weighted_nanmean(gt, w), ref_weighted_nanmean(gp, w)
+    # ACE's rule: each field's magnitudes averaged over that field's own non-NaN points.
+    mt, mp = ref_weighted_nanmean(ref_gradient_magnitude(t), w), ref_weighted_nanmean(ref_gradient_magnitude(p), w)
     return 100 * (mp - mt) / mt
 
 
@@ -556,3 +554,54 @@ def test_one_column_and_empty_shards_keep_the_serial_bits(dist, serial, grid, pe
     assert_same_bits(got, serial.weighted_mean(truth, weights))
     got = dist.rmse_of_time_mean(local(dist, truth), local(dist, prediction), weights[dist.get_local_slices(grid)])
     assert_same_bits(got, serial.rmse_of_time_mean(truth, prediction, weights))
+
+
+# ---------------------------------------------------------------- std far from zero, against exact rationals
+
+
+def exact_weighted_std(x, w):
+    """The weighted population std of the values x (as stored) with weights w, from exact rational arithmetic
+    (fractions) and a 40-digit square root, per leading index."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    w = np.broadcast_to(np.asarray(w, dtype=np.float64), x.shape[-2:]).ravel()
+    out = []
+    for field in x.reshape(-1, x.shape[-2] * x.shape[-1]):
+        values = [Fraction(float(v)) for v in field]
+        weights = [Fraction(float(a)) for a in w]
+        total = sum(weights)
+        mean = sum(a * v for a, v in zip(weights, values)) / total
+        variance = sum(a * (v - mean) ** 2 for a, v in zip(weights, values)) / total
+        with localcontext() as context:
+            context.prec = 40
+            out.append(float((Decimal(variance.numerator) / Decimal(variance.denominator)).sqrt()))
+    return np.array(out).reshape(x.shape[:-2])
+
+
+@pytest.mark.parametrize("weighting", ["per_point", "per_row", "none"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_weighted_std_far_from_zero_is_right_and_the_same_bits_at_every_mesh(dist, serial, dtype, weighting):
+    # 1e8 + 1e-3 noise in float64 (std / mean ~ 1e-11), 1e6 + noise in float32 (~ 1e-6): a sum of a x^2
+    # rounded per term, or a variance finalised in 106 bits, loses the std entirely.
+    grid = (9, 14)
+    rng = np.random.default_rng(5)
+    offset, noise = (1e8, 1e-3) if dtype == np.float64 else (1e6, 0.5)
+    x = (offset + noise * rng.standard_normal((2,) + grid)).astype(dtype)
+    x[1] = x[1, 0, 0]  # a constant field: exactly 0
+    weights = {"per_point": rng.uniform(0.5, 2.0, grid),
+               "per_row": np.asarray(gridshard.spherical_area_weights(np.linspace(-80, 80, grid[0]), grid[1])),
+               "none": None}[weighting]
+    got = dist.weighted_std(local(dist, x), None if weights is None else local(dist, weights))
+    assert_same_bits(got, serial.weighted_std(x, weights))
+    want = exact_weighted_std(x, 1.0 if weights is None else weights)
+    assert got[1] == 0.0
+    if dtype == np.float64:
+        np.testing.assert_allclose(got[0], want[0], rtol=1e-12, atol=0)
+    else:  # a float32 result: the exact std, correctly rounded to float32 within an ulp
+        assert abs(float(got[0]) - want[0]) <= float(np.spacing(np.float32(want[0]))), (got[0], want[0])
+    # One point of non-zero weight: exactly 0.
+    if weights is not None:
+        single = np.zeros(grid)
+        single[grid[0] // 2, 3] = 0.7
+        assert dist.weighted_std(local(dist, x), local(dist, single))[0] == 0.0

@@ -120,6 +120,66 @@ TEST(ExactSum, SubtractAndDoubleDouble) {
     EXPECT_EQ(dd.lo, 0x1p-80);
 }
 
+// An expansion sums back to the very same accumulator, and a scaled sum is the sum of the scaled terms:
+// together they give exact products of exact sums (the variance's W*Q - S^2).
+TEST(ExactSum, ExpansionAndScaledSumsAreExact) {
+    std::mt19937_64 rng(17);
+    for (int trial = 0; trial < 200; ++trial) {
+        const std::vector<double> values = random_values(rng, 50, -80, 80);
+        ExactSum sum;
+        for (double v : values) {
+            sum.add(v);
+        }
+        const std::vector<double> parts = sum.expansion();
+        ASSERT_FALSE(parts.empty());
+        EXPECT_EQ(parts.front(), sum.to_double());
+        ExactSum rebuilt;
+        for (double p : parts) {
+            rebuilt.add(p);
+        }
+        ExactSum difference = rebuilt;
+        difference.subtract(sum);
+        EXPECT_EQ(difference.to_double(), 0.0);
+        EXPECT_TRUE(difference.expansion().empty());
+        // factor * sum, exactly, against the per-value products.
+        const double factor = std::ldexp(std::uniform_real_distribution<double>(-1.0, 1.0)(rng), trial % 40 - 20);
+        // Through the packed form, as after an allreduce: a negative sum then carries its sign through the
+        // limbs above it, which add_scaled must not take for digits.
+        std::vector<std::int64_t> wire(ExactSum::wire_size);
+        sum.pack(wire);
+        ExactSum scaled;
+        scaled.add_scaled(ExactSum::unpack(wire), factor);
+        ExactSum products;
+        for (double v : values) {
+            products.add_product(factor, v);
+        }
+        ExactSum gap = scaled;
+        gap.subtract(products);
+        EXPECT_TRUE(gap.expansion().empty()) << trial;
+    }
+    // (1 + 2^-80)^2 - 1 - 2^-79 = 2^-160: invisible to double-double, exact here.
+    ExactSum s;
+    s.add(1.0);
+    s.add(0x1p-80);
+    ExactSum square;
+    for (double p : s.expansion()) {
+        square.add_scaled(s, p);
+    }
+    square.add(-1.0);
+    square.add(-0x1p-79);
+    EXPECT_EQ(square.to_double(), 0x1p-160);
+    EXPECT_TRUE(ExactSum{}.expansion().empty());
+    ExactSum special;
+    special.add(std::numeric_limits<double>::quiet_NaN());
+    ASSERT_EQ(special.expansion().size(), 1U);
+    EXPECT_TRUE(std::isnan(special.expansion().front()));
+    ExactSum infinite;
+    infinite.add(std::numeric_limits<double>::infinity());
+    ExactSum flipped;
+    flipped.add_scaled(infinite, -2.0);
+    EXPECT_EQ(flipped.to_double(), -std::numeric_limits<double>::infinity());
+}
+
 TEST(ExactSum, ProductsAreExact) {
     ExactSum sum;
     const double a = 0.1;

@@ -40,6 +40,11 @@ struct ScoreDefinition {
 /// std_truth, std_pred, grad_mag_percent_diff.
 [[nodiscard]] const std::vector<ScoreDefinition>& evaluation_scores();
 
+/// Any registered score by name: those of evaluation_scores() and grad_mag_percent_diff_own_points (ACE's
+/// gradient_magnitude_percent_diff, each field's mean over its own valid points, which the forecast
+/// evaluation reports under ACE's name). Throws ArgumentError naming an unknown score.
+[[nodiscard]] const ScoreDefinition& score_definition(std::string_view name);
+
 /// Per-channel values of named scores, in the order of the registry they came from.
 class Scores {
   public:

@@ -26,18 +26,28 @@ class PartialSums;
 /// ("valid"). t is the truth (or the only field), p the prediction, and both are 0 where a point is not
 /// valid, so a term never carries NaN from a point it leaves out.
 enum class Term : int {
-    weight,               ///< a over the valid points (under propagate: every point of non-zero weight)
-    truth,                ///< a t
-    prediction,           ///< a p
-    truth_square,         ///< a t^2
-    prediction_square,    ///< a p^2
-    difference_square,    ///< a (p - t)^2
-    cross,                ///< a t p
-    gradient_weight,      ///< a over the points whose gradient magnitudes are valid
-    truth_gradient,       ///< a |grad t| over those points
-    prediction_gradient,  ///< a |grad p| over those points
+    weight,                     ///< a over the valid points (under propagate: every point of non-zero weight)
+    truth,                      ///< a t
+    prediction,                 ///< a p
+    truth_square,               ///< a t^2
+    prediction_square,          ///< a p^2
+    difference_square,          ///< a (p - t)^2
+    cross,                      ///< a t p
+    gradient_weight,            ///< a over the points where both gradient magnitudes are valid (one field: its own)
+    truth_gradient,             ///< a |grad t| over those points
+    prediction_gradient,        ///< a |grad p| over those points
+    truth_own_gradient_weight,  ///< a over the points whose truth magnitude is valid, whatever p's is
+    truth_own_gradient,         ///< a |grad t| over those points
+    prediction_own_gradient_weight,  ///< a over the points whose prediction magnitude is valid
+    prediction_own_gradient,         ///< a |grad p| over those points
 };
-inline constexpr int term_count = 10;
+inline constexpr int term_count = 14;
+
+/// Which points a gradient mean averages over when two fields are scored. `common`: the points where both
+/// magnitudes are valid (the pair rule of `gridshard eval`'s grad_mag_percent_diff). `own`: each field's
+/// own valid points, so a NaN in one field leaves the other's mean alone (ACE's
+/// `gradient_magnitude_percent_diff`, a `weighted_nanmean` of each magnitude).
+enum class GradientPoints { common, own };
 
 /// A set of terms (a bit per Term).
 class TermSet {
@@ -62,7 +72,21 @@ class TermSet {
                contains(Term::cross);
     }
     [[nodiscard]] constexpr bool needs_gradient() const noexcept {
+        return needs_common_gradient() || needs_own_gradient();
+    }
+    /// Whether a gradient term over the points where both magnitudes are valid is in the set.
+    [[nodiscard]] constexpr bool needs_common_gradient() const noexcept {
         return contains(Term::gradient_weight) || contains(Term::truth_gradient) || contains(Term::prediction_gradient);
+    }
+    /// Whether a gradient term over one field's own valid points is in the set.
+    [[nodiscard]] constexpr bool needs_own_gradient() const noexcept {
+        return contains(Term::truth_own_gradient_weight) || contains(Term::truth_own_gradient) ||
+               contains(Term::prediction_own_gradient_weight) || contains(Term::prediction_own_gradient);
+    }
+    /// Whether a gradient term of the prediction is in the set.
+    [[nodiscard]] constexpr bool needs_prediction_gradient() const noexcept {
+        return contains(Term::prediction_gradient) || contains(Term::prediction_own_gradient) ||
+               contains(Term::prediction_own_gradient_weight);
     }
     /// The position of `t` among the terms of the set (its slot), counting from 0.
     [[nodiscard]] constexpr int index(Term t) const noexcept { return __builtin_popcount(bits_ & (bit(t) - 1)); }
@@ -86,8 +110,9 @@ class TermSums {
     [[nodiscard]] TermSet terms() const noexcept { return terms_; }
     [[nodiscard]] std::int64_t groups() const noexcept { return groups_; }
 
-    /// Term `t` of group `g` to about 106 bits. Term::weight and Term::gradient_weight fall back to the
-    /// total weight when they were not formed (under propagate every point of non-zero weight counts);
+    /// Term `t` of group `g` to about 106 bits. The weight terms (Term::weight and the gradient weights)
+    /// fall back to the total weight when they were not formed (under propagate every point of non-zero
+    /// weight counts);
     /// any other term that was not formed is an ArgumentError (a finalizer reading an undeclared term).
     [[nodiscard]] DoubleDouble value(std::int64_t g, Term t) const;
     /// The weight of every point of non-zero weight, over the whole grid (the same for every group).
@@ -102,15 +127,21 @@ class TermSums {
     /// `sqrt(mean of (p - t)^2)`.
     [[nodiscard]] double rmse(std::int64_t g) const;
     /// The weighted population std of the truth (or, with `prediction`, of the prediction) about its
-    /// own mean, from a, a x and a x^2 in 106-bit arithmetic.
+    /// own mean: `sqrt(W Q - S^2) / W` from W = sum a, S = sum a x and Q = sum a x^2, the numerator exact
+    /// with exact sums (so right to a few ulps whatever the offset, and 0 for a constant field), in
+    /// 106-bit arithmetic with plain ones.
     [[nodiscard]] double std_dev(std::int64_t g, bool prediction = false) const;
-    /// The weighted mean of |grad t| (or |grad p|) over the points with valid magnitudes.
-    [[nodiscard]] double gradient_mean(std::int64_t g, bool prediction = false) const;
-    /// `100 (G(p) - G(t)) / G(t)`, G = gradient_mean.
-    [[nodiscard]] double gradient_percent_diff(std::int64_t g) const;
+    /// The weighted mean of |grad t| (or |grad p|) over the points with valid magnitudes: those where both
+    /// are (`common`), or the field's own (`own`).
+    [[nodiscard]] double gradient_mean(std::int64_t g, bool prediction = false,
+                                       GradientPoints points = GradientPoints::common) const;
+    /// `100 (G(p) - G(t)) / G(t)`, G = gradient_mean over `points`.
+    [[nodiscard]] double gradient_percent_diff(std::int64_t g, GradientPoints points = GradientPoints::common) const;
 
   private:
     [[nodiscard]] std::int64_t slot(std::int64_t g, Term t) const;
+    /// The exact sum behind value(g, t), or null with plain sums.
+    [[nodiscard]] const ExactSum* exact(std::int64_t g, Term t) const;
 
     std::shared_ptr<const detail::PartialSums> sums_;
     TermSet terms_;

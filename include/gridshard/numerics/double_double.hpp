@@ -51,8 +51,19 @@ inline DoubleDouble divide(DoubleDouble a, DoubleDouble b) noexcept {
     return normalize(q1, q2);
 }
 
+/// sqrt(a) to about 104 bits (one Newton correction of the double root); a <= 0 gives sqrt(a.hi).
+inline DoubleDouble sqrt(DoubleDouble a) noexcept {
+    const double root = std::sqrt(a.hi);
+    if (!(a.hi > 0.0) || !std::isfinite(root)) {
+        return {root, 0.0};
+    }
+    const DoubleDouble remainder = add(a, negate(two_product(root, root)));
+    return normalize(root, remainder.hi / (2.0 * root));
+}
+
 /// The population standard deviation from the total weight W, S = sum(a x) and Q = sum(a x^2):
-/// sqrt(Q/W - (S/W)^2), in double-double so the cancellation costs no accuracy that matters.
+/// sqrt(Q/W - (S/W)^2), in double-double: accurate while the mean is within about 2^26 standard deviations
+/// of zero. Exact sums use TermSums::std_dev's exact numerator instead; this serves plain (fast) sums.
 inline double population_std(DoubleDouble total, DoubleDouble sum, DoubleDouble sum_of_squares) noexcept {
     const DoubleDouble mean = divide(sum, total);
     const DoubleDouble variance = add(divide(sum_of_squares, total), negate(multiply(mean, mean)));

@@ -21,9 +21,9 @@
 ///
 /// ## Accuracy
 /// Results are the exact sum rounded once to nearest (ties to even): the correctly rounded answer,
-/// better than any plain or compensated summation. `to_double_double` returns 106 bits of it, which
-/// the variance uses to keep `W*Sxx - Sx^2` accurate. NaN and infinities follow IEEE rules (any NaN,
-/// or +inf with -inf, gives NaN).
+/// better than any plain or compensated summation. `expansion` and `add_scaled` form exact products of
+/// exact sums, so the variance's `W*Sxx - Sx^2` is exact however far the mean lies from zero. NaN and infinities follow
+/// IEEE rules (any NaN, or +inf with -inf, gives NaN).
 ///
 /// ## Cost
 /// About a dozen vector operations per value (sweep and split) against one for a plain sum, and
@@ -34,6 +34,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 namespace gridshard {
 
@@ -66,11 +67,18 @@ class ExactSum {
     void add(const ExactSum& other) noexcept;
     /// Subtracts another exact sum.
     void subtract(const ExactSum& other) noexcept;
+    /// Adds `factor * other` exactly (every limb of `other` times `factor`, no rounding): with the
+    /// expansion below, the exact product of two exact sums (the variance's `W*Sxx - Sx^2`).
+    void add_scaled(const ExactSum& other, double factor) noexcept;
 
     /// The sum rounded to nearest, ties to even; NaN or +-inf when those were added.
     [[nodiscard]] double to_double() const noexcept;
     /// The sum to 106 bits: `hi` is to_double(), `lo` the rounded remainder.
     [[nodiscard]] DoubleDouble to_double_double() const noexcept;
+    /// The sum as doubles whose exact sum it is, largest first, each the rounded remainder of the ones
+    /// before (at most one per 53 bits the sum spans; bits below 2^-1074, which only products of tiny values
+    /// reach, are left out); empty for zero, one value for NaN or +-inf.
+    [[nodiscard]] std::vector<double> expansion() const;
 
     /// Writes `wire_size` int64 words whose elementwise sum over accumulators is their exact sum.
     void pack(std::span<std::int64_t> out) const noexcept;
