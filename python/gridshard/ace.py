@@ -11,7 +11,7 @@ of gathering by zero-padded all-reduces. Importing this module imports neither t
 
 import os
 
-from .distributed import Distributed
+from .distributed import ArgumentError, Distributed, _mesh_sizes_from_env
 
 
 class _ModuleWrapper:
@@ -32,10 +32,15 @@ class GridshardBackend:
 
     @classmethod
     def from_env(cls):
-        """The mesh of ``FME_DISTRIBUTED_H`` x ``FME_DISTRIBUTED_W`` (default 1 x 1) over MPI.COMM_WORLD."""
-        h = int(os.environ.get("FME_DISTRIBUTED_H", "1"))
-        w = int(os.environ.get("FME_DISTRIBUTED_W", "1"))
-        return cls(spatial_parallelism=(h, w))
+        """The mesh of ``FME_DISTRIBUTED_H`` x ``FME_DISTRIBUTED_W`` (default 1 x 1) over MPI.COMM_WORLD. Sizes
+        that are not integers raise ValueError on every rank (compared between the ranks first)."""
+        sizes, bad = _mesh_sizes_from_env(default="1")
+        try:
+            return cls(spatial_parallelism=sizes)
+        except ArgumentError:
+            if bad:
+                raise ValueError(f"the gridshard backend needs {bad}") from None
+            raise
 
     @classmethod
     def is_available(cls):

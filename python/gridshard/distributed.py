@@ -22,6 +22,21 @@ from ._mpi import mpi_errors
 ArgumentError = _core.ArgumentError
 
 
+def _mesh_sizes_from_env(default=None):
+    """``(FME_DISTRIBUTED_H, FME_DISTRIBUTED_W)`` as ints (``default`` for an unset one, when given), and ""; or,
+    when one is not an integer, the texts as they are and what is wrong, for ``Distributed`` to compare between
+    the ranks before anyone raises. No MPI calls."""
+    sizes, bad = [], ""
+    for name in ("FME_DISTRIBUTED_H", "FME_DISTRIBUTED_W"):
+        text = os.environ.get(name, default)
+        try:
+            sizes.append(int(text))
+        except (TypeError, ValueError):
+            sizes.append(text)
+            bad = bad or f"an integer {name}, got {text!r}"
+    return tuple(sizes), bad
+
+
 def _signature(*parts):
     """A code of what every rank of a call must give alike (a dtype, leading dims, whether weights are given),
     the same in every process (a CRC of the parts' repr; Python's own str hash differs between processes)."""
@@ -197,14 +212,13 @@ class Distributed:
 
         backend = os.environ.get("FME_DISTRIBUTED_BACKEND")
         if backend == "model":
-            sizes = []
-            for name in ("FME_DISTRIBUTED_H", "FME_DISTRIBUTED_W"):
-                text = os.environ.get(name)
-                try:
-                    sizes.append(int(text))
-                except (TypeError, ValueError):
-                    raise ValueError(f"FME_DISTRIBUTED_BACKEND=model needs an integer {name}, got {text!r}") from None
-            return cls(comm, spatial_parallelism=tuple(sizes), split=split)
+            sizes, bad = _mesh_sizes_from_env()
+            try:  # the sizes are compared between the ranks first, so a rank whose are bad raises with the rest
+                return cls(comm, spatial_parallelism=sizes, split=split)
+            except ArgumentError:
+                if bad:
+                    raise ValueError(f"FME_DISTRIBUTED_BACKEND=model needs {bad}") from None
+                raise
         if backend == "none":
             return cls(MPI.COMM_SELF, split=split)
         if backend in (None, "torch"):
