@@ -27,8 +27,10 @@ class _ModuleWrapper:
 class GridshardBackend:
     """ACE's backend interface on a ``gridshard.Distributed`` (``data x h x w`` over ``comm``)."""
 
-    def __init__(self, comm=None, spatial_parallelism=(1, 1), split="div_up"):
-        self.distributed = Distributed(comm, spatial_parallelism=spatial_parallelism, split=split)
+    def __init__(self, comm=None, spatial_parallelism=(1, 1), split="div_up", abort_on_exception=None):
+        self.distributed = Distributed(
+            comm, spatial_parallelism=spatial_parallelism, split=split, abort_on_exception=abort_on_exception
+        )
 
     @classmethod
     def from_env(cls):

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from . import _arrays
+from . import _abort, _arrays
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._mpi import mpi_errors
@@ -160,12 +160,19 @@ class Distributed:
     ``compute_split_shapes``, as ACE) or ``"balanced"``; ``summation`` is ``"reproducible"`` (exact sums,
     the same bits on every mesh) or ``"fast"``. Collective over ``comm``.
 
+    ``abort_on_exception``: when a ``Distributed`` spans more than one rank, an exception that no one catches
+    on any rank ends every rank of the job (``MPI_Abort``, after the traceback and a line naming the rank),
+    as ``python -m mpi4py`` does, instead of leaving the other ranks waiting for it. ``None`` (the default)
+    follows ``GRIDSHARD_ABORT_ON_EXCEPTION`` (``0`` turns it off); ``False`` turns it off for the process,
+    ``True`` on. No MPI calls of its own.
+
     >>> dist = gridshard.Distributed(spatial_parallelism=(2, 2))      # under mpirun -n 4
     >>> local = global_field[dist.get_local_slices(global_field.shape)]
     >>> dist.weighted_mean(local, weights[dist.get_local_slices(weights.shape)])
     """
 
-    def __init__(self, comm=None, spatial_parallelism=None, split="div_up", summation="reproducible"):
+    def __init__(self, comm=None, spatial_parallelism=None, split="div_up", summation="reproducible",
+                 abort_on_exception=None):
         from mpi4py import MPI
 
         if comm is None:
@@ -201,6 +208,10 @@ class Distributed:
             self._spatial_comm = self._comm.Split(d, i * w + j)
             self._data_comm = self._comm.Split(i * w + j, d)
         self._shape = shape
+        if abort_on_exception is not None:
+            _abort.install(bool(abort_on_exception))
+        elif comm.Get_size() > 1 and _abort.enabled_by_environment():
+            _abort.install(True)
 
     @classmethod
     def from_env(cls, comm=None, split="div_up"):
