@@ -5,6 +5,7 @@ already, so ``sys.modules`` tells whether one could be a tensor. A CPU tensor is
 zero-copy ``.numpy()`` view; results are wrapped back with ``torch.from_numpy``.
 """
 
+import contextlib
 import sys
 
 import numpy as np
@@ -39,19 +40,31 @@ class Problems:
     def text(self):
         return "; ".join(self.messages)
 
+    @contextlib.contextmanager
+    def catching(self, name):
+        """Records any exception raised in the block (an object's ``__array__`` that raises, a MemoryError
+        from one copy) as this rank's problem with ``name``, so it is raised on every rank by the call's
+        agreement instead of on this rank alone before it. The block stops at the exception; what it had
+        not assigned keeps the value it had before."""
+        try:
+            yield
+        except Exception as error:  # noqa: BLE001 - any failure reading an argument is this rank's problem
+            self.add(f"{name}: {type(error).__name__} on reading it: {error}")
+
 
 def as_numpy(value, name, problems, dtypes=FLOATING):
-    """The numpy view of an array or CPU tensor (no copy), or None after recording why it cannot be used."""
+    """The numpy view of an array or CPU tensor (no copy), or None after recording why it cannot be used
+    (whatever reading it raised included: never an exception on this rank alone)."""
     if is_tensor(value):
-        if value.device.type != "cpu":
-            problems.add(f"{name}: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
-            return None
-        value = value.detach()
-        if value.is_conj() or value.is_neg():
-            value = value.resolve_conj().resolve_neg()
         try:
+            if value.device.type != "cpu":
+                problems.add(f"{name}: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
+                return None
+            value = value.detach()
+            if value.is_conj() or value.is_neg():
+                value = value.resolve_conj().resolve_neg()
             array = value.numpy()
-        except (TypeError, RuntimeError) as error:
+        except Exception as error:  # noqa: BLE001 - raised on every rank by the call's agreement
             problems.add(f"{name}: {error}")
             return None
     elif isinstance(value, np.ndarray):
@@ -59,8 +72,8 @@ def as_numpy(value, name, problems, dtypes=FLOATING):
     else:
         try:
             array = np.asarray(value)
-        except (TypeError, ValueError) as error:
-            problems.add(f"{name}: cannot be read as an array ({error})")
+        except Exception as error:  # noqa: BLE001 - an __array__ that raises, say; agreed like any problem
+            problems.add(f"{name}: cannot be read as an array ({type(error).__name__}: {error})")
             return None
     if array.dtype not in dtypes:
         names = ", ".join(str(d) for d in dtypes)

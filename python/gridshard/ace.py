@@ -11,7 +11,7 @@ of gathering by zero-padded all-reduces. Importing this module imports neither t
 
 import os
 
-from .distributed import Distributed
+from .distributed import ArgumentError, Distributed, _mesh_sizes_from_env
 
 
 class _ModuleWrapper:
@@ -27,15 +27,22 @@ class _ModuleWrapper:
 class GridshardBackend:
     """ACE's backend interface on a ``gridshard.Distributed`` (``data x h x w`` over ``comm``)."""
 
-    def __init__(self, comm=None, spatial_parallelism=(1, 1), split="div_up"):
-        self.distributed = Distributed(comm, spatial_parallelism=spatial_parallelism, split=split)
+    def __init__(self, comm=None, spatial_parallelism=(1, 1), split="div_up", abort_on_exception=None):
+        self.distributed = Distributed(
+            comm, spatial_parallelism=spatial_parallelism, split=split, abort_on_exception=abort_on_exception
+        )
 
     @classmethod
     def from_env(cls):
-        """The mesh of ``FME_DISTRIBUTED_H`` x ``FME_DISTRIBUTED_W`` (default 1 x 1) over MPI.COMM_WORLD."""
-        h = int(os.environ.get("FME_DISTRIBUTED_H", "1"))
-        w = int(os.environ.get("FME_DISTRIBUTED_W", "1"))
-        return cls(spatial_parallelism=(h, w))
+        """The mesh of ``FME_DISTRIBUTED_H`` x ``FME_DISTRIBUTED_W`` (default 1 x 1) over MPI.COMM_WORLD. Sizes
+        that are not integers raise ValueError on every rank (compared between the ranks first)."""
+        sizes, bad = _mesh_sizes_from_env(default="1")
+        try:
+            return cls(spatial_parallelism=sizes)
+        except ArgumentError:
+            if bad:
+                raise ValueError(f"the gridshard backend needs {bad}") from None
+            raise
 
     @classmethod
     def is_available(cls):

@@ -14,12 +14,27 @@ import zlib
 
 import numpy as np
 
-from . import _arrays
+from . import _abort, _arrays
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._mpi import mpi_errors
 
 ArgumentError = _core.ArgumentError
+
+
+def _mesh_sizes_from_env(default=None):
+    """``(FME_DISTRIBUTED_H, FME_DISTRIBUTED_W)`` as ints (``default`` for an unset one, when given), and ""; or,
+    when one is not an integer, the texts as they are and what is wrong, for ``Distributed`` to compare between
+    the ranks before anyone raises. No MPI calls."""
+    sizes, bad = [], ""
+    for name in ("FME_DISTRIBUTED_H", "FME_DISTRIBUTED_W"):
+        text = os.environ.get(name, default)
+        try:
+            sizes.append(int(text))
+        except (TypeError, ValueError):
+            sizes.append(text)
+            bad = bad or f"an integer {name}, got {text!r}"
+    return tuple(sizes), bad
 
 
 def _signature(*parts):
@@ -36,7 +51,7 @@ def _normalise_dims(dim, ndim, name="dim"):
     array, and an empty message; or None and the message why not."""
     try:
         dims = [dim] if isinstance(dim, numbers.Integral) else list(dim)
-    except TypeError:
+    except Exception:  # noqa: BLE001 - whatever iterating it raises, the same answer on every rank
         return None, f"{name}={dim!r}: not an int or a tuple of ints"
     if not all(isinstance(d, numbers.Integral) and not isinstance(d, bool) for d in dims):
         return None, f"{name}={dim!r}: not an int or a tuple of ints"
@@ -63,20 +78,21 @@ class _Field:
 
     def __init__(self, value, name, problems):
         self.original = value
-        self.buffer = None
-        array = _arrays.as_numpy(value, name, problems)
-        self.array = array
-        if array is None:
-            return
-        if array.ndim < 2:
-            problems.add(f"{name}: shape {tuple(array.shape)} has no (lat, lon) dims")
-            self.array = None
-            return
-        self.leading = tuple(array.shape[:-2])
-        self.rows, self.cols = array.shape[-2], array.shape[-1]
-        self.dtype = array.dtype
-        channels = math.prod(self.leading)
-        self.buffer = _arrays.contiguous(array).reshape(channels, self.rows, self.cols)
+        self.array = self.buffer = None
+        self.leading, self.rows, self.cols, self.dtype = (), 0, 0, np.dtype(np.float64)
+        with problems.catching(name):  # the copy of a non-contiguous input may fail on this rank alone
+            array = _arrays.as_numpy(value, name, problems)
+            if array is None:
+                return
+            if array.ndim < 2:
+                problems.add(f"{name}: shape {tuple(array.shape)} has no (lat, lon) dims")
+                return
+            self.array = array
+            self.leading = tuple(array.shape[:-2])
+            self.rows, self.cols = array.shape[-2], array.shape[-1]
+            self.dtype = array.dtype
+            channels = math.prod(self.leading)
+            self.buffer = _arrays.contiguous(array).reshape(channels, self.rows, self.cols)
 
     @property
     def channels(self):
@@ -94,7 +110,14 @@ def _weights_buffer(weights, field, problems, name="weights"):
     """Weights broadcast to the ``(h, w)`` shard, as float64, and their form: ``(h,)`` per row when they are
     constant along longitude by construction (``None``, a ``(h, 1)`` array, or a broadcast view such as
     ``spherical_area_weights`` returns), ``(h, w)`` per point otherwise. A shard one column wide cannot tell,
-    and takes the form the other ranks' weights have (decided with the grid, in the same allreduce)."""
+    and takes the form the other ranks' weights have (decided with the grid, in the same allreduce). Whatever
+    reading or copying them raises is this rank's problem (then ``None``)."""
+    with problems.catching(name):
+        return _weights_of(weights, field, problems, name)
+    return None, PER_ROW
+
+
+def _weights_of(weights, field, problems, name):
     if field.buffer is None:
         return None, PER_ROW
     if weights is None:
@@ -137,12 +160,19 @@ class Distributed:
     ``compute_split_shapes``, as ACE) or ``"balanced"``; ``summation`` is ``"reproducible"`` (exact sums,
     the same bits on every mesh) or ``"fast"``. Collective over ``comm``.
 
+    ``abort_on_exception``: when a ``Distributed`` spans more than one rank, an exception that no one catches
+    on any rank ends every rank of the job (``MPI_Abort``, after the traceback and a line naming the rank),
+    as ``python -m mpi4py`` does, instead of leaving the other ranks waiting for it. ``None`` (the default)
+    follows ``GRIDSHARD_ABORT_ON_EXCEPTION`` (``0`` turns it off); ``False`` turns it off for the process,
+    ``True`` on. No MPI calls of its own.
+
     >>> dist = gridshard.Distributed(spatial_parallelism=(2, 2))      # under mpirun -n 4
     >>> local = global_field[dist.get_local_slices(global_field.shape)]
     >>> dist.weighted_mean(local, weights[dist.get_local_slices(weights.shape)])
     """
 
-    def __init__(self, comm=None, spatial_parallelism=None, split="div_up", summation="reproducible"):
+    def __init__(self, comm=None, spatial_parallelism=None, split="div_up", summation="reproducible",
+                 abort_on_exception=None):
         from mpi4py import MPI
 
         if comm is None:
@@ -150,8 +180,12 @@ class Distributed:
         # The arguments are compared between the ranks first (one allgather), so a rank that gives others
         # raises with the rest instead of leaving them in the mesh's collectives.
         given = (spatial_parallelism, split, summation)
+        try:
+            text = repr(given)
+        except Exception as error:  # noqa: BLE001 - an argument whose repr raises differs from any that prints
+            text = f"<arguments whose repr raises {type(error).__name__}: {error}>"
         with mpi_errors():
-            everyone = comm.allgather(repr(given))
+            everyone = comm.allgather(text)
         if len(set(everyone)) > 1:
             raise ArgumentError(f"Distributed(spatial_parallelism, split, summation): the ranks give different "
                                 f"arguments, {everyone[0]} on rank 0 and {everyone[comm.Get_rank()]} here")
@@ -174,6 +208,10 @@ class Distributed:
             self._spatial_comm = self._comm.Split(d, i * w + j)
             self._data_comm = self._comm.Split(i * w + j, d)
         self._shape = shape
+        if abort_on_exception is not None:
+            _abort.install(bool(abort_on_exception))
+        elif comm.Get_size() > 1 and _abort.enabled_by_environment():
+            _abort.install(True)
 
     @classmethod
     def from_env(cls, comm=None, split="div_up"):
@@ -185,14 +223,13 @@ class Distributed:
 
         backend = os.environ.get("FME_DISTRIBUTED_BACKEND")
         if backend == "model":
-            sizes = []
-            for name in ("FME_DISTRIBUTED_H", "FME_DISTRIBUTED_W"):
-                text = os.environ.get(name)
-                try:
-                    sizes.append(int(text))
-                except (TypeError, ValueError):
-                    raise ValueError(f"FME_DISTRIBUTED_BACKEND=model needs an integer {name}, got {text!r}") from None
-            return cls(comm, spatial_parallelism=tuple(sizes), split=split)
+            sizes, bad = _mesh_sizes_from_env()
+            try:  # the sizes are compared between the ranks first, so a rank whose are bad raises with the rest
+                return cls(comm, spatial_parallelism=sizes, split=split)
+            except ArgumentError:
+                if bad:
+                    raise ValueError(f"FME_DISTRIBUTED_BACKEND=model needs {bad}") from None
+                raise
         if backend == "none":
             return cls(MPI.COMM_SELF, split=split)
         if backend in (None, "torch"):
@@ -316,12 +353,13 @@ class Distributed:
             array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
         if array is not None and not array.flags.writeable:
             problems.add("tensor: read-only; a reduction writes its result into it")
-        self._agree_arrays(problems, "data", array)
-        if array.flags.c_contiguous:
-            self._mesh.reduce(op, array.reshape(-1))
-        else:
-            work = np.ascontiguousarray(array)
-            self._mesh.reduce(op, work.reshape(-1))
+        work = None
+        with problems.catching("tensor"):  # the copy of a non-contiguous tensor, before the agreement
+            if not problems:
+                work = _arrays.contiguous(array)
+        self._agree_arrays(problems, "data", None if problems else array)
+        self._mesh.reduce(op, work.reshape(-1))
+        if work is not array:
             array[...] = work
         return tensor
 
@@ -360,8 +398,11 @@ class Distributed:
     def _spatial_collective(self, collective, tensor):
         problems = Problems()
         array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
-        self._agree_arrays(problems, "spatial", array)
-        work = np.array(array, order="C", copy=True)
+        work = None
+        with problems.catching("tensor"):  # the copy, before the agreement
+            if array is not None:
+                work = np.array(array, order="C", copy=True)
+        self._agree_arrays(problems, "spatial", None if problems else array)
         collective(work.reshape(-1))
         return _arrays.like(work, tensor)
 
@@ -373,7 +414,11 @@ class Distributed:
         bytes."""
         problems = Problems()
         array = _as_any_numpy(tensor, problems)
-        meta = (problems.text(), None if array is None else (tuple(array.shape), array.dtype.str))
+        send = None
+        with problems.catching("tensor"):  # the contiguous copy, before the allgather
+            if array is not None:
+                send = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
+        meta = (problems.text(), None if problems else (tuple(array.shape), array.dtype.str))
         with mpi_errors():
             metas = comm.allgather(meta)
         failed = [(r, m[0]) for r, m in enumerate(metas) if m[0]]
@@ -389,7 +434,6 @@ class Distributed:
             raise ArgumentError("tensor: the number of dims differs between ranks")
         dtype = np.dtype(dtypes.pop())
         counts = [math.prod(s) * dtype.itemsize for s in shapes]
-        send = np.ascontiguousarray(array).view(np.uint8).reshape(-1)
         receive = None
         if comm.Get_rank() == 0:
             receive = np.empty(sum(counts), dtype=np.uint8)
@@ -466,14 +510,18 @@ class Distributed:
                 problems.add(f"scatter_list: the data root must give {n} tensors, got "
                              f"{'None' if scatter_list is None else len(scatter_list)}")
             else:
-                pieces = [_as_any_numpy(t, problems) for t in scatter_list]
-                shapes = {tuple(np.shape(piece)) for piece in pieces if piece is not None}
-                if not problems and shapes != {tuple(array.shape)}:
-                    problems.add(f"scatter_list: entries of shapes {sorted(shapes)}, the tensor's is {array.shape}")
-                if not problems:
-                    send = np.stack([np.asarray(piece, dtype=array.dtype) for piece in pieces])
-        self._agree_arrays(problems, "data", array)
-        receive = np.empty(array.shape, array.dtype)
+                with problems.catching("scatter_list"):  # the stacked copy, before the agreement
+                    pieces = [_as_any_numpy(t, problems) for t in scatter_list]
+                    shapes = {tuple(np.shape(piece)) for piece in pieces if piece is not None}
+                    if not problems and shapes != {tuple(array.shape)}:
+                        problems.add(f"scatter_list: entries of shapes {sorted(shapes)}, the tensor's is {array.shape}")
+                    if not problems:
+                        send = np.stack([np.asarray(piece, dtype=array.dtype) for piece in pieces])
+        receive = None
+        with problems.catching("tensor"):
+            if array is not None:
+                receive = np.empty(array.shape, array.dtype)
+        self._agree_arrays(problems, "data", None if problems else array)
         with mpi_errors():
             self._data_comm.Scatter(
                 None if send is None else send.reshape(-1).view(np.uint8), receive.reshape(-1).view(np.uint8), root=0
@@ -511,30 +559,31 @@ class Distributed:
                     "expected global data parallel dim to be divisible by data parallel "
                     f"ranks, got global_shape {global_shape} with {self.total_data_parallel_ranks} data parallel ranks"
                 )
-        except (TypeError, ValueError, IndexError, ZeroDivisionError) as error:
+        except Exception as error:  # noqa: BLE001 - every check a rank makes alone is agreed
             problems.add(f"global_shape={global_shape!r}, data_parallel_dim={data_parallel_dim!r}: {error}")
         if array is not None and not problems:
             expected = tuple(s.stop - s.start if s.start is not None else n for s, n in zip(slices, global_shape))
             if tuple(array.shape) != expected:
                 problems.add(f"tensor: shape {tuple(array.shape)}, but this rank's slice of {global_shape} is {expected}")
-        signature = 0 if problems else _signature(array.dtype.str, global_shape, dp)
+        signature, send, samples, channels, out = 0, None, 0, 0, None
+        with problems.catching("tensor"):  # the copies and the root's result, before the call's agreement
+            if not problems:
+                if dp is None:
+                    samples = 1 if self.data_parallel_rank == 0 else 0
+                    moved = array
+                    rest = global_shape[:-2]
+                else:
+                    moved = np.moveaxis(array, dp, 0)
+                    samples = moved.shape[0]
+                    rest = tuple(n for k, n in enumerate(global_shape[:-2]) if k != dp)
+                channels = math.prod(rest)
+                send = (np.ascontiguousarray(moved) if samples else np.empty(0, dtype=array.dtype)).reshape(-1)
+                total = global_shape[dp] if dp is not None else 1
+                out = np.empty((total,) + rest + img, dtype=array.dtype) if self.is_root() else None
+                signature = _signature(array.dtype.str, global_shape, dp)
         if problems:
-            self._mesh.gather_global(problems.text(), signature, None, (1, 1), 0, 0, None)
-        if dp is None:
-            samples = 1 if self.data_parallel_rank == 0 else 0
-            moved = array
-            rest = global_shape[:-2]
-        else:
-            moved = np.moveaxis(array, dp, 0)
-            samples = moved.shape[0]
-            rest = tuple(n for k, n in enumerate(global_shape[:-2]) if k != dp)
-        channels = math.prod(rest)
-        send = np.ascontiguousarray(moved) if samples else np.empty(0, dtype=array.dtype)
-        total = global_shape[dp] if dp is not None else 1
-        out = np.empty((total,) + rest + img, dtype=array.dtype) if self.is_root() else None
-        self._mesh.gather_global(
-            "", signature, send.reshape(-1), img, samples, channels, None if out is None else out.reshape(-1)
-        )
+            self._mesh.gather_global(problems.text(), 0, None, (1, 1), 0, 0, None)  # raises on every rank
+        self._mesh.gather_global("", signature, send, img, samples, channels, None if out is None else out.reshape(-1))
         if out is None:
             return None
         out = out[0] if dp is None else np.moveaxis(out, 0, dp)
@@ -556,7 +605,7 @@ class Distributed:
             box = self.get_local_slices(img)
             whole_box = all(s.stop - s.start == n for s, n in zip(box, img))
             shard_shape = tuple(s.stop - s.start for s in box)
-        except (TypeError, ValueError, IndexError) as error:
+        except Exception as error:  # noqa: BLE001 - agreed below, like any problem
             problems.add(f"img_shape={img_shape!r}: {error}")
         state = 0
         if problems:
@@ -583,11 +632,12 @@ class Distributed:
         if states & 2:
             raise ArgumentError("tensor: some ranks passed the whole field and others their shards")
         leading = tuple(array.shape[:-2])
-        out = np.empty(leading + img, dtype=array.dtype)
+        send, out = None, np.empty(0, dtype=array.dtype)
+        with problems.catching("tensor"):  # the copy and the result, agreed in gather_spatial's own check
+            send = _arrays.contiguous(array).reshape(-1)
+            out = np.empty(leading + img, dtype=array.dtype)
         signature = _signature(array.dtype.str, leading)
-        self._mesh.gather_spatial(
-            "", signature, _arrays.contiguous(array).reshape(-1), img, math.prod(leading), out.reshape(-1)
-        )
+        self._mesh.gather_spatial(problems.text(), signature, send, img, math.prod(leading), out.reshape(-1))
         return _arrays.like(out, tensor)
 
     def gather_spatial(self, data, img_shape):
@@ -678,7 +728,7 @@ class Distributed:
                 img = (int(img_shape[0]), int(img_shape[1]))
                 if len(img_shape) != 2:
                     raise ValueError("expected (nlat, nlon)")
-            except (TypeError, ValueError, IndexError) as error:
+            except Exception as error:  # noqa: BLE001 - agreed in the call's first allreduce
                 img, problem = None, f"img_shape={img_shape!r}: {error}"
         return self._paired_metric(
             _core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img, problem=problem
@@ -690,7 +740,13 @@ class Distributed:
 
     def _stacked(self, truth, stack, name, axis, problems, count=None):
         """``stack`` (fields of the truth's shape along ``axis``) as the library's ``(fields * channels, h, w)``
-        buffer, member slowest (a copy only when ``axis`` is not the first dim); and the number of fields."""
+        buffer, member slowest (a copy only when ``axis`` is not the first dim); and the number of fields. What
+        reading or copying it raises is this rank's problem (then ``None, 0``)."""
+        with problems.catching(name):
+            return self._stacked_unguarded(truth, stack, name, axis, problems)
+        return None, 0
+
+    def _stacked_unguarded(self, truth, stack, name, axis, problems):
         array = _arrays.as_numpy(stack, name, problems)
         if truth.buffer is None or array is None:
             return None, 0
@@ -758,8 +814,9 @@ class Distributed:
                     problems.add(f"predicted {tuple(p.shape)} {p.dtype} and climatology {tuple(c.shape)} {c.dtype} "
                                  f"must have the truth's shape {tuple(t.array.shape)} and dtype {t.dtype}")
                 else:
-                    stacked = np.concatenate([_arrays.contiguous(p).reshape(t.buffer.shape),
-                                              _arrays.contiguous(c).reshape(t.buffer.shape)])
+                    with problems.catching("predicted and climatology"):  # one copy of both, on this rank
+                        stacked = np.concatenate([_arrays.contiguous(p).reshape(t.buffer.shape),
+                                                  _arrays.contiguous(c).reshape(t.buffer.shape)])
         w, form = _weights_buffer(weights, t, problems)
         ok = not problems
         out = np.empty(t.channels if ok else 0, dtype=np.float64)
@@ -777,11 +834,13 @@ class Distributed:
         w, form = _weights_buffer(weights, field, problems)
         region = None
         if field.buffer is not None:
-            region = _arrays.as_numpy(regional_weights, "regional_weights", problems)
+            given = _arrays.as_numpy(regional_weights, "regional_weights", problems)
             try:
-                region = np.ascontiguousarray(np.broadcast_to(region, (field.rows, field.cols)), dtype=np.float64)
+                region = np.ascontiguousarray(np.broadcast_to(given, (field.rows, field.cols)), dtype=np.float64)
             except ValueError:
-                problems.add(f"regional_weights: shape {np.shape(region)} does not broadcast to the shard")
+                problems.add(f"regional_weights: shape {np.shape(given)} does not broadcast to the shard")
+            except Exception as error:  # noqa: BLE001 - a MemoryError from the copy, say: agreed below
+                problems.add(f"regional_weights: {type(error).__name__} on reading it: {error}")
         out = np.empty(field.channels if not problems else 0, dtype=np.float64)
         ok = not problems
         _core.regional_weighted_mean(
@@ -795,8 +854,10 @@ class Distributed:
         Collective over ``lon``."""
         problems = Problems()
         field = _Field(data, "data", problems)
+        out = np.empty(0, dtype=np.float64)
+        with problems.catching("data"):  # the result, allocated before the call's agreement
+            out = np.empty((field.channels, field.rows) if not problems else 0, dtype=np.float64)
         ok = not problems
-        out = np.empty((field.channels, field.rows) if ok else 0, dtype=np.float64)
         _core.zonal_mean(self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1))
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
 
@@ -808,8 +869,10 @@ class Distributed:
         field = _Field(tensor, "tensor", problems)
         if field.buffer is not None:
             _check_spatial_dims(dim, field.array.ndim, problems)
+        out = np.empty(0, dtype=np.float64)
+        with problems.catching("tensor"):  # the result, field-sized, allocated before the call's agreement
+            out = np.empty(field.buffer.shape if not problems else 0, dtype=np.float64)
         ok = not problems
-        out = np.empty(field.buffer.shape if ok else 0, dtype=np.float64)
         _core.gradient_magnitude(
             self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1)
         )
@@ -837,8 +900,9 @@ class Distributed:
                 if ntime < 1:
                     problems.add(f"time_dim={time_dim!r}: the time dim is empty")
                 channels = t.channels  # ntime x the other leading dims, time slowest after the move
-                t.buffer = _arrays.contiguous(np.moveaxis(t.array, axis, 0)).reshape(channels, t.rows, t.cols)
-                p.buffer = _arrays.contiguous(np.moveaxis(p.array, axis, 0)).reshape(channels, t.rows, t.cols)
+                with problems.catching("truth and predicted"):  # the copies, before the call's agreement
+                    t.buffer = _arrays.contiguous(np.moveaxis(t.array, axis, 0)).reshape(channels, t.rows, t.cols)
+                    p.buffer = _arrays.contiguous(np.moveaxis(p.array, axis, 0)).reshape(channels, t.rows, t.cols)
                 t.leading = t.leading[:axis] + t.leading[axis + 1 :]
         w, form = _weights_buffer(weights, t, problems)
         ok = not problems
@@ -883,18 +947,18 @@ def _fill(gathered, gather_list):
 def _as_any_numpy(value, problems):
     """The numpy view of any array or CPU tensor, for the gathers (any dtype)."""
     if _arrays.is_tensor(value):
-        if value.device.type != "cpu":
-            problems.add(f"tensor: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
-            return None
         try:
+            if value.device.type != "cpu":
+                problems.add(f"tensor: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
+                return None
             return value.detach().numpy()
-        except (TypeError, RuntimeError) as error:
+        except Exception as error:  # noqa: BLE001 - agreed like any problem
             problems.add(f"tensor: {error}")
             return None
     try:
         return np.asarray(value)
-    except (TypeError, ValueError) as error:
-        problems.add(f"tensor: cannot be read as an array ({error})")
+    except Exception as error:  # noqa: BLE001 - an __array__ that raises, say: agreed like any problem
+        problems.add(f"tensor: cannot be read as an array ({type(error).__name__}: {error})")
         return None
 
 

@@ -24,11 +24,11 @@
 namespace gridshard::python {
 namespace {
 
-using ImgShape = std::optional<std::tuple<std::int64_t, std::int64_t>>;
-
 /// What every metric binding takes: this rank's argument problem (empty when fine, and then the other
 /// arguments are read), one or two fields `(channels, rows, cols)` of one dtype, the weights (float64,
-/// `(rows,)` or `(rows, cols)`), and an optional region `(rows, cols)` in float64.
+/// `(rows,)` or `(rows, cols)`), and an optional region `(rows, cols)` in float64. They stay Python objects
+/// until run_metric reads them, before the call's first collective, so that whatever fails there (a size
+/// beyond int64, a buffer of the wrong kind) becomes this rank's problem, raised on every rank.
 struct ShardArguments {
     std::string problem;
     std::int64_t signature = 0;  // what every rank must give alike: dtype, leading dims, weights or none
@@ -36,8 +36,8 @@ struct ShardArguments {
     py::object prediction;  // None for one-field metrics
     py::object weights;     // None for metrics without weights
     WeightsForm weights_form = WeightsForm::per_row;
-    py::object region;  // None unless regional
-    std::optional<GridShape> declared;
+    py::object region;     // None unless regional
+    py::object img_shape;  // None, or the (nlat, nlon) the caller declares
     /// The prediction holds this many fields of the truth's channels, stacked slowest (ensemble members, or a
     /// prediction and its climatology).
     std::int64_t prediction_fields = 1;
@@ -58,6 +58,17 @@ ShardShape shape_of(py::buffer& field, const char* name) {
     return {info.shape[0], info.shape[1], info.shape[2]};
 }
 
+/// `img_shape` as a grid shape: two ints, each within int64.
+GridShape declared_shape(const py::object& img_shape) {
+    try {
+        const auto [nlat, nlon] = img_shape.cast<std::tuple<std::int64_t, std::int64_t>>();
+        return {nlat, nlon};
+    } catch (const py::cast_error&) {
+        throw ArgumentError("img_shape=" + std::string(py::repr(img_shape)) +
+                            ": expected (nlat, nlon), two ints between -2**63 and 2**63 - 1");
+    }
+}
+
 /// Runs `compute(grid, truth, prediction, weights, region)` with T the fields' type; the result goes into
 /// `out` (float64, as many values as the metric returns).
 template <class Compute>
@@ -65,8 +76,18 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
     ShardShape shape;
     std::optional<py::buffer> truth;
     std::optional<py::buffer> prediction;
+    std::optional<GridShape> declared;
+    std::span<const double> weights;
+    std::vector<double> expanded;
+    std::span<const double> region;
     if (args.problem.empty()) {
+        // Everything that reads or converts an argument is here, before the grid's allreduce: what fails on
+        // this rank alone is its problem, raised there on every rank (never an exception on one rank while
+        // the others wait).
         const LocalFailure failure = attempt([&] {
+            if (!args.img_shape.is_none()) {
+                declared = declared_shape(args.img_shape);
+            }
             truth = args.truth.cast<py::buffer>();
             shape = shape_of(*truth, "data");
             if (element_kind(*truth) != ElementKind::float32 && element_kind(*truth) != ElementKind::float64) {
@@ -86,6 +107,26 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
                     throw ArgumentError("predicted: dtype differs from truth's");
                 }
             }
+            if (!args.weights.is_none()) {
+                py::buffer w = args.weights.cast<py::buffer>();
+                weights = contiguous_span<const double>(w, "weights", false);
+                // Per-row weights are repeated along the row when the group's form is per point, which only
+                // the allreduce tells: the room is taken now (address space only until it is written).
+                if (args.weights_form == WeightsForm::per_row && shape.cols > 1) {
+                    expanded.reserve(weights.size() * static_cast<std::size_t>(shape.cols));
+                }
+            }
+            if (!args.region.is_none()) {
+                py::buffer r = args.region.cast<py::buffer>();
+                region = contiguous_span<const double>(r, "regional_weights", false);
+            }
+            with_floating_type(*truth, "data", [&](auto zero) {  // C order, as read after the allreduce
+                using T = decltype(zero);
+                (void)contiguous_span<const T>(*truth, "data", false);
+                if (prediction) {
+                    (void)contiguous_span<const T>(*prediction, "predicted", false);
+                }
+            });
         });
         args.problem = failure.message;
     }
@@ -93,30 +134,18 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
     const ShardedGrid* grid = nullptr;
     {
         py::gil_scoped_release release;
-        grid = &self.grid_of_shards(args.problem, {shape.rows, shape.cols, args.signature}, args.declared, form);
+        grid = &self.grid_of_shards(args.problem, {shape.rows, shape.cols, args.signature}, declared, form);
     }
     // Every rank's arguments passed the checks above; the library's metric checks the rest collectively.
     // Weights come as (rows,) for per_row or either, (rows, cols) for per_point; a rank whose weights are
-    // (rows,) while the group's are per point repeats them along its row (a single column: the same values;
-    // an empty shard: none).
-    std::span<const double> weights;
-    std::vector<double> expanded;
+    // (rows,) while the group's are per point repeats them along its row, in the room taken above (a single
+    // column: the same values; an empty shard: none).
     const bool per_point = form == WeightsForm::per_point;
-    if (!args.weights.is_none()) {
-        py::buffer w = args.weights.cast<py::buffer>();
-        weights = contiguous_span<const double>(w, "weights", false);
-        if (per_point && static_cast<std::int64_t>(weights.size()) != shape.rows * shape.cols) {
-            expanded.reserve(weights.size() * static_cast<std::size_t>(shape.cols));
-            for (const double a : weights) {
-                expanded.insert(expanded.end(), static_cast<std::size_t>(shape.cols), a);
-            }
-            weights = expanded;
+    if (per_point && !weights.empty() && static_cast<std::int64_t>(weights.size()) != shape.rows * shape.cols) {
+        for (const double a : weights) {
+            expanded.insert(expanded.end(), static_cast<std::size_t>(shape.cols), a);
         }
-    }
-    std::span<const double> region;
-    if (!args.region.is_none()) {
-        py::buffer r = args.region.cast<py::buffer>();
-        region = contiguous_span<const double>(r, "regional_weights", false);
+        weights = expanded;
     }
     with_floating_type(*truth, "data", [&](auto zero) {
         using T = decltype(zero);
@@ -149,17 +178,13 @@ WeightsForm form_of(int code) {
 
 ShardArguments one_field(std::string problem, std::int64_t signature, py::object data, py::object weights, int form) {
     return {std::move(problem), signature,     std::move(data), py::none(),
-            std::move(weights), form_of(form), py::none(),      std::nullopt};
+            std::move(weights), form_of(form), py::none(),      py::none()};
 }
 
 ShardArguments two_fields(std::string problem, std::int64_t signature, py::object truth, py::object predicted,
-                          py::object weights, int form, ImgShape img_shape = std::nullopt) {
-    std::optional<GridShape> declared;
-    if (img_shape) {
-        declared = GridShape{std::get<0>(*img_shape), std::get<1>(*img_shape)};
-    }
+                          py::object weights, int form, py::object img_shape = py::none()) {
     return {std::move(problem), signature,     std::move(truth), std::move(predicted),
-            std::move(weights), form_of(form), py::none(),       declared};
+            std::move(weights), form_of(form), py::none(),       std::move(img_shape)};
 }
 
 /// Binds a one-field, weighted, per-channel metric `name` computed by `metric(grid, x, weights, summation)`.
@@ -243,10 +268,10 @@ void bind_metrics(py::module_& m) {
     m.def(
         "gradient_magnitude_percent_diff",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object predicted,
-           py::object weights, int form, ImgShape img_shape, py::buffer out) {
+           py::object weights, int form, py::object img_shape, py::buffer out) {
             run_metric(self,
                        two_fields(problem, signature, std::move(truth), std::move(predicted), std::move(weights), form,
-                                  img_shape),
+                                  std::move(img_shape)),
                        std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
                            return gradient_magnitude_percent_diff(grid, t, p, a, GradientOptions{}, self.summation());
                        });

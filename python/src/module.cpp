@@ -94,11 +94,13 @@ void copy_into(const std::vector<T>& from, py::buffer& out, const char* name) {
 const ShardedGrid& grid_for_gather(PythonMesh& self, const Communicator& group, std::string problem,
                                    std::int64_t signature, const py::object& shard,
                                    std::tuple<std::int64_t, std::int64_t> img) {
-    if (problem.empty()) {
-        py::buffer in = shard.cast<py::buffer>();
-        if (element_kind(in) == ElementKind::other) {
-            problem = "tensor: dtype must be float32, float64, int32 or int64";
-        }
+    if (problem.empty()) {  // what fails reading the shard is this rank's problem, agreed below
+        problem = attempt([&] {
+                      py::buffer in = shard.cast<py::buffer>();
+                      if (element_kind(in) == ElementKind::other) {
+                          throw ArgumentError("tensor: dtype must be float32, float64, int32 or int64");
+                      }
+                  }).message;
     }
     py::gil_scoped_release release;
     return self.grid_named(group, problem, {std::get<0>(img), std::get<1>(img)}, signature);
