@@ -67,10 +67,49 @@ std::vector<io::DateTime> valid_dates(const ForecastSource& source) {
     const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
     for (const double init : t.init_times) {
         for (const double v : t.values) {
-            dates.push_back(axis.date_at(init + v * lead_seconds / axis.seconds_per_unit));
+            dates.push_back(axis.date_after(init, v * lead_seconds));
         }
     }
     return dates;
+}
+
+/// The rows of `source`'s lead-time axis that the time means count. A row is at lead 0 where its lead-time value
+/// is 0 in a unit of duration ("microseconds", "hours") or without units, or, on an axis of instants ("hours
+/// since ..."), where it is the initial time of every initial condition; where the forecast does not say (no
+/// lead-time coordinate, an axis of instants without initial times), no row is at lead 0. No MPI calls.
+TimeMeanRows time_mean_rows(const ForecastSource& source, bool include_initial_step) {
+    const ForecastLayout& l = source.layout();
+    const LeadTimes& t = source.lead_times();
+    TimeMeanRows out;
+    std::vector<bool> initial(static_cast<std::size_t>(l.lead_times), false);
+    out.leads_known = t.values.size() == initial.size();
+    if (out.leads_known && t.units.find(" since ") == std::string::npos) {
+        for (std::size_t k = 0; k < initial.size(); ++k) {
+            initial[k] = t.values[k] == 0.0;
+        }
+    } else if (out.leads_known) {
+        out.leads_known = !t.init_times.empty();
+        try {
+            const io::TimeAxis rows = io::parse_time_units(t.units, source.grid().time_calendar);
+            const io::TimeAxis inits = io::parse_time_units(t.init_time_units, t.calendar);
+            for (std::size_t k = 0; k < initial.size() && out.leads_known; ++k) {
+                const io::DateTime row = rows.date_at(t.values[k]);
+                initial[k] = std::all_of(t.init_times.begin(), t.init_times.end(),
+                                         [&](double init) { return io::same_date(row, inits.date_at(init)); });
+            }
+        } catch (const ArgumentError&) {  // times that are no dates: the lead of no row is known
+            out.leads_known = false;
+            initial.assign(initial.size(), false);
+        }
+    }
+    out.initial_rows = std::count(initial.begin(), initial.end(), true);
+    out.initial_counted = out.initial_rows > 0 && (include_initial_step || out.initial_rows == l.lead_times);
+    for (std::size_t k = 0; k < initial.size(); ++k) {
+        if (!initial[k] || out.initial_counted) {
+            out.rows.push_back(static_cast<std::int64_t>(k));
+        }
+    }
+    return out;
 }
 
 /// How one variable of a climatology is read: a plan and, per (initial condition, lead time), the indices of
@@ -314,8 +353,8 @@ template <class T>
 VariableResult score_forecast_variable(const ForecastSource& source, const SourceVariable& variable,
                                        const ShardedGrid& grid, const ScoredRegions& regions,
                                        const Climatology* climatology, const EvalOptions& options,
-                                       const WorkShare& work, std::int64_t rounds, bool collective,
-                                       bool maps_collectively, Progress& progress) {
+                                       const WorkShare& work, const TimeMeanRows& time_means, std::int64_t rounds,
+                                       bool collective, bool maps_collectively, Progress& progress) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const ForecastLayout& layout = source.layout();
@@ -326,7 +365,10 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     const auto nregions = static_cast<std::int64_t>(regions.regions.size());
     const bool ensemble = members > 1;
     const bool with_acc = climatology != nullptr;
-    const std::int64_t first_counted = options.include_initial_step || leads == 1 ? 0 : 1;
+    std::vector<bool> counted(static_cast<std::size_t>(leads), false);  // the rows the time means count
+    for (const std::int64_t row : time_means.rows) {
+        counted[static_cast<std::size_t>(row)] = true;
+    }
     const auto plane = static_cast<std::size_t>(channels * box.area());
     // With the members split over the data group, this rank holds its block of them (maybe none).
     const bool members_split = work.split == "members";
@@ -485,7 +527,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                 }
             }
         }
-        if (lead >= first_counted) {
+        if (counted[static_cast<std::size_t>(lead)]) {
             for (std::int64_t m = 0; m < mine; ++m) {
                 const std::span<const T> member(member_values.data() + static_cast<std::size_t>(m) * plane, plane);
                 gen_sums->add(FieldShard<T>{member, channels});
@@ -550,10 +592,10 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
             out.time_mean.emplace_back("bias", bias[static_cast<std::size_t>(c)]);
             for (const auto& [score, series] : out.per_step) {
                 double sum = 0.0;
-                for (std::int64_t l = first_counted; l < leads; ++l) {
-                    sum += series[static_cast<std::size_t>(l)];
+                for (const std::int64_t row : time_means.rows) {
+                    sum += series[static_cast<std::size_t>(row)];
                 }
-                out.time_mean.emplace_back(score, sum / static_cast<double>(leads - first_counted));
+                out.time_mean.emplace_back(score, sum / static_cast<double>(time_means.rows.size()));
             }
         }
     }
@@ -675,6 +717,7 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
                             layout.lead_times, static_cast<std::int64_t>(variables.size()), channel_total},
                            "the forecast as each rank reads it (grid, initial conditions, members, lead times, "
                            "variables)");
+    const TimeMeanRows time_means = time_mean_rows(*source, options.include_initial_step);
 
     const MeshShape shape = options.mesh.empty() ? default_mesh(world.size()) : parse_mesh_shape(options.mesh);
     const ProcessMesh mesh(world, shape);
@@ -716,19 +759,19 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     report.layout = layout;
     report.lead_times = source->lead_times();
     report.data_split = work.split;
-    report.include_initial_step = options.include_initial_step || layout.lead_times == 1;
+    report.time_means = time_means;
     report.climatology = options.climatology;
     {
         Progress progress(world.rank() == 0 && !options.quiet, work.initial_conditions.size() * work.leads.size() *
                                                                    static_cast<std::int64_t>(variables.size()));
         for (const SourceVariable& v : variables) {
             VariableResult r = v.type == io::ValueType::float64
-                                   ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(),
-                                                                     options, work, rounds, access.collective(),
-                                                                     access.writes_collectively(), progress)
-                                   : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(),
-                                                                    options, work, rounds, access.collective(),
-                                                                    access.writes_collectively(), progress);
+                                   ? score_forecast_variable<double>(
+                                         *source, v, grid, regions, climatology.get(), options, work, time_means,
+                                         rounds, access.collective(), access.writes_collectively(), progress)
+                                   : score_forecast_variable<float>(
+                                         *source, v, grid, regions, climatology.get(), options, work, time_means,
+                                         rounds, access.collective(), access.writes_collectively(), progress);
             for (ChannelForecast& c : r.channels) {
                 report.variables.push_back(std::move(c));
             }

@@ -413,3 +413,62 @@ def test_a_failed_run_leaves_earlier_outputs_as_they_were(forecast, ace_files, m
                "--json", folder / "report.json", "--quiet")
     assert r.returncode == 2 and "no variable 't2m'" in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+# ---------------------------------------------------------------------------- time means by lead time
+
+def lead_one_forecast():
+    """ACE's own files: the first row is lead 1 x dt (the initial condition is in initial_condition.nc)."""
+    return ff.Forecast(ics=3, members=2, leads=4, nlat=11, nlon=18, seed=13, first_lead=1)
+
+
+@pytest.mark.parametrize("layout", ["ace", "member_dim"])
+def test_time_means_count_every_forward_step_of_files_that_start_at_lead_one(layout, mpirun, tmp_path):
+    f = lead_one_forecast()
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    (ff.write_ace if layout == "ace" else ff.write_member_dim)(f, truth, pred)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = ff.reference(f, ff.cos_lat_weights(f), first_counted=0)  # every row is a forward step
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (2, "2x1x1"), (3, "1x3x1"), (4, "2x1x2")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--json", out)
+        assert r.returncode == 0, r.stderr
+        report = load(out)
+        if not outs:
+            check_against_reference(report, want)
+            # ACE's own TimeMeanAggregator on the same data: every forward step, so the same numbers.
+            ace = ff.ace_time_mean(f, "t2m", ff.cos_lat_weights(f))
+            got = report["variables"]["t2m"]["time_mean"]
+            np.testing.assert_allclose([got["rmse"], got["bias"]], [ace["rmse"], ace["bias"]], rtol=1e-9, atol=1e-12)
+        assert report["forecast"]["time_means_rows"] == [0, 1, 2, 3]
+        assert report["forecast"]["time_means_include_initial_step"] is False
+        assert "time means over rows 0 to 3 of 4 (every lead time > 0)" in r.stdout, r.stdout
+        outs.append(report)
+    for other in outs[1:]:
+        assert numbers(other)["variables"] == numbers(outs[0])["variables"]
+    # --include-initial-step changes nothing: no row is lead 0.
+    out = tmp_path / "with.json"
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--include-initial-step", "--json", out, "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert load(out)["variables"] == outs[0]["variables"]
+
+
+def test_time_means_leave_out_a_stored_lead_zero_row(ace_files, forecast, mpirun, tmp_path):
+    truth, pred = ace_files
+    for ranks, mesh, extra, rows in ((1, "1x1x1", [], [1, 2, 3, 4]), (3, "3x1x1", [], [1, 2, 3, 4]),
+                                     (4, "1x2x2", ["--include-initial-step"], [0, 1, 2, 3, 4])):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--json", out, *extra)
+        assert r.returncode == 0, r.stderr
+        report = load(out)
+        assert report["forecast"]["time_means_rows"] == rows
+        header = "rows 1 to 4 of 5 (lead 0, the initial condition, left out)" if not extra else \
+            "rows 0 to 4 of 5 (lead 0 included: --include-initial-step)"
+        assert header in r.stdout, r.stdout
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = ff.reference(forecast, ff.cos_lat_weights(forecast), first_counted=rows[0])
+        check_against_reference(report, want)
+
