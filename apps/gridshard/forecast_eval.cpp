@@ -112,6 +112,31 @@ TimeMeanRows time_mean_rows(const ForecastSource& source, bool include_initial_s
     return out;
 }
 
+/// What each rank read of the forecast, for the agreement over ranks: the grid, the layout, the lead and
+/// initial times and the variables to score.
+InputHash forecast_hash(const ForecastSource& source, const std::vector<SourceVariable>& variables) {
+    InputHash hash;
+    hash.add(source.grid());
+    const ForecastLayout& l = source.layout();
+    for (const std::int64_t n :
+         {l.initial_conditions, l.members, l.lead_times, std::int64_t{l.folded}, std::int64_t{l.truth_repeated}}) {
+        hash.add(n);
+    }
+    for (const std::string* text : {&l.members_from, &l.initial_condition_dim, &l.member_dim}) {
+        hash.add(*text);
+    }
+    const LeadTimes& t = source.lead_times();
+    hash.add(t.values);
+    hash.add(t.units);
+    hash.add(t.init_times);
+    hash.add(t.init_time_units);
+    hash.add(t.calendar);
+    for (const SourceVariable& v : variables) {
+        hash.add(v);
+    }
+    return hash;
+}
+
 /// How one variable of a climatology is read: a plan and, per (initial condition, lead time), the indices of
 /// its indexed dims (none for a single field).
 struct ClimatologyPlan {
@@ -133,6 +158,22 @@ class Climatology {
                                 std::to_string(reader_.grid().shape().nlon) + ") is not on the forecast's grid (" +
                                 std::to_string(grid.shape().nlat) + " x " + std::to_string(grid.shape().nlon) + ")");
         }
+    }
+
+    /// What this rank read of the file, for the agreement over ranks: its grid, its variables' dims, sizes and
+    /// types, and its dayofyear and hour coordinates (the layout of its values and their coordinates).
+    [[nodiscard]] std::int64_t hash() const {
+        InputHash hash;
+        hash.add(reader_.grid());
+        for (const std::string& name : reader_.field_variables()) {
+            hash.add(reader_.variable(name));
+        }
+        for (const std::string dim : {"dayofyear", "hour"}) {
+            if (const std::optional<io::WholeVariable> coordinate = reader_.whole_variable(dim)) {
+                hash.add(coordinate->values);
+            }
+        }
+        return hash.value();
     }
 
     /// A plan for `variable` on `box`. Throws ArgumentError for a variable of other levels, or of a time
@@ -230,6 +271,7 @@ class Climatology {
 struct ScoredRegions {
     std::vector<Region> regions;
     std::vector<AreaWeights> weights;
+    InputHash hash;  ///< the regions as given and their mask files as this rank reads them
 };
 
 ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGrid& g, const Box& box,
@@ -243,6 +285,9 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
         if (std::any_of(out.regions.begin(), out.regions.end(), same)) {
             throw ArgumentError("--region '" + text + "': region '" + r.name + "' is given twice");
         }
+        out.hash.add(r.name);
+        out.hash.add(std::vector<double>{r.box.south, r.box.north, r.box.west, r.box.east});
+        out.hash.add(std::int64_t{r.box.whole_longitude});
         if (r.mask_file.empty()) {
             out.weights.push_back(region_weights(base.view(), g.lat_deg, g.lon_deg, box, r.box));
         } else {
@@ -250,6 +295,8 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
             if (!io::same_grid(mask.grid(), g)) {
                 throw ArgumentError("--region '" + text + "': '" + r.mask_file + "' is not on the forecast's grid");
             }
+            out.hash.add(mask.grid());
+            out.hash.add(mask.variable(r.mask_variable));
             io::VariableReader plan = mask.reader(r.mask_variable, box);
             if (plan.values_per_step() != static_cast<std::size_t>(box.area())) {
                 throw ArgumentError("--region '" + text + "': variable '" + r.mask_variable +
@@ -707,16 +754,14 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
         }
         variables = chosen;
     }
-    // Every rank read the files itself: agree on what they hold before any collective depends on it.
-    std::int64_t channel_total = 0;
-    for (const SourceVariable& v : variables) {
-        channel_total = channel_total * 31 + v.channels * 2 + (v.type == io::ValueType::float64 ? 1 : 0);
-    }
-    detail::agree_or_throw(world, "",
-                           {g.shape().nlat, g.shape().nlon, layout.initial_conditions, layout.members,
-                            layout.lead_times, static_cast<std::int64_t>(variables.size()), channel_total},
-                           "the forecast as each rank reads it (grid, initial conditions, members, lead times, "
-                           "variables)");
+    // Every rank read the files itself: agree on what they hold before any collective depends on it, as the
+    // two-field evaluation does.
+    detail::agree_or_throw(
+        world, "",
+        {g.shape().nlat, g.shape().nlon, layout.initial_conditions, layout.members, layout.lead_times,
+         static_cast<std::int64_t>(variables.size()), forecast_hash(*source, variables).value()},
+        "the forecast as each rank reads it (grid, initial conditions, members, lead times, "
+        "variables, hash of the coordinates, lead and initial times, names and types)");
     const TimeMeanRows time_means = time_mean_rows(*source, options.include_initial_step);
 
     const MeshShape shape = options.mesh.empty() ? default_mesh(world.size()) : parse_mesh_shape(options.mesh);
@@ -732,12 +777,22 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     const AreaWeights weights = make_weights(options.weights, g, grid.box());
     ScoredRegions regions;
     std::unique_ptr<Climatology> climatology;
+    std::int64_t climatology_hash = 0;
     check_collectively(world, attempt([&] {
                            regions = make_regions(options.regions, g, grid.box(), weights, access);
                            if (!options.climatology.empty()) {
                                climatology = std::make_unique<Climatology>(options.climatology, *source, access);
+                               climatology_hash = climatology->hash();
                            }
                        }));
+    // The climatology and the masks too: their content as each rank reads it, as the forecast's.
+    detail::agree_or_throw(world, "", {climatology ? 1 : 0, climatology_hash},
+                           "--climatology '" + options.climatology +
+                               "' as each rank reads it (present, hash of its variables' dims, sizes and types and "
+                               "of its coordinates)");
+    detail::agree_or_throw(world, "", {static_cast<std::int64_t>(regions.regions.size()), regions.hash.value()},
+                           "the --region boxes and masks as each rank reads them (regions, hash of the boxes and of "
+                           "the mask files' coordinates and variables)");
     std::uint64_t largest = 0;
     for (const SourceVariable& v : variables) {
         largest = std::max(

@@ -472,3 +472,88 @@ def test_time_means_leave_out_a_stored_lead_zero_row(ace_files, forecast, mpirun
             want = ff.reference(forecast, ff.cos_lat_weights(forecast), first_counted=rows[0])
         check_against_reference(report, want)
 
+
+# ------------------------------------------------------------------- inputs agreed, calendars, valid_time
+
+def test_a_stale_climatology_on_one_rank_is_refused(forecast, ace_files, mpirun_mpmd, tmp_path):
+    truth, pred = ace_files
+    fresh = ff.write_climatology(forecast, tmp_path / "fresh.nc", per_lead=True)
+    stale = ff.write_climatology(forecast, tmp_path / "stale.nc", per_lead=False)  # an older time mean
+    # Each rank opens the file itself (--io independent; collective opens compare the files' bytes already).
+    for first, second, mesh in ((1, 1, "1x1x2"), (2, 1, "1x3x1"), (1, 3, "2x1x2")):
+        args = ["eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--io", "independent", "--quiet"]
+        r = mpirun_mpmd([(first, args + ["--climatology", fresh]), (second, args + ["--climatology", stale])])
+        assert r.returncode == 2, (mesh, r.returncode, r.stderr)
+        assert "--climatology" in r.stderr and "must be the same on every rank" in r.stderr, r.stderr
+        assert r.stderr.count("gridshard: error:") == 1, r.stderr
+
+
+def test_a_stale_mask_or_forecast_on_one_rank_is_refused(forecast, ace_files, mpirun_mpmd, tmp_path):
+    truth, pred = ace_files
+    mask = tmp_path / "mask.nc"
+    ff.write_mask(forecast, mask)
+    stale_mask = tmp_path / "stale_mask.nc"  # the same mask, stored in float32 by an older script
+    with netCDF4.Dataset(mask) as src, netCDF4.Dataset(stale_mask, "w", format="NETCDF4") as ds:
+        ff._coordinates(ds, forecast)
+        ds.createVariable("land_fraction", "f4", ("lat", "lon"))[:] = src["land_fraction"][:]
+    args = ["eval", "--truth", truth, "--pred", pred, "--mesh", "1x2x1", "--io", "independent", "--quiet"]
+    r = mpirun_mpmd([(1, args + ["--region", f"land:{mask}:land_fraction"]),
+                     (1, args + ["--region", f"land:{stale_mask}:land_fraction"])])
+    assert r.returncode == 2 and "must be the same on every rank" in r.stderr and "--region" in r.stderr, r.stderr
+    # A forecast written a day later on one node: the same sizes, other initial times.
+    later = ff.Forecast(ics=3, members=4, leads=5, nlat=13, nlon=22, init_epoch_us=ff.EPOCH_2020_US + 24 * ff.HOUR_US)
+    t2, p2 = tmp_path / "t2.nc", tmp_path / "p2.nc"
+    ff.write_ace(later, t2, p2)
+    for first, second, mesh in ((1, 1, "2x1x1"), (2, 1, "1x1x3"), (3, 1, "2x2x1")):
+        r = mpirun_mpmd([(first, ["eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--io", "independent",
+                                  "--quiet"]),
+                         (second, ["eval", "--truth", t2, "--pred", p2, "--mesh", mesh, "--io", "independent",
+                                   "--quiet"])])
+        assert r.returncode == 2 and "must be the same on every rank" in r.stderr, (mesh, r.stderr)
+        assert r.stderr.count("gridshard: error:") == 1, r.stderr
+
+
+def feb_2021_files(tmp_path):
+    f = ff.Forecast(ics=2, members=2, leads=3, nlat=9, nlon=12, seed=21, first_lead=1,
+                    init_epoch_us=1_613_174_400 * 1_000_000)  # 2021-02-13 in the standard calendar
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_ace(f, truth, pred)
+    return f, truth, pred
+
+
+@pytest.mark.parametrize("ranks, mesh", [(1, "1x1x1"), (2, "2x1x1"), (3, "1x3x1"), (4, "2x1x2")])
+def test_init_times_in_other_calendars_are_refused(ranks, mesh, mpirun, tmp_path):
+    _, truth, pred = feb_2021_files(tmp_path)
+    with netCDF4.Dataset(truth, "a") as ds:
+        ds["init_time"].calendar = ds["valid_time"].calendar = "standard"
+    with netCDF4.Dataset(pred, "a") as ds:  # the same numbers, counted without leap days
+        ds["init_time"].calendar = ds["valid_time"].calendar = "noleap"
+    r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.startswith("gridshard:")]
+    assert len(lines) == 1 and r.stderr.count("gridshard: error:") == 1, r.stderr  # once, on one line
+    line = lines[0]
+    assert "sample 0" in line and "2021-02-26 00:00:00 (noleap)" in line and "2021-02-13 00:00:00 (standard)" in line
+    assert str(pred) in line and str(truth) in line, line
+    # The same dates in both calendars are the same initial times.
+    with netCDF4.Dataset(truth, "a") as ds:
+        ds["init_time"].calendar = ds["valid_time"].calendar = "proleptic_gregorian"
+    with netCDF4.Dataset(pred, "a") as ds:
+        ds["init_time"].calendar = ds["valid_time"].calendar = "standard"
+    assert mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet").returncode == 0
+
+
+@pytest.mark.parametrize("ranks, mesh", [(1, "1x1x1"), (2, "1x1x2"), (3, "3x1x1"), (4, "2x2x1")])
+def test_a_valid_time_off_init_time_plus_lead_is_refused(ranks, mesh, mpirun, tmp_path):
+    _, truth, pred = feb_2021_files(tmp_path)
+    with netCDF4.Dataset(truth, "a") as ds:
+        ds["valid_time"][3, 1] = ds["valid_time"][3, 1] + 24 * ff.HOUR_US  # one day off
+    r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.startswith("gridshard:")]
+    assert len(lines) == 1 and r.stderr.count("gridshard: error:") == 1, r.stderr  # once, on one line
+    line = lines[0]
+    assert f"'{truth}'" in line and "sample 3" in line and "valid_time" in line, line
+    # init 2021-02-14 (sample 3 is initial condition 1), lead 2 x 6 h: 12:00 that day, stored a day later.
+    assert "2021-02-15 12:00:00" in line and "2021-02-14 12:00:00" in line, line
+
