@@ -12,6 +12,8 @@
 // gathered onto world rank 0, which writes every output.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -271,7 +273,8 @@ class Climatology {
 struct ScoredRegions {
     std::vector<Region> regions;
     std::vector<AreaWeights> weights;
-    InputHash hash;  ///< the regions as given and their mask files as this rank reads them
+    std::vector<std::int64_t> inside;  ///< this rank's grid points inside each box, or where each mask is not 0
+    InputHash hash;                    ///< the regions as given and their mask files as this rank reads them
 };
 
 ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGrid& g, const Box& box,
@@ -279,6 +282,7 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
     ScoredRegions out;
     out.regions.push_back(named_regions().front());
     out.weights.push_back(base);
+    out.inside.push_back(box.area());
     for (const std::string& text : texts) {
         Region r = parse_region(text);
         const auto same = [&](const Region& other) { return other.name == r.name; };
@@ -290,6 +294,16 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
         out.hash.add(std::int64_t{r.box.whole_longitude});
         if (r.mask_file.empty()) {
             out.weights.push_back(region_weights(base.view(), g.lat_deg, g.lon_deg, box, r.box));
+            std::int64_t inside = 0;
+            for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                    inside +=
+                        in_box(r.box, g.lat_deg[static_cast<std::size_t>(i)], g.lon_deg[static_cast<std::size_t>(j)])
+                            ? 1
+                            : 0;
+                }
+            }
+            out.inside.push_back(inside);
         } else {
             const io::NetcdfReader mask = access.open(r.mask_file);
             if (!io::same_grid(mask.grid(), g)) {
@@ -309,10 +323,41 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
                 plan.read_step(0, std::span<double>(values));
             }
             out.weights.push_back(mask_weights(base.view(), box, values));
+            out.inside.push_back(
+                std::count_if(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v != 0.0; }));
         }
         out.regions.push_back(std::move(r));
     }
     return out;
+}
+
+/// Collective over `spatial`: refuses, on every rank alike, a region whose weights are zero over the whole
+/// grid, naming it, its box or mask and why (no grid point inside the box, or every weight zero), before a
+/// score divides by its total weight. One allreduce.
+void check_region_weights(const Communicator& spatial, const ScoredRegions& regions) {
+    const std::size_t n = regions.regions.size();
+    std::vector<std::int64_t> counts(2 * n, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::vector<double>& w = regions.weights[k].values;
+        counts[2 * k] = regions.inside[k];
+        counts[2 * k + 1] = std::count_if(w.begin(), w.end(), [](double x) { return x > 0.0; });
+    }
+    detail::allreduce_sum_in_place(spatial, counts);
+    for (std::size_t k = 0; k < n; ++k) {
+        if (counts[2 * k + 1] > 0) {
+            continue;
+        }
+        const Region& r = regions.regions[k];
+        const bool box = r.mask_file.empty();
+        char text[160];
+        std::snprintf(text, sizeof text, "box %g,%g,%g,%g", r.box.south, r.box.north, r.box.west, r.box.east);
+        const std::string where =
+            box ? std::string(text) : "mask '" + r.mask_file + "' variable '" + r.mask_variable + "'";
+        throw ArgumentError("--region: region '" + r.name + "' (" + where + "): " +
+                            (box && counts[2 * k] == 0    ? "no grid point inside"
+                             : !box && counts[2 * k] == 0 ? "every weight zero (the mask is 0 or NaN everywhere)"
+                                                          : "every weight zero (the area weights vanish there)"));
+    }
 }
 
 /// Which (initial condition, lead time) pairs a data rank scores.
@@ -793,6 +838,7 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     detail::agree_or_throw(world, "", {static_cast<std::int64_t>(regions.regions.size()), regions.hash.value()},
                            "the --region boxes and masks as each rank reads them (regions, hash of the boxes and of "
                            "the mask files' coordinates and variables)");
+    check_region_weights(mesh.spatial(), regions);
     std::uint64_t largest = 0;
     for (const SourceVariable& v : variables) {
         largest = std::max(

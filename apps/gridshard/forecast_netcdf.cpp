@@ -345,6 +345,11 @@ class NetcdfForecast final : public ForecastSource {
         if (dims.size() > 2) {
             throw ArgumentError(where + " has more than two ensemble dims; give --ensemble-dim");
         }
+        for (const std::string& dim : dims) {
+            if (dim_size(p, dim) == 0) {
+                throw ArgumentError(where + " has the dim '" + dim + "' of length 0: no samples or members to score");
+            }
+        }
         ForecastLayout& l = layout_;
         l.lead_times = p.ntime;
         if (dims.size() == 2) {

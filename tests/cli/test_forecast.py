@@ -557,3 +557,63 @@ def test_a_valid_time_off_init_time_plus_lead_is_refused(ranks, mesh, mpirun, tm
     # init 2021-02-14 (sample 3 is initial condition 1), lead 2 x 6 h: 12:00 that day, stored a day later.
     assert "2021-02-15 12:00:00" in line and "2021-02-14 12:00:00" in line, line
 
+
+# --------------------------------------------------------------------------- messages that name the cause
+
+def empty_dim_files(tmp_path, dim):
+    """ACE's layout with a sample dim of length 0, or a member dim of length 0; 4 lead times each."""
+    f = ff.Forecast(ics=1, members=2, leads=4, nlat=7, nlon=10, seed=2)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    if dim == "sample":
+        for path in (truth, pred):
+            with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+                ds.createDimension("sample", 0)
+                ds.createDimension("time", 4)
+                ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+                ds["time"].units = "microseconds"
+                ff._coordinates(ds, f)
+                ds.createVariable("t2m", "f4", ("sample", "time", "lat", "lon"))
+    else:
+        with netCDF4.Dataset(pred, "w", format="NETCDF4") as ds:
+            ds.createDimension("member", 0)
+            ds.createDimension("time", 4)
+            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+            ds["time"].units = "microseconds"
+            ff._coordinates(ds, f)
+            ds.createVariable("t2m", "f4", ("member", "time", "lat", "lon"))
+        with netCDF4.Dataset(truth, "w", format="NETCDF4") as ds:
+            ds.createDimension("time", 4)
+            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+            ds["time"].units = "microseconds"
+            ff._coordinates(ds, f)
+            ds.createVariable("t2m", "f4", ("time", "lat", "lon"))[:] = f.fields["t2m"][0][0]
+    return truth, pred
+
+
+@pytest.mark.parametrize("dim", ["sample", "member"])
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_a_zero_length_ensemble_dim_is_named(dim, ranks, mpirun, tmp_path):
+    truth, pred = empty_dim_files(tmp_path, dim)
+    r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--quiet")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.count("gridshard: error:") == 1, r.stderr
+    assert f"dim '{dim}' of length 0" in r.stderr and str(pred) in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("ranks, mesh", [(1, "1x1x1"), (2, "1x2x1"), (4, "2x1x2")])
+def test_an_empty_region_is_named(ranks, mesh, forecast, ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    base = ["eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet"]
+    # 13 latitudes 13.8 degrees apart: none between 1 and 2 degrees north.
+    r = mpirun(ranks, *base, "--region", "tropics", "--region", "sliver:1,2,10,20")
+    assert r.returncode == 2, r.stderr
+    assert "region 'sliver' (box 1,2,10,20): no grid point inside" in r.stderr, r.stderr
+    assert r.stderr.count("gridshard: error:") == 1 and "total weight" not in r.stderr, r.stderr
+    zero = tmp_path / "zero.nc"
+    with netCDF4.Dataset(zero, "w", format="NETCDF4") as ds:
+        ff._coordinates(ds, forecast)
+        ds.createVariable("m", "f8", ("lat", "lon"))[:] = np.zeros((len(forecast.lat), len(forecast.lon)))
+    r = mpirun(ranks, *base, "--region", f"dry:{zero}:m")
+    assert r.returncode == 2, r.stderr
+    assert f"region 'dry' (mask '{zero}' variable 'm'): every weight zero" in r.stderr, r.stderr
+    assert r.stderr.count("gridshard: error:") == 1 and "total weight" not in r.stderr, r.stderr
