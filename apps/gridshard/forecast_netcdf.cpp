@@ -91,16 +91,16 @@ std::int64_t members_from_init_time(const io::NetcdfReader& reader, const std::s
 }
 
 /// A time variable of a file (init_time, valid_time) read as dates, each value in the variable's own units and
-/// CF calendar (none is "standard"); values of units that are not "UNIT since DATE" are read as they are.
+/// CF calendar (none is "standard"); values of units that are not "UNIT since DATE" (or that it cannot read) are read
+/// as they are.
 class TimeVariable {
   public:
-    TimeVariable(io::WholeVariable v, const std::string& file) : v_(std::move(v)) {
+    explicit TimeVariable(io::WholeVariable v) : v_(std::move(v)) {
         calendar_ = v_.calendar.empty() ? "standard" : v_.calendar;
         if (v_.units.find(" since ") != std::string::npos) {
             try {
                 axis_ = io::parse_time_units(v_.units, v_.calendar);
-            } catch (const ArgumentError& error) {
-                throw ArgumentError(file + ": variable '" + v_.name + "': " + error.what());
+            } catch (const ArgumentError&) {  // "months since ...": compared as numbers
             }
         }
     }
@@ -430,7 +430,7 @@ class NetcdfForecast final : public ForecastSource {
             if (!v || v->dims != std::vector<std::string>{dim}) {
                 return std::nullopt;
             }
-            return TimeVariable(std::move(*v), file.path());
+            return TimeVariable(std::move(*v));
         };
         const std::optional<TimeVariable> p = per_sample(prediction_, l.initial_condition_dim);
         const std::optional<TimeVariable> t = per_sample(truth_, truth_ic_dim_);
@@ -475,11 +475,15 @@ class NetcdfForecast final : public ForecastSource {
             g.time_values.size() != static_cast<std::size_t>(g.ntime)) {
             return;
         }
-        const TimeVariable valid(std::move(*whole), file.path());
+        const TimeVariable valid(std::move(*whole));
         const double lead_seconds = io::seconds_per_unit(g.time_units);
         std::optional<io::TimeAxis> rows;  // a lead-time axis of instants
         if (lead_seconds == 0.0 && g.time_units.find(" since ") != std::string::npos) {
-            rows = io::parse_time_units(g.time_units, g.time_calendar);
+            try {
+                rows = io::parse_time_units(g.time_units, g.time_calendar);
+            } catch (const ArgumentError&) {  // "months since ...": no dates to compare with
+                return;
+            }
         }
         if (!valid.dated() || (!rows && (lead_seconds == 0.0 || !init || !init->dated()))) {
             return;  // nothing says what the valid times should be
