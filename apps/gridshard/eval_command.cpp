@@ -61,6 +61,30 @@ AreaWeights make_weights(AreaWeighting kind, const SourceGrid& g, const Box& box
     return cell_area_weights(lat_bounds, lon_bounds, box);
 }
 
+void InputHash::add(const SourceGrid& grid) {
+    for (const std::vector<double>* values : {&grid.lat_deg, &grid.lon_deg, &grid.time_values}) {
+        add(*values);
+    }
+    add(grid.time_units);
+    add(grid.time_calendar);
+}
+
+void InputHash::add(const io::VariableShape& variable) {
+    add(variable.name);
+    for (std::size_t k = 0; k < variable.dim_names.size(); ++k) {
+        add(variable.dim_names[k]);
+        add(variable.dim_sizes[k]);
+    }
+    add(static_cast<std::int64_t>(variable.value_type));
+    add(variable.units);
+}
+
+void InputHash::add(const SourceVariable& variable) {
+    add(variable.name);
+    add(variable.channels);
+    add(static_cast<std::int64_t>(variable.type));
+}
+
 namespace {
 
 /// Seconds this rank spent per phase of the run (MPI_Wtime), for --timings: reading (or generating) its
@@ -121,37 +145,6 @@ std::uint64_t working_set_bytes(const SourceGrid& g, const std::vector<SourceVar
         kept += 3 * static_cast<std::uint64_t>(v.channels) * ntime * (evaluation_scores().size() + 2 * nlat) * 8;
     }
     return largest + kept + area * 8;
-}
-
-/// What a rank read of its inputs, as numbers every rank must agree on: the grid's sizes, the steps, the
-/// number of variables and a 63-bit FNV-1a hash of the coordinates, times, names, channels and types.
-struct InputFingerprint {
-    std::int64_t nlat;
-    std::int64_t nlon;
-    std::int64_t ntime;
-    std::int64_t variables;
-    std::int64_t hash;
-};
-
-InputFingerprint input_fingerprint(const FieldSource& source) {
-    std::uint64_t hash = 14695981039346656037ull;
-    const auto mix = [&hash](const void* data, std::size_t bytes) {
-        for (std::size_t k = 0; k < bytes; ++k) {
-            hash = (hash ^ static_cast<const unsigned char*>(data)[k]) * 1099511628211ull;
-        }
-    };
-    const SourceGrid& g = source.grid();
-    for (const std::vector<double>* values : {&g.lat_deg, &g.lon_deg, &g.time_values}) {
-        mix(values->data(), values->size() * sizeof(double));
-    }
-    const std::vector<SourceVariable> variables = source.variables();
-    for (const SourceVariable& v : variables) {
-        mix(v.name.c_str(), v.name.size() + 1);
-        mix(&v.channels, sizeof v.channels);
-        mix(&v.type, sizeof v.type);
-    }
-    return {g.shape().nlat, g.shape().nlon, g.ntime, static_cast<std::int64_t>(variables.size()),
-            static_cast<std::int64_t>(hash >> 1)};
 }
 
 /// Scores every channel of `variable` for this rank's steps, in `T`; collective over the world. With
@@ -404,10 +397,16 @@ int run_eval(const EvalOptions& options) {
                            }));
         // Every rank opened the files itself: a file still being written, or a stale copy on one node, would
         // give ranks different step counts or variables and so different collectives. Agree first.
-        const InputFingerprint read = input_fingerprint(*source);
-        detail::agree_or_throw(world, "", {read.nlat, read.nlon, read.ntime, read.variables, read.hash},
-                               "the inputs as each rank reads them (nlat, nlon, steps, variables, hash)");
         std::vector<SourceVariable> variables = source->variables();
+        InputHash read;
+        read.add(source->grid());
+        for (const SourceVariable& v : variables) {
+            read.add(v);
+        }
+        detail::agree_or_throw(world, "",
+                               {source->grid().shape().nlat, source->grid().shape().nlon, source->grid().ntime,
+                                static_cast<std::int64_t>(variables.size()), read.value()},
+                               "the inputs as each rank reads them (nlat, nlon, steps, variables, hash)");
         if (options.truth.empty() && !names.empty()) {
             std::vector<SourceVariable> chosen;
             for (const std::string& name : names) {

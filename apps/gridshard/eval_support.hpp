@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,33 @@ class Progress {
     std::int64_t total_;
     std::int64_t done_ = 0;
     std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+/// What a rank read of its inputs, as one number every rank must agree on (with detail::agree_or_throw, beside
+/// the sizes): a 63-bit FNV-1a hash of the coordinates, times, names, layouts and types it is given. Every rank
+/// opens the files itself, so a file still being written, or a stale copy on one node, gives one rank other
+/// values and so other collectives, or other numbers under the same sizes. Both evaluations agree on their
+/// inputs through it. No MPI calls.
+class InputHash {
+  public:
+    void add_bytes(const void* data, std::size_t bytes) noexcept {
+        for (std::size_t k = 0; k < bytes; ++k) {
+            hash_ = (hash_ ^ static_cast<const unsigned char*>(data)[k]) * 1099511628211ull;
+        }
+    }
+    void add(std::span<const double> values) noexcept { add_bytes(values.data(), values.size_bytes()); }
+    void add(const std::string& text) noexcept { add_bytes(text.c_str(), text.size() + 1); }
+    void add(std::int64_t value) noexcept { add_bytes(&value, sizeof value); }
+    /// A grid's coordinates and its time axis (values, units, calendar).
+    void add(const SourceGrid& grid);
+    /// A file's variable: its name, dims and their sizes, type and units.
+    void add(const io::VariableShape& variable);
+    /// A variable to score: its name, channels and type.
+    void add(const SourceVariable& variable);
+    [[nodiscard]] std::int64_t value() const noexcept { return static_cast<std::int64_t>(hash_ >> 1); }
+
+  private:
+    std::uint64_t hash_ = 14695981039346656037ull;
 };
 
 /// How the evaluations open their netCDF inputs: --io, collectively over `world` when it says so. Throws

@@ -12,6 +12,8 @@
 // gathered onto world rank 0, which writes every output.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -67,10 +69,74 @@ std::vector<io::DateTime> valid_dates(const ForecastSource& source) {
     const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
     for (const double init : t.init_times) {
         for (const double v : t.values) {
-            dates.push_back(axis.date_at(init + v * lead_seconds / axis.seconds_per_unit));
+            dates.push_back(axis.date_after(init, v * lead_seconds));
         }
     }
     return dates;
+}
+
+/// The rows of `source`'s lead-time axis that the time means count. A row is at lead 0 where its lead-time value
+/// is 0 in a unit of duration ("microseconds", "hours") or without units, or, on an axis of instants ("hours
+/// since ..."), where it is the initial time of every initial condition; where the forecast does not say (no
+/// lead-time coordinate, an axis of instants without initial times), no row is at lead 0. No MPI calls.
+TimeMeanRows time_mean_rows(const ForecastSource& source, bool include_initial_step) {
+    const ForecastLayout& l = source.layout();
+    const LeadTimes& t = source.lead_times();
+    TimeMeanRows out;
+    std::vector<bool> initial(static_cast<std::size_t>(l.lead_times), false);
+    out.leads_known = t.values.size() == initial.size();
+    if (out.leads_known && t.units.find(" since ") == std::string::npos) {
+        for (std::size_t k = 0; k < initial.size(); ++k) {
+            initial[k] = t.values[k] == 0.0;
+        }
+    } else if (out.leads_known) {
+        out.leads_known = !t.init_times.empty();
+        try {
+            const io::TimeAxis rows = io::parse_time_units(t.units, source.grid().time_calendar);
+            const io::TimeAxis inits = io::parse_time_units(t.init_time_units, t.calendar);
+            for (std::size_t k = 0; k < initial.size() && out.leads_known; ++k) {
+                const io::DateTime row = rows.date_at(t.values[k]);
+                initial[k] = std::all_of(t.init_times.begin(), t.init_times.end(),
+                                         [&](double init) { return io::same_date(row, inits.date_at(init)); });
+            }
+        } catch (const ArgumentError&) {  // times that are no dates: the lead of no row is known
+            out.leads_known = false;
+            initial.assign(initial.size(), false);
+        }
+    }
+    out.initial_rows = std::count(initial.begin(), initial.end(), true);
+    out.initial_counted = out.initial_rows > 0 && (include_initial_step || out.initial_rows == l.lead_times);
+    for (std::size_t k = 0; k < initial.size(); ++k) {
+        if (!initial[k] || out.initial_counted) {
+            out.rows.push_back(static_cast<std::int64_t>(k));
+        }
+    }
+    return out;
+}
+
+/// What each rank read of the forecast, for the agreement over ranks: the grid, the layout, the lead and
+/// initial times and the variables to score.
+InputHash forecast_hash(const ForecastSource& source, const std::vector<SourceVariable>& variables) {
+    InputHash hash;
+    hash.add(source.grid());
+    const ForecastLayout& l = source.layout();
+    for (const std::int64_t n :
+         {l.initial_conditions, l.members, l.lead_times, std::int64_t{l.folded}, std::int64_t{l.truth_repeated}}) {
+        hash.add(n);
+    }
+    for (const std::string* text : {&l.members_from, &l.initial_condition_dim, &l.member_dim}) {
+        hash.add(*text);
+    }
+    const LeadTimes& t = source.lead_times();
+    hash.add(t.values);
+    hash.add(t.units);
+    hash.add(t.init_times);
+    hash.add(t.init_time_units);
+    hash.add(t.calendar);
+    for (const SourceVariable& v : variables) {
+        hash.add(v);
+    }
+    return hash;
 }
 
 /// How one variable of a climatology is read: a plan and, per (initial condition, lead time), the indices of
@@ -94,6 +160,22 @@ class Climatology {
                                 std::to_string(reader_.grid().shape().nlon) + ") is not on the forecast's grid (" +
                                 std::to_string(grid.shape().nlat) + " x " + std::to_string(grid.shape().nlon) + ")");
         }
+    }
+
+    /// What this rank read of the file, for the agreement over ranks: its grid, its variables' dims, sizes and
+    /// types, and its dayofyear and hour coordinates (the layout of its values and their coordinates).
+    [[nodiscard]] std::int64_t hash() const {
+        InputHash hash;
+        hash.add(reader_.grid());
+        for (const std::string& name : reader_.field_variables()) {
+            hash.add(reader_.variable(name));
+        }
+        for (const std::string dim : {"dayofyear", "hour"}) {
+            if (const std::optional<io::WholeVariable> coordinate = reader_.whole_variable(dim)) {
+                hash.add(coordinate->values);
+            }
+        }
+        return hash.value();
     }
 
     /// A plan for `variable` on `box`. Throws ArgumentError for a variable of other levels, or of a time
@@ -191,6 +273,8 @@ class Climatology {
 struct ScoredRegions {
     std::vector<Region> regions;
     std::vector<AreaWeights> weights;
+    std::vector<std::int64_t> inside;  ///< this rank's grid points inside each box, or where each mask is not 0
+    InputHash hash;                    ///< the regions as given and their mask files as this rank reads them
 };
 
 ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGrid& g, const Box& box,
@@ -198,19 +282,35 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
     ScoredRegions out;
     out.regions.push_back(named_regions().front());
     out.weights.push_back(base);
+    out.inside.push_back(box.area());
     for (const std::string& text : texts) {
         Region r = parse_region(text);
         const auto same = [&](const Region& other) { return other.name == r.name; };
         if (std::any_of(out.regions.begin(), out.regions.end(), same)) {
             throw ArgumentError("--region '" + text + "': region '" + r.name + "' is given twice");
         }
+        out.hash.add(r.name);
+        out.hash.add(std::vector<double>{r.box.south, r.box.north, r.box.west, r.box.east});
+        out.hash.add(std::int64_t{r.box.whole_longitude});
         if (r.mask_file.empty()) {
             out.weights.push_back(region_weights(base.view(), g.lat_deg, g.lon_deg, box, r.box));
+            std::int64_t inside = 0;
+            for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                    inside +=
+                        in_box(r.box, g.lat_deg[static_cast<std::size_t>(i)], g.lon_deg[static_cast<std::size_t>(j)])
+                            ? 1
+                            : 0;
+                }
+            }
+            out.inside.push_back(inside);
         } else {
             const io::NetcdfReader mask = access.open(r.mask_file);
             if (!io::same_grid(mask.grid(), g)) {
                 throw ArgumentError("--region '" + text + "': '" + r.mask_file + "' is not on the forecast's grid");
             }
+            out.hash.add(mask.grid());
+            out.hash.add(mask.variable(r.mask_variable));
             io::VariableReader plan = mask.reader(r.mask_variable, box);
             if (plan.values_per_step() != static_cast<std::size_t>(box.area())) {
                 throw ArgumentError("--region '" + text + "': variable '" + r.mask_variable +
@@ -223,10 +323,41 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
                 plan.read_step(0, std::span<double>(values));
             }
             out.weights.push_back(mask_weights(base.view(), box, values));
+            out.inside.push_back(
+                std::count_if(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v != 0.0; }));
         }
         out.regions.push_back(std::move(r));
     }
     return out;
+}
+
+/// Collective over `spatial`: refuses, on every rank alike, a region whose weights are zero over the whole
+/// grid, naming it, its box or mask and why (no grid point inside the box, or every weight zero), before a
+/// score divides by its total weight. One allreduce.
+void check_region_weights(const Communicator& spatial, const ScoredRegions& regions) {
+    const std::size_t n = regions.regions.size();
+    std::vector<std::int64_t> counts(2 * n, 0);
+    for (std::size_t k = 0; k < n; ++k) {
+        const std::vector<double>& w = regions.weights[k].values;
+        counts[2 * k] = regions.inside[k];
+        counts[2 * k + 1] = std::count_if(w.begin(), w.end(), [](double x) { return x > 0.0; });
+    }
+    detail::allreduce_sum_in_place(spatial, counts);
+    for (std::size_t k = 0; k < n; ++k) {
+        if (counts[2 * k + 1] > 0) {
+            continue;
+        }
+        const Region& r = regions.regions[k];
+        const bool box = r.mask_file.empty();
+        char text[160];
+        std::snprintf(text, sizeof text, "box %g,%g,%g,%g", r.box.south, r.box.north, r.box.west, r.box.east);
+        const std::string where =
+            box ? std::string(text) : "mask '" + r.mask_file + "' variable '" + r.mask_variable + "'";
+        throw ArgumentError("--region: region '" + r.name + "' (" + where + "): " +
+                            (box && counts[2 * k] == 0    ? "no grid point inside"
+                             : !box && counts[2 * k] == 0 ? "every weight zero (the mask is 0 or NaN everywhere)"
+                                                          : "every weight zero (the area weights vanish there)"));
+    }
 }
 
 /// Which (initial condition, lead time) pairs a data rank scores.
@@ -313,8 +444,8 @@ template <class T>
 VariableResult score_forecast_variable(const ForecastSource& source, const SourceVariable& variable,
                                        const ShardedGrid& grid, const ScoredRegions& regions,
                                        const Climatology* climatology, const EvalOptions& options,
-                                       const WorkShare& work, std::int64_t rounds, bool collective,
-                                       bool maps_collectively, Progress& progress) {
+                                       const WorkShare& work, const TimeMeanRows& time_means, std::int64_t rounds,
+                                       bool collective, bool maps_collectively, Progress& progress) {
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     const ForecastLayout& layout = source.layout();
@@ -325,7 +456,10 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
     const auto nregions = static_cast<std::int64_t>(regions.regions.size());
     const bool ensemble = members > 1;
     const bool with_acc = climatology != nullptr;
-    const std::int64_t first_counted = options.include_initial_step || leads == 1 ? 0 : 1;
+    std::vector<bool> counted(static_cast<std::size_t>(leads), false);  // the rows the time means count
+    for (const std::int64_t row : time_means.rows) {
+        counted[static_cast<std::size_t>(row)] = true;
+    }
     const auto plane = static_cast<std::size_t>(channels * box.area());
     // With the members split over the data group, this rank holds its block of them (maybe none).
     const bool members_split = work.split == "members";
@@ -484,7 +618,7 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
                 }
             }
         }
-        if (lead >= first_counted) {
+        if (counted[static_cast<std::size_t>(lead)]) {
             for (std::int64_t m = 0; m < mine; ++m) {
                 const std::span<const T> member(member_values.data() + static_cast<std::size_t>(m) * plane, plane);
                 gen_sums->add(FieldShard<T>{member, channels});
@@ -549,10 +683,10 @@ VariableResult score_forecast_variable(const ForecastSource& source, const Sourc
             out.time_mean.emplace_back("bias", bias[static_cast<std::size_t>(c)]);
             for (const auto& [score, series] : out.per_step) {
                 double sum = 0.0;
-                for (std::int64_t l = first_counted; l < leads; ++l) {
-                    sum += series[static_cast<std::size_t>(l)];
+                for (const std::int64_t row : time_means.rows) {
+                    sum += series[static_cast<std::size_t>(row)];
                 }
-                out.time_mean.emplace_back(score, sum / static_cast<double>(leads - first_counted));
+                out.time_mean.emplace_back(score, sum / static_cast<double>(time_means.rows.size()));
             }
         }
     }
@@ -664,16 +798,15 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
         }
         variables = chosen;
     }
-    // Every rank read the files itself: agree on what they hold before any collective depends on it.
-    std::int64_t channel_total = 0;
-    for (const SourceVariable& v : variables) {
-        channel_total = channel_total * 31 + v.channels * 2 + (v.type == io::ValueType::float64 ? 1 : 0);
-    }
-    detail::agree_or_throw(world, "",
-                           {g.shape().nlat, g.shape().nlon, layout.initial_conditions, layout.members,
-                            layout.lead_times, static_cast<std::int64_t>(variables.size()), channel_total},
-                           "the forecast as each rank reads it (grid, initial conditions, members, lead times, "
-                           "variables)");
+    // Every rank read the files itself: agree on what they hold before any collective depends on it, as the
+    // two-field evaluation does.
+    detail::agree_or_throw(
+        world, "",
+        {g.shape().nlat, g.shape().nlon, layout.initial_conditions, layout.members, layout.lead_times,
+         static_cast<std::int64_t>(variables.size()), forecast_hash(*source, variables).value()},
+        "the forecast as each rank reads it (grid, initial conditions, members, lead times, "
+        "variables, hash of the coordinates, lead and initial times, names and types)");
+    const TimeMeanRows time_means = time_mean_rows(*source, options.include_initial_step);
 
     const MeshShape shape = options.mesh.empty() ? default_mesh(world.size()) : parse_mesh_shape(options.mesh);
     const ProcessMesh mesh(world, shape);
@@ -688,12 +821,23 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     const AreaWeights weights = make_weights(options.weights, g, grid.box());
     ScoredRegions regions;
     std::unique_ptr<Climatology> climatology;
+    std::int64_t climatology_hash = 0;
     check_collectively(world, attempt([&] {
                            regions = make_regions(options.regions, g, grid.box(), weights, access);
                            if (!options.climatology.empty()) {
                                climatology = std::make_unique<Climatology>(options.climatology, *source, access);
+                               climatology_hash = climatology->hash();
                            }
                        }));
+    // The climatology and the masks too: their content as each rank reads it, as the forecast's.
+    detail::agree_or_throw(world, "", {climatology ? 1 : 0, climatology_hash},
+                           "--climatology '" + options.climatology +
+                               "' as each rank reads it (present, hash of its variables' dims, sizes and types and "
+                               "of its coordinates)");
+    detail::agree_or_throw(world, "", {static_cast<std::int64_t>(regions.regions.size()), regions.hash.value()},
+                           "the --region boxes and masks as each rank reads them (regions, hash of the boxes and of "
+                           "the mask files' coordinates and variables)");
+    check_region_weights(mesh.spatial(), regions);
     std::uint64_t largest = 0;
     for (const SourceVariable& v : variables) {
         largest = std::max(
@@ -715,19 +859,19 @@ void run_forecast_eval(const EvalOptions& options, const Communicator& world) {
     report.layout = layout;
     report.lead_times = source->lead_times();
     report.data_split = work.split;
-    report.include_initial_step = options.include_initial_step || layout.lead_times == 1;
+    report.time_means = time_means;
     report.climatology = options.climatology;
     {
         Progress progress(world.rank() == 0 && !options.quiet, work.initial_conditions.size() * work.leads.size() *
                                                                    static_cast<std::int64_t>(variables.size()));
         for (const SourceVariable& v : variables) {
             VariableResult r = v.type == io::ValueType::float64
-                                   ? score_forecast_variable<double>(*source, v, grid, regions, climatology.get(),
-                                                                     options, work, rounds, access.collective(),
-                                                                     access.writes_collectively(), progress)
-                                   : score_forecast_variable<float>(*source, v, grid, regions, climatology.get(),
-                                                                    options, work, rounds, access.collective(),
-                                                                    access.writes_collectively(), progress);
+                                   ? score_forecast_variable<double>(
+                                         *source, v, grid, regions, climatology.get(), options, work, time_means,
+                                         rounds, access.collective(), access.writes_collectively(), progress)
+                                   : score_forecast_variable<float>(
+                                         *source, v, grid, regions, climatology.get(), options, work, time_means,
+                                         rounds, access.collective(), access.writes_collectively(), progress);
             for (ChannelForecast& c : r.channels) {
                 report.variables.push_back(std::move(c));
             }

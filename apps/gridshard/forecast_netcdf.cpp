@@ -2,9 +2,12 @@
 // layouts of docs/forecast.md, each rank reading only its box through read plans.
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include "forecast_source.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/io/calendar.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/units.hpp"
 
@@ -86,6 +89,55 @@ std::int64_t members_from_init_time(const io::NetcdfReader& reader, const std::s
     }
     return run;
 }
+
+/// A time variable of a file (init_time, valid_time) read as dates, each value in the variable's own units and
+/// CF calendar (none is "standard"); values of units that are not "UNIT since DATE" (or that it cannot read) are read
+/// as they are.
+class TimeVariable {
+  public:
+    explicit TimeVariable(io::WholeVariable v) : v_(std::move(v)) {
+        calendar_ = v_.calendar.empty() ? "standard" : v_.calendar;
+        if (v_.units.find(" since ") != std::string::npos) {
+            try {
+                axis_ = io::parse_time_units(v_.units, v_.calendar);
+            } catch (const ArgumentError&) {  // "months since ...": compared as numbers
+            }
+        }
+    }
+    [[nodiscard]] const io::WholeVariable& variable() const noexcept { return v_; }
+    [[nodiscard]] bool dated() const noexcept { return axis_.has_value(); }
+    [[nodiscard]] bool known(std::size_t k) const { return std::isfinite(v_.values[k]); }
+    /// The date `seconds` after value `k`; only when dated() and known(k).
+    [[nodiscard]] io::DateTime date(std::size_t k, double seconds = 0.0) const {
+        return axis_->date_after(v_.values[k], seconds);
+    }
+    [[nodiscard]] std::string text(const io::DateTime& d) const { return io::to_string(d) + " (" + calendar_ + ")"; }
+    /// Value `k` as a date, or as its number and units when not dated().
+    [[nodiscard]] std::string text(std::size_t k) const {
+        if (dated()) {
+            return text(date(k));
+        }
+        char number[32];
+        std::snprintf(number, sizeof number, "%.17g", v_.values[k]);
+        return std::string(number) + " " + v_.units;
+    }
+    /// Whether value `k` is the same instant as value `other_k` of `other`: the same date, each read in its own
+    /// calendar, or (either not dated) the same number in the same units.
+    [[nodiscard]] bool same_instant(std::size_t k, const TimeVariable& other, std::size_t other_k) const {
+        if (!known(k) || !other.known(other_k)) {
+            return std::isnan(v_.values[k]) == std::isnan(other.v_.values[other_k]);
+        }
+        if (dated() && other.dated()) {
+            return io::same_date(date(k), other.date(other_k));
+        }
+        return v_.values[k] == other.v_.values[other_k] && v_.units == other.v_.units;
+    }
+
+  private:
+    io::WholeVariable v_;
+    std::string calendar_;
+    std::optional<io::TimeAxis> axis_;
+};
 
 class NetcdfForecastSteps final : public ForecastSteps {
   public:
@@ -293,6 +345,11 @@ class NetcdfForecast final : public ForecastSource {
         if (dims.size() > 2) {
             throw ArgumentError(where + " has more than two ensemble dims; give --ensemble-dim");
         }
+        for (const std::string& dim : dims) {
+            if (dim_size(p, dim) == 0) {
+                throw ArgumentError(where + " has the dim '" + dim + "' of length 0: no samples or members to score");
+            }
+        }
         ForecastLayout& l = layout_;
         l.lead_times = p.ntime;
         if (dims.size() == 2) {
@@ -360,32 +417,102 @@ class NetcdfForecast final : public ForecastSource {
         }
     }
 
-    // The initial times of both files, per initial condition, must agree (ACE's init_time(sample)).
+    // The initial times of both files must be the same instants, sample by sample (ACE's init_time(sample)), and
+    // each file's valid_time(sample, time), where it has one, its init_time plus the lead of the row.
     void check_initial_times(bool allow_time_mismatch) {
         const ForecastLayout& l = layout_;
         if (l.initial_condition_dim.empty()) {
             return;
         }
-        const std::optional<io::WholeVariable> p = prediction_.whole_variable("init_time");
-        const std::optional<io::WholeVariable> t = truth_.whole_variable("init_time");
-        if (p && p->dims == std::vector<std::string>{l.initial_condition_dim}) {
-            for (std::int64_t ic = 0; ic < l.initial_conditions; ++ic) {
-                lead_times_.init_times.push_back(p->values[static_cast<std::size_t>(l.folded ? ic * l.members : ic)]);
+        const auto per_sample = [](const io::NetcdfReader& file,
+                                   const std::string& dim) -> std::optional<TimeVariable> {
+            std::optional<io::WholeVariable> v = file.whole_variable("init_time");
+            if (!v || v->dims != std::vector<std::string>{dim}) {
+                return std::nullopt;
             }
-            lead_times_.init_time_units = p->units;
-            lead_times_.calendar = p->calendar;
+            return TimeVariable(std::move(*v));
+        };
+        const std::optional<TimeVariable> p = per_sample(prediction_, l.initial_condition_dim);
+        const std::optional<TimeVariable> t = per_sample(truth_, truth_ic_dim_);
+        if (p) {
+            for (std::int64_t ic = 0; ic < l.initial_conditions; ++ic) {
+                lead_times_.init_times.push_back(
+                    p->variable().values[static_cast<std::size_t>(l.folded ? ic * l.members : ic)]);
+            }
+            lead_times_.init_time_units = p->variable().units;
+            lead_times_.calendar = p->variable().calendar;
         }
-        if (allow_time_mismatch || !p || !t || t->dims != std::vector<std::string>{truth_ic_dim_}) {
+        if (allow_time_mismatch) {
             return;
         }
-        for (std::int64_t ic = 0; ic < l.initial_conditions; ++ic) {
-            const double tv = t->values[static_cast<std::size_t>(l.truth_repeated ? ic * l.members : ic)];
-            const double pv = lead_times_.init_times[static_cast<std::size_t>(ic)];
-            if (tv != pv || t->units != p->units) {
-                throw ArgumentError("initial condition " + std::to_string(ic) + " has init_time " + std::to_string(tv) +
-                                    " " + t->units + " in truth '" + truth_.path() + "' but " + std::to_string(pv) +
-                                    " " + p->units + " in prediction '" + prediction_.path() +
-                                    "' (--allow-time-mismatch compares them regardless)");
+        const std::string regardless = " (--allow-time-mismatch compares them regardless)";
+        if (p && t) {
+            // Every prediction sample against the truth sample it is scored with.
+            const std::size_t samples = p->variable().values.size();
+            for (std::size_t ps = 0; ps < samples; ++ps) {
+                const std::size_t m = static_cast<std::size_t>(l.members);
+                const std::size_t ic = l.folded ? ps / m : ps;
+                const std::size_t ts = l.truth_repeated ? ic * m + (l.folded ? ps % m : 0) : ic;
+                if (!p->same_instant(ps, *t, ts)) {
+                    throw ArgumentError("init_time differs between the files: sample " + std::to_string(ps) +
+                                        " of prediction '" + prediction_.path() + "' starts at " + p->text(ps) +
+                                        ", sample " + std::to_string(ts) + " of truth '" + truth_.path() + "' at " +
+                                        t->text(ts) + regardless);
+                }
+            }
+        }
+        check_valid_times(prediction_, "prediction", l.initial_condition_dim, p, regardless);
+        check_valid_times(truth_, "truth", truth_ic_dim_, t, regardless);
+    }
+
+    // valid_time(sample, time) of `file`, where it has one, must be the sample's init_time plus the row's lead
+    // time (a duration), or the row's own time (a lead-time axis of instants).
+    static void check_valid_times(const io::NetcdfReader& file, const std::string& role, const std::string& sample_dim,
+                                  const std::optional<TimeVariable>& init, const std::string& regardless) {
+        const io::GridInfo& g = file.grid();
+        std::optional<io::WholeVariable> whole = file.whole_variable("valid_time");
+        if (!whole || whole->dims != std::vector<std::string>{sample_dim, g.time_dim} ||
+            g.time_values.size() != static_cast<std::size_t>(g.ntime)) {
+            return;
+        }
+        const TimeVariable valid(std::move(*whole));
+        const double lead_seconds = io::seconds_per_unit(g.time_units);
+        std::optional<io::TimeAxis> rows;  // a lead-time axis of instants
+        if (lead_seconds == 0.0 && g.time_units.find(" since ") != std::string::npos) {
+            try {
+                rows = io::parse_time_units(g.time_units, g.time_calendar);
+            } catch (const ArgumentError&) {  // "months since ...": no dates to compare with
+                return;
+            }
+        }
+        if (!valid.dated() || (!rows && (lead_seconds == 0.0 || !init || !init->dated()))) {
+            return;  // nothing says what the valid times should be
+        }
+        const auto ntime = static_cast<std::size_t>(g.ntime);
+        const std::size_t samples = valid.variable().values.size() / std::max<std::size_t>(ntime, 1);
+        if (!rows && init->variable().values.size() != samples) {
+            return;
+        }
+        for (std::size_t s = 0; s < samples; ++s) {
+            for (std::size_t k = 0; k < ntime; ++k) {
+                const std::size_t at = s * ntime + k;
+                if (!valid.known(at) || (!rows && !init->known(s))) {
+                    continue;
+                }
+                const io::DateTime expected =
+                    rows ? rows->date_at(g.time_values[k]) : init->date(s, g.time_values[k] * lead_seconds);
+                const io::DateTime got = valid.date(at);
+                if (io::same_date(got, expected)) {
+                    continue;
+                }
+                char lead[64];
+                std::snprintf(lead, sizeof lead, "%.17g", g.time_values[k]);
+                const std::string should_be = rows ? "the time of its row, " + io::to_string(expected)
+                                                   : "its init_time " + init->text(s) + " plus the lead " + lead + " " +
+                                                         g.time_units + ", " + io::to_string(expected);
+                throw ArgumentError(role + " '" + file.path() + "': valid_time of sample " + std::to_string(s) +
+                                    " at row " + std::to_string(k) + " is " + valid.text(got) + ", but " + should_be +
+                                    regardless);
             }
         }
     }

@@ -31,6 +31,34 @@ std::string netcdf_name(const std::string& name) {
     return out;
 }
 
+// Which rows the time means count, for the table and the maps' title: "rows 1 to 4 of 5 (lead 0, the initial
+// condition, left out)".
+std::string time_mean_rows_text(const ForecastReport& report) {
+    const TimeMeanRows& t = report.time_means;
+    const std::vector<std::int64_t>& rows = t.rows;
+    std::string text;
+    if (!rows.empty() && rows.back() - rows.front() + 1 == static_cast<std::int64_t>(rows.size())) {
+        text = "rows " + std::to_string(rows.front()) + " to " + std::to_string(rows.back());
+    } else {
+        for (const std::int64_t row : rows) {
+            text += (text.empty() ? "rows " : ", ") + std::to_string(row);
+        }
+    }
+    text += " of " + std::to_string(report.layout.lead_times);
+    if (!t.leads_known) {
+        return text + " (lead times unknown: every row)";
+    }
+    if (t.initial_rows == 0) {
+        return text + " (every lead time > 0)";
+    }
+    if (!t.initial_counted) {
+        return text + " (lead 0, the initial condition, left out)";
+    }
+    return text + (static_cast<std::int64_t>(rows.size()) == t.initial_rows
+                       ? " (lead 0 only: no row at a lead time > 0)"
+                       : " (lead 0 included: --include-initial-step)");
+}
+
 json region_json(const RegionForecast& r) {
     json per_step = json::object();
     for (const auto& [score, series] : r.per_step) {
@@ -62,7 +90,8 @@ void write_json(const ForecastReport& report, std::ostream& out) {
         {"lead_times", l.lead_times},
         {"members_from", l.members_from},
         {"data_split", report.data_split},
-        {"time_means_include_initial_step", report.include_initial_step},
+        {"time_means_include_initial_step", report.time_means.initial_counted},
+        {"time_means_rows", report.time_means.rows},
         {"lead_time", {{"values", t.values}, {"units", t.units}}},
         {"init_time", {{"values", t.init_times}, {"units", t.init_time_units}, {"calendar", t.calendar}}},
         {"climatology", report.climatology.empty() ? json(nullptr) : json(report.climatology)},
@@ -101,8 +130,7 @@ void print_table(const ForecastReport& report, std::ostream& out) {
                   static_cast<long long>(l.lead_times), static_cast<long long>(report.grid.shape().nlat),
                   static_cast<long long>(report.grid.shape().nlon), to_string(report.mesh).c_str(),
                   report.data_split.c_str());
-    out << cell << "time means over lead times " << (report.include_initial_step ? "0" : "1") << " to "
-        << l.lead_times - 1 << ":\n";
+    out << cell << "time means over " << time_mean_rows_text(report) << ":\n";
     if (report.variables.empty()) {
         return;
     }
@@ -227,8 +255,7 @@ io::Dataset time_mean_diagnostics(const ForecastReport& report, const MapPart& p
                report.grid.shape().nlon,
                report.grid.lon_deg,
                {{"standard_name", "longitude"}, {"units", "degrees_east"}, {"axis", "X"}}}};
-    d.global_attributes = global_attributes(std::string("gridshard time-mean maps (lead times ") +
-                                            (report.include_initial_step ? "0" : "1") + " on)");
+    d.global_attributes = global_attributes("gridshard time-mean maps (" + time_mean_rows_text(report) + ")");
     for (const ChannelForecast& c : report.variables) {
         const std::string name = netcdf_name(c.name);
         const auto map = [&](const std::string& prefix, const std::vector<double>& values, const std::string& what) {

@@ -47,7 +47,7 @@ struct ForecastReport {
     ForecastLayout layout;
     LeadTimes lead_times;
     std::string data_split;
-    bool include_initial_step = false;
+    TimeMeanRows time_means;
     std::string climatology;
     std::vector<ChannelForecast> variables;
 };

@@ -44,6 +44,16 @@ struct LeadTimes {
     std::string calendar;
 };
 
+/// The rows of the lead-time axis the time means count (docs/forecast.md): every row at a lead time > 0; the rows
+/// at lead 0 (an initial condition stored in the file) only with --include-initial-step, or when no row is at a
+/// lead time > 0.
+struct TimeMeanRows {
+    std::vector<std::int64_t> rows;  ///< the counted rows, in order
+    std::int64_t initial_rows = 0;   ///< the rows at lead 0, counted or not
+    bool initial_counted = false;    ///< whether the rows at lead 0 count
+    bool leads_known = true;         ///< false when no row's lead is known (no lead-time coordinate): all count
+};
+
 /// One variable's box, for one initial condition and lead time at a time: the truth (channels, rows,
 /// cols) and the members of `members` (their count, channels, rows, cols), missing values as NaN.
 class ForecastSteps {

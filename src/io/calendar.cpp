@@ -230,4 +230,26 @@ DateTime TimeAxis::date_at(double value) const {
     return d;
 }
 
+DateTime TimeAxis::date_after(double value, double seconds) const {
+    return date_at(value + seconds / seconds_per_unit);
+}
+
+bool same_date(const DateTime& a, const DateTime& b) noexcept {
+    return a.year == b.year && a.month == b.month && a.day == b.day && a.hour == b.hour && a.minute == b.minute &&
+           std::abs(a.second - b.second) < 0.5e-6;
+}
+
+std::string to_string(const DateTime& d) {
+    char text[64];
+    const double whole = std::floor(d.second);
+    std::snprintf(text, sizeof text, "%04lld-%02d-%02d %02d:%02d:%02d", static_cast<long long>(d.year), d.month, d.day,
+                  d.hour, d.minute, static_cast<int>(whole));
+    std::string out = text;
+    if (d.second != whole) {
+        std::snprintf(text, sizeof text, "%.6f", d.second - whole);
+        out += text + 1;  // ".250000" without its leading 0
+    }
+    return out;
+}
+
 }  // namespace gridshard::io

@@ -210,7 +210,8 @@ GridInfo find_grid(const NetcdfHandle& file) {
     grid.lat_bounds_deg = read_bounds(file, *lat, nlat);
     grid.lon_bounds_deg = read_bounds(file, *lon, nlon);
 
-    // Time: a coordinate that says so, else the unlimited dim, else a dim named time.
+    // Time: a coordinate that says so, else the unlimited dim, else a dim named time. An ensemble dim is never
+    // the time: netCDF makes a dim of length 0 unlimited, so an empty sample or member dim is one too.
     std::vector<Coordinate> time_candidates;
     for (const Coordinate& c : coords) {
         if (c.dimid != lat->dimid && c.dimid != lon->dimid) {
@@ -239,7 +240,7 @@ GridInfo find_grid(const NetcdfHandle& file) {
         check(nc_inq_unlimdims(file.ncid(), &nunlimited, unlimited.data()), file.path(),
               "listing unlimited dimensions");
         for (const int dimid : unlimited) {
-            if (dimid != lat->dimid && dimid != lon->dimid) {
+            if (dimid != lat->dimid && dimid != lon->dimid && !is_ensemble_dim_name(file.dim_name(dimid))) {
                 time_dimid = dimid;
                 break;
             }

@@ -39,17 +39,37 @@ def run(gridshard_bin):
     return _run
 
 
-@pytest.fixture
-def mpirun(gridshard_bin):
-    """Runs `mpiexec -n RANKS [LAUNCHER_FLAGS] gridshard ARGS...` (MPIEXEC and MPIEXEC_FLAGS come from CMake)."""
+def _launcher():
     launcher = os.environ.get("MPIEXEC", "mpiexec")
     flags = shlex.split(os.environ.get("MPIEXEC_FLAGS", ""))
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                 "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"})
+    return launcher, flags, env
+
+
+@pytest.fixture
+def mpirun(gridshard_bin):
+    """Runs `mpiexec -n RANKS [LAUNCHER_FLAGS] gridshard ARGS...` (MPIEXEC and MPIEXEC_FLAGS come from CMake)."""
+    launcher, flags, env = _launcher()
 
     def _run(ranks, *args, timeout=180, launcher_flags=()):
         command = [launcher, "-n", str(ranks), *flags, *launcher_flags, gridshard_bin, *map(str, args)]
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+    return _run
+
+
+@pytest.fixture
+def mpirun_mpmd(gridshard_bin):
+    """Runs one job of several programs, `mpiexec -n N1 gridshard ARGS1... : -n N2 gridshard ARGS2...`, from
+    a list of (ranks, args): ranks that see other files under the same command, as a stale copy on one node."""
+    launcher, flags, env = _launcher()
+
+    def _run(parts, timeout=180):
+        command = [launcher, *flags]
+        for k, (ranks, args) in enumerate(parts):
+            command += ([":"] if k else []) + ["-n", str(ranks), gridshard_bin, *map(str, args)]
         return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
     return _run

@@ -19,9 +19,13 @@ EPOCH_2020_US = 1_577_836_800 * 1_000_000  # 2020-01-01 in microseconds since 19
 
 class Forecast:
     """A synthetic forecast: truth[ic, lead, (level,) lat, lon] and members[ic, member, lead, ...] in float32,
-    with NaN over a fixed land mask for 'sst' and one NaN point that moves with the sample."""
+    with NaN over a fixed land mask for 'sst' and one NaN point that moves with the sample. Row `k` of the
+    lead-time axis is lead `k + first_lead` (x 6 hours): 0 stores the initial condition in the first row (where
+    every member is the truth), 1 starts at the first forward step, as ACE's files do (the initial condition
+    goes to ACE's initial_condition.nc)."""
 
-    def __init__(self, ics=3, members=4, leads=5, nlat=13, nlon=22, seed=7, levels=0):
+    def __init__(self, ics=3, members=4, leads=5, nlat=13, nlon=22, seed=7, levels=0, first_lead=0,
+                 init_epoch_us=EPOCH_2020_US):
         rng = np.random.default_rng(seed)
         self.ics, self.members, self.leads = ics, members, leads
         self.lat = np.linspace(-90 + 90 / nlat, 90 - 90 / nlat, nlat)
@@ -33,13 +37,14 @@ class Forecast:
             truth = np.empty((ics, leads) + shape_tail)
             pred = np.empty((ics, members, leads) + shape_tail)
             for i in range(ics):
-                for lead in range(leads):
+                for row in range(leads):
+                    lead = row + first_lead
                     pattern = base + amplitude * np.cos(la) * np.sin(lo * 2 + 0.3 * (i + lead))
                     pattern = np.broadcast_to(pattern, shape_tail) + rng.normal(0, 0.5, shape_tail)
-                    truth[i, lead] = pattern
+                    truth[i, row] = pattern
                     for m in range(members):  # lead 0 is the initial condition: the truth itself
                         error = 0.3 + np.sqrt(lead) * rng.normal(0, 0.8, shape_tail)
-                        pred[i, m, lead] = pattern + (error if lead > 0 else 0.0)
+                        pred[i, m, row] = pattern + (error if lead > 0 else 0.0)
             if name == "sst":
                 land = (np.sin(3 * lo) * np.cos(2 * la)) > 0.4
                 truth[..., land] = np.nan
@@ -47,8 +52,8 @@ class Forecast:
                 for i in range(ics):  # one prediction point that is missing in one member only
                     pred[i, i % members, 1 % leads, i % nlat, (5 * i) % nlon] = np.nan
             self.fields[name] = (truth.astype(np.float32), pred.astype(np.float32))
-        self.init_times = EPOCH_2020_US + np.arange(ics) * 24 * HOUR_US
-        self.lead_us = np.arange(leads) * 6 * HOUR_US
+        self.init_times = init_epoch_us + np.arange(ics) * 24 * HOUR_US
+        self.lead_us = (np.arange(leads) + first_lead) * 6 * HOUR_US
 
 
 def _coordinates(ds, forecast):
@@ -286,6 +291,19 @@ def _reference_channel(truth, pred, w, first_counted, clim):
     zonal_target = np.nanmean(truth, axis=-1).mean(axis=0)
     return {"per_step": per_step, "time_mean": time_mean, "gen_map": gen_map, "bias_map": bias_map,
             "zonal_gen": zonal_gen, "zonal_error": zonal_gen - zonal_target}
+
+
+def ace_time_mean(forecast, name, weights):
+    """ACE's TimeMeanAggregator (fme.ace.aggregator.inference.time_mean) on variable `name` of `forecast` as
+    ACE's files hold it: the per-point means over every sample and every row it is given (every forward
+    step; ACE's files start at lead 1), then the area-weighted RMSE and bias of gen minus target, in float64.
+    NaN propagates, as in torch: use it on a variable without missing values."""
+    truth, pred = (a.astype(np.float64) for a in forecast.fields[name])
+    samples = forecast.ics * forecast.members
+    gen = pred.reshape((samples,) + pred.shape[2:]).mean(axis=(0, 1))
+    target = np.repeat(truth, forecast.members, axis=0).mean(axis=(0, 1))
+    w = weights / weights.sum()
+    return {"rmse": float(np.sqrt((w * (gen - target) ** 2).sum())), "bias": float((w * (gen - target)).sum())}
 
 
 def cos_lat_weights(forecast):

@@ -413,3 +413,207 @@ def test_a_failed_run_leaves_earlier_outputs_as_they_were(forecast, ace_files, m
                "--json", folder / "report.json", "--quiet")
     assert r.returncode == 2 and "no variable 't2m'" in r.stderr, r.stderr
     assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+# ---------------------------------------------------------------------------- time means by lead time
+
+def lead_one_forecast():
+    """ACE's own files: the first row is lead 1 x dt (the initial condition is in initial_condition.nc)."""
+    return ff.Forecast(ics=3, members=2, leads=4, nlat=11, nlon=18, seed=13, first_lead=1)
+
+
+@pytest.mark.parametrize("layout", ["ace", "member_dim"])
+def test_time_means_count_every_forward_step_of_files_that_start_at_lead_one(layout, mpirun, tmp_path):
+    f = lead_one_forecast()
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    (ff.write_ace if layout == "ace" else ff.write_member_dim)(f, truth, pred)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        want = ff.reference(f, ff.cos_lat_weights(f), first_counted=0)  # every row is a forward step
+    outs = []
+    for ranks, mesh in ((1, "1x1x1"), (2, "2x1x1"), (3, "1x3x1"), (4, "2x1x2")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--json", out)
+        assert r.returncode == 0, r.stderr
+        report = load(out)
+        if not outs:
+            check_against_reference(report, want)
+            # ACE's own TimeMeanAggregator on the same data: every forward step, so the same numbers.
+            ace = ff.ace_time_mean(f, "t2m", ff.cos_lat_weights(f))
+            got = report["variables"]["t2m"]["time_mean"]
+            np.testing.assert_allclose([got["rmse"], got["bias"]], [ace["rmse"], ace["bias"]], rtol=1e-9, atol=1e-12)
+        assert report["forecast"]["time_means_rows"] == [0, 1, 2, 3]
+        assert report["forecast"]["time_means_include_initial_step"] is False
+        assert "time means over rows 0 to 3 of 4 (every lead time > 0)" in r.stdout, r.stdout
+        outs.append(report)
+    for other in outs[1:]:
+        assert numbers(other)["variables"] == numbers(outs[0])["variables"]
+    # --include-initial-step changes nothing: no row is lead 0.
+    out = tmp_path / "with.json"
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--include-initial-step", "--json", out, "--quiet")
+    assert r.returncode == 0, r.stderr
+    assert load(out)["variables"] == outs[0]["variables"]
+
+
+def test_time_means_leave_out_a_stored_lead_zero_row(ace_files, forecast, mpirun, tmp_path):
+    truth, pred = ace_files
+    for ranks, mesh, extra, rows in ((1, "1x1x1", [], [1, 2, 3, 4]), (3, "3x1x1", [], [1, 2, 3, 4]),
+                                     (4, "1x2x2", ["--include-initial-step"], [0, 1, 2, 3, 4])):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--json", out, *extra)
+        assert r.returncode == 0, r.stderr
+        report = load(out)
+        assert report["forecast"]["time_means_rows"] == rows
+        header = "rows 1 to 4 of 5 (lead 0, the initial condition, left out)" if not extra else \
+            "rows 0 to 4 of 5 (lead 0 included: --include-initial-step)"
+        assert header in r.stdout, r.stdout
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = ff.reference(forecast, ff.cos_lat_weights(forecast), first_counted=rows[0])
+        check_against_reference(report, want)
+
+
+# ------------------------------------------------------------------- inputs agreed, calendars, valid_time
+
+def test_a_stale_climatology_on_one_rank_is_refused(forecast, ace_files, mpirun_mpmd, tmp_path):
+    truth, pred = ace_files
+    fresh = ff.write_climatology(forecast, tmp_path / "fresh.nc", per_lead=True)
+    stale = ff.write_climatology(forecast, tmp_path / "stale.nc", per_lead=False)  # an older time mean
+    # Each rank opens the file itself (--io independent; collective opens compare the files' bytes already).
+    for first, second, mesh in ((1, 1, "1x1x2"), (2, 1, "1x3x1"), (1, 3, "2x1x2")):
+        args = ["eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--io", "independent", "--quiet"]
+        r = mpirun_mpmd([(first, args + ["--climatology", fresh]), (second, args + ["--climatology", stale])])
+        assert r.returncode == 2, (mesh, r.returncode, r.stderr)
+        assert "--climatology" in r.stderr and "must be the same on every rank" in r.stderr, r.stderr
+        assert r.stderr.count("gridshard: error:") == 1, r.stderr
+
+
+def test_a_stale_mask_or_forecast_on_one_rank_is_refused(forecast, ace_files, mpirun_mpmd, tmp_path):
+    truth, pred = ace_files
+    mask = tmp_path / "mask.nc"
+    ff.write_mask(forecast, mask)
+    stale_mask = tmp_path / "stale_mask.nc"  # the same mask, stored in float32 by an older script
+    with netCDF4.Dataset(mask) as src, netCDF4.Dataset(stale_mask, "w", format="NETCDF4") as ds:
+        ff._coordinates(ds, forecast)
+        ds.createVariable("land_fraction", "f4", ("lat", "lon"))[:] = src["land_fraction"][:]
+    args = ["eval", "--truth", truth, "--pred", pred, "--mesh", "1x2x1", "--io", "independent", "--quiet"]
+    r = mpirun_mpmd([(1, args + ["--region", f"land:{mask}:land_fraction"]),
+                     (1, args + ["--region", f"land:{stale_mask}:land_fraction"])])
+    assert r.returncode == 2 and "must be the same on every rank" in r.stderr and "--region" in r.stderr, r.stderr
+    # A forecast written a day later on one node: the same sizes, other initial times.
+    later = ff.Forecast(ics=3, members=4, leads=5, nlat=13, nlon=22, init_epoch_us=ff.EPOCH_2020_US + 24 * ff.HOUR_US)
+    t2, p2 = tmp_path / "t2.nc", tmp_path / "p2.nc"
+    ff.write_ace(later, t2, p2)
+    for first, second, mesh in ((1, 1, "2x1x1"), (2, 1, "1x1x3"), (3, 1, "2x2x1")):
+        r = mpirun_mpmd([(first, ["eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--io", "independent",
+                                  "--quiet"]),
+                         (second, ["eval", "--truth", t2, "--pred", p2, "--mesh", mesh, "--io", "independent",
+                                   "--quiet"])])
+        assert r.returncode == 2 and "must be the same on every rank" in r.stderr, (mesh, r.stderr)
+        assert r.stderr.count("gridshard: error:") == 1, r.stderr
+
+
+def feb_2021_files(tmp_path):
+    f = ff.Forecast(ics=2, members=2, leads=3, nlat=9, nlon=12, seed=21, first_lead=1,
+                    init_epoch_us=1_613_174_400 * 1_000_000)  # 2021-02-13 in the standard calendar
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_ace(f, truth, pred)
+    return f, truth, pred
+
+
+@pytest.mark.parametrize("ranks, mesh", [(1, "1x1x1"), (2, "2x1x1"), (3, "1x3x1"), (4, "2x1x2")])
+def test_init_times_in_other_calendars_are_refused(ranks, mesh, mpirun, tmp_path):
+    _, truth, pred = feb_2021_files(tmp_path)
+    with netCDF4.Dataset(truth, "a") as ds:
+        ds["init_time"].calendar = ds["valid_time"].calendar = "standard"
+    with netCDF4.Dataset(pred, "a") as ds:  # the same numbers, counted without leap days
+        ds["init_time"].calendar = ds["valid_time"].calendar = "noleap"
+    r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.startswith("gridshard:")]
+    assert len(lines) == 1 and r.stderr.count("gridshard: error:") == 1, r.stderr  # once, on one line
+    line = lines[0]
+    assert "sample 0" in line and "2021-02-26 00:00:00 (noleap)" in line and "2021-02-13 00:00:00 (standard)" in line
+    assert str(pred) in line and str(truth) in line, line
+    # The same dates in both calendars are the same initial times.
+    with netCDF4.Dataset(truth, "a") as ds:
+        ds["init_time"].calendar = ds["valid_time"].calendar = "proleptic_gregorian"
+    with netCDF4.Dataset(pred, "a") as ds:
+        ds["init_time"].calendar = ds["valid_time"].calendar = "standard"
+    assert mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet").returncode == 0
+
+
+@pytest.mark.parametrize("ranks, mesh", [(1, "1x1x1"), (2, "1x1x2"), (3, "3x1x1"), (4, "2x2x1")])
+def test_a_valid_time_off_init_time_plus_lead_is_refused(ranks, mesh, mpirun, tmp_path):
+    _, truth, pred = feb_2021_files(tmp_path)
+    with netCDF4.Dataset(truth, "a") as ds:
+        ds["valid_time"][3, 1] = ds["valid_time"][3, 1] + 24 * ff.HOUR_US  # one day off
+    r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    lines = [x for x in r.stderr.splitlines() if x.startswith("gridshard:")]
+    assert len(lines) == 1 and r.stderr.count("gridshard: error:") == 1, r.stderr  # once, on one line
+    line = lines[0]
+    assert f"'{truth}'" in line and "sample 3" in line and "valid_time" in line, line
+    # init 2021-02-14 (sample 3 is initial condition 1), lead 2 x 6 h: 12:00 that day, stored a day later.
+    assert "2021-02-15 12:00:00" in line and "2021-02-14 12:00:00" in line, line
+
+
+# --------------------------------------------------------------------------- messages that name the cause
+
+def empty_dim_files(tmp_path, dim):
+    """ACE's layout with a sample dim of length 0, or a member dim of length 0; 4 lead times each."""
+    f = ff.Forecast(ics=1, members=2, leads=4, nlat=7, nlon=10, seed=2)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    if dim == "sample":
+        for path in (truth, pred):
+            with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+                ds.createDimension("sample", 0)
+                ds.createDimension("time", 4)
+                ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+                ds["time"].units = "microseconds"
+                ff._coordinates(ds, f)
+                ds.createVariable("t2m", "f4", ("sample", "time", "lat", "lon"))
+    else:
+        with netCDF4.Dataset(pred, "w", format="NETCDF4") as ds:
+            ds.createDimension("member", 0)
+            ds.createDimension("time", 4)
+            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+            ds["time"].units = "microseconds"
+            ff._coordinates(ds, f)
+            ds.createVariable("t2m", "f4", ("member", "time", "lat", "lon"))
+        with netCDF4.Dataset(truth, "w", format="NETCDF4") as ds:
+            ds.createDimension("time", 4)
+            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+            ds["time"].units = "microseconds"
+            ff._coordinates(ds, f)
+            ds.createVariable("t2m", "f4", ("time", "lat", "lon"))[:] = f.fields["t2m"][0][0]
+    return truth, pred
+
+
+@pytest.mark.parametrize("dim", ["sample", "member"])
+@pytest.mark.parametrize("ranks", [1, 3])
+def test_a_zero_length_ensemble_dim_is_named(dim, ranks, mpirun, tmp_path):
+    truth, pred = empty_dim_files(tmp_path, dim)
+    r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--quiet")
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert r.stderr.count("gridshard: error:") == 1, r.stderr
+    assert f"dim '{dim}' of length 0" in r.stderr and str(pred) in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("ranks, mesh", [(1, "1x1x1"), (2, "1x2x1"), (4, "2x1x2")])
+def test_an_empty_region_is_named(ranks, mesh, forecast, ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    base = ["eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--quiet"]
+    # 13 latitudes 13.8 degrees apart: none between 1 and 2 degrees north.
+    r = mpirun(ranks, *base, "--region", "tropics", "--region", "sliver:1,2,10,20")
+    assert r.returncode == 2, r.stderr
+    assert "region 'sliver' (box 1,2,10,20): no grid point inside" in r.stderr, r.stderr
+    assert r.stderr.count("gridshard: error:") == 1 and "total weight" not in r.stderr, r.stderr
+    zero = tmp_path / "zero.nc"
+    with netCDF4.Dataset(zero, "w", format="NETCDF4") as ds:
+        ff._coordinates(ds, forecast)
+        ds.createVariable("m", "f8", ("lat", "lon"))[:] = np.zeros((len(forecast.lat), len(forecast.lon)))
+    r = mpirun(ranks, *base, "--region", f"dry:{zero}:m")
+    assert r.returncode == 2, r.stderr
+    assert f"region 'dry' (mask '{zero}' variable 'm'): every weight zero" in r.stderr, r.stderr
+    assert r.stderr.count("gridshard: error:") == 1 and "total weight" not in r.stderr, r.stderr

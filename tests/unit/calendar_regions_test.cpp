@@ -70,6 +70,24 @@ TEST(Calendar, EveryDayOfAYearOnce) {
     }
 }
 
+TEST(Calendar, ValidTimesAreComparedAndWrittenAsDates) {
+    // The same number in two calendars: 2021-02-13 (standard) is 2021-02-26 without the 13 leap days since 1970.
+    const double us = 1'613'174'400e6;
+    const io::DateTime standard = io::parse_time_units("microseconds since 1970-01-01", "standard").date_at(us);
+    const io::DateTime noleap = io::parse_time_units("microseconds since 1970-01-01", "noleap").date_at(us);
+    EXPECT_EQ(io::to_string(standard), "2021-02-13 00:00:00");
+    EXPECT_EQ(io::to_string(noleap), "2021-02-26 00:00:00");
+    EXPECT_FALSE(io::same_date(standard, noleap));
+    // An initial time plus a lead of 30 hours, in other units and calendars: the same dates.
+    const io::DateTime valid =
+        io::parse_time_units("microseconds since 1970-01-01", "standard").date_after(us, 30 * 3600.0);
+    const io::DateTime same = io::parse_time_units("hours since 2021-02-14", "proleptic_gregorian").date_at(6.0);
+    EXPECT_EQ(io::to_string(valid), "2021-02-14 06:00:00");
+    EXPECT_TRUE(io::same_date(valid, same));
+    EXPECT_EQ(io::to_string(io::parse_time_units("seconds since 2000-01-01", "julian").date_at(1.25)),
+              "2000-01-01 00:00:01.250000");
+}
+
 TEST(Calendar, BadUnitsAndCalendarsAreArgumentErrors) {
     const auto message = [](const char* units, const char* calendar) {
         try {

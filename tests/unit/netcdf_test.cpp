@@ -236,6 +236,29 @@ TEST(NetcdfReader, TimeFoundByStandardNameAxisUnitsUnlimitedOrName) {
     EXPECT_EQ(by_name.read<float>("f", {1, 2}, {{0, 2}, {0, 3}}), std::vector<float>(6, 1.0f));
 }
 
+TEST(NetcdfReader, AnEmptyEnsembleDimIsNeverTheTime) {
+    // netCDF makes a dim of length 0 unlimited: an empty sample dim must not be taken for the time.
+    TempDir dir;
+    const std::string path = dir / "empty_sample.nc";
+    {
+        Builder b(path);
+        const int s = b.dim("sample", NC_UNLIMITED);
+        const int t = b.dim("time", 4);
+        const int y = b.dim("lat", 2);
+        const int x = b.dim("lon", 3);
+        const int lat = b.var("lat", NC_DOUBLE, {y});
+        const int lon = b.var("lon", NC_DOUBLE, {x});
+        b.var("f", NC_FLOAT, {s, t, y, x});
+        b.end();
+        b.put(lat, {-45, 45});
+        b.put(lon, {0, 120, 240});
+    }
+    const NetcdfReader reader(path);
+    EXPECT_EQ(reader.grid().time_dim, "time");
+    EXPECT_EQ(reader.grid().ntime, 4);
+    EXPECT_EQ(reader.variable("f").time_index, 1);
+}
+
 TEST(NetcdfReader, FillAndMissingValuesBecomeNan) {
     TempDir dir;
     const std::string path = dir / "fill.nc";

@@ -45,7 +45,16 @@ struct TimeAxis {
     /// The date `value` units after the reference. Throws ArgumentError before 1582-10-15 in the standard
     /// calendar (where it is Julian) and for values that are not finite.
     [[nodiscard]] DateTime date_at(double value) const;
+    /// The date `seconds` after the instant `value` (a valid time: an initial time plus a lead), as date_at.
+    [[nodiscard]] DateTime date_after(double value, double seconds) const;
 };
+
+/// Whether `a` and `b` are the same date and time of day, to the microsecond (date_at's resolution). Dates
+/// of two calendars are compared as they read: 2021-02-26 of `noleap` is not 2021-02-13 of `standard`.
+[[nodiscard]] bool same_date(const DateTime& a, const DateTime& b) noexcept;
+
+/// `d` as "YYYY-MM-DD HH:MM:SS", with the fraction of a second when there is one.
+[[nodiscard]] std::string to_string(const DateTime& d);
 
 /// Parses CF time units "UNIT since YYYY-M-D[ H:M[:S]]" (a "T" may separate date and time; a trailing "Z"
 /// or "UTC" is allowed) in `calendar`; throws ArgumentError naming the text otherwise.
