@@ -29,14 +29,15 @@ def load(path):
         return json.load(f)
 
 
-def test_two_field_std_of_offset_float64_data(mpirun, tmp_path):
+@pytest.mark.parametrize("dtype, noise", [("f8", 1e-3), ("f4", 64.0)])
+def test_two_field_std_of_offset_data(mpirun, tmp_path, dtype, noise):
     rng = np.random.default_rng(3)
     shape = (2, 11, 18)
-    truth = 1e8 + 1e-3 * rng.standard_normal(shape)
-    pred = truth + 1e-4 * rng.standard_normal(shape)
+    truth = (1e8 + noise * rng.standard_normal(shape)).astype(dtype)
+    pred = (truth + 0.1 * noise * rng.standard_normal(shape)).astype(dtype)
     truth[1] = truth[1, 0, 0]  # a constant step: exactly 0
-    lat = make_files.write_grid_file(tmp_path / "t.nc", truth, dtype="f8")
-    make_files.write_grid_file(tmp_path / "p.nc", pred, dtype="f8")
+    lat = make_files.write_grid_file(tmp_path / "t.nc", truth, dtype=dtype)
+    make_files.write_grid_file(tmp_path / "p.nc", pred, dtype=dtype)
     weights = np.broadcast_to(np.cos(np.deg2rad(lat))[:, None], shape[1:])
     first = None
     for ranks, mesh in ((1, "1x1x1"), (3, "1x3x1"), (4, "2x1x2"), (6, "1x2x3")):
