@@ -105,10 +105,19 @@ void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, cons
                                }
                            }
                        }));
+    // Every rank knows every temporary, so that if rank 0 is killed, the others remove its temporaries when
+    // the launcher ends them (rank 0's own remove themselves on a signal).
+    std::vector<std::string> temporaries;
+    std::vector<RemovedOnSignal> removed_on_signal;
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+        temporaries.push_back(broadcast_text(comm, root ? outputs[k]->temporary_path() : std::string()));
+        if (!root) {
+            removed_on_signal.emplace_back(temporaries.back());
+        }
+    }
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         if (jobs[k].fill_collectively) {
-            const std::string temporary = broadcast_text(comm, root ? outputs[k]->temporary_path() : std::string());
-            jobs[k].fill_collectively(temporary);  // agrees on its own failures
+            jobs[k].fill_collectively(temporaries[k]);  // agrees on its own failures
         } else {
             check_collectively(comm, attempt([&] {
                                    if (root) {

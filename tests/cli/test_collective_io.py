@@ -13,7 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import forecast_files as ff  # noqa: E402
 import make_files  # noqa: E402
-from test_faults import full_disk, leftovers, mpi_command, run_and_truncate, write_pair  # noqa: E402
+from test_faults import (check_kill_while_writing, full_disk, leftovers, mpi_command, run_and_truncate,  # noqa: E402
+                         write_pair)
 
 DIAGNOSTICS = ["mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc"]
 # nccopy's names of the classic formats PnetCDF reads: 64-bit offset (CDF-2) and 64-bit data (CDF-5).
@@ -219,6 +220,11 @@ def test_a_full_disk_leaves_the_old_diagnostics(tmp_path, mpirun, io, leave):
         assert sorted(n for n in os.listdir(disk) if n != "filler") == sorted(old)
         for name in old:
             assert (disk / name).read_bytes() == b"old " + name.encode()
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_rank_killed_while_writing_collectively_leaves_no_temporary(tmp_path, gridshard_bin, victim):
+    check_kill_while_writing(tmp_path, gridshard_bin, "collective", victim)
 
 
 def test_an_unknown_io_mode_is_refused(run):

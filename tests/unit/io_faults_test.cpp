@@ -513,6 +513,19 @@ TEST(OutputPaths, OnlyRegularFilesInExistingFoldersMayBeOutputs) {
     }
 }
 
+TEST(AtomicOutput, TemporariesAreNamedForTheirHostAndProcess) {
+    TempDir dir;
+    AtomicOutput out(dir / "out.json");
+    char host[256] = {};
+    ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+    EXPECT_EQ(fs::path(out.temporary_path())
+                  .filename()
+                  .string()
+                  .rfind(".out.json.gridshard-tmp-" + std::string(host) + "-" + std::to_string(::getpid()) + "-", 0),
+              0u)
+        << out.temporary_path();
+}
+
 TEST(AtomicOutput, CommitReplacesTheTargetAndKeepsItsModeAndLinks) {
     TempDir dir;
     const std::string target = write_text(dir / "out.json", "old");

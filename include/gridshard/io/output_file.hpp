@@ -3,6 +3,11 @@
 /// Outputs that never touch inputs: the checks every output path passes before any work, and the one
 /// atomic writer every output goes through (a temporary beside the target, fsync, rename). No MPI calls.
 ///
+/// Temporaries are named `.NAME.gridshard-tmp-HOST-PID-N` beside NAME. A process ended by a signal (SIGTERM,
+/// SIGINT, SIGHUP, SIGQUIT, SIGXCPU: how mpirun, srun and a user end a job) removes the temporaries it
+/// knows of (RemovedOnSignal); one killed outright (SIGKILL) cannot, and the next AtomicOutput of the same
+/// target removes them: those of its host whose process is gone, and any left untouched for a day.
+///
 /// @code
 ///   gridshard::io::check_output_paths({{"--truth", truth}, {"--pred", pred}}, {{"--json", json}});
 ///   gridshard::io::AtomicOutput out(json);   // creates a temporary beside the target
@@ -33,11 +38,33 @@ struct NamedPath {
 /// Empty paths are skipped. No MPI calls.
 void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
+/// A file removed if a signal ends the process (the signals above) while this object lives; the handler is
+/// async-signal-safe (a fixed table of paths, then the signal's previous action: a program's own handler is
+/// called, the default one ends the process as it would have). Move-only; no MPI calls.
+class RemovedOnSignal {
+  public:
+    RemovedOnSignal() = default;
+    /// Registers `path` (nothing for an empty one).
+    explicit RemovedOnSignal(const std::string& path);
+    ~RemovedOnSignal();
+    RemovedOnSignal(RemovedOnSignal&& other) noexcept;
+    RemovedOnSignal& operator=(RemovedOnSignal&& other) noexcept;
+    RemovedOnSignal(const RemovedOnSignal&) = delete;
+    RemovedOnSignal& operator=(const RemovedOnSignal&) = delete;
+
+    /// Forgets the path: a signal no longer removes it.
+    void release() noexcept;
+
+  private:
+    int slot_ = -1;
+};
+
 /// An output under construction: a new temporary file in the target's folder (the folder of the file a
-/// symlink target points to, so the link is kept), removed by the destructor unless commit() has renamed
-/// it over the target. Creating it fails with ArgumentError when the folder is missing or not writable,
-/// or the target is a directory; writing and committing fail with SystemError when the system does (a
-/// full disk, an I/O error). Move-only; no MPI calls.
+/// symlink target points to, so the link is kept), removed by the destructor, or by a signal that ends the
+/// process, unless commit() has renamed it over the target.
+/// Creating it fails with ArgumentError when the folder is missing or not writable, or the target is a
+/// directory; writing and committing fail with SystemError when the system does (a full disk, an I/O error).
+/// Move-only; no MPI calls.
 class AtomicOutput {
   public:
     explicit AtomicOutput(const std::string& path);
@@ -71,6 +98,7 @@ class AtomicOutput {
     std::string path_;
     std::string target_;
     std::string temporary_;
+    RemovedOnSignal removed_on_signal_;
     int fd_ = -1;
     bool committed_ = false;
 };
