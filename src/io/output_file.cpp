@@ -26,9 +26,15 @@ std::string in_quotes(const std::string& path) {
     return "'" + path + "'";
 }
 
-// The problem with `path` as a file to write, named after its kind ("is a directory"), or "" when fine.
-std::string not_regular(const struct stat& info) {
-    if (S_ISREG(info.st_mode)) {
+// A target written directly rather than replaced: a character device (/dev/null) or a FIFO.
+bool is_written_through(const struct stat& info) {
+    return S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode);
+}
+
+// The problem with `path` as a file to write, named after its kind ("is a directory"), or "" when fine; a
+// `stream` output may also be a device or FIFO that is written through.
+std::string not_regular(const struct stat& info, bool stream = false) {
+    if (S_ISREG(info.st_mode) || (stream && is_written_through(info))) {
         return "";
     }
     return S_ISDIR(info.st_mode) ? "is a directory"
@@ -38,7 +44,7 @@ std::string not_regular(const struct stat& info) {
 // Failures the user can fix by naming another path are argument errors; the others are the system's.
 bool is_path_problem(int error) {
     return error == EACCES || error == EPERM || error == EROFS || error == ENOENT || error == ENOTDIR ||
-           error == EISDIR || error == ENAMETOOLONG || error == ELOOP;
+           error == EISDIR || error == ENAMETOOLONG || error == ELOOP || error == ENXIO;  // ENXIO: a FIFO unread
 }
 
 [[noreturn]] void fail_errno(const std::string& path, const std::string& doing, int error) {
@@ -162,7 +168,7 @@ void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<
             if (::stat(output.path.c_str(), &info) != 0) {
                 throw ArgumentError(named + " is a dangling symbolic link");
             }
-            if (const std::string problem = not_regular(info); !problem.empty()) {
+            if (const std::string problem = not_regular(info, output.stream); !problem.empty()) {
                 throw ArgumentError(named + " " + problem);
             }
             const Identity identity{info.st_dev, info.st_ino};
@@ -200,6 +206,17 @@ void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<
 
 AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path) {
     struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && is_written_through(info)) {
+        // A device or a FIFO (through a link too: /dev/fd/N of a pipe) is written, not replaced; a FIFO
+        // without a reader fails at once, never waits.
+        direct_ = true;
+        fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd_ < 0) {
+            fail_errno(path, errno == ENXIO ? "no process reads it" : "opening it", errno);
+        }
+        (void)::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+        return;
+    }
     struct stat link {};
     if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
         std::error_code error;
@@ -250,6 +267,8 @@ AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept
       temporary_(std::exchange(other.temporary_, {})),
       removed_on_signal_(std::move(other.removed_on_signal_)),
       fd_(std::exchange(other.fd_, -1)),
+      direct_(other.direct_),
+      direct_bytes_(std::move(other.direct_bytes_)),
       committed_(other.committed_) {}
 
 void AtomicOutput::close_descriptor() noexcept {
@@ -259,10 +278,17 @@ void AtomicOutput::close_descriptor() noexcept {
 }
 
 void AtomicOutput::write(std::string_view bytes) {
+    if (direct_) {
+        direct_bytes_.append(bytes);  // written by publish(), once every output of the run is complete
+        return;
+    }
     write_all(fd_, bytes, path_);
 }
 
 void AtomicOutput::flush() {
+    if (direct_) {
+        return;  // nothing is written before publish()
+    }
     // The replacement keeps the old file's permissions, given only now: a read-only target must not make
     // the temporary unwritable to a library that writes it by path.
     struct stat info {};
@@ -282,6 +308,12 @@ void AtomicOutput::commit() {
 }
 
 void AtomicOutput::publish() {
+    if (direct_) {
+        write_all(fd_, direct_bytes_, path_);
+        committed_ = true;
+        close_descriptor();
+        return;
+    }
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
         fail_errno(path_, "renaming the temporary file into place", errno);
     }

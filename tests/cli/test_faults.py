@@ -118,14 +118,41 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, run, pair):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
-def test_an_output_naming_a_device_is_refused_and_the_device_kept(tmp_path, run):
+def test_a_netcdf_output_naming_a_device_is_refused_and_the_device_kept(tmp_path, run):
     device = tmp_path / "null_copy"
     os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
-    for option in ["--json", "--zonal"]:
-        result = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, option, device, *QUIET)
-        expect_failure(result, "is not a regular file (a character device)")
-        assert stat.S_ISCHR(os.lstat(device).st_mode)
+    result = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--zonal", device, *QUIET)
+    expect_failure(result, "is not a regular file (a character device)")
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
     assert sorted(os.listdir(tmp_path)) == ["null_copy"]
+
+
+def test_json_to_a_character_device_or_a_fifo_is_written_through(tmp_path, run, mpirun, gridshard_bin):
+    # /dev/null discards the report; the device is neither refused nor replaced, and nothing is left beside it.
+    for r in (run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", "/dev/null", *QUIET),
+              mpirun(2, "eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 10, "--nlon", 12,
+                     "--ntime", 2, "--io", "collective", "--json", "/dev/null", *QUIET),
+              mpirun(2, "eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 10, "--nlon", 12,
+                     "--ntime", 2, "--io", "independent", "--json", "/dev/null", *QUIET)):
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert not [n for n in os.listdir("/dev") if n.startswith(".null.")]
+    # A FIFO with a reader gets the report; without one the run fails at once rather than waiting.
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    r = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", fifo, *QUIET)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(reader.communicate(timeout=30)[0])["ntime"] == 1
+    expect_failure(run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", fifo, *QUIET, timeout=30),
+                   "no process reads it")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["report.fifo"]
+    # The shell's process substitution: /dev/fd/N, a link to a pipe.
+    piped = tmp_path / "piped.json"
+    r = subprocess.run(["bash", "-c", '"$0" eval --nlat 10 --nlon 12 --ntime 1 --quiet --json >(cat > "$1"); wait $!',
+                        gridshard_bin, str(piped)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(piped.read_text())["ntime"] == 1
 
 
 def test_an_output_that_is_a_directory_or_in_no_folder_is_refused(tmp_path, run):
