@@ -364,7 +364,7 @@ int run_eval(const EvalOptions& options) {
         // Every rank checks (a node may see another file system), then all agree.
         check_collectively(world, attempt([&] {
                                io::check_output_paths({{"--truth", options.truth}, {"--pred", options.prediction}},
-                                                      {{"--json", options.json}, {"--zonal", options.zonal}});
+                                                      {{"--json", options.json, true}, {"--zonal", options.zonal}});
                            }));
         // A forecast (a sample or member dim, or the built-in forecast) has its own evaluation.
         const InputAccess access = input_access(options, world);

@@ -271,7 +271,7 @@ io::Dataset time_mean_diagnostics(const ForecastReport& report, const MapPart& p
 }  // namespace
 
 std::vector<io::NamedPath> ForecastOutputPaths::named(const std::string& json) const {
-    return {{"--json", json}, {"--diagnostics", mean}, {"--diagnostics", zonal}, {"--diagnostics", time_mean}};
+    return {{"--json", json, true}, {"--diagnostics", mean}, {"--diagnostics", zonal}, {"--diagnostics", time_mean}};
 }
 
 ForecastOutputPaths forecast_output_paths(const std::string& folder) {

@@ -35,6 +35,10 @@ inline constexpr double dataset_fill_value = 9.96920996838687e+36;
 /// or a part outside its dims.
 void check_dataset(const Dataset& dataset, const std::string& path, bool parts_allowed);
 
+/// The bytes of the 64-bit offset file write_dataset_through() writes for `dataset` (header and data, with
+/// netCDF-C's 4-byte alignment), counted from the same calls. No I/O.
+[[nodiscard]] std::uint64_t classic_file_bytes(const Dataset& dataset);
+
 /// Defines `dataset` through `sink` and writes its data: the coordinates and the variables without a part
 /// from this rank's values when `writes_whole` (else with count 0), the variables with one from their part.
 void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool writes_whole);

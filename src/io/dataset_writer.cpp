@@ -130,6 +130,50 @@ void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool write
 
 namespace {
 
+// Counts the file a sequence of definitions gives, by the classic format's layout (netCDF's file format
+// specification): magic and record count, then the dim, global attribute and variable lists, each 8 bytes of
+// tag and count (or of ABSENT), names and values padded to 4 bytes; a variable's header ends with its type,
+// size and 8-byte begin (64-bit offset). The data follow, each variable's padded to 4 bytes (doubles: whole).
+class ClassicFileSize final : public DatasetSink {
+  public:
+    int def_dim(const std::string& name, std::int64_t size) override {
+        bytes_ += name_bytes(name) + 4;
+        dim_sizes_.push_back(static_cast<std::uint64_t>(size));
+        return static_cast<int>(dim_sizes_.size()) - 1;
+    }
+    int def_var(const std::string& name, const std::vector<int>& dims) override {
+        bytes_ += name_bytes(name) + 4 + 4 * dims.size() + 8 + 4 + 4 + 8;
+        std::uint64_t values = 1;
+        for (const int d : dims) {
+            values *= dim_sizes_[static_cast<std::size_t>(d)];  // an unlimited dim (size 0) has no records
+        }
+        bytes_ += values * sizeof(double);
+        return variables_++;
+    }
+    void put_text(int /*varid*/, const std::string& name, const std::string& value) override {
+        attribute(name, value.size());
+    }
+    void put_double(int /*varid*/, const std::string& name, double /*value*/) override {
+        attribute(name, sizeof(double));
+    }
+    void end_definitions() override {}
+    void put(int /*varid*/, const std::string& /*name*/, std::span<const std::int64_t> /*start*/,
+             std::span<const std::int64_t> /*count*/, const double* /*values*/) override {}
+
+    [[nodiscard]] std::uint64_t bytes() const noexcept { return 4 + 4 + 3 * 8 + bytes_; }
+
+  private:
+    static std::uint64_t padded(std::uint64_t n) { return (n + 3) / 4 * 4; }
+    static std::uint64_t name_bytes(const std::string& name) { return 4 + padded(name.size()); }
+    void attribute(const std::string& name, std::uint64_t value_bytes) {
+        bytes_ += name_bytes(name) + 4 + 4 + padded(value_bytes);
+    }
+
+    std::vector<std::uint64_t> dim_sizes_;
+    std::uint64_t bytes_ = 0;
+    int variables_ = 0;
+};
+
 // netCDF-C into one rank's file: every failure thrown at once.
 class NetcdfSink final : public DatasetSink {
   public:
@@ -173,6 +217,13 @@ class NetcdfSink final : public DatasetSink {
 };
 
 }  // namespace
+
+std::uint64_t classic_file_bytes(const Dataset& dataset) {
+    ClassicFileSize size;
+    write_dataset_through(size, dataset, true);
+    return size.bytes();
+}
+
 }  // namespace detail
 
 void write_dataset(AtomicOutput& output, const Dataset& dataset) {

@@ -21,9 +21,9 @@ namespace gridshard::io::detail {
 /// Every netCDF return code of a read goes through here: throws fail(path, doing, status) on error.
 void check(int status, const std::string& path, std::string_view doing);
 
-/// Checks that the classic-format file `temporary`, just written as output `path`, holds every byte its
-/// header declares (SystemError otherwise: a write was lost), and cuts the zeros netCDF-C may leave past the
-/// last variable (it writes whole pages; PnetCDF does not), so both writers give the same bytes.
+/// Checks that `temporary`, just written as output `path`, holds a complete classic-format header and every
+/// byte it declares (SystemError otherwise: a write was lost, even the header's), and cuts the zeros netCDF-C may leave
+/// past the last variable (it writes whole pages; PnetCDF does not), so both writers give the same bytes.
 void fit_to_extent(const std::string& temporary, const std::string& path);
 
 [[nodiscard]] std::string lower(std::string_view text);

@@ -155,11 +155,18 @@ void fit_to_extent(const std::string& temporary, const std::string& path) {
     owned.value = fd;
     const std::uint64_t size = file_size(fd, temporary);
     FileExtent::Format format = FileExtent::Format::unknown;
-    const std::uint64_t required = required_bytes(fd, temporary, size, format);
-    if (format != FileExtent::Format::classic || required == 0) {
-        return;
+    std::uint64_t required = 0;
+    try {
+        required = required_bytes(fd, temporary, size, format);
+    } catch (const NetcdfError&) {
+        format = FileExtent::Format::unknown;  // a header cut short
     }
     errno = 0;
+    if (format != FileExtent::Format::classic || required == 0) {
+        // A writer that lost even its header (a disk full from the start) may still report success.
+        failed("it has " + std::to_string(size) +
+               " bytes and no complete netCDF header (a write was lost: a full disk?)");
+    }
     if (size < required) {
         failed("it has " + std::to_string(size) + " of the " + std::to_string(required) +
                " bytes its header declares (a write was lost: a full disk?)");

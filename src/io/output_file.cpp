@@ -1,12 +1,16 @@
 #include "gridshard/io/output_file.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <climits>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <utility>
 
@@ -22,9 +26,15 @@ std::string in_quotes(const std::string& path) {
     return "'" + path + "'";
 }
 
-// The problem with `path` as a file to write, named after its kind ("is a directory"), or "" when fine.
-std::string not_regular(const struct stat& info) {
-    if (S_ISREG(info.st_mode)) {
+// A target written directly rather than replaced: a character device (/dev/null) or a FIFO.
+bool is_written_through(const struct stat& info) {
+    return S_ISCHR(info.st_mode) || S_ISFIFO(info.st_mode);
+}
+
+// The problem with `path` as a file to write, named after its kind ("is a directory"), or "" when fine; a
+// `stream` output may also be a device or FIFO that is written through.
+std::string not_regular(const struct stat& info, bool stream = false) {
+    if (S_ISREG(info.st_mode) || (stream && is_written_through(info))) {
         return "";
     }
     return S_ISDIR(info.st_mode) ? "is a directory"
@@ -34,7 +44,7 @@ std::string not_regular(const struct stat& info) {
 // Failures the user can fix by naming another path are argument errors; the others are the system's.
 bool is_path_problem(int error) {
     return error == EACCES || error == EPERM || error == EROFS || error == ENOENT || error == ENOTDIR ||
-           error == EISDIR || error == ENAMETOOLONG || error == ELOOP;
+           error == EISDIR || error == ENAMETOOLONG || error == ELOOP || error == ENXIO;  // ENXIO: a FIFO unread
 }
 
 [[noreturn]] void fail_errno(const std::string& path, const std::string& doing, int error) {
@@ -43,6 +53,19 @@ bool is_path_problem(int error) {
         throw ArgumentError(message);
     }
     throw SystemError(message);
+}
+
+void write_all(int fd, std::string_view bytes, const std::string& path) {
+    while (!bytes.empty()) {
+        const ssize_t written = ::write(fd, bytes.data(), bytes.size());
+        if (written < 0) {
+            if (errno == EINTR) {
+                continue;
+            }
+            throw SystemError("cannot write " + in_quotes(path) + ": " + std::strerror(errno));
+        }
+        bytes.remove_prefix(static_cast<std::size_t>(written));
+    }
 }
 
 fs::path folder_of(const fs::path& path) {
@@ -55,6 +78,73 @@ struct Identity {
     ino_t inode = 0;
     bool operator==(const Identity&) const = default;
 };
+
+constexpr const char* temporary_marker = ".gridshard-tmp-";
+constexpr std::time_t stale_after_s = 24 * 3600;
+
+std::string host_name() {
+    char name[HOST_NAME_MAX + 1] = {};
+    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') {
+        return "localhost";
+    }
+    std::string host(name);
+    for (char& c : host) {
+        c = c == '/' ? '_' : c;
+    }
+    return host;
+}
+
+// The digits after the last '-' of text[0, end), or -1; `end` moves to that '-'.
+long long trailing_number(const std::string& text, std::size_t& end) {
+    const std::size_t dash = text.rfind('-', end == 0 ? 0 : end - 1);
+    if (dash == std::string::npos || dash + 1 >= end || end - dash > 18 ||
+        text.find_first_not_of("0123456789", dash + 1) < end) {
+        return -1;
+    }
+    const long long value = std::stoll(text.substr(dash + 1, end - dash - 1));
+    end = dash;
+    return value;
+}
+
+// Removes the temporaries of `target` (".NAME.gridshard-tmp-HOST-PID-N[.SUFFIX]") that no live run can own:
+// those of this host whose process is gone, and any not modified for a day (another host's process cannot be
+// asked). A temporary of a live process of this host is kept, whatever its age.
+void remove_stale_temporaries(const fs::path& target, const std::string& host) {
+    const std::string prefix = "." + target.filename().string() + temporary_marker;
+    const fs::path folder = folder_of(target);
+    DIR* listing = ::opendir(folder.c_str());
+    if (listing == nullptr) {
+        return;  // creating the temporary reports the folder's problem
+    }
+    const std::time_t now = std::time(nullptr);
+    while (const dirent* entry = ::readdir(listing)) {
+        const std::string name = entry->d_name;
+        if (name.compare(0, prefix.size(), prefix) != 0) {
+            continue;
+        }
+        // HOST-PID-N, or HOST-PID-N.SUFFIX: a file the MPI-IO layer made beside the temporary (Open MPI's
+        // lock test, NAME.locktest.RANK, lives while a rank opens the file).
+        std::string owner = name.substr(prefix.size());
+        if (const std::size_t last_dash = owner.rfind('-'); last_dash != std::string::npos) {
+            owner = owner.substr(0, owner.find('.', last_dash));
+        }
+        std::size_t end = owner.size();
+        const bool numbered = trailing_number(owner, end) >= 0;
+        const long long pid = numbered ? trailing_number(owner, end) : -1;
+        const fs::path path = folder / name;
+        struct stat info {};
+        if (pid <= 0 || ::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+            continue;
+        }
+        const bool here = owner.substr(0, end) == host;
+        const bool gone = here && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+        const bool alive_here = here && !gone;
+        if (gone || (!alive_here && now - info.st_mtime > stale_after_s)) {
+            (void)::unlink(path.c_str());
+        }
+    }
+    ::closedir(listing);
+}
 
 }  // namespace
 
@@ -78,7 +168,7 @@ void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<
             if (::stat(output.path.c_str(), &info) != 0) {
                 throw ArgumentError(named + " is a dangling symbolic link");
             }
-            if (const std::string problem = not_regular(info); !problem.empty()) {
+            if (const std::string problem = not_regular(info, output.stream); !problem.empty()) {
                 throw ArgumentError(named + " " + problem);
             }
             const Identity identity{info.st_dev, info.st_ino};
@@ -115,6 +205,18 @@ void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<
 }
 
 AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path) {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) == 0 && is_written_through(info)) {
+        // A device or a FIFO (through a link too: /dev/fd/N of a pipe) is written, not replaced; a FIFO
+        // without a reader fails at once, never waits.
+        direct_ = true;
+        fd_ = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd_ < 0) {
+            fail_errno(path, errno == ENXIO ? "no process reads it" : "opening it", errno);
+        }
+        (void)::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+        return;
+    }
     struct stat link {};
     if (::lstat(path.c_str(), &link) == 0 && S_ISLNK(link.st_mode)) {
         std::error_code error;
@@ -123,21 +225,25 @@ AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path)
             throw ArgumentError("cannot write " + in_quotes(path) + ": it is a dangling symbolic link");
         }
     }
-    struct stat info {};
-    const bool exists = ::stat(target_.c_str(), &info) == 0;
-    if (exists) {
+    if (::stat(target_.c_str(), &info) == 0) {
         if (const std::string problem = not_regular(info); !problem.empty()) {
             throw ArgumentError("cannot write " + in_quotes(path) + ": it " + problem);
         }
     }
     static std::atomic<unsigned> counter{0};
+    static const std::string host = host_name();
     const fs::path target(target_);
+    remove_stale_temporaries(target, host);
     for (int attempt = 0;; ++attempt) {
-        const std::string name =
-            "." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++);
+        const std::string name = "." + target.filename().string() + temporary_marker + host + "-" +
+                                 std::to_string(::getpid()) + "-" + std::to_string(counter++);
         temporary_ = (folder_of(target) / name).string();
+        // Registered before it exists, so that no signal finds it unregistered (a file of this name that
+        // exists already is a dead process's: PID is this process's own).
+        RemovedOnSignal registered(temporary_);
         fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
         if (fd_ >= 0) {
+            removed_on_signal_ = std::move(registered);
             break;
         }
         if (errno != EEXIST || attempt == 100) {
@@ -159,7 +265,10 @@ AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept
     : path_(std::move(other.path_)),
       target_(std::move(other.target_)),
       temporary_(std::exchange(other.temporary_, {})),
+      removed_on_signal_(std::move(other.removed_on_signal_)),
       fd_(std::exchange(other.fd_, -1)),
+      direct_(other.direct_),
+      direct_bytes_(std::move(other.direct_bytes_)),
       committed_(other.committed_) {}
 
 void AtomicOutput::close_descriptor() noexcept {
@@ -169,19 +278,17 @@ void AtomicOutput::close_descriptor() noexcept {
 }
 
 void AtomicOutput::write(std::string_view bytes) {
-    while (!bytes.empty()) {
-        const ssize_t written = ::write(fd_, bytes.data(), bytes.size());
-        if (written < 0) {
-            if (errno == EINTR) {
-                continue;
-            }
-            throw SystemError("cannot write " + in_quotes(path_) + ": " + std::strerror(errno));
-        }
-        bytes.remove_prefix(static_cast<std::size_t>(written));
+    if (direct_) {
+        direct_bytes_.append(bytes);  // written by publish(), once every output of the run is complete
+        return;
     }
+    write_all(fd_, bytes, path_);
 }
 
 void AtomicOutput::flush() {
+    if (direct_) {
+        return;  // nothing is written before publish()
+    }
     // The replacement keeps the old file's permissions, given only now: a read-only target must not make
     // the temporary unwritable to a library that writes it by path.
     struct stat info {};
@@ -201,10 +308,17 @@ void AtomicOutput::commit() {
 }
 
 void AtomicOutput::publish() {
+    if (direct_) {
+        write_all(fd_, direct_bytes_, path_);
+        committed_ = true;
+        close_descriptor();
+        return;
+    }
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
         fail_errno(path_, "renaming the temporary file into place", errno);
     }
     committed_ = true;
+    removed_on_signal_.release();
     const int folder = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (folder >= 0) {
         (void)::fsync(folder);  // makes the rename durable; file systems that cannot are no failure

@@ -71,17 +71,25 @@ void write_dataset_collectively(const std::string& temporary_path, const std::st
                        }));
 #if GRIDSHARD_PARALLEL_IO
     // Every rank makes every call (the sink keeps its first failure), so the collectives always match.
-    detail::PnetcdfSink sink(temporary_path, path, comm.native());
-    detail::write_dataset_through(sink, dataset, comm.rank() == 0);
-    sink.close();
-    check_collectively(comm,
-                       LocalFailure{sink.failure(), sink.system_failure() ? ErrorKind::system : ErrorKind::argument});
-    // MPI-IO may report a failed write on one rank only, or not at all: the file must hold all its bytes.
+    const bool root = comm.rank() == 0;
+    {
+        detail::PnetcdfSink sink(temporary_path, path, comm.native(), detail::classic_file_bytes(dataset));
+        detail::write_dataset_through(sink, dataset, root);
+        sink.close();
+        check_collectively(
+            comm, LocalFailure{sink.failure(), sink.system_failure() ? ErrorKind::system : ErrorKind::argument});
+    }
+    // MPI-IO may report a failed write on one rank only, or not at all (a write cut short is counted as
+    // done): the file must hold a header and every byte it declares, and each rank's part must read back.
     check_collectively(comm, attempt([&] {
-                           if (comm.rank() == 0) {
+                           if (root) {
                                detail::fit_to_extent(temporary_path, path);
                            }
                        }));
+    detail::PnetcdfReadBack read_back(temporary_path, path, comm.native());
+    detail::write_dataset_through(read_back, dataset, root);
+    read_back.close();
+    check_collectively(comm, LocalFailure{read_back.failure(), ErrorKind::system});
 #else
     (void)temporary_path;
 #endif
@@ -97,10 +105,19 @@ void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, cons
                                }
                            }
                        }));
+    // Every rank knows every temporary, so that if rank 0 is killed, the others remove its temporaries when
+    // the launcher ends them (rank 0's own remove themselves on a signal).
+    std::vector<std::string> temporaries;
+    std::vector<RemovedOnSignal> removed_on_signal;
+    for (std::size_t k = 0; k < jobs.size(); ++k) {
+        temporaries.push_back(broadcast_text(comm, root ? outputs[k]->temporary_path() : std::string()));
+        if (!root) {
+            removed_on_signal.emplace_back(temporaries.back());
+        }
+    }
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         if (jobs[k].fill_collectively) {
-            const std::string temporary = broadcast_text(comm, root ? outputs[k]->temporary_path() : std::string());
-            jobs[k].fill_collectively(temporary);  // agrees on its own failures
+            jobs[k].fill_collectively(temporaries[k]);  // agrees on its own failures
         } else {
             check_collectively(comm, attempt([&] {
                                    if (root) {

@@ -1,7 +1,12 @@
 #include "pnetcdf_file.hpp"
 
+#include <fcntl.h>
 #include <pnetcdf.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -84,41 +89,26 @@ int PnetcdfFile::get_all(int varid, const std::size_t* start, const std::size_t*
     return ncmpi_get_vara_double_all(ncid_, varid, s.data(), c.data(), out);
 }
 
-// ------------------------------------------------------------------------------------------ PnetcdfSink
+// ------------------------------------------------------------------------------------ PnetcdfCollective
 
-PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm)
-    : path_(path), comm_(comm) {
-    MPI_Info info = netcdf_c_alignment();
-    const int status = ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_);
-    MPI_Info_free(&info);
-    if (status != NC_NOERR) {
-        ncid_ = -1;
-    }
-    note(status, "creating '" + temporary_path + "'");
-    if (carry_on()) {
-        int previous = 0;
-        note(ncmpi_set_fill(ncid_, NC_FILL, &previous), "setting fill mode");  // netCDF-C's default
-        carry_on();
-    }
-}
-
-PnetcdfSink::~PnetcdfSink() {
-    if (ncid_ >= 0) {
-        ncmpi_abort(ncid_);  // collective: every rank stopped at the same call
-    }
-}
-
-void PnetcdfSink::note(int status, const std::string& doing) {
-    if (status == NC_NOERR || !failure_.empty()) {
+void PnetcdfCollective::note(int status, const std::string& doing) {
+    if (status == NC_NOERR) {
         return;
     }
-    failure_ = "cannot write '" + path_ + "': " + doing + ": " + pnetcdf_message(status);
     // PnetCDF reports the system's failures (a full disk, an I/O error) as its file and MPI-IO codes.
-    system_ = status == NC_EFILE || status == NC_EWRITE || status == NC_EIO || status == NC_ENO_SPACE ||
-              status == NC_EQUOTA || status == NC_EMPI || status > 0;
+    fail(doing + ": " + pnetcdf_message(status), status == NC_EFILE || status == NC_EWRITE || status == NC_EREAD ||
+                                                     status == NC_EIO || status == NC_ENO_SPACE ||
+                                                     status == NC_EQUOTA || status == NC_EMPI || status > 0);
 }
 
-bool PnetcdfSink::carry_on() {
+void PnetcdfCollective::fail(const std::string& what, bool system) {
+    if (failure_.empty()) {
+        failure_ = "cannot write '" + path_ + "': " + what;
+        system_ = system;
+    }
+}
+
+bool PnetcdfCollective::carry_on() {
     // PnetCDF does not keep its ranks in step once a write failed on some (ncmpi_sync returns early where
     // it did and waits in a barrier elsewhere): every collective step is followed by this agreement.
     if (stopped_) {
@@ -132,6 +122,54 @@ bool PnetcdfSink::carry_on() {
     }
     stopped_ = any != 0;
     return !stopped_;
+}
+
+// ------------------------------------------------------------------------------------------ PnetcdfSink
+
+PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm,
+                         std::uint64_t file_bytes)
+    : PnetcdfCollective(path, comm) {
+    MPI_Info info = netcdf_c_alignment();
+    const int status = ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_);
+    MPI_Info_free(&info);
+    if (status != NC_NOERR) {
+        ncid_ = -1;
+    }
+    note(status, "creating '" + temporary_path + "'");
+    if (carry_on()) {
+        int previous = 0;
+        note(ncmpi_set_fill(ncid_, NC_FILL, &previous), "setting fill mode");  // netCDF-C's default
+        int rank = 0;
+        MPI_Comm_rank(comm, &rank);
+        if (rank == 0) {
+            reserve(temporary_path, file_bytes);  // after ncmpi_create, which truncates the file
+        }
+        carry_on();
+    }
+}
+
+PnetcdfSink::~PnetcdfSink() {
+    if (ncid_ >= 0) {
+        ncmpi_abort(ncid_);  // collective: every rank stopped at the same call
+    }
+}
+
+void PnetcdfSink::reserve(const std::string& temporary_path, std::uint64_t bytes) {
+    // The whole file's blocks before MPI-IO writes any of them: a full disk or quota is met here, with the
+    // system's message, never inside MPI-IO, which may count a failed or short write as done and prints lines
+    // of its own (Open MPI's OMPIO: "mca_fbtl_posix_pwritev: error in writev"). A file system that cannot
+    // allocate ahead (EOPNOTSUPP) writes as before; the read-back still checks every byte.
+    if (bytes == 0) {
+        return;
+    }
+    const int fd = ::open(temporary_path.c_str(), O_WRONLY | O_CLOEXEC);
+    const int error = fd < 0 ? errno : ::posix_fallocate(fd, 0, static_cast<off_t>(bytes));
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    if (error != 0 && error != EOPNOTSUPP) {
+        fail("reserving its " + std::to_string(bytes) + " bytes on disk: " + std::strerror(error), true);
+    }
 }
 
 int PnetcdfSink::def_dim(const std::string& name, std::int64_t size) {
@@ -194,6 +232,69 @@ void PnetcdfSink::close() {
     // MPI_File_close, inside ncmpi_close, syncs the file first (as MPI_File_sync would).
     note(ncmpi_close(std::exchange(ncid_, -1)), "closing");
     carry_on();
+}
+
+// -------------------------------------------------------------------------------------- PnetcdfReadBack
+
+PnetcdfReadBack::PnetcdfReadBack(const std::string& temporary_path, const std::string& path, MPI_Comm comm)
+    : PnetcdfCollective(path, comm) {
+    const int status = ncmpi_open(comm, temporary_path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid_);
+    if (status != NC_NOERR) {
+        ncid_ = -1;
+        fail("reading it back: " + pnetcdf_message(status) + " (a write was lost)", true);
+    }
+    carry_on();
+}
+
+PnetcdfReadBack::~PnetcdfReadBack() {
+    close();
+}
+
+int PnetcdfReadBack::def_dim(const std::string& /*name*/, std::int64_t /*size*/) {
+    return -1;  // the reads name variables only
+}
+
+int PnetcdfReadBack::def_var(const std::string& name, const std::vector<int>& /*dims*/) {
+    int id = -1;
+    if (!stopped_) {
+        note(ncmpi_inq_varid(ncid_, name.c_str(), &id), "reading back variable '" + name + "'");
+    }
+    return id;
+}
+
+void PnetcdfReadBack::put_text(int /*varid*/, const std::string& /*name*/, const std::string& /*value*/) {}
+
+void PnetcdfReadBack::put_double(int /*varid*/, const std::string& /*name*/, double /*value*/) {}
+
+void PnetcdfReadBack::end_definitions() {
+    carry_on();  // every rank found every variable
+}
+
+void PnetcdfReadBack::put(int varid, const std::string& name, std::span<const std::int64_t> start,
+                          std::span<const std::int64_t> count, const double* values) {
+    if (stopped_) {
+        return;
+    }
+    std::size_t size = 1;
+    for (const std::int64_t n : count) {
+        size *= static_cast<std::size_t>(n);
+    }
+    read_.assign(std::max<std::size_t>(size, 1), 0.0);
+    const auto s = offsets(start);
+    const auto c = offsets(count);
+    note(ncmpi_get_vara_double_all(ncid_, varid, s.data(), c.data(), read_.data()),
+         "reading back variable '" + name + "'");
+    if (failure().empty() && size > 0 && std::memcmp(read_.data(), values, size * sizeof(double)) != 0) {
+        fail("variable '" + name + "' reads back other values than were written (a write was lost: a full disk?)",
+             true);
+    }
+    carry_on();
+}
+
+void PnetcdfReadBack::close() {
+    if (ncid_ >= 0) {
+        note(ncmpi_close(std::exchange(ncid_, -1)), "closing it after reading it back");  // collective
+    }
 }
 
 }  // namespace gridshard::io::detail

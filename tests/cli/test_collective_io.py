@@ -13,7 +13,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 import forecast_files as ff  # noqa: E402
 import make_files  # noqa: E402
-from test_faults import full_disk, leftovers, mpi_command, run_and_truncate, write_pair  # noqa: E402
+from test_faults import (check_kill_while_writing, full_disk, leftovers, mpi_command, run_and_truncate,  # noqa: E402
+                         write_pair)
 
 DIAGNOSTICS = ["mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc"]
 # nccopy's names of the classic formats PnetCDF reads: 64-bit offset (CDF-2) and 64-bit data (CDF-5).
@@ -182,18 +183,48 @@ def test_outputs_never_touch_inputs(forecast, tmp_path, mpirun):
     assert truth.read_bytes() == before
 
 
-def test_a_full_disk_leaves_the_old_diagnostics(tmp_path, mpirun):
+def fill_up(disk, leave):
+    """Fills the file system of `disk` until at most `leave` bytes are free."""
+    fd = os.open(disk / "filler", os.O_WRONLY | os.O_CREAT)
+    try:
+        free = os.statvfs(disk).f_bavail * os.statvfs(disk).f_frsize
+        os.write(fd, b"x" * max(free - leave, 0))
+        while leave == 0:
+            os.write(fd, b"x" * 512)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# A full disk at every stage of the writes: no room at all (the headers), room for a header but not the
+# data, room for part of the maps; written collectively and from rank 0.
+@pytest.mark.parametrize("io", ["collective", "independent"])
+@pytest.mark.parametrize("leave", [0, 4096, None])
+def test_a_full_disk_leaves_the_old_diagnostics(tmp_path, mpirun, io, leave):
     with full_disk(tmp_path) as disk:
-        for name in DIAGNOSTICS:
+        old = DIAGNOSTICS + ["report.json"]
+        for name in old:
             (disk / name).write_bytes(b"old " + name.encode())
+        if leave is not None:
+            fill_up(disk, leave)
         # The maps alone are 2 x 3 variables x 91 x 180 doubles, about 790 KB.
         r = mpirun(4, "eval", "--initial-conditions", "2", "--ensemble-size", "2", "--nlat", "91", "--nlon", "180",
-                   "--ntime", "3", "--io", "collective", "--mesh", "1x2x2", "--diagnostics", disk, "--quiet")
+                   "--ntime", "3", "--io", io, "--mesh", "1x2x2", "--diagnostics", disk, "--json",
+                   disk / "report.json", "--quiet")
         assert r.returncode == 1, r.stderr
-        assert r.stderr.count("gridshard: error") == 1 and "time_mean_diagnostics.nc" in r.stderr, r.stderr
-        assert sorted(os.listdir(disk)) == sorted(DIAGNOSTICS)
-        for name in DIAGNOSTICS:
+        # gridshard's message, once, and none of the MPI-IO layer's (mpirun adds its own note of the status).
+        assert r.stderr.count("gridshard: error") == 1, r.stderr
+        assert not any(word in r.stderr for word in ("fbtl", "mca_", "vulcan", "ompio", "MPI_File")), r.stderr
+        assert "diagnostics.nc" in r.stderr and "No space left on device" in r.stderr, r.stderr
+        assert sorted(n for n in os.listdir(disk) if n != "filler") == sorted(old)
+        for name in old:
             assert (disk / name).read_bytes() == b"old " + name.encode()
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_rank_killed_while_writing_collectively_leaves_no_temporary(tmp_path, gridshard_bin, victim):
+    check_kill_while_writing(tmp_path, gridshard_bin, "collective", victim)
 
 
 def test_an_unknown_io_mode_is_refused(run):

@@ -32,9 +32,14 @@ def checksums(paths):
 
 
 def leftovers(folder, names):
-    """Outputs or their temporaries (".NAME.tmp-...") present in `folder`."""
+    """Outputs or their temporaries (".NAME.gridshard-tmp-...", before ".NAME.tmp-...") present in `folder`."""
     return [p.name for p in Path(folder).iterdir()
-            if any(p.name == n or p.name.startswith("." + n + ".tmp") for n in names)]
+            if any(p.name == n or p.name.startswith("." + n + ".") for n in names)]
+
+
+def temporaries(folder):
+    """The temporaries of outputs in `folder` (hidden files whose name says so)."""
+    return sorted(p.name for p in Path(folder).iterdir() if p.name.startswith(".") and "tmp" in p.name)
 
 
 def expect_failure(result, needle, *, status=2, folder=None, outputs=(), inputs=None, before=None):
@@ -113,14 +118,41 @@ def test_two_outputs_naming_one_file_are_refused(tmp_path, run, pair):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="mknod of a character device needs root")
-def test_an_output_naming_a_device_is_refused_and_the_device_kept(tmp_path, run):
+def test_a_netcdf_output_naming_a_device_is_refused_and_the_device_kept(tmp_path, run):
     device = tmp_path / "null_copy"
     os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))  # a copy of /dev/null
-    for option in ["--json", "--zonal"]:
-        result = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, option, device, *QUIET)
-        expect_failure(result, "is not a regular file (a character device)")
-        assert stat.S_ISCHR(os.lstat(device).st_mode)
+    result = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--zonal", device, *QUIET)
+    expect_failure(result, "is not a regular file (a character device)")
+    assert stat.S_ISCHR(os.lstat(device).st_mode)
     assert sorted(os.listdir(tmp_path)) == ["null_copy"]
+
+
+def test_json_to_a_character_device_or_a_fifo_is_written_through(tmp_path, run, mpirun, gridshard_bin):
+    # /dev/null discards the report; the device is neither refused nor replaced, and nothing is left beside it.
+    for r in (run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", "/dev/null", *QUIET),
+              mpirun(2, "eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 10, "--nlon", 12,
+                     "--ntime", 2, "--io", "collective", "--json", "/dev/null", *QUIET),
+              mpirun(2, "eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 10, "--nlon", 12,
+                     "--ntime", 2, "--io", "independent", "--json", "/dev/null", *QUIET)):
+        assert r.returncode == 0 and r.stderr == "", r.stderr
+        assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert not [n for n in os.listdir("/dev") if n.startswith(".null.")]
+    # A FIFO with a reader gets the report; without one the run fails at once rather than waiting.
+    fifo = tmp_path / "report.fifo"
+    os.mkfifo(fifo)
+    reader = subprocess.Popen(["cat", str(fifo)], stdout=subprocess.PIPE)
+    r = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", fifo, *QUIET)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(reader.communicate(timeout=30)[0])["ntime"] == 1
+    expect_failure(run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", fifo, *QUIET, timeout=30),
+                   "no process reads it")
+    assert stat.S_ISFIFO(os.lstat(fifo).st_mode) and os.listdir(tmp_path) == ["report.fifo"]
+    # The shell's process substitution: /dev/fd/N, a link to a pipe.
+    piped = tmp_path / "piped.json"
+    r = subprocess.run(["bash", "-c", '"$0" eval --nlat 10 --nlon 12 --ntime 1 --quiet --json >(cat > "$1"); wait $!',
+                        gridshard_bin, str(piped)], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(piped.read_text())["ntime"] == 1
 
 
 def test_an_output_that_is_a_directory_or_in_no_folder_is_refused(tmp_path, run):
@@ -287,6 +319,139 @@ def test_a_rank_killed_mid_run_ends_every_rank_and_writes_nothing(tmp_path, grid
     assert process.returncode != 0
     assert leftovers(tmp_path, ["out.json"]) == []
     assert checksums([truth, pred]) == before
+
+
+def rank_pids(marker):
+    """{world rank: pid} of the gridshard processes with `marker` among their arguments."""
+    found = {}
+    for pid in os.listdir("/proc"):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            if not (cmdline and cmdline[0].endswith(b"gridshard") and marker.encode() in cmdline):
+                continue
+            environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ranks = [int(e.split(b"=", 1)[1]) for e in environ if e.startswith(b"OMPI_COMM_WORLD_RANK=")]
+        found[ranks[0] if ranks else 0] = int(pid)
+    return found
+
+
+def holds_open(pid, needle, suffix=True):
+    """Whether process `pid` has a file open whose path contains `needle` (without `suffix`: whose name has no
+    dot after it, so not the lock test Open MPI makes beside a file it opens)."""
+    try:
+        links = [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")]
+    except OSError:
+        return False
+    return any(needle in link and (suffix or "." not in link.split(needle, 1)[1]) for link in links)
+
+
+def kill_while_writing(command, env, folder, ranks, victim, writing):
+    """Starts `command` (`ranks` ranks with `folder` among their arguments), waits until `writing(pids)` says
+    the outputs are being written, stops every rank, SIGKILLs world rank `victim` and returns the launcher's
+    (returncode, stderr) once it has ended the job (Open MPI sends SIGCONT, SIGTERM, then SIGKILL)."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    deadline = time.monotonic() + 120
+    pids = {}
+    while len(pids) < ranks and time.monotonic() < deadline and process.poll() is None:
+        pids = rank_pids(str(folder))
+        time.sleep(0.01)
+    assert len(pids) == ranks, "the ranks never started"
+    stopped = False
+    while time.monotonic() < deadline and process.poll() is None:
+        if writing(pids):
+            for pid in pids.values():
+                os.kill(pid, signal.SIGSTOP)
+            stopped = True
+            break
+        time.sleep(0.0002)
+    assert stopped, "the run ended before it was seen writing its outputs"
+    os.kill(pids[victim], signal.SIGKILL)  # the others stay stopped: the launcher wakes and ends them
+    _, stderr = process.communicate(timeout=120)
+    return process.returncode, stderr
+
+
+def forecast_args(folder, io):
+    return ["eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 91, "--nlon", 180, "--ntime", 3,
+            "--mesh", "1x1x2", "--io", io, "--diagnostics", folder, "--json", folder / "report.json", *QUIET]
+
+
+FORECAST_OUTPUTS = ["mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc", "report.json"]
+
+
+def check_kill_while_writing(tmp_path, gridshard_bin, io, victim):
+    """A rank killed while the outputs are written: the previous outputs stay (or, from a rank 0 that writes alone
+    and outlives the other, are complete), and no temporary survives. The
+    rank killed (not ended by the launcher) cannot remove its own: with --io collective the others, which know
+    every temporary, remove them when the launcher ends them; with --io independent rank 0 alone knows them,
+    and if it is the one killed, the next run of the same outputs removes them."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    for name in FORECAST_OUTPUTS:
+        (folder / name).write_text("old " + name)
+    command, env = mpi_command(2, gridshard_bin, *forecast_args(folder, io))
+    if io == "collective":  # every rank has the time-mean file open: every temporary is known to every rank
+        def writing(pids):
+            return holds_open(pids[1], ".time_mean_diagnostics.nc.gridshard-tmp-", suffix=False)
+    else:
+        def writing(pids):
+            return bool(temporaries(folder))
+    status, stderr = kill_while_writing(command, env, folder, 2, victim, writing)
+    assert status != 0, stderr
+    for name in FORECAST_OUTPUTS:
+        # As they were; only a rank 0 that writes alone and is not the one killed may finish them first.
+        data = (folder / name).read_bytes()
+        assert data == b"old " + name.encode() or (io == "independent" and victim != 0), (name, data[:20])
+        assert data == b"old " + name.encode() or data[:3] in (b"CDF", b'{"g'), (name, data[:20])
+    left = temporaries(folder)
+    if io == "independent" and victim == 0:
+        assert left, "rank 0 was killed before it created a temporary"
+        rerun = subprocess.run(command, capture_output=True, text=True, env=env, timeout=180)
+        assert rerun.returncode == 0, rerun.stderr
+        left = temporaries(folder)
+    assert left == [], left
+    assert sorted(os.listdir(folder)) == sorted(FORECAST_OUTPUTS)
+
+
+@pytest.mark.parametrize("victim", [0, 1])
+def test_a_rank_killed_while_writing_leaves_no_temporary(tmp_path, gridshard_bin, victim):
+    check_kill_while_writing(tmp_path, gridshard_bin, "independent", victim)
+
+
+def test_a_run_ended_by_a_signal_removes_its_temporaries(tmp_path, gridshard_bin):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    args = ["eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 181, "--nlon", 360, "--ntime", 3,
+            "--diagnostics", folder, *QUIET]
+    process = subprocess.Popen([gridshard_bin, *map(str, args)], stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not temporaries(folder) and time.monotonic() < deadline and process.poll() is None:
+        time.sleep(0.0002)
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=60)
+    assert process.returncode == -signal.SIGTERM  # ended by the signal, as without a handler
+    assert os.listdir(folder) == []
+
+
+def test_a_later_run_removes_only_dead_processes_temporaries(tmp_path, run):
+    out = tmp_path / "out.json"
+    host = os.uname().nodename
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = [f".out.json.gridshard-tmp-{host}-{dead.pid}-0", f".out.json.gridshard-tmp-{host}-{dead.pid}-3"]
+    live = [f".out.json.gridshard-tmp-{host}-{os.getpid()}-0",  # a process alive on this host
+            f".out.json.gridshard-tmp-elsewhere-{dead.pid}-0",  # another host's, recent
+            f".other.json.gridshard-tmp-{host}-{dead.pid}-0"]  # another target's
+    for name in stale + live:
+        (tmp_path / name).write_text("")
+    old = tmp_path / ".out.json.gridshard-tmp-elsewhere-1-0"  # another host's, untouched for two days
+    old.write_text("")
+    os.utime(old, (time.time() - 2 * 86400,) * 2)
+    stale.append(old.name)
+    r = run("eval", "--nlat", 10, "--nlon", 12, "--ntime", 1, "--json", out, *QUIET)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(tmp_path)) == sorted(live + ["out.json"])
 
 
 # ------------------------------------------------------------ 3. CF decoding

@@ -2,6 +2,7 @@
 // open and during reads, CF decoding of valid ranges and packing in the native type, curvilinear grids,
 // units and times, output paths and the atomic writer, and bounded allocations. No MPI.
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netcdf.h>
 #include <sys/stat.h>
@@ -502,15 +503,61 @@ TEST(OutputPaths, OnlyRegularFilesInExistingFoldersMayBeOutputs) {
     fs::create_symlink(dir / "nowhere", dir / "dangling");
     EXPECT_TRUE(contains(error_of([&] { check_output_paths({}, {{"--json", dir / "dangling"}}); }), "dangling"));
     ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
-    EXPECT_TRUE(contains(error_of([&] { check_output_paths({}, {{"--json", dir / "fifo"}}); }), "a FIFO"));
+    EXPECT_TRUE(contains(error_of([&] { check_output_paths({}, {{"--zonal", dir / "fifo"}}); }), "a FIFO"));
+    EXPECT_NO_THROW(check_output_paths({}, {{"--json", dir / "fifo", true}}));  // a stream may go to a FIFO
     if (::geteuid() == 0) {
         ASSERT_EQ(::mknod((dir / "null").c_str(), S_IFCHR | 0666, makedev(1, 3)), 0);
         EXPECT_TRUE(contains(error_of([&] {
-                                 check_output_paths({}, {{"--json", dir / "null"}});
+                                 check_output_paths({}, {{"--zonal", dir / "null"}});
                              }),
                              "a character device"));
-        EXPECT_TRUE(contains(error_of([&] { AtomicOutput out(dir / "null"); }), "a character device"));
+        EXPECT_NO_THROW(check_output_paths({}, {{"--json", dir / "null", true}}));
     }
+}
+
+TEST(AtomicOutput, ADeviceOrAFifoIsWrittenThroughAndNeverReplaced) {
+    TempDir dir;
+    {
+        AtomicOutput out("/dev/null");
+        EXPECT_TRUE(out.writes_directly());
+        EXPECT_TRUE(out.temporary_path().empty());
+        out.write("discarded");
+        out.commit();
+    }
+    struct stat info {};
+    ASSERT_EQ(::stat("/dev/null", &info), 0);
+    EXPECT_TRUE(S_ISCHR(info.st_mode));
+    ASSERT_EQ(::mkfifo((dir / "fifo").c_str(), 0600), 0);
+    // Without a reader the output fails at once instead of waiting for one.
+    EXPECT_TRUE(contains(error_of([&] { AtomicOutput out(dir / "fifo"); }), "no process reads it"));
+    const int reader = ::open((dir / "fifo").c_str(), O_RDONLY | O_NONBLOCK);
+    ASSERT_GE(reader, 0);
+    {
+        AtomicOutput out(dir / "fifo");
+        out.write("report\n");
+        out.flush();
+        char none[8];
+        EXPECT_EQ(::read(reader, none, sizeof none), -1);  // nothing before publish()
+        out.publish();
+    }
+    char got[16] = {};
+    EXPECT_EQ(::read(reader, got, sizeof got), 7);
+    EXPECT_EQ(std::string(got), "report\n");
+    ::close(reader);
+    EXPECT_EQ(dir.entries(), (std::vector<std::string>{"fifo"}));
+}
+
+TEST(AtomicOutput, TemporariesAreNamedForTheirHostAndProcess) {
+    TempDir dir;
+    AtomicOutput out(dir / "out.json");
+    char host[256] = {};
+    ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+    EXPECT_EQ(fs::path(out.temporary_path())
+                  .filename()
+                  .string()
+                  .rfind(".out.json.gridshard-tmp-" + std::string(host) + "-" + std::to_string(::getpid()) + "-", 0),
+              0u)
+        << out.temporary_path();
 }
 
 TEST(AtomicOutput, CommitReplacesTheTargetAndKeepsItsModeAndLinks) {

@@ -3,6 +3,11 @@
 /// Outputs that never touch inputs: the checks every output path passes before any work, and the one
 /// atomic writer every output goes through (a temporary beside the target, fsync, rename). No MPI calls.
 ///
+/// Temporaries are named `.NAME.gridshard-tmp-HOST-PID-N` beside NAME. A process ended by a signal (SIGTERM,
+/// SIGINT, SIGHUP, SIGQUIT, SIGXCPU: how mpirun, srun and a user end a job) removes the temporaries it
+/// knows of (RemovedOnSignal); one killed outright (SIGKILL) cannot, and the next AtomicOutput of the same
+/// target removes them: those of its host whose process is gone, and any left untouched for a day.
+///
 /// @code
 ///   gridshard::io::check_output_paths({{"--truth", truth}, {"--pred", pred}}, {{"--json", json}});
 ///   gridshard::io::AtomicOutput out(json);   // creates a temporary beside the target
@@ -21,23 +26,49 @@ namespace gridshard::io {
 struct NamedPath {
     std::string option;
     std::string path;
+    /// An output written as a stream of bytes (a report), which may also be a character device or a FIFO
+    /// (`--json /dev/null`): written through, never replaced. A netCDF output must be a regular file.
+    bool stream = false;
 };
 
 /// Refuses, with ArgumentError naming the options and paths, an output that:
 /// - is the same file as an input, by device and inode (so another spelling, a symlink or a hard link
 ///   is caught), or the same file as another output;
-/// - exists and is not a regular file (a directory, a device, a FIFO, a socket), or is a dangling
-///   symbolic link;
+/// - exists and is not a regular file (a directory, a device, a FIFO, a socket; a stream output may be a
+///   character device or a FIFO), or is a dangling symbolic link;
 /// - lies in a folder that does not exist.
 /// Inputs that do not exist are skipped here (the reader refuses them, and anything but a regular file).
 /// Empty paths are skipped. No MPI calls.
 void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<NamedPath>& outputs);
 
+/// A file removed if a signal ends the process (the signals above) while this object lives; the handler is
+/// async-signal-safe (a fixed table of paths, then the signal's previous action: a program's own handler is
+/// called, the default one ends the process as it would have). Move-only; no MPI calls.
+class RemovedOnSignal {
+  public:
+    RemovedOnSignal() = default;
+    /// Registers `path` (nothing for an empty one).
+    explicit RemovedOnSignal(const std::string& path);
+    ~RemovedOnSignal();
+    RemovedOnSignal(RemovedOnSignal&& other) noexcept;
+    RemovedOnSignal& operator=(RemovedOnSignal&& other) noexcept;
+    RemovedOnSignal(const RemovedOnSignal&) = delete;
+    RemovedOnSignal& operator=(const RemovedOnSignal&) = delete;
+
+    /// Forgets the path: a signal no longer removes it.
+    void release() noexcept;
+
+  private:
+    int slot_ = -1;
+};
+
 /// An output under construction: a new temporary file in the target's folder (the folder of the file a
-/// symlink target points to, so the link is kept), removed by the destructor unless commit() has renamed
-/// it over the target. Creating it fails with ArgumentError when the folder is missing or not writable,
-/// or the target is a directory; writing and committing fail with SystemError when the system does (a
-/// full disk, an I/O error). Move-only; no MPI calls.
+/// symlink target points to, so the link is kept), removed by the destructor, or by a signal that ends the
+/// process, unless commit() has renamed it over the target. A target that is a character device or a FIFO
+/// (`/dev/null`) is written directly instead, the bytes kept until publish(); a FIFO must have a reader.
+/// Creating it fails with ArgumentError when the folder is missing or not writable, or the target is a
+/// directory; writing and committing fail with SystemError when the system does (a full disk, an I/O error).
+/// Move-only; no MPI calls.
 class AtomicOutput {
   public:
     explicit AtomicOutput(const std::string& path);
@@ -50,7 +81,10 @@ class AtomicOutput {
     /// The path the user gave.
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
     /// The temporary file, for a library that writes by path (netCDF); it exists, empty, from construction.
+    /// Empty for a target written directly.
     [[nodiscard]] const std::string& temporary_path() const noexcept { return temporary_; }
+    /// Whether the target is a device or a FIFO, written directly (no temporary, no rename).
+    [[nodiscard]] bool writes_directly() const noexcept { return direct_; }
 
     /// Appends `bytes` to the temporary file.
     void write(std::string_view bytes);
@@ -59,7 +93,7 @@ class AtomicOutput {
     /// closes it: after this only the rename is left, which does not fail for want of space.
     void flush();
 
-    /// Renames the flushed temporary over the target and syncs the folder.
+    /// Renames the flushed temporary over the target and syncs the folder (a direct target: writes the bytes).
     void publish();
 
     /// flush(), then publish().
@@ -71,7 +105,10 @@ class AtomicOutput {
     std::string path_;
     std::string target_;
     std::string temporary_;
+    RemovedOnSignal removed_on_signal_;
     int fd_ = -1;
+    bool direct_ = false;
+    std::string direct_bytes_;  // what write() gave a direct target, written by publish()
     bool committed_ = false;
 };
 
