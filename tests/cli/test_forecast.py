@@ -564,29 +564,25 @@ def empty_dim_files(tmp_path, dim):
     """ACE's layout with a sample dim of length 0, or a member dim of length 0; 4 lead times each."""
     f = ff.Forecast(ics=1, members=2, leads=4, nlat=7, nlon=10, seed=2)
     truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+
+    def write(path, leading, values=None):
+        with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
+            for name in leading:
+                ds.createDimension(name, 0)
+            ds.createDimension("time", 4)
+            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
+            ds["time"].units = "microseconds"
+            ff._coordinates(ds, f)
+            variable = ds.createVariable("t2m", "f4", (*leading, "time", "lat", "lon"))
+            if values is not None:
+                variable[:] = values
+
     if dim == "sample":
-        for path in (truth, pred):
-            with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
-                ds.createDimension("sample", 0)
-                ds.createDimension("time", 4)
-                ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
-                ds["time"].units = "microseconds"
-                ff._coordinates(ds, f)
-                ds.createVariable("t2m", "f4", ("sample", "time", "lat", "lon"))
+        write(truth, ("sample",))
+        write(pred, ("sample",))
     else:
-        with netCDF4.Dataset(pred, "w", format="NETCDF4") as ds:
-            ds.createDimension("member", 0)
-            ds.createDimension("time", 4)
-            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
-            ds["time"].units = "microseconds"
-            ff._coordinates(ds, f)
-            ds.createVariable("t2m", "f4", ("member", "time", "lat", "lon"))
-        with netCDF4.Dataset(truth, "w", format="NETCDF4") as ds:
-            ds.createDimension("time", 4)
-            ds.createVariable("time", "i8", ("time",))[:] = f.lead_us
-            ds["time"].units = "microseconds"
-            ff._coordinates(ds, f)
-            ds.createVariable("t2m", "f4", ("time", "lat", "lon"))[:] = f.fields["t2m"][0][0]
+        write(pred, ("member",))
+        write(truth, (), f.fields["t2m"][0][0])
     return truth, pred
 
 
