@@ -180,6 +180,34 @@ void zonal_mean_metric(benchmark::State& state, Summation summation) {
 BENCHMARK_CAPTURE(zonal_mean_metric, reproducible, Summation::reproducible)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(zonal_mean_metric, fast, Summation::fast)->Unit(benchmark::kMillisecond);
 
+// weighted_std on (3, 721, 1440): the exact squares cost nothing for float fields with per-row weights, one
+// more exact row sum of the squares for doubles, and one to three more (and one for the weighted values)
+// with per-point weights (docs/design.md §5).
+void weighted_std_metric(benchmark::State& state, bool as_double, bool per_point) {
+    const Inputs& in = inputs();
+    const std::int64_t channels = 3;
+    const FieldShard<float> x = in.truth(channels);
+    const std::vector<double> wide(x.values.begin(), x.values.end());
+    std::vector<double> point_weights;
+    for (std::int64_t i = 0; i < quarter_degree.nlat; ++i) {
+        point_weights.insert(point_weights.end(), static_cast<std::size_t>(quarter_degree.nlon),
+                             in.weights.values[static_cast<std::size_t>(i)]);
+    }
+    const Weights weights = per_point ? Weights{point_weights, true} : in.weights.view();
+    for (auto _ : state) {
+        if (as_double) {
+            benchmark::DoNotOptimize(weighted_std<double>(in.grid, {wide, channels}, weights));
+        } else {
+            benchmark::DoNotOptimize(weighted_std<float>(in.grid, x, weights));
+        }
+    }
+    set_points(state, channels * in.plane());
+}
+BENCHMARK_CAPTURE(weighted_std_metric, float_per_row, false, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(weighted_std_metric, double_per_row, true, false)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(weighted_std_metric, float_per_point, false, true)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(weighted_std_metric, double_per_point, true, true)->Unit(benchmark::kMillisecond);
+
 // The numpy comparison's shape: (3, 721, 1440), truth and prediction.
 void gradient_magnitude_percent_diff_metric(benchmark::State& state, Summation summation) {
     const Inputs& in = inputs();
