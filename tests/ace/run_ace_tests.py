@@ -3,7 +3,8 @@
     .ace/venv/bin/python tests/ace/run_ace_tests.py [--build-dir build] [--out build/ace]
 
 Runs ACE's parallel tests under mpirun at ACE's CI layouts (FME_DISTRIBUTED_BACKEND=gridshard with
-FME_DISTRIBUTED_H and _W), and its serial metric tests in one process; writes one JUnit XML file per layout
+FME_DISTRIBUTED_H and _W), and its serial metric tests in one process, then gridshard's own comparisons with
+ACE's aggregators (OWN_SERIAL_TESTS, on ACE's non-distributed backend); writes one JUnit XML file per layout
 and a summary (layout, passed, failed, skipped, and each failure's name and first line) to OUT/summary.txt.
 Exits non-zero when a test fails that is not listed in KNOWN_FAILURES with its reason, or when a listed one
 passes (so the list stays true)."""
@@ -34,6 +35,9 @@ PARALLEL_TESTS = [
 SERIAL_TESTS = ["core/test_metrics.py", "core/test_gridded_ops.py"]
 # gridshard's numbers under ACE's names against ACE's own functions on the same data, at the same layouts.
 OWN_PARALLEL_TESTS = [HERE / "test_ace_numbers.py"]
+# gridshard's `eval` against ACE's own aggregators on the same files, in a process of their own on ACE's
+# non-distributed backend (they start mpirun themselves for gridshard, at several meshes).
+OWN_SERIAL_TESTS = [HERE / "test_ace_time_mean.py"]
 
 # Tests that fail on gridshard's backend for a stated reason (test id substring -> reason).
 KNOWN_FAILURES = {
@@ -101,6 +105,11 @@ def main():
     junit = out / "serial.xml"
     command = [python, *pytest_args, f"--junitxml={junit}", *(fme / t for t in SERIAL_TESTS)]
     runs.append(("serial", run(command, dict(env, FME_DISTRIBUTED_BACKEND="gridshard"), 1800), junit))
+    junit = out / "own-serial.xml"
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--color=no", "--rootdir", str(HERE), "-o",
+               "addopts=", f"--junitxml={junit}", *OWN_SERIAL_TESTS]
+    own_env = dict(env, FME_DISTRIBUTED_BACKEND="none", GRIDSHARD_BUILD_DIR=str(args.build_dir.resolve()))
+    runs.append(("own-serial", run(command, own_env, 1800), junit))
 
     lines, unexpected = [], []
     for name, code, junit in runs:
