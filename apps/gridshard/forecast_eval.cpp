@@ -96,8 +96,9 @@ TimeMeanRows time_mean_rows(const ForecastSource& source, bool include_initial_s
             const io::TimeAxis inits = io::parse_time_units(t.init_time_units, t.calendar);
             for (std::size_t k = 0; k < initial.size() && out.leads_known; ++k) {
                 const io::DateTime row = rows.date_at(t.values[k]);
-                initial[k] = std::all_of(t.init_times.begin(), t.init_times.end(),
-                                         [&](double init) { return io::same_date(row, inits.date_at(init)); });
+                initial[k] = std::all_of(t.init_times.begin(), t.init_times.end(), [&](double init) {
+                    return io::same_date(row, inits.date_at(init), rows.calendar);
+                });
             }
         } catch (const ArgumentError&) {  // times that are no dates: the lead of no row is known
             out.leads_known = false;

@@ -112,6 +112,10 @@ class TimeVariable {
         return axis_->date_after(v_.values[k], seconds);
     }
     [[nodiscard]] std::string text(const io::DateTime& d) const { return io::to_string(d) + " (" + calendar_ + ")"; }
+    /// Whether two dates are the same instant, counting days in this variable's calendar; only when dated().
+    [[nodiscard]] bool same_date(const io::DateTime& a, const io::DateTime& b) const {
+        return io::same_date(a, b, axis_->calendar);
+    }
     /// Value `k` as a date, or as its number and units when not dated().
     [[nodiscard]] std::string text(std::size_t k) const {
         if (dated()) {
@@ -128,7 +132,7 @@ class TimeVariable {
             return std::isnan(v_.values[k]) == std::isnan(other.v_.values[other_k]);
         }
         if (dated() && other.dated()) {
-            return io::same_date(date(k), other.date(other_k));
+            return io::same_date(date(k), other.date(other_k), axis_->calendar);
         }
         return v_.values[k] == other.v_.values[other_k] && v_.units == other.v_.units;
     }
@@ -502,7 +506,7 @@ class NetcdfForecast final : public ForecastSource {
                 const io::DateTime expected =
                     rows ? rows->date_at(g.time_values[k]) : init->date(s, g.time_values[k] * lead_seconds);
                 const io::DateTime got = valid.date(at);
-                if (io::same_date(got, expected)) {
+                if (valid.same_date(got, expected)) {
                     continue;
                 }
                 char lead[64];

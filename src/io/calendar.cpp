@@ -234,9 +234,14 @@ DateTime TimeAxis::date_after(double value, double seconds) const {
     return date_at(value + seconds / seconds_per_unit);
 }
 
-bool same_date(const DateTime& a, const DateTime& b) noexcept {
-    return a.year == b.year && a.month == b.month && a.day == b.day && a.hour == b.hour && a.minute == b.minute &&
-           std::abs(a.second - b.second) < 0.5e-6;
+bool same_date(const DateTime& a, const DateTime& b, Calendar calendar, double tolerance_s) {
+    const auto seconds_of_day = [](const DateTime& d) { return d.hour * 3600.0 + d.minute * 60.0 + d.second; };
+    const std::int64_t days =
+        day_number(a.year, a.month, a.day, calendar) - day_number(b.year, b.month, b.day, calendar);
+    if (days < -1 || days > 1) {
+        return false;
+    }
+    return std::abs(static_cast<double>(days) * 86400.0 + seconds_of_day(a) - seconds_of_day(b)) <= tolerance_s;
 }
 
 std::string to_string(const DateTime& d) {

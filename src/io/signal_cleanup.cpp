@@ -1,6 +1,7 @@
 // RemovedOnSignal (output_file.hpp): the temporaries a signal must not leave behind. mpirun and srun end the
 // ranks of a job with SIGTERM (then SIGKILL), a user with SIGINT, a closed terminal with SIGHUP: the handler
-// removes every registered file and then lets the signal do what it would have done without it.
+// removes every registered file when the signal ends the process, and lets the signal do what it would have
+// done without it.
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,6 +19,8 @@ namespace gridshard::io {
 namespace {
 
 // A fixed table, so that the handler touches no allocator and no lock: a slot is free, being filled, or armed.
+// A slot's path is written before it is armed and it is freed before it is reused, so a signal on the thread
+// that registers never sees half a path (outputs are registered from one thread).
 enum SlotState : int { free_slot = 0, filling = 1, armed = 2 };
 struct Slot {
     std::atomic<int> state{free_slot};
@@ -29,13 +32,19 @@ std::array<Slot, slot_count> slots;
 constexpr std::array<int, 5> ending_signals = {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGXCPU};
 std::array<struct sigaction, ending_signals.size()> previous{};
 
-void remove_registered(int signal_number, siginfo_t* info, void* context) {
-    const int saved_errno = errno;
+// Only where the signal ends the process: a handler of the program's own may let the run go on (Python's
+// SIGINT raises KeyboardInterrupt later, a batch job may catch a warning SIGTERM), and the run's writer then
+// still needs its temporaries; it removes them itself if it fails.
+void remove_registered_files() noexcept {
     for (Slot& slot : slots) {
         if (slot.state.load(std::memory_order_acquire) == armed) {
             ::unlink(slot.path);
         }
     }
+}
+
+void remove_registered(int signal_number, siginfo_t* info, void* context) {
+    const int saved_errno = errno;
     for (std::size_t k = 0; k < ending_signals.size(); ++k) {
         if (ending_signals[k] != signal_number) {
             continue;
@@ -48,6 +57,7 @@ void remove_registered(int signal_number, siginfo_t* info, void* context) {
         } else {
             // The default action (ending the process), exactly as without this handler: the signal is blocked
             // while it is handled, so it is delivered again once this returns.
+            remove_registered_files();
             ::sigaction(signal_number, &before, nullptr);
             ::raise(signal_number);
         }

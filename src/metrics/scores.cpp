@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 
 #include "gridshard/core/error.hpp"
@@ -10,7 +11,7 @@ namespace gridshard {
 
 namespace {
 
-// Every score the Evaluator can finalize: those of the two-field evaluation first, in report order.
+// Every score the Evaluator can finalize, those of the two-field evaluation in report order.
 const std::vector<ScoreDefinition>& all_scores() {
     using T = Term;
     using S = const TermSums&;
@@ -71,18 +72,21 @@ const std::vector<ScoreDefinition>& all_scores() {
          12,
          4,
          {T::truth_own_gradient, T::prediction_own_gradient},
-         [](S s, C c) { return s.gradient_percent_diff(c, GradientPoints::own); }},
+         [](S s, C c) { return s.gradient_percent_diff(c, GradientPoints::own); },
+         false},
     };
     return scores;
 }
 
-constexpr std::size_t two_field_score_count = 7;
-
 }  // namespace
 
 const std::vector<ScoreDefinition>& evaluation_scores() {
-    static const std::vector<ScoreDefinition> scores(all_scores().begin(),
-                                                     all_scores().begin() + two_field_score_count);
+    static const std::vector<ScoreDefinition> scores = [] {
+        std::vector<ScoreDefinition> two_field;
+        std::copy_if(all_scores().begin(), all_scores().end(), std::back_inserter(two_field),
+                     [](const ScoreDefinition& d) { return d.two_field; });
+        return two_field;
+    }();
     return scores;
 }
 

@@ -77,13 +77,21 @@ TEST(Calendar, ValidTimesAreComparedAndWrittenAsDates) {
     const io::DateTime noleap = io::parse_time_units("microseconds since 1970-01-01", "noleap").date_at(us);
     EXPECT_EQ(io::to_string(standard), "2021-02-13 00:00:00");
     EXPECT_EQ(io::to_string(noleap), "2021-02-26 00:00:00");
-    EXPECT_FALSE(io::same_date(standard, noleap));
+    EXPECT_FALSE(io::same_date(standard, noleap, io::Calendar::standard));
     // An initial time plus a lead of 30 hours, in other units and calendars: the same dates.
     const io::DateTime valid =
         io::parse_time_units("microseconds since 1970-01-01", "standard").date_after(us, 30 * 3600.0);
     const io::DateTime same = io::parse_time_units("hours since 2021-02-14", "proleptic_gregorian").date_at(6.0);
     EXPECT_EQ(io::to_string(valid), "2021-02-14 06:00:00");
-    EXPECT_TRUE(io::same_date(valid, same));
+    EXPECT_TRUE(io::same_date(valid, same, io::Calendar::standard));
+    // A valid time one day on in "days since 1850", as a double rounds it: the same instant as midnight,
+    // though it reads 23:59:59.999999 (a microsecond is date_at's resolution); a second off is not.
+    const io::TimeAxis days = io::parse_time_units("days since 1850-01-01", "noleap");
+    const io::DateTime midnight = days.date_at(62050.0);
+    const io::DateTime rounded = days.date_at(62050.0 - 1.2e-11);
+    EXPECT_NE(io::to_string(rounded), io::to_string(midnight));
+    EXPECT_TRUE(io::same_date(rounded, midnight, io::Calendar::noleap));
+    EXPECT_FALSE(io::same_date(days.date_at(62050.0 - 1.0 / 86400.0), midnight, io::Calendar::noleap));
     EXPECT_EQ(io::to_string(io::parse_time_units("seconds since 2000-01-01", "julian").date_at(1.25)),
               "2000-01-01 00:00:01.250000");
 }

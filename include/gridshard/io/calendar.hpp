@@ -49,9 +49,12 @@ struct TimeAxis {
     [[nodiscard]] DateTime date_after(double value, double seconds) const;
 };
 
-/// Whether `a` and `b` are the same date and time of day, to the microsecond (date_at's resolution). Dates
-/// of two calendars are compared as they read: 2021-02-26 of `noleap` is not 2021-02-13 of `standard`.
-[[nodiscard]] bool same_date(const DateTime& a, const DateTime& b) noexcept;
+/// Whether `a` and `b` are the same instant to within `tolerance_s` seconds, counting days in `calendar` (so
+/// 23:59:59.999999 and the next day's 00:00:00 are the same instant: the time value of a valid time in "days
+/// since 1850" carries a rounding of about a microsecond). The default millisecond lies far above that
+/// rounding and far below any time step. Dates of two calendars are compared as they read: 2021-02-26 of
+/// `noleap` is not 2021-02-13 of `standard`.
+[[nodiscard]] bool same_date(const DateTime& a, const DateTime& b, Calendar calendar, double tolerance_s = 1e-3);
 
 /// `d` as "YYYY-MM-DD HH:MM:SS", with the fraction of a second when there is one.
 [[nodiscard]] std::string to_string(const DateTime& d);

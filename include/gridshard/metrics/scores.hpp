@@ -34,6 +34,8 @@ struct ScoreDefinition {
     int table_digits = 4;
     TermSet terms;
     std::function<double(const TermSums&, std::int64_t channel)> finalize;
+    /// Whether `gridshard eval` on two fields reports it (evaluation_scores()).
+    bool two_field = true;
 };
 
 /// The scores of `gridshard eval` and the Evaluator, in report order: mean_truth, mean_pred, bias, rmse,
