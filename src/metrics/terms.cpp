@@ -12,10 +12,6 @@
 
 namespace gridshard {
 
-std::int64_t TermSums::slot(std::int64_t g, Term t) const {
-    return (has_total_ ? 1 : 0) + g * terms_.size() + terms_.index(t);
-}
-
 namespace {
 
 bool is_weight(Term t) noexcept {
@@ -25,22 +21,22 @@ bool is_weight(Term t) noexcept {
 
 }  // namespace
 
-DoubleDouble TermSums::value(std::int64_t g, Term t) const {
+std::int64_t TermSums::slot(std::int64_t g, Term t) const {
     if (is_weight(t) && !terms_.contains(t) && has_total_) {
-        return sums_->value_dd(0);  // under propagate the weight of the valid points is the total weight
+        return 0;  // under propagate the weight of the valid points is the total weight
     }
     if (!terms_.contains(t)) {
         throw ArgumentError("term " + std::to_string(static_cast<int>(t)) +
                             " was not formed: a finalizer may read only the terms its request (or score) names");
     }
+    return (has_total_ ? 1 : 0) + g * terms_.size() + terms_.index(t);
+}
+
+DoubleDouble TermSums::value(std::int64_t g, Term t) const {
     return sums_->value_dd(slot(g, t));
 }
 
 const ExactSum* TermSums::exact(std::int64_t g, Term t) const {
-    (void)value(g, t);  // the same checks and fallbacks
-    if (is_weight(t) && !terms_.contains(t) && has_total_) {
-        return sums_->exact(0);
-    }
     return sums_->exact(slot(g, t));
 }
 

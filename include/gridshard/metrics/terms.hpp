@@ -139,6 +139,8 @@ class TermSums {
     [[nodiscard]] double gradient_percent_diff(std::int64_t g, GradientPoints points = GradientPoints::common) const;
 
   private:
+    /// Where term `t` of group `g` is held (a weight term not formed: the total weight's slot); throws
+    /// ArgumentError for any other term not formed.
     [[nodiscard]] std::int64_t slot(std::int64_t g, Term t) const;
     /// The exact sum behind value(g, t), or null with plain sums.
     [[nodiscard]] const ExactSum* exact(std::int64_t g, Term t) const;
