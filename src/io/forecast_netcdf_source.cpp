@@ -5,13 +5,13 @@
 #include <cmath>
 #include <cstdio>
 
-#include "forecast_source.hpp"
+#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/calendar.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/units.hpp"
 
-namespace gridshard::cli {
+namespace gridshard::io {
 namespace {
 
 bool is_sample_name(const std::string& name) {
@@ -552,4 +552,4 @@ std::unique_ptr<ForecastSource> make_netcdf_forecast(const std::string& truth_pa
     return std::make_unique<NetcdfForecast>(truth_path, prediction_path, names, hints, allow_time_mismatch, access);
 }
 
-}  // namespace gridshard::cli
+}  // namespace gridshard::io

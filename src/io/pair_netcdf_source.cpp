@@ -1,11 +1,12 @@
-// `gridshard eval` on a pair of CF netCDF files: each rank reads only its hyperslabs, through read plans.
+// A pair of CF netCDF files as a forecast of one initial condition and one member: each rank reads only its
+// hyperslabs, through read plans.
 
-#include "field_source.hpp"
+#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/units.hpp"
 
-namespace gridshard::cli {
+namespace gridshard::io {
 namespace {
 
 std::string shape_text(const io::VariableShape& v) {
@@ -19,15 +20,18 @@ std::string shape_text(const io::VariableShape& v) {
     return "(" + text + ")";
 }
 
-class NetcdfSteps final : public VariableSteps {
+// The step of a pair is its lead time; its one member, the prediction (none: only the truth is read).
+class NetcdfSteps final : public ForecastSteps {
   public:
     NetcdfSteps(io::VariableReader truth, io::VariableReader prediction)
         : truth_(std::move(truth)), prediction_(std::move(prediction)) {}
-    void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) override {
-        read_both(step, truth, prediction);
+    void read(std::int64_t /*initial_condition*/, std::int64_t step, Range members, std::span<float> truth,
+              std::span<float> prediction) override {
+        read_both(step, members, truth, prediction);
     }
-    void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) override {
-        read_both(step, truth, prediction);
+    void read(std::int64_t /*initial_condition*/, std::int64_t step, Range members, std::span<double> truth,
+              std::span<double> prediction) override {
+        read_both(step, members, truth, prediction);
     }
     void read_none() override {
         truth_.read_none();
@@ -36,17 +40,23 @@ class NetcdfSteps final : public VariableSteps {
 
   private:
     template <class T>
-    void read_both(std::int64_t step, std::span<T> truth, std::span<T> prediction) {
+    void read_both(std::int64_t step, Range members, std::span<T> truth, std::span<T> prediction) {
         read_round(
             truth_.collective() || prediction_.collective(), [&] { truth_.read_step(step, truth); },
-            [&] { prediction_.read_step(step, prediction); });
+            [&] {
+                if (members.size() > 0) {
+                    prediction_.read_step(step, prediction);
+                } else {
+                    prediction_.read_none();
+                }
+            });
     }
 
     io::VariableReader truth_;
     io::VariableReader prediction_;
 };
 
-class NetcdfSource final : public FieldSource {
+class NetcdfSource final : public ForecastSource {
   public:
     NetcdfSource(const std::string& truth_path, const std::string& prediction_path,
                  const std::vector<std::string>& names, bool allow_time_mismatch, const InputAccess& access)
@@ -98,12 +108,15 @@ class NetcdfSource final : public FieldSource {
         if (variables_.empty()) {
             throw ArgumentError("truth '" + truth_path + "' has no variable on its lat x lon grid");
         }
+        layout_.lead_times = a.ntime;
     }
 
     [[nodiscard]] const SourceGrid& grid() const override { return truth_.grid(); }
+    [[nodiscard]] const ForecastLayout& layout() const override { return layout_; }
+    [[nodiscard]] const LeadTimes& lead_times() const override { return lead_times_; }
     [[nodiscard]] std::vector<SourceVariable> variables() const override { return variables_; }
 
-    [[nodiscard]] std::unique_ptr<VariableSteps> open(const SourceVariable& variable, const Box& box) const override {
+    [[nodiscard]] std::unique_ptr<ForecastSteps> open(const SourceVariable& variable, const Box& box) const override {
         return std::make_unique<NetcdfSteps>(truth_.reader(variable.name, box), prediction_.reader(variable.name, box));
     }
 
@@ -111,14 +124,16 @@ class NetcdfSource final : public FieldSource {
     io::NetcdfReader truth_;
     io::NetcdfReader prediction_;
     std::vector<SourceVariable> variables_;
+    ForecastLayout layout_;
+    LeadTimes lead_times_;  // none: a pair has no initial time
 };
 
 }  // namespace
 
-std::unique_ptr<FieldSource> make_netcdf_source(const std::string& truth_path, const std::string& prediction_path,
-                                                const std::vector<std::string>& names, bool allow_time_mismatch,
-                                                const InputAccess& access) {
+std::unique_ptr<ForecastSource> make_netcdf_pair(const std::string& truth_path, const std::string& prediction_path,
+                                                 const std::vector<std::string>& names, bool allow_time_mismatch,
+                                                 const InputAccess& access) {
     return std::make_unique<NetcdfSource>(truth_path, prediction_path, names, allow_time_mismatch, access);
 }
 
-}  // namespace gridshard::cli
+}  // namespace gridshard::io

@@ -5,11 +5,10 @@
 #include <optional>
 #include <vector>
 
-#include "field_source.hpp"
-#include "forecast_source.hpp"
+#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/core/error.hpp"
 
-namespace gridshard::cli {
+namespace gridshard::io {
 namespace {
 
 constexpr double pi = std::numbers::pi;
@@ -65,7 +64,7 @@ bool land(double lat, double lon) {
     return std::sin(2.0 * lon) * std::cos(3.0 * lat) + 0.5 * std::sin(5.0 * lon + lat) > 0.45;
 }
 
-class BuiltinSource final : public FieldSource {
+class BuiltinSource final : public ForecastSource {
   public:
     BuiltinSource(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
         if (nlat < 2 || nlon < 2 || ntime < 1) {
@@ -87,13 +86,16 @@ class BuiltinSource final : public FieldSource {
         for (std::int64_t s = 0; s < ntime; ++s) {
             grid_.time_values.push_back(6.0 * static_cast<double>(s));
         }
+        layout_.lead_times = ntime;
     }
 
     [[nodiscard]] const SourceGrid& grid() const override { return grid_; }
+    [[nodiscard]] const ForecastLayout& layout() const override { return layout_; }
+    [[nodiscard]] const LeadTimes& lead_times() const override { return lead_times_; }
 
     [[nodiscard]] std::vector<SourceVariable> variables() const override { return {{"h"}, {"t850"}, {"sst"}}; }
 
-    [[nodiscard]] std::unique_ptr<VariableSteps> open(const SourceVariable& variable, const Box& box) const override;
+    [[nodiscard]] std::unique_ptr<ForecastSteps> open(const SourceVariable& variable, const Box& box) const override;
 
     /// Truth and prediction of `kind` (0 h, 1 t850, 2 sst) at `step` over `box`; with a `member`, the
     /// prediction is that ensemble member `lead` steps after its initial condition (the truth at lead 0).
@@ -148,19 +150,35 @@ class BuiltinSource final : public FieldSource {
 
   private:
     SourceGrid grid_;
+    ForecastLayout layout_;
+    LeadTimes lead_times_;  // none: a pair has no initial time
 };
 
-class BuiltinSteps final : public VariableSteps {
+// The step of the pair is its lead time; its one member, the prediction (none: only the truth is needed, and
+// the prediction is generated into a scratch buffer).
+class BuiltinSteps final : public ForecastSteps {
   public:
     BuiltinSteps(const BuiltinSource& source, int kind, const Box& box) : source_(source), kind_(kind), box_(box) {}
-    void read(std::int64_t step, std::span<float> truth, std::span<float> prediction) override {
-        source_.generate(kind_, step, box_, truth, prediction);
+    void read(std::int64_t /*initial_condition*/, std::int64_t step, Range members, std::span<float> truth,
+              std::span<float> prediction) override {
+        generate(step, members, truth, prediction);
     }
-    void read(std::int64_t step, std::span<double> truth, std::span<double> prediction) override {
-        source_.generate(kind_, step, box_, truth, prediction);
+    void read(std::int64_t /*initial_condition*/, std::int64_t step, Range members, std::span<double> truth,
+              std::span<double> prediction) override {
+        generate(step, members, truth, prediction);
     }
 
   private:
+    template <class T>
+    void generate(std::int64_t step, Range members, std::span<T> truth, std::span<T> prediction) const {
+        if (members.size() > 0) {
+            source_.generate(kind_, step, box_, truth, prediction);
+        } else {
+            std::vector<T> unused(truth.size());
+            source_.generate(kind_, step, box_, truth, std::span<T>(unused));
+        }
+    }
+
     const BuiltinSource& source_;
     int kind_;
     Box box_;
@@ -170,7 +188,7 @@ int builtin_kind(const std::string& name) {
     return name == "h" ? 0 : name == "t850" ? 1 : 2;
 }
 
-std::unique_ptr<VariableSteps> BuiltinSource::open(const SourceVariable& variable, const Box& box) const {
+std::unique_ptr<ForecastSteps> BuiltinSource::open(const SourceVariable& variable, const Box& box) const {
     return std::make_unique<BuiltinSteps>(*this, builtin_kind(variable.name), box);
 }
 
@@ -270,8 +288,8 @@ std::unique_ptr<ForecastSource> make_builtin_forecast(std::int64_t nlat, std::in
     return std::make_unique<BuiltinForecast>(nlat, nlon, initial_conditions, members, lead_times);
 }
 
-std::unique_ptr<FieldSource> make_builtin_source(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
+std::unique_ptr<ForecastSource> make_builtin_pair(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
     return std::make_unique<BuiltinSource>(nlat, nlon, ntime);
 }
 
-}  // namespace gridshard::cli
+}  // namespace gridshard::io

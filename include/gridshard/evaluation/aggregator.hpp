@@ -1,0 +1,169 @@
+#pragma once
+/// @file
+/// The streaming aggregator of an evaluation, in the shape of ACE's inference aggregators: built once per
+/// variable from the sharded grid, the forecast's shape, this data rank's share of the work, the regions and
+/// the options (no MPI calls), then fed one (initial condition, lead time) of truth and members at a time, and
+/// finished into every score of the registry (evaluation/score_registry.hpp). A pair of fields is the forecast
+/// of one initial condition and one member whose lead times are its steps, every step counted.
+///
+/// Communication: record() is collective over the spatial group (one fused evaluation per region, one
+/// allreduce over the lon group for the zonal means; the ensemble scores and the anomaly correlation one
+/// allreduce each; with the members split, the ensemble's exchange over the data group); the ranks of a spatial
+/// group share their pairs by construction (geometry/work_split.hpp), so nothing has to be matched on ranks that
+/// record nothing. finish() is collective over the world: per-sample values are written into their own slots by
+/// one rank each and summed over the data and spatial groups (exact), the means over samples are then taken in
+/// sample order, and the time-mean sums are merged over the data group, so every score is the serial answer bit
+/// for bit whatever the mesh.
+///
+/// @code
+///   gridshard::Aggregator scores(grid, {.extent = extent, .channels = 2, .work = share}, regions, options);
+///   for (each of this rank's (initial condition, lead time))
+///       scores.record<float>(ic, lead, truth, members);        // collective over spatial
+///   gridshard::VariableScores result = scores.finish("t2m");   // collective over the world
+/// @endcode
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "gridshard/evaluation/score_registry.hpp"
+#include "gridshard/geometry/area_weights.hpp"
+#include "gridshard/geometry/work_split.hpp"
+#include "gridshard/metrics/evaluation.hpp"
+#include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/time_mean.hpp"
+
+namespace gridshard {
+
+/// The shape of one variable's forecast and this data rank's share of it.
+struct AggregatorShape {
+    ForecastExtent extent;
+    std::int64_t channels = 1;
+    WorkShare work{{0, 1}, {0, 1}, {0, 1}, DataSplit::initial_conditions};
+};
+
+/// A region scored beside the others: its name and this rank's weights on its box.
+struct RegionWeights {
+    std::string name;
+    AreaWeights weights;
+};
+
+struct AggregatorOptions {
+    ReportKind report = ReportKind::pair;
+    Summation summation = Summation::reproducible;
+    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
+    /// The lead-time rows the time means count, in order.
+    std::vector<std::int64_t> counted_leads;
+    /// Whether record() is given a climatology (the anomaly correlation).
+    bool anomaly_correlation = false;
+    /// Whether finish() forms the time-mean maps, and how: gathered whole onto world rank 0, or (false) kept as
+    /// each data rank 0's own box for a collective write.
+    bool maps = false;
+    bool gather_maps = true;
+};
+
+/// One score's values for one channel over one region: `values` holds `width` values per lead time (1 for a
+/// scalar score, the latitudes for a zonal profile, the wavenumbers for a spectrum), lead time slowest.
+struct ScoreSeries {
+    const RegisteredScore* score = nullptr;
+    std::int64_t width = 1;
+    std::vector<double> values;
+};
+
+/// One score over the counted lead times (a time mean) for one channel over one region.
+struct ScoreValue {
+    const RegisteredScore* score = nullptr;
+    double value = 0.0;
+};
+
+/// The scores of one channel over one region: every per-lead score and every time mean, in registry order (the
+/// cell statistics first, then the mean over the counted lead times of each per-lead score).
+struct RegionScores {
+    std::string name;
+    std::vector<ScoreSeries> per_lead;
+    std::vector<ScoreValue> time_means;
+};
+
+/// One channel ("NAME", or "NAME[k]" for level k): its regions (global first), its zonal profiles (the
+/// registry's zonal_mean scores, global), and with AggregatorOptions::maps its time-mean maps of the prediction
+/// and of the error (whole on world rank 0, or each data rank 0's own box; empty elsewhere).
+struct ChannelScores {
+    std::string name;
+    std::vector<RegionScores> regions;
+    std::vector<ScoreSeries> profiles;
+    std::vector<double> prediction_map;
+    std::vector<double> bias_map;
+    /// The per-lead series of `key` over the first region, or nullptr.
+    [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
+};
+
+using VariableScores = std::vector<ChannelScores>;
+
+/// Seconds an aggregator spent on this rank, by phase (MPI_Wtime): its fused evaluations', the zonal means
+/// (their allreduce included), the time sums, and finish().
+struct AggregatorTimings {
+    EvaluationTimings evaluation;
+    double zonal_s = 0.0;
+    double time_sums_s = 0.0;
+    double finish_s = 0.0;
+};
+
+/// One variable's scores, streamed. Keeps copies of the grid and the weights. Move-only.
+class Aggregator {
+  public:
+    /// Allocates everything field-sized (call it where a failure is agreed, check_collectively); no MPI calls.
+    /// Throws ArgumentError for a shape whose time sums exceed an MPI message when gathered over the data group.
+    Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
+               AggregatorOptions options);
+    Aggregator(Aggregator&&) noexcept = default;
+    Aggregator(const Aggregator&) = delete;
+    Aggregator& operator=(const Aggregator&) = delete;
+
+    /// The bytes an aggregator of `shape` allocates on a rank of `grid`'s box, an estimate that errs high.
+    [[nodiscard]] static std::uint64_t bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape,
+                                             std::size_t regions, std::size_t value_bytes, int data_ranks);
+
+    /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
+    /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
+    /// are split and this rank holds none), and with the anomaly correlation `climatology` (channels, rows,
+    /// cols). Collective over the spatial group (and over the data group when the members are split).
+    template <class T>
+    void record(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth, std::span<const T> members,
+                std::span<const T> climatology = {});
+
+    /// Every score of the report, per channel. Collective over the world; call once.
+    [[nodiscard]] VariableScores finish(const std::string& variable);
+
+    [[nodiscard]] const AggregatorTimings& timings() const noexcept { return timings_; }
+
+  private:
+    struct Slots {
+        std::int64_t samples, leads, regions, scores, channels;
+        [[nodiscard]] std::size_t size() const;
+        [[nodiscard]] std::size_t at(std::int64_t s, std::int64_t l, std::int64_t r, std::int64_t k,
+                                     std::int64_t c) const;
+        [[nodiscard]] double sample_mean(const std::vector<double>& values, std::int64_t l, std::int64_t r,
+                                         std::int64_t k, std::int64_t c) const;
+    };
+    template <class T>
+    [[nodiscard]] FieldShard<T> repeated(std::vector<T>& buffer, FieldShard<T> one) const;
+
+    ShardedGrid grid_;
+    AggregatorShape shape_;
+    AggregatorOptions options_;
+    std::vector<RegionWeights> regions_;
+    std::vector<const RegisteredScore*> scores_;
+    std::vector<const RegisteredScore*> deterministic_;  // the Evaluator's, in slot order
+    std::vector<Evaluator> evaluators_;                  // one a region, when this rank holds members
+    Slots det_{}, ens_{}, zonal_prediction_{}, zonal_truth_{};
+    std::vector<double> det_values_, ens_values_, zonal_prediction_values_, zonal_truth_values_;
+    std::optional<TimeMeanAccumulator> prediction_sums_, error_sums_;
+    std::vector<bool> counted_;
+    std::vector<float> float_scratch_[2];
+    std::vector<double> double_scratch_[2];
+    AggregatorTimings timings_;
+};
+
+}  // namespace gridshard

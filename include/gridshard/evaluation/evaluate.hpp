@@ -1,0 +1,98 @@
+#pragma once
+/// @file
+/// The scoring run: one typed plan, one source, one call. evaluate() agrees on the inputs over the world, lays
+/// out the mesh and the work, reads every rank's box of its (initial condition, lead time) pairs variable by
+/// variable through the source (the next pair read while the current one is scored), feeds one Aggregator per
+/// variable and returns every score. Both of `gridshard eval`'s reports, a pair of fields and a forecast, are
+/// this run; the front ends turn options into a plan, choose the source and write what comes back.
+///
+/// @code
+///   gridshard::EvaluationPlan plan;
+///   plan.report = gridshard::ReportKind::forecast;
+///   plan.regions = {"tropics"};
+///   const auto source = gridshard::io::make_builtin_forecast(181, 360, 4, 8, 9);
+///   const gridshard::EvaluationResult result = gridshard::evaluate(plan, *source, gridshard::Communicator::world());
+/// @endcode
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gridshard/comm/communicator.hpp"
+#include "gridshard/evaluation/aggregator.hpp"
+#include "gridshard/geometry/area_weights.hpp"
+#include "gridshard/geometry/decomposition.hpp"
+#include "gridshard/io/forecast_inputs.hpp"
+#include "gridshard/io/forecast_source.hpp"
+#include "gridshard/io/parallel_io.hpp"
+
+namespace gridshard {
+
+/// Everything a run needs to know, parsed: no strings left to interpret but names and paths.
+struct EvaluationPlan {
+    ReportKind report = ReportKind::pair;
+    std::optional<MeshShape> mesh;  ///< default: 1 x H x W, H the largest divisor of the ranks <= sqrt(ranks)
+    SplitRule split = SplitRule::balanced;
+    AreaWeighting weights = AreaWeighting::cos_lat;
+    Summation summation = Summation::reproducible;
+    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
+    std::optional<DataSplit> data_split;  ///< default: share_work's choice
+    bool include_initial_step = false;    ///< forecast: count lead 0 in the time means
+    std::string climatology;              ///< forecast: the climatology file of the anomaly correlation, or ""
+    std::vector<std::string> regions;     ///< forecast: regions beside the globe (io::make_regions)
+    bool maps = false;                    ///< forecast: form the time-mean maps (the diagnostics files)
+    std::vector<std::string> variables;   ///< the variables to score, in order (empty: every one of the source)
+    bool timings = false;                 ///< every rank's seconds per phase in the result
+    /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
+    /// has scored so far and all it will score (every variable). No MPI calls may be made in it.
+    std::function<void(const std::string& variable, std::int64_t done, std::int64_t total)> on_step;
+    /// How the source's files were opened (the climatology and masks are opened alike); with IoMode::collective
+    /// the maps stay in each data rank 0's box for a collective write.
+    io::InputAccess access;
+};
+
+/// Every rank's seconds per phase, `names` values a rank in world-rank order, and the pairs each rank scored.
+struct RunTimings {
+    std::vector<std::string> names;
+    std::vector<double> per_rank;
+    std::int64_t steps = 0;
+};
+
+/// What a run gives back: its settings and every channel's scores (on every rank; the maps as
+/// AggregatorOptions::maps says).
+struct EvaluationResult {
+    ReportKind report = ReportKind::pair;
+    MeshShape mesh;
+    SplitRule split = SplitRule::balanced;
+    AreaWeighting weights = AreaWeighting::cos_lat;
+    Summation summation = Summation::reproducible;
+    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
+    io::SourceGrid grid;
+    io::ForecastLayout layout;
+    io::LeadTimes lead_times;
+    DataSplit data_split = DataSplit::initial_conditions;
+    io::TimeMeanRows time_means;
+    std::string climatology;
+    ReportContents contents;
+    std::vector<ChannelScores> channels;
+    RunTimings timings;  ///< with EvaluationPlan::timings
+    /// The run's grid on its mesh (for a collective write of the maps).
+    std::optional<ShardedGrid> sharded;
+};
+
+/// 1 x H x W with H * W = `ranks` and H the largest divisor of `ranks` not above sqrt(ranks).
+[[nodiscard]] MeshShape default_mesh(int ranks);
+
+/// The area weights of `box` of kind `kind` on grid `g` (bounds from the file, or halfway between centres).
+[[nodiscard]] AreaWeights make_weights(AreaWeighting kind, const io::SourceGrid& g, const Box& box);
+
+/// Scores `plan.variables` of `source` (every variable when empty) as `plan` says.
+/// Collective over `world`: every rank calls it with the same plan and its own open source. Throws
+/// ArgumentError or SystemError alike on every rank (agreed), or ends the job where a failure is this rank's
+/// own and cannot be agreed (memory exhausted mid-collective).
+[[nodiscard]] EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& source,
+                                        const Communicator& world);
+
+}  // namespace gridshard

@@ -1,0 +1,390 @@
+#include "gridshard/evaluation/aggregator.hpp"
+
+#include <algorithm>
+#include <limits>
+
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
+#include "gridshard/metrics/ensemble.hpp"
+#include "gridshard/metrics/metrics.hpp"
+
+namespace gridshard {
+namespace {
+
+// The EnsembleScores member a registered ensemble score takes, as a slot of the per-sample values.
+constexpr const char* ensemble_slots[] = {"ensemble_mean_rmse", "spread", "spread_skill_ratio", "crps", "fair_crps"};
+
+std::int64_t ensemble_slot(const std::string& source) {
+    for (std::int64_t k = 0; k < 5; ++k) {
+        if (source == ensemble_slots[k]) {
+            return k;
+        }
+    }
+    throw ArgumentError("score registry: no ensemble score '" + source + "'");
+}
+
+bool per_lead(const RegisteredScore& s) {
+    return s.family == ScoreFamily::deterministic || s.family == ScoreFamily::ensemble ||
+           s.family == ScoreFamily::anomaly_correlation;
+}
+
+}  // namespace
+
+const ScoreSeries* ChannelScores::profile(std::string_view key) const {
+    for (const ScoreSeries& p : profiles) {
+        if (p.score->key == key) {
+            return &p;
+        }
+    }
+    return nullptr;
+}
+
+std::size_t Aggregator::Slots::size() const {
+    return static_cast<std::size_t>(samples * leads * regions * scores * channels);
+}
+
+std::size_t Aggregator::Slots::at(std::int64_t s, std::int64_t l, std::int64_t r, std::int64_t k,
+                                  std::int64_t c) const {
+    return static_cast<std::size_t>((((s * leads + l) * regions + r) * scores + k) * channels + c);
+}
+
+double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::int64_t l, std::int64_t r,
+                                      std::int64_t k, std::int64_t c) const {
+    double sum = 0.0;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        sum += values[at(s, l, r, k, c)];
+    }
+    return sum / static_cast<double>(samples);
+}
+
+std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape, std::size_t regions,
+                                std::size_t value_bytes, int data_ranks) {
+    const auto area = static_cast<std::uint64_t>(box.area());
+    const auto c = static_cast<std::uint64_t>(shape.channels);
+    const auto m = static_cast<std::uint64_t>(shape.work.members.size());
+    const std::uint64_t samples =
+        static_cast<std::uint64_t>(shape.extent.initial_conditions) * static_cast<std::uint64_t>(shape.extent.members);
+    const auto leads = static_cast<std::uint64_t>(shape.extent.lead_times);
+    // Fields: the caller's truth, members and climatology, the repeated truth and climatology; the time sums
+    // (2 x 24 bytes) and their gather over the data group; the per-sample slots and the zonal means.
+    const std::uint64_t fields = c * area * (value_bytes * (2 + 3 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
+    const std::uint64_t slots =
+        samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
+    return fields + slots;
+}
+
+Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
+                       AggregatorOptions options)
+    : grid_(grid), shape_(shape), options_(std::move(options)), regions_(regions) {
+    const ForecastExtent& e = shape_.extent;
+    const std::int64_t channels = shape_.channels;
+    const bool ensemble = options_.report == ReportKind::forecast && e.members > 1;
+    scores_ = report_scores(options_.report, {.ensemble = ensemble, .anomaly_correlation = options_.anomaly_correlation});
+    EvaluationOptions evaluation{.summation = options_.summation, .policy = options_.policy};
+    evaluation.scores.clear();
+    for (const RegisteredScore* s : scores_) {
+        if (s->family == ScoreFamily::deterministic) {
+            deterministic_.push_back(s);
+            evaluation.scores.push_back(score_definition(s->source));
+        }
+    }
+    const auto nregions = static_cast<std::int64_t>(regions_.size());
+    const auto det_count = static_cast<std::int64_t>(deterministic_.size()) + (options_.anomaly_correlation ? 1 : 0);
+    const std::int64_t samples = e.initial_conditions * e.members;
+    const std::int64_t nlat = grid_.grid().nlat;
+    det_ = {samples, e.lead_times, nregions, det_count, channels};
+    ens_ = {e.initial_conditions, e.lead_times, nregions, ensemble ? 5 : 0, channels};
+    zonal_prediction_ = {samples, e.lead_times, 1, channels, nlat};
+    zonal_truth_ = {e.initial_conditions, e.lead_times, 1, channels, nlat};
+    const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
+    if (grid_.mesh().shape().data > 1 && 3 * plane + 1 > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+        // The time sums are gathered over the data group in one message: it must fit an MPI count.
+        throw ArgumentError("the time sums of a rank's box (" + std::to_string(3 * plane + 1) +
+                            " values) exceed an MPI message; use a finer mesh");
+    }
+    // Owned values are written in place; everything else stays 0 so the sums over the groups are exact.
+    det_values_ = allocate_vector<double>(det_.size(), "the per-sample scores");
+    ens_values_ = allocate_vector<double>(ens_.size(), "the ensemble scores");
+    zonal_prediction_values_ = allocate_vector<double>(zonal_prediction_.size(), "the zonal means");
+    zonal_truth_values_ = allocate_vector<double>(zonal_truth_.size(), "the zonal means");
+    error_sums_.emplace(grid_, channels);
+    if (options_.maps) {
+        prediction_sums_.emplace(grid_, channels);
+    }
+    counted_.assign(static_cast<std::size_t>(e.lead_times), false);
+    for (const std::int64_t row : options_.counted_leads) {
+        counted_.at(static_cast<std::size_t>(row)) = true;
+    }
+    const std::int64_t mine = shape_.work.members.size();
+    for (const RegionWeights& r : regions_) {
+        if (mine > 0) {
+            evaluators_.emplace_back(grid_, mine * channels, r.weights.view(), evaluation);
+        }
+    }
+}
+
+template <class T>
+FieldShard<T> Aggregator::repeated(std::vector<T>& buffer, FieldShard<T> one) const {
+    const std::int64_t mine = shape_.work.members.size();
+    if (mine == 1) {
+        return one;  // one member: the field itself, not a copy
+    }
+    buffer.resize(one.values.size() * static_cast<std::size_t>(mine));
+    for (std::int64_t m = 0; m < mine; ++m) {
+        std::copy(one.values.begin(), one.values.end(),
+                  buffer.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(m) * one.values.size()));
+    }
+    return {buffer, mine * one.channels};
+}
+
+template <class T>
+void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                        std::span<const T> members, std::span<const T> climatology) {
+    const ProcessMesh& mesh = grid_.mesh();
+    const Box& box = grid_.box();
+    const std::int64_t channels = shape_.channels;
+    const std::int64_t mine = shape_.work.members.size();
+    const std::int64_t member_count = shape_.extent.members;
+    const auto plane = static_cast<std::size_t>(channels * box.area());
+    if (truth.channels != channels || truth.values.size() != plane ||
+        members.size() != plane * static_cast<std::size_t>(mine) || initial_condition < 0 ||
+        initial_condition >= shape_.extent.initial_conditions || lead < 0 || lead >= shape_.extent.lead_times ||
+        (options_.anomaly_correlation && climatology.size() != plane)) {
+        throw ArgumentError("Aggregator::record: initial condition " + std::to_string(initial_condition) +
+                            ", lead " + std::to_string(lead) + ", " + std::to_string(truth.values.size()) +
+                            " truth, " + std::to_string(members.size()) + " member and " +
+                            std::to_string(climatology.size()) + " climatology values for " + std::to_string(mine) +
+                            " members of " + std::to_string(plane) + " values");
+    }
+    auto& scratch = [this]() -> std::vector<T>(&)[2] {
+        if constexpr (std::is_same_v<T, float>) {
+            return float_scratch_;
+        } else {
+            return double_scratch_;
+        }
+    }();
+    const FieldShard<T> t_all = repeated(scratch[0], truth);
+    const FieldShard<T> p_all{members, mine * channels};
+    const bool owner = mesh.spatial().rank() == 0;
+    const bool members_split = shape_.work.split == DataSplit::members;
+    const bool ensemble_owner = owner && (!members_split || mesh.coords().data == 0);
+    std::optional<FieldShard<T>> c_all;
+    if (options_.anomaly_correlation && mine > 0) {
+        c_all = repeated(scratch[1], FieldShard<T>{climatology, channels});
+    }
+    const auto det_count = static_cast<std::int64_t>(deterministic_.size());
+    for (std::size_t r = 0; r < regions_.size(); ++r) {
+        const Weights w = regions_[r].weights.view();
+        const auto region = static_cast<std::int64_t>(r);
+        Scores s;
+        std::vector<double> acc;
+        if (mine > 0) {  // collective over spatial
+            s = evaluators_[r].evaluate(t_all, p_all);
+            if (c_all) {
+                acc = anomaly_correlation<T>(grid_, t_all, p_all, *c_all, w, options_.summation);
+            }
+        }
+        for (std::int64_t m = 0; m < mine && owner; ++m) {
+            const std::int64_t sample = initial_condition * member_count + shape_.work.members.begin + m;
+            for (std::int64_t c = 0; c < channels; ++c) {
+                const auto mc = static_cast<std::size_t>(m * channels + c);
+                for (std::int64_t k = 0; k < det_count; ++k) {
+                    det_values_[det_.at(sample, lead, region, k, c)] =
+                        s[deterministic_[static_cast<std::size_t>(k)]->source][mc];
+                }
+                if (c_all) {
+                    det_values_[det_.at(sample, lead, region, det_count, c)] = acc[mc];
+                }
+            }
+        }
+        if (ens_.scores > 0) {
+            const EnsembleShard<T> held{members, mine, channels};
+            const EnsembleScores e = members_split
+                                         ? ensemble_scores_over_data<T>(grid_, truth, held, w, options_.summation)
+                                         : ensemble_scores<T>(grid_, truth, held, w, options_.summation);
+            for (std::int64_t c = 0; c < channels && ensemble_owner; ++c) {
+                const auto cc = static_cast<std::size_t>(c);
+                const double values[] = {e.ensemble_mean_rmse[cc], e.spread[cc], e.spread_skill_ratio[cc], e.crps[cc],
+                                         e.fair_crps[cc]};
+                for (std::int64_t k = 0; k < 5; ++k) {
+                    ens_values_[ens_.at(initial_condition, lead, region, k, c)] = values[k];
+                }
+            }
+        }
+    }
+    const double zonal_started = MPI_Wtime();
+    if (mine > 0) {
+        const FieldShard<T> both[] = {t_all, p_all};
+        const auto zonal = zonal_means<T>(grid_, both, options_.summation);  // one allreduce over lon
+        for (std::int64_t m = 0; m < mine && mesh.coords().lon == 0; ++m) {
+            const std::int64_t member = shape_.work.members.begin + m;
+            for (std::int64_t c = 0; c < channels; ++c) {
+                for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+                    const auto local = static_cast<std::size_t>((m * channels + c) * box.lat.size() + i);
+                    zonal_prediction_values_[zonal_prediction_.at(initial_condition * member_count + member, lead, 0,
+                                                                  c, box.lat.begin + i)] = zonal[1][local];
+                    if (member == 0) {
+                        zonal_truth_values_[zonal_truth_.at(initial_condition, lead, 0, c, box.lat.begin + i)] =
+                            zonal[0][local];
+                    }
+                }
+            }
+        }
+    }
+    const double sums_started = MPI_Wtime();
+    if (counted_[static_cast<std::size_t>(lead)]) {
+        for (std::int64_t m = 0; m < mine; ++m) {
+            const FieldShard<T> member{members.subspan(static_cast<std::size_t>(m) * plane, plane), channels};
+            if (prediction_sums_) {
+                prediction_sums_->add(member);
+            }
+            error_sums_->add(truth, member);
+        }
+    }
+    const double done = MPI_Wtime();
+    timings_.zonal_s += sums_started - zonal_started;
+    timings_.time_sums_s += done - sums_started;
+}
+
+VariableScores Aggregator::finish(const std::string& variable) {
+    const double started = MPI_Wtime();
+    const ProcessMesh& mesh = grid_.mesh();
+    const std::int64_t channels = shape_.channels;
+    const std::int64_t leads = shape_.extent.lead_times;
+    const std::int64_t nlat = grid_.grid().nlat;
+    // Each slot was written by one rank: the sums over the groups are exact.
+    reduce_sum<double>(mesh, det_values_);
+    reduce_sum<double>(mesh, ens_values_);
+    spatial_reduce_sum<double>(mesh, zonal_prediction_values_);
+    reduce_sum<double>(mesh, zonal_prediction_values_);
+    spatial_reduce_sum<double>(mesh, zonal_truth_values_);
+    reduce_sum<double>(mesh, zonal_truth_values_);
+    if (prediction_sums_) {
+        prediction_sums_->merge_over_data();
+    }
+    error_sums_->merge_over_data();
+
+    VariableScores out(static_cast<std::size_t>(channels));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        out[static_cast<std::size_t>(c)].name = channels == 1 ? variable : variable + "[" + std::to_string(c) + "]";
+    }
+    const auto det_count = static_cast<std::int64_t>(deterministic_.size());
+    for (std::size_t r = 0; r < regions_.size(); ++r) {
+        const auto region = static_cast<std::int64_t>(r);
+        const Weights w = regions_[r].weights.view();
+        std::vector<std::vector<double>> statistics;  // per cell-statistic score, per channel (collective)
+        for (const RegisteredScore* s : scores_) {
+            if (s->family == ScoreFamily::time_mean) {
+                statistics.push_back(s->source == "rmse_of_time_mean"
+                                         ? error_sums_->rmse_of_time_mean(w, options_.policy, options_.summation)
+                                         : error_sums_->time_and_global_mean_bias(w, options_.policy,
+                                                                                  options_.summation));
+            }
+        }
+        for (std::int64_t c = 0; c < channels; ++c) {
+            RegionScores scores{regions_[r].name, {}, {}};
+            std::int64_t k = 0;  // the deterministic slot
+            std::size_t statistic = 0;
+            for (const RegisteredScore* s : scores_) {
+                if (s->family == ScoreFamily::time_mean) {
+                    scores.time_means.push_back({s, statistics[statistic++][static_cast<std::size_t>(c)]});
+                    continue;
+                }
+                if (!per_lead(*s)) {
+                    continue;
+                }
+                ScoreSeries series{s, 1, std::vector<double>(static_cast<std::size_t>(leads))};
+                for (std::int64_t l = 0; l < leads; ++l) {
+                    double value = 0.0;
+                    if (s->family == ScoreFamily::deterministic) {
+                        value = det_.sample_mean(det_values_, l, region, k, c);
+                    } else if (s->family == ScoreFamily::anomaly_correlation) {
+                        value = det_.sample_mean(det_values_, l, region, det_count, c);
+                    } else if (s->combination == SampleCombination::ratio_of_means) {
+                        // The ratio of the means over initial conditions, as WeatherBench 2 forms it.
+                        value = ens_.sample_mean(ens_values_, l, region, ensemble_slot(s->source), c) /
+                                ens_.sample_mean(ens_values_, l, region, ensemble_slot(s->denominator), c);
+                    } else {
+                        value = ens_.sample_mean(ens_values_, l, region, ensemble_slot(s->source), c);
+                    }
+                    series.values[static_cast<std::size_t>(l)] = value;
+                }
+                k += s->family == ScoreFamily::deterministic ? 1 : 0;
+                scores.per_lead.push_back(std::move(series));
+            }
+            for (const ScoreSeries& series : scores.per_lead) {
+                double sum = 0.0;
+                for (const std::int64_t row : options_.counted_leads) {
+                    sum += series.values[static_cast<std::size_t>(row)];
+                }
+                scores.time_means.push_back(
+                    {series.score, sum / static_cast<double>(options_.counted_leads.size())});
+            }
+            out[static_cast<std::size_t>(c)].regions.push_back(std::move(scores));
+        }
+    }
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (const RegisteredScore* s : scores_) {
+            if (s->family != ScoreFamily::zonal_mean) {
+                continue;
+            }
+            ScoreSeries profile{s, nlat, std::vector<double>(static_cast<std::size_t>(leads * nlat))};
+            for (std::int64_t l = 0; l < leads; ++l) {
+                for (std::int64_t i = 0; i < nlat; ++i) {
+                    const double prediction = zonal_prediction_.sample_mean(zonal_prediction_values_, l, 0, c, i);
+                    const double truth = zonal_truth_.sample_mean(zonal_truth_values_, l, 0, c, i);
+                    profile.values[static_cast<std::size_t>(l * nlat + i)] = s->source == "prediction" ? prediction
+                                                                             : s->source == "truth"    ? truth
+                                                                                                       : prediction - truth;
+                }
+            }
+            out[static_cast<std::size_t>(c)].profiles.push_back(std::move(profile));
+        }
+    }
+    if (options_.maps) {
+        // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,
+        // each data rank 0 its own box, and no rank a whole map.
+        std::vector<double> prediction_map = prediction_sums_->mean_difference(options_.policy);
+        std::vector<double> bias_map = error_sums_->mean_difference(options_.policy);
+        auto plane_size = static_cast<std::size_t>(grid_.box().area());
+        bool holds = mesh.coords().data == 0;
+        if (options_.gather_maps) {
+            const auto gather = [&](const std::vector<double>& part) {
+                return gather_global<double>(mesh, grid_.decomposition(),
+                                             std::span<const double>(part.data(), holds ? part.size() : 0),
+                                             holds ? 1 : 0, channels);
+            };
+            prediction_map = gather(prediction_map);
+            bias_map = gather(bias_map);
+            plane_size = static_cast<std::size_t>(grid_.grid().nlat * grid_.grid().nlon);
+            holds = mesh.world().rank() == 0;
+        }
+        const auto channel_map = [&](const std::vector<double>& maps, std::int64_t c) {
+            const auto first = maps.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * plane_size);
+            return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(plane_size));
+        };
+        for (std::int64_t c = 0; c < channels && holds; ++c) {
+            out[static_cast<std::size_t>(c)].prediction_map = channel_map(prediction_map, c);
+            out[static_cast<std::size_t>(c)].bias_map = channel_map(bias_map, c);
+        }
+    }
+    timings_.evaluation = {};
+    for (const Evaluator& e : evaluators_) {
+        const EvaluationTimings& t = e.timings();
+        timings_.evaluation.agreement_s += t.agreement_s;
+        timings_.evaluation.halo_s += t.halo_s;
+        timings_.evaluation.compute_s += t.compute_s;
+        timings_.evaluation.allreduce_s += t.allreduce_s;
+        timings_.evaluation.calls += t.calls;
+    }
+    timings_.finish_s += MPI_Wtime() - started;
+    return out;
+}
+
+template void Aggregator::record<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
+                                        std::span<const float>);
+template void Aggregator::record<double>(std::int64_t, std::int64_t, FieldShard<double>, std::span<const double>,
+                                         std::span<const double>);
+
+}  // namespace gridshard

@@ -1,0 +1,300 @@
+// The scoring run (evaluation/evaluate.hpp): agreement on the inputs, the mesh and the work split, then per
+// variable one Aggregator fed by read rounds.
+
+#include "gridshard/evaluation/evaluate.hpp"
+
+#include <algorithm>
+#include <memory>
+
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/comm/memory_check.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
+
+namespace gridshard {
+namespace {
+
+/// Seconds this rank spent reading (or generating) its fields, for RunTimings.
+struct RunClock {
+    double read = 0.0;
+    AggregatorTimings aggregation;
+    std::int64_t steps = 0;
+    void add(const AggregatorTimings& t) {
+        aggregation.evaluation.agreement_s += t.evaluation.agreement_s;
+        aggregation.evaluation.halo_s += t.evaluation.halo_s;
+        aggregation.evaluation.compute_s += t.evaluation.compute_s;
+        aggregation.evaluation.allreduce_s += t.evaluation.allreduce_s;
+        aggregation.zonal_s += t.zonal_s;
+        aggregation.time_sums_s += t.time_sums_s;
+        aggregation.finish_s += t.finish_s;
+    }
+};
+
+/// The run's fixed inputs beside the source, as every rank holds them after the agreements.
+struct RunInputs {
+    const EvaluationPlan& plan;
+    const io::ForecastSource& source;
+    const ShardedGrid& grid;
+    const WorkShare& work;
+    std::int64_t rounds;
+    const std::vector<RegionWeights>& regions;
+    const io::Climatology* climatology;
+    const io::TimeMeanRows& time_means;
+};
+
+/// One variable's scores in `T`; collective over the world. With collective reads every rank reads in `rounds`
+/// rounds (the most pairs of any data rank), reading nothing once its own pairs are done.
+template <class T>
+VariableScores score_variable(const RunInputs& in, const io::SourceVariable& variable, RunClock& clock,
+                              std::int64_t& done, std::int64_t total) {
+    const ProcessMesh& mesh = in.grid.mesh();
+    const Box& box = in.grid.box();
+    const io::ForecastLayout& layout = in.source.layout();
+    const WorkShare& work = in.work;
+    const std::int64_t channels = variable.channels;
+    const std::int64_t leads = layout.lead_times;
+    const auto plane = static_cast<std::size_t>(channels * box.area());
+    const std::int64_t mine = work.members.size();
+    const std::string& name = variable.name;
+    const bool collective = in.plan.access.collective();
+
+    // Everything field-sized is allocated here, before the first collective, and the outcome agreed: a rank that
+    // runs out of memory makes every rank raise the same SystemError instead of hanging.
+    std::vector<T> truth, members, climatology;
+    std::unique_ptr<io::ForecastSteps> reader;
+    std::optional<io::ClimatologyPlan> climatology_plan;
+    std::optional<Aggregator> aggregator;
+    check_collectively(mesh.world(), attempt([&] {
+                           truth = allocate_vector<T>(plane, "the truth buffer of '" + name + "'");
+                           members = allocate_vector<T>(plane * static_cast<std::size_t>(mine),
+                                                        "the members buffer of '" + name + "'");
+                           if (in.climatology != nullptr) {
+                               climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
+                               climatology_plan.emplace(in.climatology->open(variable, box));
+                           }
+                           AggregatorOptions options{.report = in.plan.report,
+                                                     .summation = in.plan.summation,
+                                                     .policy = in.plan.policy,
+                                                     .counted_leads = in.time_means.rows,
+                                                     .anomaly_correlation = in.climatology != nullptr,
+                                                     .maps = in.plan.maps,
+                                                     .gather_maps = !in.plan.access.writes_collectively()};
+                           aggregator.emplace(in.grid,
+                                              AggregatorShape{{layout.initial_conditions, layout.members, leads},
+                                                              channels,
+                                                              work},
+                                              in.regions, std::move(options));
+                           reader = in.source.open(variable, box);
+                       }));
+    // Ranks that score the same pairs together stop together when one cannot read, and with collective reads (or
+    // the members split, whose ensemble is exchanged over the data group) every rank.
+    const Communicator& together = work.split == DataSplit::members || collective ? mesh.world() : mesh.spatial();
+    const std::vector<std::int64_t>* loaded_climatology = nullptr;  // the indices of the field in the buffer
+    LocalFailure failure;
+    // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
+    // `rounds` rounds, reading nothing in those past its own pairs.
+    const std::int64_t pairs = work.pairs();
+    for (std::int64_t round = 0; round < std::max(pairs, in.rounds) && !failure.failed(); ++round) {
+        const bool has_pair = round < pairs;
+        const std::int64_t ic = has_pair ? work.initial_conditions.begin + round / work.leads.size() : 0;
+        const std::int64_t lead = has_pair ? work.leads.begin + round % work.leads.size() : 0;
+        const double read_started = MPI_Wtime();
+        io::ReadRound reads(collective);
+        reads.read([&] {
+            if (has_pair) {
+                reader->read(ic, lead, work.members, std::span<T>(truth), std::span<T>(members));
+            } else {
+                reader->read_none();
+            }
+        });
+        reads.read([&] {
+            if (!climatology_plan) {
+                return;
+            }
+            const auto* at =
+                has_pair ? &climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)] : nullptr;
+            if (at != nullptr && (loaded_climatology == nullptr || *loaded_climatology != *at)) {
+                loaded_climatology = nullptr;
+                climatology_plan->reader.read_at(*at, std::span<T>(climatology));
+                loaded_climatology = at;
+            } else {
+                climatology_plan->reader.read_none();  // collective reads: the others may read
+            }
+        });
+        failure = attempt([&] { reads.finish(); });
+        clock.read += MPI_Wtime() - read_started;
+        const LocalFailure agreed = attempt([&] { check_collectively(together, failure); });
+        if (agreed.failed()) {
+            failure = agreed;  // the whole group stops here, then raises with the world
+            break;
+        }
+        if (!has_pair) {
+            continue;
+        }
+        aggregator->record<T>(ic, lead, FieldShard<T>{truth, channels}, members, climatology);
+        ++clock.steps;
+        if (in.plan.on_step) {
+            in.plan.on_step(name, ++done, total);
+        }
+    }
+    check_collectively(mesh.world(), failure);
+    VariableScores scores = aggregator->finish(name);
+    clock.add(aggregator->timings());
+    return scores;
+}
+
+/// The variables of `names` among `available`, in the order of `names` (every one when empty).
+std::vector<io::SourceVariable> chosen_variables(const std::vector<io::SourceVariable>& available,
+                                                 const std::vector<std::string>& names) {
+    if (names.empty()) {
+        return available;
+    }
+    std::vector<io::SourceVariable> chosen;
+    for (const std::string& name : names) {
+        const auto it = std::find_if(available.begin(), available.end(),
+                                     [&](const io::SourceVariable& v) { return v.name == name; });
+        if (it == available.end()) {
+            std::string have;
+            for (const io::SourceVariable& v : available) {
+                have += (have.empty() ? "" : ", ") + v.name;
+            }
+            throw ArgumentError("--vars: the inputs have no variable '" + name + "' (they have " + have + ")");
+        }
+        chosen.push_back(*it);
+    }
+    return chosen;
+}
+
+}  // namespace
+
+MeshShape default_mesh(int ranks) {
+    int lat = 1;
+    for (int h = 1; h * h <= ranks; ++h) {
+        if (ranks % h == 0) {
+            lat = h;
+        }
+    }
+    return {1, lat, ranks / lat};
+}
+
+AreaWeights make_weights(AreaWeighting kind, const io::SourceGrid& g, const Box& box) {
+    if (kind == AreaWeighting::cos_lat) {
+        return cos_lat_weights(g.lat_deg, g.shape().nlon, box.lat);
+    }
+    const auto lat_bounds = g.lat_bounds_deg.empty() ? bounds_from_centres(g.lat_deg, true) : g.lat_bounds_deg;
+    const auto lon_bounds = g.lon_bounds_deg.empty() ? bounds_from_centres(g.lon_deg, false) : g.lon_bounds_deg;
+    return cell_area_weights(lat_bounds, lon_bounds, box);
+}
+
+EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& source, const Communicator& world) {
+    const double run_started = MPI_Wtime();
+    const io::ForecastLayout& layout = source.layout();
+    const io::SourceGrid& g = source.grid();
+    const std::vector<io::SourceVariable> variables = chosen_variables(source.variables(), plan.variables);
+    // Every rank read the files itself: a file still being written, or a stale copy on one node, would give ranks
+    // other sizes, variables or coordinates and so other collectives or other numbers. Agree first.
+    agree_or_throw(world, "",
+                   {g.shape().nlat, g.shape().nlon, layout.initial_conditions, layout.members, layout.lead_times,
+                    static_cast<std::int64_t>(variables.size()), io::forecast_hash(source, variables).value()},
+                   "the inputs as each rank reads them (grid, initial conditions, members, lead times, variables, "
+                   "hash of the coordinates, times, lead and initial times, names and types)");
+    EvaluationResult result;
+    result.report = plan.report;
+    result.split = plan.split;
+    result.weights = plan.weights;
+    result.summation = plan.summation;
+    result.policy = plan.policy;
+    result.grid = g;
+    result.layout = layout;
+    result.lead_times = source.lead_times();
+    result.climatology = plan.climatology;
+    result.time_means = plan.report == ReportKind::pair ? io::every_row(layout.lead_times)
+                                                        : io::time_mean_rows(source, plan.include_initial_step);
+
+    const MeshShape shape = plan.mesh ? *plan.mesh : default_mesh(world.size());
+    result.mesh = shape;
+    const ProcessMesh mesh(world, shape);
+    const ShardedGrid grid(mesh, g.shape(), plan.split);
+    const ForecastExtent extent{layout.initial_conditions, layout.members, layout.lead_times};
+    const WorkShare work = share_work(plan.data_split, extent, shape.data, mesh.coords().data);
+    result.data_split = work.split;
+    const std::int64_t rounds = plan.access.collective() ? read_rounds(work.split, extent, shape.data) : 0;
+    const AreaWeights weights = make_weights(plan.weights, g, grid.box());
+    io::ScoredRegions regions;
+    std::unique_ptr<io::Climatology> climatology;
+    std::int64_t climatology_hash = 0;
+    check_collectively(world, attempt([&] {
+                           regions = io::make_regions(plan.regions, g, grid.box(), weights, plan.access);
+                           if (!plan.climatology.empty()) {
+                               climatology = std::make_unique<io::Climatology>(plan.climatology, source, plan.access);
+                               climatology_hash = climatology->hash();
+                           }
+                       }));
+    // The climatology and the masks too: their layout as each rank reads it, as the forecast's.
+    agree_or_throw(world, "", {climatology ? 1 : 0, climatology_hash},
+                   "--climatology '" + plan.climatology +
+                       "' as each rank reads it (present, hash of its variables' dims, sizes and types and of its "
+                       "coordinates)");
+    agree_or_throw(world, "", {static_cast<std::int64_t>(regions.regions.size()), regions.hash.value()},
+                   "the --region boxes and masks as each rank reads them (regions, hash of the boxes and of the mask "
+                   "files' coordinates and variables)");
+    io::check_region_weights(mesh.spatial(), regions);
+    std::vector<RegionWeights> region_weights;
+    for (std::size_t r = 0; r < regions.regions.size(); ++r) {
+        region_weights.push_back({regions.regions[r].name, regions.weights[r]});
+    }
+    result.contents = {.ensemble = plan.report == ReportKind::forecast && layout.members > 1,
+                       .anomaly_correlation = climatology != nullptr};
+
+    // Before anything field-sized is allocated: does every node hold what its ranks need?
+    std::uint64_t largest = 0;
+    for (const io::SourceVariable& v : variables) {
+        const AggregatorShape one{extent, v.channels, work};
+        largest = std::max(largest, Aggregator::bytes(grid.box(), g.shape().nlat, one, region_weights.size(),
+                                                      v.type == io::ValueType::float64 ? 8 : 4, shape.data));
+    }
+    check_memory_fits(world, largest,
+                      "grid " + std::to_string(g.shape().nlat) + " x " + std::to_string(g.shape().nlon) + ", " +
+                          std::to_string(layout.initial_conditions) + " initial conditions x " +
+                          std::to_string(layout.members) + " members x " + std::to_string(layout.lead_times) +
+                          " lead times, " + std::to_string(variables.size()) + " variables, mesh " + to_string(shape));
+
+    const RunInputs inputs{plan, source, grid, work, rounds, region_weights, climatology.get(), result.time_means};
+    RunClock clock;
+    std::int64_t done = 0;
+    const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());
+    for (const io::SourceVariable& v : variables) {
+        VariableScores scores = v.type == io::ValueType::float64
+                                    ? score_variable<double>(inputs, v, clock, done, total)
+                                    : score_variable<float>(inputs, v, clock, done, total);
+        std::move(scores.begin(), scores.end(), std::back_inserter(result.channels));
+    }
+
+    if (plan.timings) {
+        // Every rank's phase times, each in its own slot of a world-wide sum (exact: one value a slot).
+        const AggregatorTimings& a = clock.aggregation;
+        const std::vector<double> mine = {clock.read,
+                                          a.evaluation.agreement_s,
+                                          a.evaluation.halo_s,
+                                          a.evaluation.compute_s,
+                                          a.evaluation.allreduce_s,
+                                          a.zonal_s,
+                                          a.time_sums_s,
+                                          a.finish_s,
+                                          MPI_Wtime() - run_started};
+        result.timings.names = {"read",      "agreement", "halo",  "compute", "allreduce",
+                                "zonal",     "time_sums", "final", "total"};
+        const std::size_t width = mine.size();
+        const std::size_t first = width * static_cast<std::size_t>(world.rank());
+        result.timings.per_rank.assign(width * static_cast<std::size_t>(world.size()), 0.0);
+        std::copy(mine.begin(), mine.end(), result.timings.per_rank.begin() + static_cast<std::ptrdiff_t>(first));
+        reduce_sum<double>(mesh, result.timings.per_rank);
+        spatial_reduce_sum<double>(mesh, result.timings.per_rank);
+        result.timings.steps = clock.steps;
+    }
+    result.sharded = grid;
+    return result;
+}
+
+}  // namespace gridshard

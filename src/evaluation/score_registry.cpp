@@ -1,0 +1,127 @@
+#include "gridshard/evaluation/score_registry.hpp"
+
+#include <algorithm>
+
+#include "gridshard/metrics/scores.hpp"
+
+namespace gridshard {
+namespace {
+
+using F = ScoreFamily;
+using C = SampleCombination;
+
+// The registry: the pair's scores come from the fused evaluation's own (metrics/scores.hpp), under their names;
+// the forecast's under ACE's.
+std::vector<RegisteredScore> make_registry() {
+    std::vector<RegisteredScore> scores;
+    for (const ScoreDefinition& d : evaluation_scores()) {
+        scores.push_back({.report = ReportKind::pair,
+                          .key = d.name,
+                          .label = d.label,
+                          .family = F::deterministic,
+                          .source = d.name,
+                          .table_width = d.table_width,
+                          .table_digits = d.table_digits});
+    }
+    scores.push_back({.report = ReportKind::pair, .key = "rmse_of_time_mean", .label = "rmse(tmean)",
+                      .family = F::time_mean, .combination = C::cell_statistic, .source = "rmse_of_time_mean"});
+    scores.push_back({.report = ReportKind::pair, .key = "time_and_global_mean_bias", .label = "bias(tmean)",
+                      .family = F::time_mean, .combination = C::cell_statistic, .source = "time_and_global_mean_bias"});
+    scores.push_back({.report = ReportKind::pair, .key = "truth", .family = F::zonal_mean, .source = "truth"});
+    scores.push_back({.report = ReportKind::pair, .key = "pred", .family = F::zonal_mean, .source = "prediction"});
+
+    const auto forecast = [&](RegisteredScore s) {
+        s.report = ReportKind::forecast;
+        scores.push_back(std::move(s));
+    };
+    // Deterministic, per lead time: ACE's names for the Evaluator's scores. The gradient score is ACE's rule:
+    // each field's mean over its own valid points.
+    forecast({.key = "weighted_rmse", .label = "rmse", .ace_key = "mean/weighted_rmse/{var}",
+              .source = "rmse", .table_order = 1});
+    forecast({.key = "weighted_bias", .label = "bias", .ace_key = "mean/weighted_bias/{var}",
+              .source = "bias", .table_order = 2});
+    forecast({.key = "weighted_mean_gen", .ace_key = "mean/weighted_mean_gen/{var}", .source = "mean_pred"});
+    forecast({.key = "weighted_mean_target", .ace_key = "mean/weighted_mean_target/{var}", .source = "mean_truth"});
+    forecast({.key = "weighted_std_gen", .ace_key = "mean/weighted_std_gen/{var}", .source = "std_pred"});
+    forecast({.key = "weighted_grad_mag_percent_diff", .label = "grad%",
+              .ace_key = "mean/weighted_grad_mag_percent_diff/{var}", .source = "grad_mag_percent_diff_own_points",
+              .table_order = 3});
+    // Ensemble, per lead time: the values of each initial condition's members (metrics/ensemble.hpp).
+    forecast({.key = "ensemble_mean_rmse", .label = "ens_rmse", .family = F::ensemble, .policy = PolicyRule::all_finite,
+              .source = "ensemble_mean_rmse", .table_order = 6});
+    forecast({.key = "spread", .family = F::ensemble, .policy = PolicyRule::all_finite, .source = "spread"});
+    forecast({.key = "spread_skill_ratio", .label = "ssr", .family = F::ensemble, .combination = C::ratio_of_means,
+              .policy = PolicyRule::all_finite, .source = "spread", .denominator = "ensemble_mean_rmse",
+              .table_order = 7});
+    forecast({.key = "crps", .label = "crps", .family = F::ensemble, .policy = PolicyRule::all_finite,
+              .source = "crps", .table_order = 8});
+    forecast({.key = "fair_crps", .label = "fair_crps", .family = F::ensemble, .policy = PolicyRule::all_finite,
+              .source = "fair_crps", .table_order = 9});
+    forecast({.key = "acc", .label = "acc", .family = F::anomaly_correlation, .policy = PolicyRule::all_finite,
+              .source = "acc", .table_order = 10});
+    // Time means of the maps (ACE's time_mean/rmse and time_mean/bias), then every per-lead score's mean over
+    // the counted lead times (no entry of its own: the writers add it to each per-lead score).
+    forecast({.key = "rmse", .label = "rmse(tmean)", .ace_key = "time_mean/rmse/{var}", .family = F::time_mean,
+              .combination = C::cell_statistic, .source = "rmse_of_time_mean", .table_order = 4});
+    forecast({.key = "bias", .label = "bias(tmean)", .ace_key = "time_mean/bias/{var}", .family = F::time_mean,
+              .combination = C::cell_statistic, .source = "time_and_global_mean_bias", .table_order = 5});
+    // Zonal means over (lead time, latitude), ACE's ZonalMeanAggregator's gen and error.
+    forecast({.key = "gen", .family = F::zonal_mean, .source = "prediction"});
+    forecast({.key = "error", .family = F::zonal_mean, .source = "error"});
+    return scores;
+}
+
+}  // namespace
+
+std::string_view to_string(ScoreFamily family) noexcept {
+    switch (family) {
+        case F::deterministic:
+            return "deterministic";
+        case F::ensemble:
+            return "ensemble";
+        case F::anomaly_correlation:
+            return "anomaly_correlation";
+        case F::time_mean:
+            return "time_mean";
+        case F::zonal_mean:
+            return "zonal_mean";
+    }
+    return "deterministic";
+}
+
+std::string_view to_string(PolicyRule rule) noexcept {
+    return rule == PolicyRule::follows_option ? "follows --policy" : "all_finite";
+}
+
+const std::vector<RegisteredScore>& registered_scores() {
+    static const std::vector<RegisteredScore> scores = make_registry();
+    return scores;
+}
+
+std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContents contents) {
+    std::vector<const RegisteredScore*> out;
+    for (const RegisteredScore& s : registered_scores()) {
+        const bool present = s.family == F::ensemble              ? contents.ensemble
+                             : s.family == F::anomaly_correlation ? contents.anomaly_correlation
+                                                                  : true;
+        if (s.report == kind && present) {
+            out.push_back(&s);
+        }
+    }
+    return out;
+}
+
+std::vector<const RegisteredScore*> table_scores(ReportKind kind, ReportContents contents) {
+    std::vector<const RegisteredScore*> out;
+    for (const RegisteredScore* s : report_scores(kind, contents)) {
+        if (!s->label.empty()) {
+            out.push_back(s);
+        }
+    }
+    std::stable_sort(out.begin(), out.end(), [](const RegisteredScore* a, const RegisteredScore* b) {
+        return a->table_order < b->table_order;
+    });
+    return out;
+}
+
+}  // namespace gridshard
