@@ -8,17 +8,6 @@
 
 namespace gridshard {
 
-void check_collectively(const Communicator& comm, const std::string& local_error) {
-    detail::agree_or_throw(comm, {local_error, ErrorKind::argument});
-}
-
-void check_collectively(const Communicator& comm, const LocalFailure& failure) {
-    detail::agree_or_throw(comm, failure);
-}
-
-}  // namespace gridshard
-
-namespace gridshard::detail {
 namespace {
 
 std::string join(const std::vector<std::int64_t>& values) {
@@ -33,6 +22,14 @@ std::string join(const std::vector<std::int64_t>& values) {
 }
 
 }  // namespace
+
+void check_collectively(const Communicator& comm, const std::string& local_error) {
+    agree_or_throw(comm, LocalFailure{local_error, ErrorKind::argument});
+}
+
+void check_collectively(const Communicator& comm, const LocalFailure& failure) {
+    agree_or_throw(comm, failure);
+}
 
 void agree_or_throw(const Communicator& comm, const LocalFailure& failure, std::initializer_list<std::int64_t> values,
                     std::string_view what) {
@@ -85,4 +82,4 @@ void allreduce_sum_in_place(const Communicator& comm, std::span<double> values) 
                   comm.native());
 }
 
-}  // namespace gridshard::detail
+}  // namespace gridshard

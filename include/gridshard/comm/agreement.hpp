@@ -55,16 +55,20 @@ void check_collectively(const Communicator& comm, const std::string& local_error
 /// ArgumentError or SystemError, by its kind.
 void check_collectively(const Communicator& comm, const LocalFailure& failure);
 
-}  // namespace gridshard
-
-namespace gridshard::detail {
-
-/// Collective over `comm`: one allreduce of 1 + 2 * values.size() int64 on success.
-/// Every rank passes its own error message (empty when its arguments are fine) and values that
-/// must be equal on every rank (counts, shapes), named by `what`. If any rank has an error, every
-/// rank throws the lowest such rank's failure (two more broadcasts: ArgumentError, or SystemError for
-/// ErrorKind::system); if the
-/// values differ, every rank throws ArgumentError naming `what` and the smallest and largest values.
+/// Collective over `comm`: every rank passes its own failure (empty when its arguments are fine) and
+/// `values` that must be equal on every rank (counts, shapes, hashes of options), named by `what` in the
+/// message. If any rank failed, every rank throws the lowest such rank's failure (ArgumentError, or
+/// SystemError for ErrorKind::system); else, if the values differ between ranks, every rank throws
+/// ArgumentError naming `what` and the smallest and largest values. Every rank must pass the same number of
+/// values. One MPI_Allreduce of 1 + 2 * values.size() int64 on success; two broadcasts more on failure.
+/// check_collectively is the same without values.
+/// @code
+///   void open_inputs(const gridshard::Communicator& comm, const std::string& problem, std::int64_t nlat,
+///                    std::int64_t nlon) {
+///       // Throws on every rank when any rank saw a problem or the ranks' grids differ.
+///       gridshard::agree_or_throw(comm, problem, {nlat, nlon}, "the grid (nlat, nlon)");
+///   }
+/// @endcode
 void agree_or_throw(const Communicator& comm, const LocalFailure& failure,
                     std::initializer_list<std::int64_t> values = {}, std::string_view what = "");
 /// The same with an argument error's message (empty when this rank's arguments are fine).
@@ -73,9 +77,20 @@ inline void agree_or_throw(const Communicator& comm, const std::string& local_er
     agree_or_throw(comm, LocalFailure{local_error, ErrorKind::argument}, values, what);
 }
 
-/// Collective over `comm`: one MPI_Allreduce(MPI_SUM) of `values`, in place, without an argument check.
-/// For callers that have agreed on the length already (with agree_or_throw); every rank holds the sums.
+/// Collective over `comm`: the elementwise sum of `values` over every rank, in place (one
+/// MPI_Allreduce(MPI_SUM)); every rank holds the sums. No argument check of its own: the ranks must have
+/// agreed on the length already (with agree_or_throw), or the call may hang or fail in MPI. The int64 sums
+/// are exact (an overflow is the caller's to rule out); the double ones are in MPI's order of summation.
 void allreduce_sum_in_place(const Communicator& comm, std::span<std::int64_t> values);
 void allreduce_sum_in_place(const Communicator& comm, std::span<double> values);
+
+}  // namespace gridshard
+
+namespace gridshard::detail {
+
+// The names the library's own code has used for the agreement (kept so that it need not change; the
+// front ends use gridshard::agree_or_throw and gridshard::allreduce_sum_in_place).
+using ::gridshard::agree_or_throw;
+using ::gridshard::allreduce_sum_in_place;
 
 }  // namespace gridshard::detail

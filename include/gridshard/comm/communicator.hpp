@@ -3,9 +3,11 @@
 /// A move-only RAII MPI communicator with an explicit ownership flag.
 ///
 /// @code
-///   gridshard::Communicator world = gridshard::Communicator::world();   // borrowed, never freed
-///   gridshard::Communicator mine = world.duplicate();                   // owned, freed on destruction
-///   gridshard::Communicator rows = mine.split(color, key);              // owned
+///   void groups(int color, int key) {
+///       gridshard::Communicator world = gridshard::Communicator::world();   // borrowed, never freed
+///       gridshard::Communicator mine = world.duplicate();                   // owned, freed on destruction
+///       gridshard::Communicator rows = mine.split(color, key);              // owned
+///   }
 /// @endcode
 
 #include <mpi.h>

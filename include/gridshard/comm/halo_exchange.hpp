@@ -3,10 +3,13 @@
 /// Halo exchange with the four side neighbours (no corners), planned once and executed many times.
 ///
 /// @code
-///   gridshard::HaloExchange plan(mesh, decomposition, /*width=*/1, {.lat = false, .lon = true});
-///   auto halo = plan.make_buffers<float>(channels);
-///   plan.execute(std::span<const float>(shard), halo);      // collective over `spatial`
-///   if (halo.has(gridshard::Side::lat_prev)) { float v = halo.at(gridshard::Side::lat_prev, c, 0, j); }
+///   void east_west(const gridshard::ProcessMesh& mesh, const gridshard::Decomposition& decomposition,
+///                  const std::vector<float>& shard, std::int64_t channels) {   // shard: (channels, box)
+///       gridshard::HaloExchange plan(mesh, decomposition, /*width=*/1, {.lat = false, .lon = true});
+///       auto halo = plan.make_buffers<float>(channels);
+///       plan.execute(std::span<const float>(shard), halo);      // collective over `spatial`
+///       if (halo.has(gridshard::Side::lon_prev)) { float v = halo.at(gridshard::Side::lon_prev, 0, 0, 0); }
+///   }
 /// @endcode
 
 #include <array>

@@ -5,7 +5,11 @@
 /// Scores over a region are the metrics with these weights. No MPI calls.
 ///
 /// @code
-///   auto tropics = gridshard::region_weights(weights, lat_deg, lon_deg, box, gridshard::parse_region("tropics"));
+///   // lat_deg, lon_deg: the whole grid's coordinates; box: this rank's box; weights: its area weights.
+///   gridshard::AreaWeights tropics_weights(gridshard::Weights weights, std::span<const double> lat_deg,
+///                                          std::span<const double> lon_deg, const gridshard::Box& box) {
+///       return gridshard::region_weights(weights, lat_deg, lon_deg, box, gridshard::parse_region("tropics").box);
+///   }
 /// @endcode
 
 #include <optional>

@@ -8,7 +8,9 @@
 ///   gridshard::io::Dataset d;
 ///   d.dims.push_back({"forecast_step", 3, {0, 1, 2}, {{"long_name", "forecast step"}}});
 ///   d.variables.push_back({"weighted_rmse-t2m", {"forecast_step"}, {0.0, 0.5, 0.7}, {{"units", "K"}}});
-///   gridshard::io::write_dataset("mean_diagnostics.nc", d);
+///   gridshard::io::AtomicOutput out("mean_diagnostics.nc");   // a temporary beside the target
+///   gridshard::io::write_dataset(out, d);
+///   out.commit();                                             // renamed over the target
 /// @endcode
 
 #include <cstdint>

@@ -6,11 +6,13 @@
 /// communicator, the ranks open it together and every read is collective (parallel_io.hpp).
 ///
 /// @code
-///   gridshard::io::NetcdfReader truth("truth.nc");            // checks the file holds all its data
-///   const gridshard::io::GridInfo& grid = truth.grid();        // lat, lon (file order), time, bounds
-///   gridshard::io::VariableReader t2m = truth.reader("t2m", box);   // resolved once
-///   std::vector<double> step(t2m.values_per_step());
-///   t2m.read_step(3, std::span<double>(step));                 // (channels, rows, cols), NaN where missing
+///   void read_t2m(const gridshard::Box& box) {                    // box: this rank's box
+///       gridshard::io::NetcdfReader truth("truth.nc");            // checks the file holds all its data
+///       const gridshard::io::GridInfo& grid = truth.grid();        // lat, lon (file order), time, bounds
+///       gridshard::io::VariableReader t2m = truth.reader("t2m", box);   // resolved once
+///       std::vector<double> step(t2m.values_per_step());
+///       t2m.read_step(3, std::span<double>(step));                 // (channels, rows, cols), NaN where missing
+///   }
 /// @endcode
 ///
 /// Not thread-safe: the netCDF C library is not. Indices are always in file order; nothing is reordered

@@ -9,10 +9,12 @@
 /// target removes them: those of its host whose process is gone, and any left untouched for a day.
 ///
 /// @code
-///   gridshard::io::check_output_paths({{"--truth", truth}, {"--pred", pred}}, {{"--json", json}});
-///   gridshard::io::AtomicOutput out(json);   // creates a temporary beside the target
-///   out.write(text);                         // or write the file at out.temporary_path() with a library
-///   out.commit();                            // fsync, rename over the target, fsync the folder
+///   void save(const std::string& truth, const std::string& pred, const std::string& json, const std::string& text) {
+///       gridshard::io::check_output_paths({{"--truth", truth}, {"--pred", pred}}, {{"--json", json}});
+///       gridshard::io::AtomicOutput out(json);   // creates a temporary beside the target
+///       out.write(text);                         // or write the file at out.temporary_path() with a library
+///       out.commit();                            // fsync, rename over the target, fsync the folder
+///   }
 /// @endcode
 
 #include <functional>

@@ -4,9 +4,13 @@
 /// halo exchange and one allreduce. The command-line tool's `eval` uses it.
 ///
 /// @code
-///   gridshard::Evaluator evaluator(grid, channels, weights.view());
-///   gridshard::Scores s = evaluator.evaluate(gridshard::FieldShard<float>{truth, channels},
-///                                            gridshard::FieldShard<float>{prediction, channels});
+///   gridshard::Scores score(const gridshard::ShardedGrid& grid, std::int64_t channels,
+///                           const gridshard::AreaWeights& weights, const std::vector<float>& truth,
+///                           const std::vector<float>& prediction) {
+///       gridshard::Evaluator evaluator(grid, channels, weights.view());
+///       return evaluator.evaluate(gridshard::FieldShard<float>{truth, channels},
+///                                 gridshard::FieldShard<float>{prediction, channels});
+///   }
 /// @endcode
 
 #include <cstdint>

@@ -4,10 +4,15 @@
 /// the options every metric shares.
 ///
 /// @code
-///   gridshard::ShardedGrid grid(mesh, {721, 1440});                    // collective over spatial
-///   std::vector<float> t = ...;                                         // (channels, box rows, box cols)
-///   auto w = gridshard::cos_lat_weights(lat_deg, 1440, grid.box().lat); // this rank's rows only
-///   auto mean = gridshard::weighted_mean(grid, gridshard::FieldShard<float>{t, channels}, w.view());
+///   #include "gridshard/geometry/area_weights.hpp"
+///   #include "gridshard/metrics/metrics.hpp"
+///   std::vector<double> global_mean(const gridshard::ProcessMesh& mesh, std::span<const double> lat_deg,
+///                                   const std::vector<float>& t, std::int64_t channels) {
+///       gridshard::ShardedGrid grid(mesh, {721, 1440});                    // collective over spatial
+///       // t: (channels, box rows, box cols) of this rank's box
+///       auto w = gridshard::cos_lat_weights(lat_deg, 1440, grid.box().lat); // this rank's rows only
+///       return gridshard::weighted_mean(grid, gridshard::FieldShard<float>{t, channels}, w.view());
+///   }
 /// @endcode
 
 #include <concepts>

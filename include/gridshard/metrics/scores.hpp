@@ -6,9 +6,13 @@
 /// entry here (docs/design.md §3). No MPI calls.
 ///
 /// @code
-///   gridshard::Scores s = evaluator.evaluate(truth, prediction);
-///   for (const gridshard::ScoreDefinition& d : gridshard::evaluation_scores()) {
-///       std::printf("%s = %g\n", d.name.c_str(), s[d.name][0]);   // channel 0
+///   #include "gridshard/metrics/evaluation.hpp"
+///   void print(gridshard::Evaluator& evaluator, gridshard::FieldShard<float> truth,
+///              gridshard::FieldShard<float> prediction) {
+///       gridshard::Scores s = evaluator.evaluate(truth, prediction);
+///       for (const gridshard::ScoreDefinition& d : gridshard::evaluation_scores()) {
+///           std::printf("%s = %g\n", d.name.c_str(), s[d.name][0]);   // channel 0
+///       }
 ///   }
 /// @endcode
 

@@ -5,9 +5,11 @@
 /// metric, the fused Evaluator and the tool's scores are finalizers over a TermSums. No MPI calls here.
 ///
 /// @code
-///   gridshard::TermSums s = ...;                        // from the metrics layer, merged over the grid
-///   double mean = s.mean(c, gridshard::Term::truth);    // channel c: sum a*t / sum a over valid points
-///   double rmse = s.rmse(c);
+///   void report(const gridshard::TermSums& s, std::int64_t c) {   // s: from the metrics layer, merged
+///       double mean = s.mean(c, gridshard::Term::truth);          // channel c: sum a*t / sum a over valid points
+///       double rmse = s.rmse(c);
+///       std::printf("mean %g rmse %g\n", mean, rmse);
+///   }
 /// @endcode
 
 #include <cstdint>

@@ -5,10 +5,19 @@
 /// under a named validity policy. The library's time-mean metrics and `gridshard eval` are this code.
 ///
 /// @code
-///   gridshard::TimeMeanAccumulator sums(grid, channels);
-///   for (each of this data rank's steps) sums.add<float>(truth_step, prediction_step);   // no MPI
-///   sums.merge_over_data(mesh);                                                         // over data
-///   auto rmse = sums.rmse_of_time_mean(weights, gridshard::ValidityPolicy::skip_invalid_pairs);
+///   // Each data rank adds its own steps, then one merge gives every rank the sums over all steps.
+///   std::vector<double> rmse_of_mean(const gridshard::ShardedGrid& grid, gridshard::Weights weights,
+///                                    const std::vector<std::vector<float>>& truth_steps,
+///                                    const std::vector<std::vector<float>>& prediction_steps,
+///                                    std::int64_t channels) {
+///       gridshard::TimeMeanAccumulator sums(grid, channels);
+///       for (std::size_t k = 0; k < truth_steps.size(); ++k) {   // (channels, box rows, box cols); no MPI
+///           sums.add(gridshard::FieldShard<float>{truth_steps[k], channels},
+///                    gridshard::FieldShard<float>{prediction_steps[k], channels});
+///       }
+///       sums.merge_over_data();                                   // collective over `data`
+///       return sums.rmse_of_time_mean(weights, gridshard::ValidityPolicy::skip_invalid_pairs);   // over `spatial`
+///   }
 /// @endcode
 
 #include <cstdint>
