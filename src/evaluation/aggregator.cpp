@@ -166,9 +166,11 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     }();
     const FieldShard<T> t_all = repeated(scratch[0], truth);
     const FieldShard<T> p_all{members, mine * channels};
-    const bool owner = mesh.spatial().rank() == 0;
+    // Each per-sample value has one owner per spatial group: the data rank that scored it (every rank of its
+    // spatial group holds the same value, so each writes it, and the sums over the data group give every rank every
+    // value); the ensemble scores, which every data rank gets when the members are split, data rank 0's.
     const bool members_split = shape_.work.split == DataSplit::members;
-    const bool ensemble_owner = owner && (!members_split || mesh.coords().data == 0);
+    const bool ensemble_owner = !members_split || mesh.coords().data == 0;
     std::optional<FieldShard<T>> c_all;
     if (options_.anomaly_correlation && mine > 0) {
         c_all = repeated(scratch[1], FieldShard<T>{climatology, channels});
@@ -185,7 +187,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
                 acc = anomaly_correlation<T>(grid_, t_all, p_all, *c_all, w, options_.summation);
             }
         }
-        for (std::int64_t m = 0; m < mine && owner; ++m) {
+        for (std::int64_t m = 0; m < mine; ++m) {
             const std::int64_t sample = initial_condition * member_count + shape_.work.members.begin + m;
             for (std::int64_t c = 0; c < channels; ++c) {
                 const auto mc = static_cast<std::size_t>(m * channels + c);

@@ -30,8 +30,13 @@ std::vector<RegisteredScore> make_registry() {
     scores.push_back({.report = ReportKind::pair, .key = "truth", .family = F::zonal_mean, .source = "truth"});
     scores.push_back({.report = ReportKind::pair, .key = "pred", .family = F::zonal_mean, .source = "prediction"});
 
+    for (std::size_t k = 0; k < scores.size(); ++k) {
+        scores[k].table_order = static_cast<int>(k);  // the pair's table follows the registry
+    }
     const auto forecast = [&](RegisteredScore s) {
         s.report = ReportKind::forecast;
+        s.table_width = 11;
+        s.table_digits = 5;
         scores.push_back(std::move(s));
     };
     // Deterministic, per lead time: ACE's names for the Evaluator's scores. The gradient score is ACE's rule:

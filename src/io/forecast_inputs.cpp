@@ -211,7 +211,7 @@ void check_region_weights(const Communicator& spatial, const ScoredRegions& regi
         counts[2 * k] = regions.inside[k];
         counts[2 * k + 1] = std::count_if(w.begin(), w.end(), [](double x) { return x > 0.0; });
     }
-    detail::allreduce_sum_in_place(spatial, counts);
+    gridshard::allreduce_sum_in_place(spatial, counts);
     for (std::size_t k = 0; k < n; ++k) {
         if (counts[2 * k + 1] > 0) {
             continue;

@@ -10,10 +10,11 @@
 /// allreduce over the lon group for the zonal means; the ensemble scores and the anomaly correlation one
 /// allreduce each; with the members split, the ensemble's exchange over the data group); the ranks of a spatial
 /// group share their pairs by construction (geometry/work_split.hpp), so nothing has to be matched on ranks that
-/// record nothing. finish() is collective over the world: per-sample values are written into their own slots by
-/// one rank each and summed over the data and spatial groups (exact), the means over samples are then taken in
-/// sample order, and the time-mean sums are merged over the data group, so every score is the serial answer bit
-/// for bit whatever the mesh.
+/// record nothing. finish() is collective over the world: each per-sample value is written into its own slot by
+/// the one data rank that scored it (by every rank of its spatial group, which all hold it) and summed over the data
+/// group (exact: the other ranks add zeros), the means over samples are then taken in sample order, and the
+/// time-mean sums are merged over the data group, so every score is the serial answer bit for bit whatever the
+/// mesh, on every rank.
 ///
 /// @code
 ///   gridshard::Aggregator scores(grid, {.extent = extent, .channels = 2, .work = share}, regions, options);

@@ -52,17 +52,17 @@ enum class PolicyRule {
 /// One score of one report.
 struct RegisteredScore {
     ReportKind report = ReportKind::pair;
-    std::string key;      ///< its key in the JSON report and its name in the netCDF files
-    std::string label;    ///< its table column ("" when the table leaves it out)
-    std::string ace_key;  ///< ACE's log key (fme 2026.10.0) with {var} for the variable, or "" when ACE has none
+    std::string key{};      ///< its key in the JSON report and its name in the netCDF files
+    std::string label{};    ///< its table column ("" when the table leaves it out)
+    std::string ace_key{};  ///< ACE's log key (fme 2026.10.0) with {var} for the variable, or "" when ACE has none
     ScoreFamily family = ScoreFamily::deterministic;
     SampleCombination combination = SampleCombination::mean_of_samples;
     PolicyRule policy = PolicyRule::follows_option;
     /// The value it takes: the Evaluator score (deterministic), the EnsembleScores member (ensemble), the
     /// accumulator statistic (time_mean: "rmse_of_time_mean" or "time_and_global_mean_bias"), the profile
     /// (zonal_mean: "truth", "prediction" or "error"); for ratio_of_means the numerator's key.
-    std::string source;
-    std::string denominator;  ///< for ratio_of_means: the denominator's key
+    std::string source{};
+    std::string denominator{};  ///< for ratio_of_means: the denominator's key
     int table_width = 12;
     int table_digits = 4;
     int table_order = 0;  ///< the forecast table's column order (the pair table's follows the registry)

@@ -1,0 +1,464 @@
+#include "report.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "gridshard/core/error.hpp"
+#include "gridshard/io/dataset_writer.hpp"
+#include "gridshard/io/parallel_io.hpp"
+#include "gridshard/io/zonal_writer.hpp"
+
+namespace gridshard::cli {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+// A channel's name as a netCDF name: "ta[2]" is "ta_2".
+std::string netcdf_name(const std::string& name) {
+    std::string out;
+    for (const char c : name) {
+        if (c == '[') {
+            out += '_';
+        } else if (c != ']') {
+            out += c;
+        }
+    }
+    return out;
+}
+
+// Which rows the time means count, for the table and the maps' title: "rows 1 to 4 of 5 (lead 0, the initial
+// condition, left out)".
+std::string time_mean_rows_text(const EvaluationResult& result) {
+    const io::TimeMeanRows& t = result.time_means;
+    const std::vector<std::int64_t>& rows = t.rows;
+    std::string text;
+    if (!rows.empty() && rows.back() - rows.front() + 1 == static_cast<std::int64_t>(rows.size())) {
+        text = "rows " + std::to_string(rows.front()) + " to " + std::to_string(rows.back());
+    } else {
+        for (const std::int64_t row : rows) {
+            text += (text.empty() ? "rows " : ", ") + std::to_string(row);
+        }
+    }
+    text += " of " + std::to_string(result.layout.lead_times);
+    if (!t.leads_known) {
+        return text + " (lead times unknown: every row)";
+    }
+    if (t.initial_rows == 0) {
+        return text + " (every lead time > 0)";
+    }
+    if (!t.initial_counted) {
+        return text + " (lead 0, the initial condition, left out)";
+    }
+    return text + (static_cast<std::int64_t>(rows.size()) == t.initial_rows
+                       ? " (lead 0 only: no row at a lead time > 0)"
+                       : " (lead 0 included: --include-initial-step)");
+}
+
+// The scores whose validity rule is not --policy's in this result, with their rule; none under the default policy,
+// whose rule (truth and prediction finite) theirs extends to every member and the climatology.
+std::vector<const RegisteredScore*> fixed_policy_scores(const EvaluationResult& result) {
+    std::vector<const RegisteredScore*> out;
+    if (result.policy == ValidityPolicy::skip_invalid_pairs || result.channels.empty()) {
+        return out;
+    }
+    for (const ScoreSeries& s : result.channels.front().regions.front().per_lead) {
+        if (s.score->policy != PolicyRule::follows_option) {
+            out.push_back(s.score);
+        }
+    }
+    return out;
+}
+
+// One region's scores: a forecast's per-lead series and every time mean; a pair's per-step series, the means over
+// the steps of each, and its cell statistics under their own keys beside them.
+json region_json(const EvaluationResult& result, const RegionScores& r) {
+    const bool pair = result.report == ReportKind::pair;
+    json per_lead = json::object();
+    for (const ScoreSeries& s : r.per_lead) {
+        per_lead[s.score->key] = s.values;
+    }
+    json time_mean = json::object();
+    json statistics = json::object();
+    for (const ScoreValue& v : r.time_means) {
+        (pair && v.score->family == ScoreFamily::time_mean ? statistics : time_mean)[v.score->key] = v.value;
+    }
+    json out = {{pair ? "per_time" : "per_step", per_lead}, {"time_mean", time_mean}};
+    out.update(statistics);
+    return out;
+}
+
+nlohmann::ordered_json json_header(const EvaluationResult& result) {
+    return {
+        {"gridshard", GRIDSHARD_VERSION},
+        {"mesh", {{"data", result.mesh.data}, {"lat", result.mesh.lat}, {"lon", result.mesh.lon}}},
+        {"split", std::string(to_string(result.split))},
+        {"weights", std::string(to_string(result.weights))},
+        {"summation", std::string(to_string(result.summation))},
+        {"policy", std::string(to_string(result.policy))},
+        {"grid", {{"nlat", result.grid.shape().nlat}, {"nlon", result.grid.shape().nlon}}},
+    };
+}
+
+// Writes `document` compactly with a newline; bytes of a name that are not UTF-8 (a netCDF name is bytes) are
+// replaced rather than failing the report.
+void dump_json(const nlohmann::ordered_json& document, std::ostream& out) {
+    out << document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
+json forecast_json(const EvaluationResult& result) {
+    const io::ForecastLayout& l = result.layout;
+    const io::LeadTimes& t = result.lead_times;
+    json forecast = {
+        {"initial_conditions", l.initial_conditions},
+        {"members", l.members},
+        {"lead_times", l.lead_times},
+        {"members_from", l.members_from},
+        {"data_split", std::string(to_string(result.data_split))},
+        {"time_means_include_initial_step", result.time_means.initial_counted},
+        {"time_means_rows", result.time_means.rows},
+        {"lead_time", {{"values", t.values}, {"units", t.units}}},
+        {"init_time", {{"values", t.init_times}, {"units", t.init_time_units}, {"calendar", t.calendar}}},
+        {"climatology", result.climatology.empty() ? json(nullptr) : json(result.climatology)},
+    };
+    json policies = json::object();
+    for (const RegisteredScore* s : fixed_policy_scores(result)) {
+        policies[s->key] = std::string(to_string(s->policy));
+    }
+    if (!policies.empty()) {
+        forecast["score_policies"] = policies;
+    }
+    return forecast;
+}
+
+// The table's columns: the scores of the first channel's first region that have a label, in table order.
+std::vector<const RegisteredScore*> table_columns(const EvaluationResult& result) {
+    std::vector<const RegisteredScore*> columns;
+    if (result.channels.empty()) {
+        return columns;
+    }
+    for (const ScoreValue& v : result.channels.front().regions.front().time_means) {
+        if (!v.score->label.empty()) {
+            columns.push_back(v.score);
+        }
+    }
+    std::stable_sort(columns.begin(), columns.end(), [](const RegisteredScore* a, const RegisteredScore* b) {
+        return a->table_order < b->table_order;
+    });
+    return columns;
+}
+
+const double* time_mean_of(const RegionScores& r, const RegisteredScore* score) {
+    for (const ScoreValue& v : r.time_means) {
+        if (v.score == score) {
+            return &v.value;
+        }
+    }
+    return nullptr;
+}
+
+}  // namespace
+
+void print_table(const EvaluationResult& result, std::ostream& out) {
+    const bool pair = result.report == ReportKind::pair;
+    const io::ForecastLayout& l = result.layout;
+    char cell[512];
+    if (pair) {
+        std::snprintf(cell, sizeof cell,
+                      "gridshard eval: grid %lld x %lld, %lld steps, mesh %s, split %s, weights %s, %s sums, %s\n",
+                      static_cast<long long>(result.grid.shape().nlat), static_cast<long long>(result.grid.shape().nlon),
+                      static_cast<long long>(l.lead_times), to_string(result.mesh).c_str(),
+                      std::string(to_string(result.split)).c_str(), std::string(to_string(result.weights)).c_str(),
+                      std::string(to_string(result.summation)).c_str(), std::string(to_string(result.policy)).c_str());
+        out << cell << "time means over the steps:\n";
+    } else {
+        std::snprintf(cell, sizeof cell,
+                      "gridshard eval: forecast of %lld initial conditions x %lld members x %lld lead times, grid %lld "
+                      "x %lld, mesh %s (data split over %s)\n",
+                      static_cast<long long>(l.initial_conditions), static_cast<long long>(l.members),
+                      static_cast<long long>(l.lead_times), static_cast<long long>(result.grid.shape().nlat),
+                      static_cast<long long>(result.grid.shape().nlon), to_string(result.mesh).c_str(),
+                      std::string(to_string(result.data_split)).c_str());
+        out << cell << "time means over " << time_mean_rows_text(result) << ":\n";
+        const std::vector<const RegisteredScore*> fixed = fixed_policy_scores(result);
+        if (!fixed.empty()) {
+            std::string names;
+            for (const RegisteredScore* s : fixed) {
+                names += (names.empty() ? "" : ", ") + s->key;
+            }
+            out << names << ": points where the truth, every member and the climatology are finite (all_finite), "
+                << "not --policy " << to_string(result.policy) << "\n";
+        }
+        if (result.channels.empty()) {
+            return;
+        }
+    }
+    const std::vector<const RegisteredScore*> columns = table_columns(result);
+    std::snprintf(cell, sizeof cell, pair ? "%-12s" : "%-12s %-22s", "variable", "region");
+    out << cell;
+    for (const RegisteredScore* s : columns) {
+        std::snprintf(cell, sizeof cell, " %*s", s->table_width, s->label.c_str());
+        out << cell;
+    }
+    out << "\n";
+    for (const ChannelScores& c : result.channels) {
+        for (const RegionScores& r : c.regions) {
+            std::snprintf(cell, sizeof cell, pair ? "%-12s" : "%-12s %-22s", c.name.c_str(), r.name.c_str());
+            out << cell;
+            for (const RegisteredScore* s : columns) {
+                if (const double* value = time_mean_of(r, s)) {
+                    std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, *value);
+                    out << cell;
+                }
+            }
+            out << "\n";
+        }
+    }
+}
+
+void write_json(const EvaluationResult& result, std::ostream& out) {
+    const bool pair = result.report == ReportKind::pair;
+    json variables = json::object();
+    for (const ChannelScores& c : result.channels) {
+        json entry = region_json(result, c.regions.front());
+        if (!pair) {
+            json regions = json::object();
+            for (const RegionScores& r : c.regions) {
+                regions[r.name] = region_json(result, r);
+            }
+            entry["regions"] = regions;
+        }
+        variables[c.name] = entry;
+    }
+    json document = json_header(result);
+    if (pair) {
+        document["ntime"] = result.layout.lead_times;
+    } else {
+        document["forecast"] = forecast_json(result);
+    }
+    document["variables"] = variables;
+    const RunTimings& timings = result.timings;
+    if (!timings.names.empty()) {
+        json ranks = json::array();
+        const std::size_t width = timings.names.size();
+        for (std::size_t r = 0; r * width < timings.per_rank.size(); ++r) {
+            json one = json::object();
+            for (std::size_t k = 0; k < width; ++k) {
+                one[timings.names[k]] = timings.per_rank[r * width + k];
+            }
+            ranks.push_back(one);
+        }
+        document["timings"] = {{"seconds_per_rank", ranks}, {"steps_per_rank", timings.steps}};
+    }
+    dump_json(document, out);
+}
+
+namespace {
+
+io::DatasetDim forecast_step_dim(const EvaluationResult& result) {
+    std::vector<double> steps;
+    for (std::int64_t l = 0; l < result.layout.lead_times; ++l) {
+        steps.push_back(static_cast<double>(l));
+    }
+    return {"forecast_step", result.layout.lead_times, steps, {{"long_name", "forecast step (0: initial condition)"}}};
+}
+
+io::DatasetDim lat_dim(const EvaluationResult& result) {
+    return {"lat",
+            result.grid.shape().nlat,
+            result.grid.lat_deg,
+            {{"standard_name", "latitude"}, {"units", "degrees_north"}, {"axis", "Y"}}};
+}
+
+io::Attributes global_attributes(const std::string& title) {
+    return {{"title", title}, {"source", std::string("gridshard ") + GRIDSHARD_VERSION}};
+}
+
+io::Dataset mean_diagnostics(const EvaluationResult& result) {
+    io::Dataset d;
+    d.dims.push_back(forecast_step_dim(result));
+    d.global_attributes = global_attributes("gridshard forecast scores per lead time");
+    // The variables and regions, so that a reader need not parse the names "SCORE-VARIABLE[-REGION]".
+    std::string variables;
+    for (const ChannelScores& c : result.channels) {
+        variables += (variables.empty() ? "" : " ") + netcdf_name(c.name);
+    }
+    std::string regions;
+    if (!result.channels.empty()) {
+        for (const RegionScores& r : result.channels.front().regions) {
+            regions += (regions.empty() ? "" : " ") + r.name;
+        }
+    }
+    d.global_attributes.emplace_back("variables", variables);
+    d.global_attributes.emplace_back("regions", regions);
+    if (result.lead_times.values.size() == static_cast<std::size_t>(result.layout.lead_times)) {
+        d.variables.push_back({"lead_time",
+                               {"forecast_step"},
+                               result.lead_times.values,
+                               {{"long_name", "lead time"}, {"units", result.lead_times.units}}});
+    }
+    for (const ChannelScores& c : result.channels) {
+        for (const RegionScores& r : c.regions) {
+            for (const ScoreSeries& s : r.per_lead) {
+                const std::string& score = s.score->key;
+                const std::vector<double>& series = s.values;
+                const std::string suffix = r.name == "global" ? "" : "-" + r.name;
+                d.variables.push_back({score + "-" + netcdf_name(c.name) + suffix,
+                                       {"forecast_step"},
+                                       series,
+                                       {{"long_name", score + " of " + c.name + " over " + r.name}}});
+            }
+        }
+    }
+    return d;
+}
+
+io::Dataset zonal_diagnostics(const EvaluationResult& result) {
+    io::Dataset d;
+    d.dims = {forecast_step_dim(result), lat_dim(result)};
+    d.global_attributes = global_attributes("gridshard zonal means per lead time, averaged over samples");
+    for (const ChannelScores& c : result.channels) {
+        const std::string name = netcdf_name(c.name);
+        d.variables.push_back({"gen-" + name,
+                               {"forecast_step", "lat"},
+                               c.profile("gen")->values,
+                               {{"long_name", c.name + " zonal mean, generated"}, {"cell_methods", "lon: mean"}}});
+        d.variables.push_back(
+            {"error-" + name,
+             {"forecast_step", "lat"},
+             c.profile("error")->values,
+             {{"long_name", c.name + " zonal-mean error (generated - target)"}, {"cell_methods", "lon: mean"}}});
+    }
+    return d;
+}
+
+// The maps' part each rank writes collectively: (lat, lon) start and count; none for a whole map.
+struct MapPart {
+    std::vector<std::int64_t> start;
+    std::vector<std::int64_t> count;
+};
+
+io::Dataset time_mean_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
+    io::Dataset d;
+    d.dims = {lat_dim(result),
+              {"lon",
+               result.grid.shape().nlon,
+               result.grid.lon_deg,
+               {{"standard_name", "longitude"}, {"units", "degrees_east"}, {"axis", "X"}}}};
+    d.global_attributes = global_attributes("gridshard time-mean maps (" + time_mean_rows_text(result) + ")");
+    for (const ChannelScores& c : result.channels) {
+        const std::string name = netcdf_name(c.name);
+        const auto map = [&](const std::string& prefix, const std::vector<double>& values, const std::string& what) {
+            d.variables.push_back(
+                {prefix + name, {"lat", "lon"}, values, {{"long_name", c.name + what}}, part.start, part.count});
+        };
+        map("gen_map-", c.prediction_map, " time mean, generated");
+        map("bias_map-", c.bias_map, " time-mean bias (generated - target)");
+    }
+    return d;
+}
+
+// The --zonal file of a pair: per channel its zonal means of the truth and the prediction over (time, lat).
+void write_zonal_file(io::AtomicOutput& output, const EvaluationResult& result) {
+    std::vector<io::ZonalVariable> variables;
+    for (const ChannelScores& c : result.channels) {
+        for (const char* key : {"truth", "pred"}) {
+            const std::string name = c.name + "_" + key;
+            variables.push_back({name, c.profile(key)->values, "", "zonal mean of " + name});
+        }
+    }
+    io::write_zonal_means(output, result.grid, result.grid.ntime, variables);
+}
+
+void write_json_report(io::AtomicOutput& output, const EvaluationResult& result) {
+    std::ostringstream text;
+    write_json(result, text);
+    output.write(text.str());
+}
+
+}  // namespace
+
+std::vector<io::NamedPath> OutputPaths::named() const {
+    return {{"--json", json, true},
+            {"--zonal", zonal},
+            {"--diagnostics", mean},
+            {"--diagnostics", zonal_mean},
+            {"--diagnostics", time_mean}};
+}
+
+OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder) {
+    OutputPaths paths{json, zonal, "", "", ""};
+    if (!folder.empty()) {
+        const std::string base = folder.back() == '/' ? folder : folder + "/";
+        paths.mean = base + "mean_diagnostics.nc";
+        paths.zonal_mean = base + "zonal_mean_diagnostics.nc";
+        paths.time_mean = base + "time_mean_diagnostics.nc";
+    }
+    return paths;
+}
+
+void check_diagnostics_folder(const std::string& folder) {
+    if (folder.empty()) {
+        return;
+    }
+    struct stat info {};
+    if (::stat(folder.c_str(), &info) != 0 || !S_ISDIR(info.st_mode)) {
+        throw ArgumentError("--diagnostics '" + folder + "' is not an existing folder");
+    }
+}
+
+void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std::ostream& table) {
+    print_table(result, table);
+    std::vector<io::OutputJob> jobs;
+    if (!paths.zonal.empty()) {
+        jobs.push_back({paths.zonal, [&](io::AtomicOutput& o) { write_zonal_file(o, result); }});
+    }
+    if (!paths.mean.empty()) {
+        jobs.push_back({paths.mean, [&](io::AtomicOutput& o) { io::write_dataset(o, mean_diagnostics(result)); }});
+        jobs.push_back(
+            {paths.zonal_mean, [&](io::AtomicOutput& o) { io::write_dataset(o, zonal_diagnostics(result)); }});
+        jobs.push_back(
+            {paths.time_mean, [&](io::AtomicOutput& o) { io::write_dataset(o, time_mean_diagnostics(result)); }});
+    }
+    if (!paths.json.empty()) {
+        jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
+    }
+    io::write_outputs_atomically(jobs);
+}
+
+void write_outputs_collectively(const EvaluationResult& result, const OutputPaths& paths, std::ostream& table) {
+    const ShardedGrid& grid = *result.sharded;
+    const Communicator& world = grid.mesh().world();
+    if (world.rank() == 0) {
+        print_table(result, table);
+    }
+    const Box& box = grid.box();
+    const bool writes_maps = grid.mesh().coords().data == 0;
+    const MapPart part{{writes_maps ? box.lat.begin : 0, writes_maps ? box.lon.begin : 0},
+                       {writes_maps ? box.lat.size() : 0, writes_maps ? box.lon.size() : 0}};
+    const auto collectively = [&world](const std::string& path, io::Dataset dataset) {
+        return io::CollectiveOutputJob{
+            path, {}, [&world, path, dataset = std::move(dataset)](const std::string& temporary) {
+                io::write_dataset_collectively(temporary, path, dataset, world);
+            }};
+    };
+    std::vector<io::CollectiveOutputJob> jobs;
+    if (!paths.zonal.empty()) {  // rank 0 writes the small zonal file of a pair
+        jobs.push_back({paths.zonal, [&](io::AtomicOutput& o) { write_zonal_file(o, result); }, {}});
+    }
+    if (!paths.mean.empty()) {
+        jobs.push_back(collectively(paths.mean, mean_diagnostics(result)));
+        jobs.push_back(collectively(paths.zonal_mean, zonal_diagnostics(result)));
+        jobs.push_back(collectively(paths.time_mean, time_mean_diagnostics(result, part)));
+    }
+    if (!paths.json.empty()) {
+        jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});
+    }
+    io::write_outputs_atomically(jobs, world);
+}
+
+}  // namespace gridshard::cli

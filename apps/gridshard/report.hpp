@@ -1,0 +1,50 @@
+#pragma once
+// The outputs of `gridshard eval`, written from what the library's evaluation gives back
+// (gridshard/evaluation/evaluate.hpp): the table on stdout, the JSON report, and the netCDF files (the --zonal
+// file of a pair; ACE's mean_diagnostics.nc, zonal_mean_diagnostics.nc and time_mean_diagnostics.nc of a
+// forecast, in --diagnostics). The table and the JSON iterate the scores the result carries, which come from the
+// score registry, so a registered score reaches both. Every file is complete or absent: all are written to
+// temporaries, then renamed. World rank 0 writes them, or (--io collective) every rank the netCDF files together.
+
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gridshard/evaluation/evaluate.hpp"
+#include "gridshard/io/output_file.hpp"
+
+namespace gridshard::cli {
+
+/// Where the outputs go: the JSON report, the --zonal file, and the diagnostics folder's files (empty: none).
+struct OutputPaths {
+    std::string json;
+    std::string zonal;
+    std::string mean;
+    std::string zonal_mean;
+    std::string time_mean;
+    /// Every path, named for io::check_output_paths.
+    [[nodiscard]] std::vector<io::NamedPath> named() const;
+};
+
+/// The paths of `json`, `zonal` and the diagnostics files in `folder` (none when empty).
+[[nodiscard]] OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder);
+
+/// Throws ArgumentError unless `folder` is empty or an existing directory.
+void check_diagnostics_folder(const std::string& folder);
+
+/// The table: a header, then per channel (and region) the time means of the table's scores.
+void print_table(const EvaluationResult& result, std::ostream& out);
+
+/// The JSON document of the eval contract (docs/cli.md, docs/forecast.md), written with nlohmann-json: numbers in
+/// the shortest form that reads back to the same double, NaN and infinities as null.
+void write_json(const EvaluationResult& result, std::ostream& out);
+
+/// The table on `table`, then every file of `paths`. No MPI calls: world rank 0 calls it, with every map whole.
+void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std::ostream& table);
+
+/// The same outputs, written by every rank of the result's world together (--io collective): rank 0 prints the
+/// table and writes the JSON report, and every rank writes the netCDF files collectively, the maps from its own
+/// box (the result's maps hold data rank 0's boxes). The same bytes as write_outputs. Collective over the world.
+void write_outputs_collectively(const EvaluationResult& result, const OutputPaths& paths, std::ostream& table);
+
+}  // namespace gridshard::cli
