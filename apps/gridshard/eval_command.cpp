@@ -52,8 +52,7 @@ std::unique_ptr<io::ForecastSource> make_source(const EvalOptions& options, Repo
         return io::make_netcdf_pair(options.truth, options.prediction, names, options.allow_time_mismatch, access);
     }
     return io::make_netcdf_forecast(options.truth, options.prediction, names,
-                                    {options.ensemble_dim, options.ensemble_size}, options.allow_time_mismatch,
-                                    access);
+                                    {options.ensemble_dim, options.ensemble_size}, options.allow_time_mismatch, access);
 }
 
 // Prints a failure every rank knows once, by world rank 0, and returns the exit status of its kind.
@@ -79,9 +78,8 @@ int run_eval(const EvalOptions& options) {
         bool forecast = options.truth.empty() && (options.initial_conditions > 0 || options.ensemble_size > 0);
         if (!options.truth.empty()) {
             check_collectively(world, attempt([&] {
-                                   forecast = io::is_forecast_file(options.prediction,
-                                                                   {options.ensemble_dim, options.ensemble_size},
-                                                                   access);
+                                   forecast = io::is_forecast_file(
+                                       options.prediction, {options.ensemble_dim, options.ensemble_size}, access);
                                }));
         }
         const ReportKind report = forecast ? ReportKind::forecast : ReportKind::pair;

@@ -170,10 +170,11 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
     if (pair) {
         std::snprintf(cell, sizeof cell,
                       "gridshard eval: grid %lld x %lld, %lld steps, mesh %s, split %s, weights %s, %s sums, %s\n",
-                      static_cast<long long>(result.grid.shape().nlat), static_cast<long long>(result.grid.shape().nlon),
-                      static_cast<long long>(l.lead_times), to_string(result.mesh).c_str(),
-                      std::string(to_string(result.split)).c_str(), std::string(to_string(result.weights)).c_str(),
-                      std::string(to_string(result.summation)).c_str(), std::string(to_string(result.policy)).c_str());
+                      static_cast<long long>(result.grid.shape().nlat),
+                      static_cast<long long>(result.grid.shape().nlon), static_cast<long long>(l.lead_times),
+                      to_string(result.mesh).c_str(), std::string(to_string(result.split)).c_str(),
+                      std::string(to_string(result.weights)).c_str(), std::string(to_string(result.summation)).c_str(),
+                      std::string(to_string(result.policy)).c_str());
         out << cell << "time means over the steps:\n";
     } else {
         std::snprintf(cell, sizeof cell,

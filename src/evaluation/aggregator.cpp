@@ -49,8 +49,8 @@ std::size_t Aggregator::Slots::at(std::int64_t s, std::int64_t l, std::int64_t r
     return static_cast<std::size_t>((((s * leads + l) * regions + r) * scores + k) * channels + c);
 }
 
-double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::int64_t l, std::int64_t r,
-                                      std::int64_t k, std::int64_t c) const {
+double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::int64_t l, std::int64_t r, std::int64_t k,
+                                      std::int64_t c) const {
     double sum = 0.0;
     for (std::int64_t s = 0; s < samples; ++s) {
         sum += values[at(s, l, r, k, c)];
@@ -68,7 +68,8 @@ std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const Aggrega
     const auto leads = static_cast<std::uint64_t>(shape.extent.lead_times);
     // Fields: the caller's truth, members and climatology, the repeated truth and climatology; the time sums
     // (2 x 24 bytes) and their gather over the data group; the per-sample slots and the zonal means.
-    const std::uint64_t fields = c * area * (value_bytes * (2 + 3 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
+    const std::uint64_t fields =
+        c * area * (value_bytes * (2 + 3 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
     const std::uint64_t slots =
         samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
     return fields + slots;
@@ -80,7 +81,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     const ForecastExtent& e = shape_.extent;
     const std::int64_t channels = shape_.channels;
     const bool ensemble = options_.report == ReportKind::forecast && e.members > 1;
-    scores_ = report_scores(options_.report, {.ensemble = ensemble, .anomaly_correlation = options_.anomaly_correlation});
+    scores_ =
+        report_scores(options_.report, {.ensemble = ensemble, .anomaly_correlation = options_.anomaly_correlation});
     EvaluationOptions evaluation{.summation = options_.summation, .policy = options_.policy};
     evaluation.scores.clear();
     for (const RegisteredScore* s : scores_) {
@@ -151,11 +153,11 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
         members.size() != plane * static_cast<std::size_t>(mine) || initial_condition < 0 ||
         initial_condition >= shape_.extent.initial_conditions || lead < 0 || lead >= shape_.extent.lead_times ||
         (options_.anomaly_correlation && climatology.size() != plane)) {
-        throw ArgumentError("Aggregator::record: initial condition " + std::to_string(initial_condition) +
-                            ", lead " + std::to_string(lead) + ", " + std::to_string(truth.values.size()) +
-                            " truth, " + std::to_string(members.size()) + " member and " +
-                            std::to_string(climatology.size()) + " climatology values for " + std::to_string(mine) +
-                            " members of " + std::to_string(plane) + " values");
+        throw ArgumentError("Aggregator::record: initial condition " + std::to_string(initial_condition) + ", lead " +
+                            std::to_string(lead) + ", " + std::to_string(truth.values.size()) + " truth, " +
+                            std::to_string(members.size()) + " member and " + std::to_string(climatology.size()) +
+                            " climatology values for " + std::to_string(mine) + " members of " + std::to_string(plane) +
+                            " values");
     }
     auto& scratch = [this]() -> std::vector<T>(&)[2] {
         if constexpr (std::is_same_v<T, float>) {
@@ -224,8 +226,8 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
             for (std::int64_t c = 0; c < channels; ++c) {
                 for (std::int64_t i = 0; i < box.lat.size(); ++i) {
                     const auto local = static_cast<std::size_t>((m * channels + c) * box.lat.size() + i);
-                    zonal_prediction_values_[zonal_prediction_.at(initial_condition * member_count + member, lead, 0,
-                                                                  c, box.lat.begin + i)] = zonal[1][local];
+                    zonal_prediction_values_[zonal_prediction_.at(initial_condition * member_count + member, lead, 0, c,
+                                                                  box.lat.begin + i)] = zonal[1][local];
                     if (member == 0) {
                         zonal_truth_values_[zonal_truth_.at(initial_condition, lead, 0, c, box.lat.begin + i)] =
                             zonal[0][local];
@@ -278,10 +280,10 @@ VariableScores Aggregator::finish(const std::string& variable) {
         std::vector<std::vector<double>> statistics;  // per cell-statistic score, per channel (collective)
         for (const RegisteredScore* s : scores_) {
             if (s->family == ScoreFamily::time_mean) {
-                statistics.push_back(s->source == "rmse_of_time_mean"
-                                         ? error_sums_->rmse_of_time_mean(w, options_.policy, options_.summation)
-                                         : error_sums_->time_and_global_mean_bias(w, options_.policy,
-                                                                                  options_.summation));
+                statistics.push_back(
+                    s->source == "rmse_of_time_mean"
+                        ? error_sums_->rmse_of_time_mean(w, options_.policy, options_.summation)
+                        : error_sums_->time_and_global_mean_bias(w, options_.policy, options_.summation));
             }
         }
         for (std::int64_t c = 0; c < channels; ++c) {
@@ -320,8 +322,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
                 for (const std::int64_t row : options_.counted_leads) {
                     sum += series.values[static_cast<std::size_t>(row)];
                 }
-                scores.time_means.push_back(
-                    {series.score, sum / static_cast<double>(options_.counted_leads.size())});
+                scores.time_means.push_back({series.score, sum / static_cast<double>(options_.counted_leads.size())});
             }
             out[static_cast<std::size_t>(c)].regions.push_back(std::move(scores));
         }
@@ -337,8 +338,9 @@ VariableScores Aggregator::finish(const std::string& variable) {
                     const double prediction = zonal_prediction_.sample_mean(zonal_prediction_values_, l, 0, c, i);
                     const double truth = zonal_truth_.sample_mean(zonal_truth_values_, l, 0, c, i);
                     profile.values[static_cast<std::size_t>(l * nlat + i)] = s->source == "prediction" ? prediction
-                                                                             : s->source == "truth"    ? truth
-                                                                                                       : prediction - truth;
+                                                                             : s->source == "truth"
+                                                                                 ? truth
+                                                                                 : prediction - truth;
                 }
             }
             out[static_cast<std::size_t>(c)].profiles.push_back(std::move(profile));

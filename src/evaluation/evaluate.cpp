@@ -65,28 +65,27 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
     std::unique_ptr<io::ForecastSteps> reader;
     std::optional<io::ClimatologyPlan> climatology_plan;
     std::optional<Aggregator> aggregator;
-    check_collectively(mesh.world(), attempt([&] {
-                           truth = allocate_vector<T>(plane, "the truth buffer of '" + name + "'");
-                           members = allocate_vector<T>(plane * static_cast<std::size_t>(mine),
-                                                        "the members buffer of '" + name + "'");
-                           if (in.climatology != nullptr) {
-                               climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
-                               climatology_plan.emplace(in.climatology->open(variable, box));
-                           }
-                           AggregatorOptions options{.report = in.plan.report,
-                                                     .summation = in.plan.summation,
-                                                     .policy = in.plan.policy,
-                                                     .counted_leads = in.time_means.rows,
-                                                     .anomaly_correlation = in.climatology != nullptr,
-                                                     .maps = in.plan.maps,
-                                                     .gather_maps = !in.plan.access.writes_collectively()};
-                           aggregator.emplace(in.grid,
-                                              AggregatorShape{{layout.initial_conditions, layout.members, leads},
-                                                              channels,
-                                                              work},
-                                              in.regions, std::move(options));
-                           reader = in.source.open(variable, box);
-                       }));
+    check_collectively(
+        mesh.world(), attempt([&] {
+            truth = allocate_vector<T>(plane, "the truth buffer of '" + name + "'");
+            members =
+                allocate_vector<T>(plane * static_cast<std::size_t>(mine), "the members buffer of '" + name + "'");
+            if (in.climatology != nullptr) {
+                climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
+                climatology_plan.emplace(in.climatology->open(variable, box));
+            }
+            AggregatorOptions options{.report = in.plan.report,
+                                      .summation = in.plan.summation,
+                                      .policy = in.plan.policy,
+                                      .counted_leads = in.time_means.rows,
+                                      .anomaly_correlation = in.climatology != nullptr,
+                                      .maps = in.plan.maps,
+                                      .gather_maps = !in.plan.access.writes_collectively()};
+            aggregator.emplace(in.grid,
+                               AggregatorShape{{layout.initial_conditions, layout.members, leads}, channels, work},
+                               in.regions, std::move(options));
+            reader = in.source.open(variable, box);
+        }));
     // Ranks that score the same pairs together stop together when one cannot read, and with collective reads (or
     // the members split, whose ensemble is exchanged over the data group) every rank.
     const Communicator& together = work.split == DataSplit::members || collective ? mesh.world() : mesh.spatial();
@@ -265,9 +264,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());
     for (const io::SourceVariable& v : variables) {
-        VariableScores scores = v.type == io::ValueType::float64
-                                    ? score_variable<double>(inputs, v, clock, done, total)
-                                    : score_variable<float>(inputs, v, clock, done, total);
+        VariableScores scores = v.type == io::ValueType::float64 ? score_variable<double>(inputs, v, clock, done, total)
+                                                                 : score_variable<float>(inputs, v, clock, done, total);
         std::move(scores.begin(), scores.end(), std::back_inserter(result.channels));
     }
 
@@ -283,8 +281,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                                           a.time_sums_s,
                                           a.finish_s,
                                           MPI_Wtime() - run_started};
-        result.timings.names = {"read",      "agreement", "halo",  "compute", "allreduce",
-                                "zonal",     "time_sums", "final", "total"};
+        result.timings.names = {"read",  "agreement", "halo",  "compute", "allreduce",
+                                "zonal", "time_sums", "final", "total"};
         const std::size_t width = mine.size();
         const std::size_t first = width * static_cast<std::size_t>(world.rank());
         result.timings.per_rank.assign(width * static_cast<std::size_t>(world.size()), 0.0);

@@ -23,10 +23,18 @@ std::vector<RegisteredScore> make_registry() {
                           .table_width = d.table_width,
                           .table_digits = d.table_digits});
     }
-    scores.push_back({.report = ReportKind::pair, .key = "rmse_of_time_mean", .label = "rmse(tmean)",
-                      .family = F::time_mean, .combination = C::cell_statistic, .source = "rmse_of_time_mean"});
-    scores.push_back({.report = ReportKind::pair, .key = "time_and_global_mean_bias", .label = "bias(tmean)",
-                      .family = F::time_mean, .combination = C::cell_statistic, .source = "time_and_global_mean_bias"});
+    scores.push_back({.report = ReportKind::pair,
+                      .key = "rmse_of_time_mean",
+                      .label = "rmse(tmean)",
+                      .family = F::time_mean,
+                      .combination = C::cell_statistic,
+                      .source = "rmse_of_time_mean"});
+    scores.push_back({.report = ReportKind::pair,
+                      .key = "time_and_global_mean_bias",
+                      .label = "bias(tmean)",
+                      .family = F::time_mean,
+                      .combination = C::cell_statistic,
+                      .source = "time_and_global_mean_bias"});
     scores.push_back({.report = ReportKind::pair, .key = "truth", .family = F::zonal_mean, .source = "truth"});
     scores.push_back({.report = ReportKind::pair, .key = "pred", .family = F::zonal_mean, .source = "prediction"});
 
@@ -41,35 +49,74 @@ std::vector<RegisteredScore> make_registry() {
     };
     // Deterministic, per lead time: ACE's names for the Evaluator's scores. The gradient score is ACE's rule:
     // each field's mean over its own valid points.
-    forecast({.key = "weighted_rmse", .label = "rmse", .ace_key = "mean/weighted_rmse/{var}",
-              .source = "rmse", .table_order = 1});
-    forecast({.key = "weighted_bias", .label = "bias", .ace_key = "mean/weighted_bias/{var}",
-              .source = "bias", .table_order = 2});
+    forecast({.key = "weighted_rmse",
+              .label = "rmse",
+              .ace_key = "mean/weighted_rmse/{var}",
+              .source = "rmse",
+              .table_order = 1});
+    forecast({.key = "weighted_bias",
+              .label = "bias",
+              .ace_key = "mean/weighted_bias/{var}",
+              .source = "bias",
+              .table_order = 2});
     forecast({.key = "weighted_mean_gen", .ace_key = "mean/weighted_mean_gen/{var}", .source = "mean_pred"});
     forecast({.key = "weighted_mean_target", .ace_key = "mean/weighted_mean_target/{var}", .source = "mean_truth"});
     forecast({.key = "weighted_std_gen", .ace_key = "mean/weighted_std_gen/{var}", .source = "std_pred"});
-    forecast({.key = "weighted_grad_mag_percent_diff", .label = "grad%",
-              .ace_key = "mean/weighted_grad_mag_percent_diff/{var}", .source = "grad_mag_percent_diff_own_points",
+    forecast({.key = "weighted_grad_mag_percent_diff",
+              .label = "grad%",
+              .ace_key = "mean/weighted_grad_mag_percent_diff/{var}",
+              .source = "grad_mag_percent_diff_own_points",
               .table_order = 3});
     // Ensemble, per lead time: the values of each initial condition's members (metrics/ensemble.hpp).
-    forecast({.key = "ensemble_mean_rmse", .label = "ens_rmse", .family = F::ensemble, .policy = PolicyRule::all_finite,
-              .source = "ensemble_mean_rmse", .table_order = 6});
+    forecast({.key = "ensemble_mean_rmse",
+              .label = "ens_rmse",
+              .family = F::ensemble,
+              .policy = PolicyRule::all_finite,
+              .source = "ensemble_mean_rmse",
+              .table_order = 6});
     forecast({.key = "spread", .family = F::ensemble, .policy = PolicyRule::all_finite, .source = "spread"});
-    forecast({.key = "spread_skill_ratio", .label = "ssr", .family = F::ensemble, .combination = C::ratio_of_means,
-              .policy = PolicyRule::all_finite, .source = "spread", .denominator = "ensemble_mean_rmse",
+    forecast({.key = "spread_skill_ratio",
+              .label = "ssr",
+              .family = F::ensemble,
+              .combination = C::ratio_of_means,
+              .policy = PolicyRule::all_finite,
+              .source = "spread",
+              .denominator = "ensemble_mean_rmse",
               .table_order = 7});
-    forecast({.key = "crps", .label = "crps", .family = F::ensemble, .policy = PolicyRule::all_finite,
-              .source = "crps", .table_order = 8});
-    forecast({.key = "fair_crps", .label = "fair_crps", .family = F::ensemble, .policy = PolicyRule::all_finite,
-              .source = "fair_crps", .table_order = 9});
-    forecast({.key = "acc", .label = "acc", .family = F::anomaly_correlation, .policy = PolicyRule::all_finite,
-              .source = "acc", .table_order = 10});
+    forecast({.key = "crps",
+              .label = "crps",
+              .family = F::ensemble,
+              .policy = PolicyRule::all_finite,
+              .source = "crps",
+              .table_order = 8});
+    forecast({.key = "fair_crps",
+              .label = "fair_crps",
+              .family = F::ensemble,
+              .policy = PolicyRule::all_finite,
+              .source = "fair_crps",
+              .table_order = 9});
+    forecast({.key = "acc",
+              .label = "acc",
+              .family = F::anomaly_correlation,
+              .policy = PolicyRule::all_finite,
+              .source = "acc",
+              .table_order = 10});
     // Time means of the maps (ACE's time_mean/rmse and time_mean/bias), then every per-lead score's mean over
     // the counted lead times (no entry of its own: the writers add it to each per-lead score).
-    forecast({.key = "rmse", .label = "rmse(tmean)", .ace_key = "time_mean/rmse/{var}", .family = F::time_mean,
-              .combination = C::cell_statistic, .source = "rmse_of_time_mean", .table_order = 4});
-    forecast({.key = "bias", .label = "bias(tmean)", .ace_key = "time_mean/bias/{var}", .family = F::time_mean,
-              .combination = C::cell_statistic, .source = "time_and_global_mean_bias", .table_order = 5});
+    forecast({.key = "rmse",
+              .label = "rmse(tmean)",
+              .ace_key = "time_mean/rmse/{var}",
+              .family = F::time_mean,
+              .combination = C::cell_statistic,
+              .source = "rmse_of_time_mean",
+              .table_order = 4});
+    forecast({.key = "bias",
+              .label = "bias(tmean)",
+              .ace_key = "time_mean/bias/{var}",
+              .family = F::time_mean,
+              .combination = C::cell_statistic,
+              .source = "time_and_global_mean_bias",
+              .table_order = 5});
     // Zonal means over (lead time, latitude), ACE's ZonalMeanAggregator's gen and error.
     forecast({.key = "gen", .family = F::zonal_mean, .source = "prediction"});
     forecast({.key = "error", .family = F::zonal_mean, .source = "error"});

@@ -29,10 +29,9 @@ DataSplit parse_data_split(std::string_view text, std::string_view option) {
                         "' is not a data split (initial-conditions, lead-times or members)");
 }
 
-WorkShare share_work(std::optional<DataSplit> requested, const ForecastExtent& extent, int data_ranks,
-                     int data_rank) {
-    const DataSplit split = requested ? *requested
-                            : extent.initial_conditions >= data_ranks ? DataSplit::initial_conditions
+WorkShare share_work(std::optional<DataSplit> requested, const ForecastExtent& extent, int data_ranks, int data_rank) {
+    const DataSplit split = requested                                               ? *requested
+                            : extent.initial_conditions >= data_ranks               ? DataSplit::initial_conditions
                             : extent.lead_times >= data_ranks || extent.members < 2 ? DataSplit::lead_times
                                                                                     : DataSplit::members;
     if (split == DataSplit::members && extent.members < 2) {

@@ -5,8 +5,8 @@
 #include <optional>
 #include <vector>
 
-#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/io/forecast_source.hpp"
 
 namespace gridshard::io {
 namespace {

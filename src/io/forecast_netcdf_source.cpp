@@ -5,9 +5,9 @@
 #include <cmath>
 #include <cstdio>
 
-#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/calendar.hpp"
+#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/units.hpp"
 

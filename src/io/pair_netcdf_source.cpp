@@ -1,8 +1,8 @@
 // A pair of CF netCDF files as a forecast of one initial condition and one member: each rank reads only its
 // hyperslabs, through read plans.
 
-#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
 #include "gridshard/io/units.hpp"
 

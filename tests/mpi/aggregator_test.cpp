@@ -57,8 +57,9 @@ ForecastCase make_case(GridShape grid, ForecastExtent extent) {
         for (std::int64_t l = 0; l < extent.lead_times; ++l) {
             for (std::int64_t p = 0; p < plane; ++p) {
                 const bool land = (p % grid.nlon) * 3 % 7 == 1 && p >= grid.nlat * grid.nlon;  // channel 1 only
-                k.truth.push_back(land ? std::nanf("") : static_cast<float>(k.climatology[static_cast<std::size_t>(p)] +
-                                                                            normal(random)));
+                k.truth.push_back(
+                    land ? std::nanf("")
+                         : static_cast<float>(k.climatology[static_cast<std::size_t>(p)] + normal(random)));
             }
         }
     }
@@ -118,8 +119,8 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
     for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end; ++ic) {
         for (std::int64_t l = work.leads.begin; l < work.leads.end; ++l) {
             const auto truth = shard_of(k.truth_at(ic, l), k.grid, box, k.channels);
-            const auto members = shard_of(k.members_at(ic, l, work.members), k.grid, box,
-                                          k.channels * work.members.size());
+            const auto members =
+                shard_of(k.members_at(ic, l, work.members), k.grid, box, k.channels * work.members.size());
             aggregator.record<float>(ic, l, {truth, k.channels}, members,
                                      forecast ? std::span<const float>(climatology) : std::span<const float>());
         }
@@ -193,8 +194,8 @@ TEST(Aggregator, APairIsOneInitialConditionOfOneMemberWithEveryStepCounted) {
     const ProcessMesh mesh = mpitest::make_mesh();
     const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
     const ForecastCase k = make_case({7, 10}, {1, 1, 5});
-    const VariableScores serial =
-        aggregate(alone, k, SplitRule::div_up, DataSplit::initial_conditions, ReportKind::pair, ValidityPolicy::propagate);
+    const VariableScores serial = aggregate(alone, k, SplitRule::div_up, DataSplit::initial_conditions,
+                                            ReportKind::pair, ValidityPolicy::propagate);
     const VariableScores distributed =
         aggregate(mesh, k, SplitRule::div_up, DataSplit::lead_times, ReportKind::pair, ValidityPolicy::propagate);
     expect_same_bits(distributed, serial, false, "pair");

@@ -16,8 +16,13 @@ namespace {
 
 // A score that is not in the registry: the writers must take it from the result.
 const RegisteredScore& extra_score() {
-    static const RegisteredScore extra{.report = ReportKind::pair, .key = "extra_score", .label = "extra",
-                                       .source = "extra", .table_width = 10, .table_digits = 3, .table_order = 100};
+    static const RegisteredScore extra{.report = ReportKind::pair,
+                                       .key = "extra_score",
+                                       .label = "extra",
+                                       .source = "extra",
+                                       .table_width = 10,
+                                       .table_digits = 3,
+                                       .table_order = 100};
     return extra;
 }
 
@@ -110,7 +115,8 @@ TEST(ScoreRegistry, EveryForecastScoreHasOneKeyAndTheForecastTableItsColumns) {
         }
     }
     std::vector<std::string> columns;
-    for (const RegisteredScore* s : table_scores(ReportKind::forecast, {.ensemble = true, .anomaly_correlation = true})) {
+    for (const RegisteredScore* s :
+         table_scores(ReportKind::forecast, {.ensemble = true, .anomaly_correlation = true})) {
         columns.push_back(s->label);
     }
     EXPECT_EQ(columns, (std::vector<std::string>{"rmse", "bias", "grad%", "rmse(tmean)", "bias(tmean)", "ens_rmse",

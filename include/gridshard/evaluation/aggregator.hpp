@@ -17,10 +17,23 @@
 /// mesh, on every rank.
 ///
 /// @code
-///   gridshard::Aggregator scores(grid, {.extent = extent, .channels = 2, .work = share}, regions, options);
-///   for (each of this rank's (initial condition, lead time))
-///       scores.record<float>(ic, lead, truth, members);        // collective over spatial
-///   gridshard::VariableScores result = scores.finish("t2m");   // collective over the world
+///   // One variable of a forecast, this data rank's share of it fed pair by pair.
+///   gridshard::VariableScores score(const gridshard::ShardedGrid& grid, const gridshard::ForecastExtent& extent,
+///                                   const gridshard::WorkShare& share,
+///                                   const std::vector<gridshard::RegionWeights>& regions,
+///                                   const std::vector<float>& truth, const std::vector<float>& members) {
+///       gridshard::AggregatorOptions options;
+///       options.report = gridshard::ReportKind::forecast;
+///       options.counted_leads = {1, 2, 3};
+///       gridshard::Aggregator scores(grid, {extent, 1, share}, regions, options);   // no MPI
+///       for (std::int64_t ic = share.initial_conditions.begin; ic < share.initial_conditions.end; ++ic) {
+///           for (std::int64_t lead = share.leads.begin; lead < share.leads.end; ++lead) {
+///               // (in a real run: this pair's truth and members read into the buffers)
+///               scores.record<float>(ic, lead, {truth, 1}, members);   // collective over spatial
+///           }
+///       }
+///       return scores.finish("t2m");   // collective over the world
+///   }
 /// @endcode
 
 #include <cstdint>

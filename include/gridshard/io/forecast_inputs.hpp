@@ -6,10 +6,12 @@
 /// fingerprint every rank agrees on before a collective depends on what it read. No MPI calls unless said.
 ///
 /// @code
-///   gridshard::io::InputHash read;
-///   read.add(source.grid());
-///   const std::int64_t mine = read.value();   // agreed over the world with gridshard's agreement helpers
-///   gridshard::io::TimeMeanRows rows = gridshard::io::time_mean_rows(source, false);
+///   // What this rank read, as one number to agree on, and the rows the time means count.
+///   std::int64_t fingerprint(const gridshard::io::ForecastSource& source) {
+///       const gridshard::io::InputHash read = gridshard::io::forecast_hash(source, source.variables());
+///       const gridshard::io::TimeMeanRows rows = gridshard::io::time_mean_rows(source, false);
+///       return read.value() + static_cast<std::int64_t>(rows.rows.size());
+///   }
 /// @endcode
 
 #include <cstdint>

@@ -9,9 +9,14 @@
 /// analytic. No MPI calls, unless the files are opened collectively (InputAccess).
 ///
 /// @code
-///   std::unique_ptr<gridshard::io::ForecastSource> source = gridshard::io::make_builtin_pair(181, 360, 4);
-///   std::unique_ptr<gridshard::io::ForecastSteps> steps = source->open(source->variables().front(), box);
-///   steps->read(0, lead, {0, 1}, std::span<float>(truth), std::span<float>(prediction));
+///   // The first variable of the built-in pair at step `lead`, this rank's `box` of it.
+///   void read_one(const gridshard::Box& box, std::int64_t lead) {
+///       const std::unique_ptr<gridshard::io::ForecastSource> source = gridshard::io::make_builtin_pair(181, 360, 4);
+///       const std::unique_ptr<gridshard::io::ForecastSteps> steps = source->open(source->variables().front(), box);
+///       std::vector<float> truth(static_cast<std::size_t>(box.area()));
+///       std::vector<float> prediction(truth.size());
+///       steps->read(0, lead, {0, 1}, std::span<float>(truth), std::span<float>(prediction));   // no MPI
+///   }
 /// @endcode
 
 #include <cstdint>
