@@ -364,7 +364,7 @@ io::Dataset time_mean_diagnostics(const EvaluationResult& result, const MapPart&
 }
 
 // The --zonal file of a pair: per channel its zonal means of the truth and the prediction over (time, lat).
-void write_zonal_file(io::AtomicOutput& output, const EvaluationResult& result) {
+io::Dataset zonal_file(const std::string& path, const EvaluationResult& result) {
     std::vector<io::ZonalVariable> variables;
     for (const ChannelScores& c : result.channels) {
         for (const char* key : {"truth", "pred"}) {
@@ -372,7 +372,7 @@ void write_zonal_file(io::AtomicOutput& output, const EvaluationResult& result) 
             variables.push_back({name, c.profile(key)->values, "", "zonal mean of " + name});
         }
     }
-    io::write_zonal_means(output, result.grid, result.grid.ntime, variables);
+    return io::zonal_means_dataset(path, result.grid, result.grid.ntime, variables);
 }
 
 void write_json_report(io::AtomicOutput& output, const EvaluationResult& result) {
@@ -416,7 +416,7 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     print_table(result, table);
     std::vector<io::OutputJob> jobs;
     if (!paths.zonal.empty()) {
-        jobs.push_back({paths.zonal, [&](io::AtomicOutput& o) { write_zonal_file(o, result); }});
+        jobs.push_back({paths.zonal, [&](io::AtomicOutput& o) { io::write_dataset(o, zonal_file(o.path(), result)); }});
     }
     if (!paths.mean.empty()) {
         jobs.push_back({paths.mean, [&](io::AtomicOutput& o) { io::write_dataset(o, mean_diagnostics(result)); }});
@@ -448,8 +448,8 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
             }};
     };
     std::vector<io::CollectiveOutputJob> jobs;
-    if (!paths.zonal.empty()) {  // rank 0 writes the small zonal file of a pair
-        jobs.push_back({paths.zonal, [&](io::AtomicOutput& o) { write_zonal_file(o, result); }, {}});
+    if (!paths.zonal.empty()) {
+        jobs.push_back(collectively(paths.zonal, zonal_file(paths.zonal, result)));
     }
     if (!paths.mean.empty()) {
         jobs.push_back(collectively(paths.mean, mean_diagnostics(result)));

@@ -66,10 +66,11 @@ std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const Aggrega
     const std::uint64_t samples =
         static_cast<std::uint64_t>(shape.extent.initial_conditions) * static_cast<std::uint64_t>(shape.extent.members);
     const auto leads = static_cast<std::uint64_t>(shape.extent.lead_times);
-    // Fields: the caller's truth, members and climatology, the repeated truth and climatology; the time sums
-    // (2 x 24 bytes) and their gather over the data group; the per-sample slots and the zonal means.
+    // Fields: the caller's truth, members and climatology twice (the pair being scored and the next one, read
+    // meanwhile), the repeated truth and climatology; the time sums (2 x 24 bytes) and their gather over the data
+    // group; the per-sample slots and the zonal means.
     const std::uint64_t fields =
-        c * area * (value_bytes * (2 + 3 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
+        c * area * (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
     const std::uint64_t slots =
         samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
     return fields + slots;

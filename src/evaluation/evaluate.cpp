@@ -4,6 +4,7 @@
 #include "gridshard/evaluation/evaluate.hpp"
 
 #include <algorithm>
+#include <future>
 #include <memory>
 
 #include "gridshard/comm/agreement.hpp"
@@ -43,6 +44,14 @@ struct RunInputs {
     const io::TimeMeanRows& time_means;
 };
 
+/// One pair's buffers: the truth, this rank's members and the climatology, with the climatology's indices (the
+/// field it holds, read again only when the pair needs another).
+template <class T>
+struct PairBuffers {
+    std::vector<T> truth, members, climatology;
+    const std::vector<std::int64_t>* climatology_at = nullptr;
+};
+
 /// One variable's scores in `T`; collective over the world. With collective reads every rank reads in `rounds`
 /// rounds (the most pairs of any data rank), reading nothing once its own pairs are done.
 template <class T>
@@ -60,18 +69,25 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
     const bool collective = in.plan.access.collective();
 
     // Everything field-sized is allocated here, before the first collective, and the outcome agreed: a rank that
-    // runs out of memory makes every rank raise the same SystemError instead of hanging.
-    std::vector<T> truth, members, climatology;
+    // runs out of memory makes every rank raise the same SystemError instead of hanging. With independent reads a
+    // second set of buffers takes the next pair while this one is scored.
+    const std::int64_t pairs = work.pairs();
+    const bool overlap = !collective && pairs > 1;
+    PairBuffers<T> buffers[2];
     std::unique_ptr<io::ForecastSteps> reader;
     std::optional<io::ClimatologyPlan> climatology_plan;
     std::optional<Aggregator> aggregator;
     check_collectively(
         mesh.world(), attempt([&] {
-            truth = allocate_vector<T>(plane, "the truth buffer of '" + name + "'");
-            members =
-                allocate_vector<T>(plane * static_cast<std::size_t>(mine), "the members buffer of '" + name + "'");
+            for (int b = 0; b < (overlap ? 2 : 1); ++b) {
+                buffers[b].truth = allocate_vector<T>(plane, "the truth buffer of '" + name + "'");
+                buffers[b].members =
+                    allocate_vector<T>(plane * static_cast<std::size_t>(mine), "the members buffer of '" + name + "'");
+                if (in.climatology != nullptr) {
+                    buffers[b].climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
+                }
+            }
             if (in.climatology != nullptr) {
-                climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
                 climatology_plan.emplace(in.climatology->open(variable, box));
             }
             AggregatorOptions options{.report = in.plan.report,
@@ -86,56 +102,75 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
                                in.regions, std::move(options));
             reader = in.source.open(variable, box);
         }));
+    // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
+    // `rounds` rounds, reading nothing in those past its own pairs. Round k's reads, into `b`; no MPI calls unless
+    // the reads are collective.
+    const auto pair_of = [&](std::int64_t round) {
+        return std::pair{work.initial_conditions.begin + round / work.leads.size(),
+                         work.leads.begin + round % work.leads.size()};
+    };
+    const auto read_round = [&](std::int64_t round, PairBuffers<T>& b) {
+        return attempt([&] {
+            const bool has_pair = round < pairs;
+            const auto [ic, lead] = pair_of(round);
+            io::ReadRound reads(collective);
+            reads.read([&] {
+                if (has_pair) {
+                    reader->read(ic, lead, work.members, std::span<T>(b.truth), std::span<T>(b.members));
+                } else {
+                    reader->read_none();
+                }
+            });
+            reads.read([&] {
+                if (!climatology_plan) {
+                    return;
+                }
+                const auto* at =
+                    has_pair ? &climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)] : nullptr;
+                if (at != nullptr && (b.climatology_at == nullptr || *b.climatology_at != *at)) {
+                    b.climatology_at = nullptr;
+                    climatology_plan->reader.read_at(*at, std::span<T>(b.climatology));
+                    b.climatology_at = at;
+                } else {
+                    climatology_plan->reader.read_none();  // collective reads: the others may read
+                }
+            });
+            reads.finish();
+        });
+    };
     // Ranks that score the same pairs together stop together when one cannot read, and with collective reads (or
     // the members split, whose ensemble is exchanged over the data group) every rank.
     const Communicator& together = work.split == DataSplit::members || collective ? mesh.world() : mesh.spatial();
-    const std::vector<std::int64_t>* loaded_climatology = nullptr;  // the indices of the field in the buffer
+    std::future<LocalFailure> next;  // with `overlap`, the reads of the next round
+    if (overlap) {
+        next = std::async(std::launch::async, read_round, 0, std::ref(buffers[0]));
+    }
     LocalFailure failure;
-    // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
-    // `rounds` rounds, reading nothing in those past its own pairs.
-    const std::int64_t pairs = work.pairs();
     for (std::int64_t round = 0; round < std::max(pairs, in.rounds) && !failure.failed(); ++round) {
-        const bool has_pair = round < pairs;
-        const std::int64_t ic = has_pair ? work.initial_conditions.begin + round / work.leads.size() : 0;
-        const std::int64_t lead = has_pair ? work.leads.begin + round % work.leads.size() : 0;
+        PairBuffers<T>& b = buffers[overlap ? round % 2 : 0];
         const double read_started = MPI_Wtime();
-        io::ReadRound reads(collective);
-        reads.read([&] {
-            if (has_pair) {
-                reader->read(ic, lead, work.members, std::span<T>(truth), std::span<T>(members));
-            } else {
-                reader->read_none();
-            }
-        });
-        reads.read([&] {
-            if (!climatology_plan) {
-                return;
-            }
-            const auto* at =
-                has_pair ? &climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)] : nullptr;
-            if (at != nullptr && (loaded_climatology == nullptr || *loaded_climatology != *at)) {
-                loaded_climatology = nullptr;
-                climatology_plan->reader.read_at(*at, std::span<T>(climatology));
-                loaded_climatology = at;
-            } else {
-                climatology_plan->reader.read_none();  // collective reads: the others may read
-            }
-        });
-        failure = attempt([&] { reads.finish(); });
-        clock.read += MPI_Wtime() - read_started;
+        failure = overlap ? next.get() : read_round(round, b);
+        clock.read += MPI_Wtime() - read_started;  // with `overlap`, the wait for the reads
+        if (overlap && round + 1 < pairs) {
+            next = std::async(std::launch::async, read_round, round + 1, std::ref(buffers[(round + 1) % 2]));
+        }
         const LocalFailure agreed = attempt([&] { check_collectively(together, failure); });
         if (agreed.failed()) {
             failure = agreed;  // the whole group stops here, then raises with the world
             break;
         }
-        if (!has_pair) {
+        if (round >= pairs) {
             continue;
         }
-        aggregator->record<T>(ic, lead, FieldShard<T>{truth, channels}, members, climatology);
+        const auto [ic, lead] = pair_of(round);
+        aggregator->record<T>(ic, lead, FieldShard<T>{b.truth, channels}, b.members, b.climatology);
         ++clock.steps;
         if (in.plan.on_step) {
             in.plan.on_step(name, ++done, total);
         }
+    }
+    if (next.valid()) {
+        (void)next.get();  // a read under way when the group stopped
     }
     check_collectively(mesh.world(), failure);
     VariableScores scores = aggregator->finish(name);

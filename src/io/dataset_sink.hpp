@@ -18,7 +18,8 @@ namespace gridshard::io::detail {
 class DatasetSink {
   public:
     virtual ~DatasetSink() = default;
-    virtual int def_dim(const std::string& name, std::int64_t size) = 0;
+    /// `size` entries; an `unlimited` dim is the record dim and `size` the records written.
+    virtual int def_dim(const std::string& name, std::int64_t size, bool unlimited) = 0;
     virtual int def_var(const std::string& name, const std::vector<int>& dims) = 0;
     virtual void put_text(int varid, const std::string& name, const std::string& value) = 0;
     virtual void put_double(int varid, const std::string& name, double value) = 0;

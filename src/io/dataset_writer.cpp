@@ -71,7 +71,7 @@ void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool write
     std::vector<int> coordinate_ids(dataset.dims.size(), -1);
     for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
         const DatasetDim& d = dataset.dims[k];
-        dim_ids[k] = sink.def_dim(d.name, d.size);
+        dim_ids[k] = sink.def_dim(d.name, d.size, d.unlimited);
         if (!d.coordinate.empty()) {
             coordinate_ids[k] = sink.def_var(d.name, {dim_ids[k]});
             for (const auto& [key, value] : d.attributes) {
@@ -86,7 +86,9 @@ void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool write
             dims.push_back(dim_ids[dim_index(dataset, dim, v.name)]);
         }
         var_ids.push_back(sink.def_var(v.name, dims));
-        sink.put_double(var_ids.back(), "_FillValue", dataset_fill_value);
+        if (v.fill) {
+            sink.put_double(var_ids.back(), "_FillValue", dataset_fill_value);
+        }
         for (const auto& [key, value] : v.attributes) {
             sink.put_text(var_ids.back(), key, value);
         }
@@ -119,8 +121,10 @@ void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool write
         }
         const bool mine = with_part || writes_whole;
         filled.assign(mine ? v.values.begin() : v.values.end(), v.values.end());
-        std::replace_if(
-            filled.begin(), filled.end(), [](double x) { return std::isnan(x); }, dataset_fill_value);
+        if (v.fill) {
+            std::replace_if(
+                filled.begin(), filled.end(), [](double x) { return std::isnan(x); }, dataset_fill_value);
+        }
         sink.put(
             var_ids[k], v.name,
             with_part ? std::span<const std::int64_t>(v.start) : std::span<const std::int64_t>(zero, v.dims.size()),
@@ -136,7 +140,9 @@ namespace {
 // size and 8-byte begin (64-bit offset). The data follow, each variable's padded to 4 bytes (doubles: whole).
 class ClassicFileSize final : public DatasetSink {
   public:
-    int def_dim(const std::string& name, std::int64_t size) override {
+    int def_dim(const std::string& name, std::int64_t size, bool /*unlimited*/) override {
+        // A record dim's variables take `size` records of their other dims' values: the same bytes (every
+        // variable is double, so no record needs padding).
         bytes_ += name_bytes(name) + 4;
         dim_sizes_.push_back(static_cast<std::uint64_t>(size));
         return static_cast<int>(dim_sizes_.size()) - 1;
@@ -145,7 +151,7 @@ class ClassicFileSize final : public DatasetSink {
         bytes_ += name_bytes(name) + 4 + 4 * dims.size() + 8 + 4 + 4 + 8;
         std::uint64_t values = 1;
         for (const int d : dims) {
-            values *= dim_sizes_[static_cast<std::size_t>(d)];  // an unlimited dim (size 0) has no records
+            values *= dim_sizes_[static_cast<std::size_t>(d)];
         }
         bytes_ += values * sizeof(double);
         return variables_++;
@@ -179,10 +185,11 @@ class NetcdfSink final : public DatasetSink {
   public:
     explicit NetcdfSink(const AtomicOutput& output) : file_(output), path_(output.path()) {}
 
-    int def_dim(const std::string& name, std::int64_t size) override {
+    int def_dim(const std::string& name, std::int64_t size, bool unlimited) override {
         int id = -1;
-        check_write(nc_def_dim(file_.ncid(), name.c_str(), static_cast<std::size_t>(size), &id), path_,
-                    "defining dim '" + name + "'");
+        check_write(
+            nc_def_dim(file_.ncid(), name.c_str(), unlimited ? NC_UNLIMITED : static_cast<std::size_t>(size), &id),
+            path_, "defining dim '" + name + "'");
         return id;
     }
     int def_var(const std::string& name, const std::vector<int>& dims) override {

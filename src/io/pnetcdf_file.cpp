@@ -172,10 +172,11 @@ void PnetcdfSink::reserve(const std::string& temporary_path, std::uint64_t bytes
     }
 }
 
-int PnetcdfSink::def_dim(const std::string& name, std::int64_t size) {
+int PnetcdfSink::def_dim(const std::string& name, std::int64_t size, bool unlimited) {
     int id = -1;
     if (!stopped_) {
-        note(ncmpi_def_dim(ncid_, name.c_str(), static_cast<MPI_Offset>(size), &id), "defining dim '" + name + "'");
+        note(ncmpi_def_dim(ncid_, name.c_str(), unlimited ? NC_UNLIMITED : static_cast<MPI_Offset>(size), &id),
+             "defining dim '" + name + "'");
     }
     return id;
 }
@@ -250,7 +251,7 @@ PnetcdfReadBack::~PnetcdfReadBack() {
     close();
 }
 
-int PnetcdfReadBack::def_dim(const std::string& /*name*/, std::int64_t /*size*/) {
+int PnetcdfReadBack::def_dim(const std::string& /*name*/, std::int64_t /*size*/, bool /*unlimited*/) {
     return -1;  // the reads name variables only
 }
 

@@ -83,7 +83,7 @@ class PnetcdfSink final : public DatasetSink, public PnetcdfCollective {
     PnetcdfSink(const PnetcdfSink&) = delete;
     PnetcdfSink& operator=(const PnetcdfSink&) = delete;
 
-    int def_dim(const std::string& name, std::int64_t size) override;
+    int def_dim(const std::string& name, std::int64_t size, bool unlimited) override;
     int def_var(const std::string& name, const std::vector<int>& dims) override;
     void put_text(int varid, const std::string& name, const std::string& value) override;
     void put_double(int varid, const std::string& name, double value) override;
@@ -108,7 +108,7 @@ class PnetcdfReadBack final : public DatasetSink, public PnetcdfCollective {
     PnetcdfReadBack(const PnetcdfReadBack&) = delete;
     PnetcdfReadBack& operator=(const PnetcdfReadBack&) = delete;
 
-    int def_dim(const std::string& name, std::int64_t size) override;
+    int def_dim(const std::string& name, std::int64_t size, bool unlimited) override;
     int def_var(const std::string& name, const std::vector<int>& dims) override;
     void put_text(int varid, const std::string& name, const std::string& value) override;
     void put_double(int varid, const std::string& name, double value) override;

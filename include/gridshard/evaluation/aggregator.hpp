@@ -135,7 +135,8 @@ class Aggregator {
     Aggregator(const Aggregator&) = delete;
     Aggregator& operator=(const Aggregator&) = delete;
 
-    /// The bytes an aggregator of `shape` allocates on a rank of `grid`'s box, an estimate that errs high.
+    /// The bytes an aggregator of `shape` and the run's buffers for it (two pairs of fields) allocate on a rank of
+    /// `box`, an estimate that errs high.
     [[nodiscard]] static std::uint64_t bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape,
                                              std::size_t regions, std::size_t value_bytes, int data_ranks);
 

@@ -1,8 +1,10 @@
 #pragma once
 /// @file
 /// A small CF netCDF dataset written whole through AtomicOutput: named dims with optional coordinate
-/// values, and float64 variables over them, NaN written as `_FillValue`. The forecast evaluation's
-/// diagnostics files are written with it. No MPI calls: call it on the writing rank.
+/// values (one of them may be the record dim), and float64 variables over them, NaN written as `_FillValue`
+/// (9.96920996838687e+36, netCDF's default for double: the one fill value of every file gridshard writes). The
+/// forecast evaluation's diagnostics files and the zonal-mean file are written with it. No MPI calls: call it on
+/// the writing rank.
 ///
 /// @code
 ///   gridshard::io::Dataset d;
@@ -24,12 +26,14 @@ namespace gridshard::io {
 
 using Attributes = std::vector<std::pair<std::string, std::string>>;
 
-/// A dim of `size` entries; with `coordinate` values (as many), a float64 coordinate variable of its name.
+/// A dim of `size` entries; with `coordinate` values (as many), a float64 coordinate variable of its name. An
+/// `unlimited` dim is the file's record dim, and `size` the records written.
 struct DatasetDim {
     std::string name;
     std::int64_t size = 0;
     std::vector<double> coordinate{};
     Attributes attributes{};  ///< of the coordinate variable
+    bool unlimited = false;
 };
 
 /// A float64 variable over `dims` (names of Dataset::dims), row-major values, NaN where undefined.
@@ -42,6 +46,8 @@ struct DatasetVariable {
     /// write_dataset); in write_dataset_collectively (parallel_io.hpp) each rank's own box, count 0 for none.
     std::vector<std::int64_t> start{};
     std::vector<std::int64_t> count{};
+    /// Whether it has a `_FillValue` (written where a value is NaN); false for values never missing (bounds).
+    bool fill = true;
 };
 
 struct Dataset {

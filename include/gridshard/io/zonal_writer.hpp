@@ -1,12 +1,14 @@
 #pragma once
 /// @file
-/// The zonal-mean output file of `gridshard eval`, CF netCDF, written through AtomicOutput. No MPI calls.
+/// The zonal-mean output file of `gridshard eval`, CF netCDF: a dataset of the one dataset writer
+/// (dataset_writer.hpp), written through AtomicOutput, or collectively (parallel_io.hpp). No MPI calls.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "gridshard/io/dataset_writer.hpp"
 #include "gridshard/io/grid_info.hpp"
 #include "gridshard/io/output_file.hpp"
 
@@ -37,6 +39,13 @@ struct ZonalFileAttributes {
 void write_zonal_means(AtomicOutput& output, const GridInfo& grid, std::int64_t ntime,
                        const std::vector<ZonalVariable>& variables, const ZonalFileAttributes& attributes = {},
                        const std::optional<std::vector<double>>& time_values = std::nullopt);
+
+/// The dataset write_zonal_means writes (dataset_writer.hpp), for a collective write (parallel_io.hpp); `path`
+/// names the file in its errors. Throws ArgumentError as write_zonal_means. No MPI calls.
+[[nodiscard]] Dataset zonal_means_dataset(const std::string& path, const GridInfo& grid, std::int64_t ntime,
+                                          const std::vector<ZonalVariable>& variables,
+                                          const ZonalFileAttributes& attributes = {},
+                                          const std::optional<std::vector<double>>& time_values = std::nullopt);
 
 /// The same into `path`, committed at once: the file appears complete or not at all.
 void write_zonal_means(const std::string& path, const GridInfo& grid, std::int64_t ntime,
