@@ -8,4 +8,7 @@ namespace gridshard::python {
 /// The metrics of metrics/metrics.hpp on buffers (metric_bindings.cpp).
 void bind_metrics(pybind11::module_& m);
 
+/// The evaluation layer's aggregator and score registry (aggregator_bindings.cpp).
+void bind_aggregator(pybind11::module_& m);
+
 }  // namespace gridshard::python

@@ -41,6 +41,84 @@ def test_the_module_gives_the_tools_ensemble_and_anomaly_scores(files, tmp_path)
             assert values == [float("nan" if v is None else v).hex() for v in tool[score]], (mesh, score)
 
 
+@pytest.fixture(scope="module")
+def several_initial_conditions(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("aggregator")
+    forecast = ff.Forecast(ics=3, members=4, leads=5, nlat=11, nlon=18, seed=5)
+    truth, pred = folder / "t.nc", folder / "p.nc"
+    ff.write_member_dim(forecast, truth, pred, member_dim="member")
+    return truth, pred
+
+
+def _as_hex(values):
+    return [float("nan" if v is None else v).hex() for v in values]
+
+
+def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_conditions, tmp_path):
+    """gridshard.Aggregator fed windows of shards, several initial conditions and members, gives `gridshard eval`'s
+    per-lead scores, time means, zonal means and maps bit for bit; the data ranks hold uneven blocks (3 over 2)."""
+    truth, pred = several_initial_conditions
+    folder = tmp_path / "tool"
+    folder.mkdir()
+    mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
+           "--diagnostics", folder, "--quiet")
+    tool = json.loads((folder / "r.json").read_text())["variables"]
+    import netCDF4
+
+    with netCDF4.Dataset(folder / "time_mean_diagnostics.nc") as maps, \
+            netCDF4.Dataset(folder / "zonal_mean_diagnostics.nc") as zonal:
+        tool_maps = {(k, n): _as_hex(np.asarray(maps[f"{k}-{n}"][:].filled(np.nan)).ravel())
+                     for n in tool for k in ("gen_map", "bias_map")}
+        tool_zonal = {(k, n): _as_hex(np.asarray(zonal[f"{k}-{n}"][:].filled(np.nan)).ravel())
+                      for n in tool for k in ("gen", "error")}
+    runs = ((1, "1x1x1", "balanced", 2, False), (4, "1x2x2", "div_up", 3, False), (3, "3x1x1", "balanced", 1, True),
+            (6, "2x1x3", "div_up", 2, False), (3, "1x1x3", "div_up", 5, True))
+    for ranks, mesh, split, window, torch in runs:
+        out = tmp_path / f"{mesh}.json"
+        mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
+               "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []))
+        python = json.loads(out.read_text())
+        assert sorted(python) == sorted(tool), mesh
+        for name, scores in python.items():
+            assert sorted(scores["per_step"]) == sorted(tool[name]["per_step"]), (mesh, name)
+            for key, values in scores["per_step"].items():
+                assert values == _as_hex(tool[name]["per_step"][key]), (mesh, name, key)
+            assert sorted(scores["time_mean"]) == sorted(tool[name]["time_mean"]), (mesh, name)
+            for key, value in scores["time_mean"].items():
+                assert value == _as_hex([tool[name]["time_mean"][key]])[0], (mesh, name, key)
+            assert scores["gen_map"] == tool_maps[("gen_map", name)], (mesh, name)
+            assert scores["bias_map"] == tool_maps[("bias_map", name)], (mesh, name)
+            assert scores["profiles"]["gen"] == tool_zonal[("gen", name)], (mesh, name)
+            assert scores["profiles"]["error"] == tool_zonal[("error", name)], (mesh, name)
+
+
+def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
+    script = tmp_path / "bad.py"
+    script.write_text(
+        "import numpy as np, gridshard\n"
+        "d = gridshard.Distributed(spatial_parallelism=(1, 2))\n"
+        "a = gridshard.Aggregator(d, ['x'], np.linspace(-80, 80, 6), 8, 1, 3, members=2)\n"
+        "h, w = a.box\n"
+        "y = np.zeros((1, 2, h, w), 'f4')\n"
+        "good = np.zeros((1, 2, 2, h, w), 'f4')\n"
+        "bad = np.zeros((1, 3, 2, h, w), 'f4') if d.rank == 1 else good\n"
+        "for call in (lambda: a.record({'x': y}, {'x': bad}), lambda: a.record({'x': y}, {'x': good.astype('f8')}),\n"
+        "             lambda: a.record({'y': y}, {'x': good}), lambda: a.finish()):\n"
+        "    try:\n"
+        "        call()\n"
+        "    except ValueError as e:\n"
+        "        print('ValueError:', e)\n"
+        "a.record({'x': y}, {'x': good})\n"
+        "try:\n"
+        "    a.record({'x': y}, {'x': good})\n"
+        "except ValueError as e:\n"
+        "    print('ValueError:', e)\n")
+    out = mpirun(2, sys.executable, script).stdout
+    assert out.count("ValueError:") == 10, out  # every call fails on both ranks
+    assert "3, 2, 3, 4" in out or "(1, 3, 2" in out, out
+    assert "was never recorded" in out and "was recorded already" in out, out
+
+
 def test_ensemble_argument_errors_are_value_errors(tmp_path):
     script = tmp_path / "bad.py"
     script.write_text(

@@ -1,0 +1,146 @@
+"""``gridshard.Aggregator``: the evaluation layer's streaming aggregator (evaluation/aggregator.hpp) on shards of
+numpy arrays or CPU torch tensors, window by window, finished into every score of the registry: the same bits
+as ``gridshard eval`` on the same data, at every mesh.
+
+Each rank records its box (``dist.get_local_slices``) of its own initial conditions: by default data rank ``d``
+holds the ``d``-th block of ``initial_conditions // data ranks`` (ACE's ``local_batch_size``), and the blocks
+of the data ranks must cover every initial condition once. ``record`` is collective over the spatial group,
+``finish`` over the world; the maps (time means of the prediction and of the error) come back whole on world
+rank 0, gathered one variable at a time, never as tiles.
+"""
+
+import numpy as np
+
+from . import _arrays
+from . import _gridshard as _core
+from ._arrays import Problems
+from ._mpi import mpi_errors
+
+
+def registered_scores():
+    """Every score of the library's registry (key, table label, ACE key, family, combination, validity rule)."""
+    return _core.registered_scores()
+
+
+class Aggregator:
+    """The scores of ``variables`` of a forecast of ``initial_conditions`` x ``members`` x ``lead_times`` on the
+    global grid of latitudes ``lat`` (degrees, every row, row 0 first) by ``nlon`` longitudes, in ``dtype``.
+
+    ``counted_leads``: the lead-time rows the time means count (default: every row but row 0, the initial
+    condition, as ACE and ``gridshard eval`` on a file with a lead-0 row count). ``maps``: form the time-mean
+    maps. ``policy``: the validity policy of the deterministic scores (``skip_invalid_pairs``, ``skip_nan``,
+    ``propagate``). ``first_initial_condition``: where this rank's initial conditions start (default: its data
+    rank's block). Collective over the world: the ranks agree on every argument, and a problem on any rank
+    raises ArgumentError on every rank.
+    """
+
+    def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
+                 counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
+                 first_initial_condition=None, local_initial_conditions=None, report="forecast"):
+        self.distributed = distributed
+        self.variables = list(variables)
+        self.members = int(members)
+        self.lead_times = int(lead_times)
+        self.dtype = np.dtype(dtype)
+        problems = Problems()
+        lat = np.ascontiguousarray(np.asarray(lat, dtype=np.float64))
+        if lat.ndim != 1:
+            problems.add(f"lat: expected the grid's latitudes, one dim, got shape {lat.shape}")
+            lat = np.zeros(0)
+        if self.dtype not in _arrays.FLOATING:
+            problems.add(f"dtype={self.dtype}: must be float32 or float64")
+        if not self.variables or len(set(self.variables)) != len(self.variables):
+            problems.add(f"variables={self.variables!r}: expected distinct names")
+        if counted_leads is None:
+            counted_leads = list(range(1, self.lead_times)) if self.lead_times > 1 else [0]
+        data_ranks = distributed.total_data_parallel_ranks
+        if local_initial_conditions is None:
+            local_initial_conditions = initial_conditions // data_ranks if initial_conditions % data_ranks == 0 else 0
+            if initial_conditions % data_ranks:
+                problems.add(f"initial_conditions={initial_conditions} do not split evenly over {data_ranks} data "
+                             f"ranks: give first_initial_condition and local_initial_conditions")
+        if first_initial_condition is None:
+            first_initial_condition = distributed.data_parallel_rank * local_initial_conditions
+        self.first_initial_condition = int(first_initial_condition)
+        self.local_initial_conditions = int(local_initial_conditions)
+        self._by_variable = {}
+        with mpi_errors():
+            for name in self.variables:
+                self._by_variable[name] = _core.Aggregator(
+                    distributed._mesh, problems.text(), len(lat), int(nlon), lat, self.dtype.itemsize,
+                    int(initial_conditions), self.members, self.lead_times, 1, self.first_initial_condition,
+                    self.first_initial_condition + self.local_initial_conditions,
+                    [int(k) for k in counted_leads], bool(maps), str(policy), str(report))
+        self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
+
+    def record(self, target, prediction, first_lead=0, first_sample=0):
+        """Records one window: ``target[name]`` ``(sample, time, h_local, w_local)`` and ``prediction[name]`` the
+        same, or ``(sample, member, time, h_local, w_local)`` with members, for every variable; sample ``s`` is
+        initial condition ``first_initial_condition + first_sample + s`` and time ``t`` lead ``first_lead + t``.
+        Collective over the spatial group (one agreement and one fused evaluation per pair)."""
+        problems = Problems()
+        fields = {}
+        samples = times = 0
+        for name in self.variables:
+            truth = self._field(target, name, "target", problems)
+            pred = self._field(prediction, name, "prediction", problems)
+            if truth is None or pred is None:
+                continue
+            if self.members == 1 and pred.ndim == 4:
+                pred = pred[:, None]
+            if truth.ndim != 4 or pred.ndim != 5 or pred.shape[1] != self.members:
+                problems.add(f"target[{name!r}] {tuple(truth.shape)} and prediction[{name!r}] {tuple(pred.shape)}: "
+                             f"expected (sample, time, h, w) and (sample{', member' if self.members > 1 else ''}, "
+                             f"time, h, w) with {self.members} member(s)")
+            elif pred.shape[0] != truth.shape[0] or pred.shape[2:] != truth.shape[1:]:
+                problems.add(f"prediction[{name!r}]: shape {tuple(pred.shape)} does not match the target's "
+                             f"{tuple(truth.shape)}")
+            elif truth.shape[2:] != tuple(self.box):
+                problems.add(f"target[{name!r}]: shards of {tuple(truth.shape[2:])}, this rank's box is "
+                             f"{tuple(self.box)}")
+            elif fields and truth.shape[:2] != (samples, times):
+                problems.add(f"target[{name!r}]: {truth.shape[:2]} (sample, time), another variable's are "
+                             f"{(samples, times)}")
+            else:
+                samples, times = truth.shape[:2]
+                fields[name] = (truth, pred)
+        # One agreement over the spatial group before any pair: every rank of it records the same window.
+        with mpi_errors():
+            seen = self.distributed._spatial_comm.allgather(
+                (problems.text(), int(samples), int(times), int(first_lead), int(first_sample)))
+        failed = [text for text, *_ in seen if text]
+        if failed:
+            raise _core.ArgumentError(failed[0])
+        if len({tuple(window) for _, *window in seen}) > 1:
+            raise _core.ArgumentError(f"record: the ranks of a spatial group give different windows (samples, "
+                                      f"times, first_lead, first_sample): {[tuple(w) for _, *w in seen]}")
+        for name, (truth, pred) in fields.items():
+            aggregator = self._by_variable[name]
+            for s in range(samples):
+                for t in range(times):
+                    with mpi_errors():
+                        aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
+                                          _arrays.contiguous(truth[s, t][None]),
+                                          _arrays.contiguous(pred[s, :, t][:, None]))
+
+    def _field(self, fields, name, what, problems):
+        try:
+            value = fields[name]
+        except Exception:  # noqa: BLE001 - a missing variable is this rank's problem, raised everywhere
+            problems.add(f"{what}: no variable {name!r}")
+            return None
+        array = _arrays.as_numpy(value, f"{what}[{name!r}]", problems)
+        if array is not None and array.dtype != self.dtype:
+            problems.add(f"{what}[{name!r}]: dtype {array.dtype}, the aggregator's is {self.dtype}")
+            return None
+        return array
+
+    def finish(self):
+        """Every score of every variable: ``{channel: {"regions": {"global": {"per_lead": {key: (leads, width)},
+        "time_means": {key: value}}}, "profiles": {key: (leads, nlat)}, "prediction_map": (nlat, nlon) or None,
+        "bias_map": ...}}``, the maps on world rank 0 only. Collective over the world; once."""
+        out = {}
+        with mpi_errors():
+            for name in self.variables:
+                out.update(self._by_variable[name].finish(name))
+        return out

@@ -1,0 +1,380 @@
+// The evaluation layer's streaming aggregator on buffers (evaluation/aggregator.hpp): one per variable, built
+// from the mesh, the grid's latitudes and the forecast's shape, fed one (initial condition, lead time) of this
+// rank's box at a time, finished into every score of the registry. The pure-Python layer
+// (gridshard.Aggregator) checks the caller's arrays, turns them into these buffers and shapes the results; the
+// numbers are the library's, the same bits as `gridshard eval` on the same data.
+
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bindings.hpp"
+#include "buffers.hpp"
+#include "gridshard/comm/agreement.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/evaluation/aggregator.hpp"
+#include "gridshard/evaluation/score_registry.hpp"
+#include "gridshard/geometry/area_weights.hpp"
+#include "python_mesh.hpp"
+
+namespace gridshard::python {
+namespace {
+
+/// What an aggregator is built from, as the Python layer gives it.
+struct AggregatorArguments {
+    std::string problem;  // this rank's own argument problem, raised on every rank
+    std::int64_t nlat = 0;
+    std::int64_t nlon = 0;
+    std::int64_t element_code = 0;  // 4: float32, 8: float64
+    std::int64_t initial_conditions = 1;
+    std::int64_t members = 1;
+    std::int64_t lead_times = 1;
+    std::int64_t channels = 1;
+    Range mine{};  // the initial conditions this rank records
+    std::vector<std::int64_t> counted_leads;
+    bool maps = false;
+    std::string policy;
+    std::string report;
+};
+
+/// A code of a vector, the same in every process.
+std::int64_t code_of(const std::vector<std::int64_t>& values) {
+    std::uint64_t h = 1469598103934665603ULL;
+    for (const std::int64_t v : values) {
+        h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
+    }
+    return static_cast<std::int64_t>(h >> 1);
+}
+
+std::int64_t code_of(std::span<const double> values) {
+    std::vector<std::int64_t> bits(values.size());
+    std::memcpy(bits.data(), values.data(), values.size() * sizeof(double));
+    return code_of(bits);
+}
+
+/// Every rank's range of initial conditions, checked: the ranks of a spatial group record the same ones, and
+/// the data ranks' ranges do not overlap and together cover every initial condition, so each per-sample value
+/// is scored once. Collective over the world: one allreduce of 2 int64 a rank. Throws alike on every rank.
+void check_ranges(const ProcessMesh& mesh, Range mine, std::int64_t initial_conditions) {
+    const Communicator& world = mesh.world();
+    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(world.size()), 0);
+    all[2 * static_cast<std::size_t>(world.rank())] = mine.begin;
+    all[2 * static_cast<std::size_t>(world.rank()) + 1] = mine.end;
+    allreduce_sum_in_place(world, all);
+    const MeshShape shape = mesh.shape();
+    const int spatial = shape.lat * shape.lon;
+    for (int s = 0; s < spatial; ++s) {
+        std::vector<Range> ranges;
+        for (int d = 0; d < shape.data; ++d) {
+            const auto r = static_cast<std::size_t>(d * spatial + s);
+            ranges.push_back({all[2 * r], all[2 * r + 1]});
+            if (ranges.back() != Range{all[2 * static_cast<std::size_t>(d * spatial)],
+                                       all[2 * static_cast<std::size_t>(d * spatial) + 1]}) {
+                throw ArgumentError("initial_conditions: the ranks of data rank " + std::to_string(d) +
+                                    "'s spatial group record different initial conditions");
+            }
+        }
+        std::sort(ranges.begin(), ranges.end(), [](Range a, Range b) { return a.begin < b.begin; });
+        std::int64_t next = 0;
+        for (const Range r : ranges) {
+            if (r.empty()) {
+                continue;
+            }
+            if (r.begin != next) {
+                throw ArgumentError("initial_conditions: the data ranks' ranges must cover 0.." +
+                                    std::to_string(initial_conditions) + " once each; one starts at " +
+                                    std::to_string(r.begin) + " where " + std::to_string(next) + " was expected");
+            }
+            next = r.end;
+        }
+        if (next != initial_conditions) {
+            throw ArgumentError("initial_conditions: the data ranks' ranges cover 0.." + std::to_string(next) + " of " +
+                                std::to_string(initial_conditions));
+        }
+    }
+}
+
+py::dict series_dict(const std::vector<ScoreSeries>& series, std::int64_t leads) {
+    py::dict out;
+    for (const ScoreSeries& s : series) {
+        py::array_t<double> values(std::vector<py::ssize_t>{leads, s.width});
+        std::memcpy(values.mutable_data(), s.values.data(), s.values.size() * sizeof(double));
+        out[py::str(s.score->key)] = values;
+    }
+    return out;
+}
+
+py::object map_array(const std::vector<double>& map, const GridShape& grid) {
+    if (map.empty()) {
+        return py::none();
+    }
+    py::array_t<double> values(std::vector<py::ssize_t>{grid.nlat, grid.nlon});
+    std::memcpy(values.mutable_data(), map.data(), map.size() * sizeof(double));
+    return values;
+}
+
+/// One variable's aggregator, with what it was told and what it has been fed.
+class PythonAggregator {
+  public:
+    /// Collective over the world: agrees on the arguments (grid, dtype, shape, lead times counted, options, the
+    /// latitudes' bits), checks the ranks' ranges of initial conditions, and allocates the aggregator. Raises
+    /// ArgumentError alike on every rank.
+    PythonAggregator(PythonMesh& mesh, AggregatorArguments args, py::object lat_deg) : args_(std::move(args)) {
+        std::vector<double> lat;
+        AggregatorOptions options;
+        if (args_.problem.empty()) {
+            args_.problem =
+                attempt([&] {
+                    py::buffer b = lat_deg.cast<py::buffer>();
+                    const auto span = contiguous_span<const double>(b, "lat", false);
+                    lat.assign(span.begin(), span.end());
+                    if (static_cast<std::int64_t>(lat.size()) != args_.nlat) {
+                        throw ArgumentError("lat: " + std::to_string(lat.size()) + " latitudes for " +
+                                            std::to_string(args_.nlat) + " rows");
+                    }
+                    options.policy = parse_validity_policy(args_.policy);
+                    options.report = args_.report == "forecast" ? ReportKind::forecast
+                                     : args_.report == "pair"   ? ReportKind::pair
+                                                                : throw ArgumentError(
+                                                                      "report must be 'forecast' or 'pair', "
+                                                                        "not '" +
+                                                                      args_.report + "'");
+                    for (const std::int64_t row : args_.counted_leads) {
+                        if (row < 0 || row >= args_.lead_times) {
+                            throw ArgumentError("counted_leads: row " + std::to_string(row) + " is not one of the " +
+                                                std::to_string(args_.lead_times) + " lead times");
+                        }
+                    }
+                    if (args_.counted_leads.empty()) {
+                        throw ArgumentError("counted_leads: the time means need at least one lead time");
+                    }
+                }).message;
+        }
+        py::gil_scoped_release release;
+        const ShardedGrid& grid =
+            mesh.grid_named(mesh.mesh().world(), args_.problem, {args_.nlat, args_.nlon}, args_.element_code);
+        agree_or_throw(mesh.mesh().world(), "",
+                       {args_.initial_conditions, args_.members, args_.lead_times, args_.channels,
+                        code_of(args_.counted_leads), args_.maps ? 1 : 0, static_cast<std::int64_t>(options.policy),
+                        static_cast<std::int64_t>(options.report), code_of(lat)},
+                       "the aggregator's initial conditions, members, lead times, channels, counted lead times, "
+                       "maps, policy, report and latitudes");
+        check_ranges(mesh.mesh(), args_.mine, args_.initial_conditions);
+        options.summation = mesh.summation();
+        options.counted_leads = args_.counted_leads;
+        options.maps = args_.maps;
+        options.gather_maps = true;
+        const AggregatorShape shape{
+            {args_.initial_conditions, args_.members, args_.lead_times},
+            args_.channels,
+            {args_.mine, {0, args_.lead_times}, {0, args_.members}, DataSplit::initial_conditions}};
+        grid_ = &grid;
+        std::unique_ptr<Aggregator> made;
+        check_collectively(
+            mesh.mesh().world(), attempt([&] {
+                const std::vector<RegionWeights> regions{{"global", cos_lat_weights(lat, args_.nlon, grid.box().lat)}};
+                made = std::make_unique<Aggregator>(grid, shape, regions, options);
+                recorded_.assign(static_cast<std::size_t>(args_.mine.size() * args_.lead_times), false);
+            }));
+        aggregator_ = std::move(made);
+    }
+
+    /// (rows, cols) of this rank's box.
+    [[nodiscard]] std::pair<std::int64_t, std::int64_t> box() const {
+        return {grid_->box().lat.size(), grid_->box().lon.size()};
+    }
+
+    /// Scores one (initial condition, lead time): `truth` (channels, rows, cols) and `members` (members,
+    /// channels, rows, cols) of this rank's box, of the aggregator's dtype. Collective over the spatial group:
+    /// one agreement (that every rank of it records the same pair, and any rank's problem), then the
+    /// aggregator's record.
+    void record(std::string problem, std::int64_t initial_condition, std::int64_t lead, py::object truth,
+                py::object members) {
+        std::optional<py::buffer> t;
+        std::optional<py::buffer> m;
+        const auto [rows, cols] = box();
+        const auto plane = static_cast<std::size_t>(args_.channels * rows * cols);
+        if (problem.empty()) {
+            problem = attempt([&] {
+                          if (!args_.mine.contains(initial_condition)) {
+                              throw ArgumentError("initial condition " + std::to_string(initial_condition) +
+                                                  " is not one of this rank's, " + std::to_string(args_.mine.begin) +
+                                                  ".." + std::to_string(args_.mine.end));
+                          }
+                          if (lead < 0 || lead >= args_.lead_times) {
+                              throw ArgumentError("lead " + std::to_string(lead) + " is not one of the " +
+                                                  std::to_string(args_.lead_times) + " lead times");
+                          }
+                          if (recorded_[slot(initial_condition, lead)]) {
+                              throw ArgumentError("initial condition " + std::to_string(initial_condition) + ", lead " +
+                                                  std::to_string(lead) + " was recorded already");
+                          }
+                          t = truth.cast<py::buffer>();
+                          m = members.cast<py::buffer>();
+                          const std::int64_t code = element_kind(*t) == ElementKind::float32   ? 4
+                                                    : element_kind(*t) == ElementKind::float64 ? 8
+                                                                                               : 0;
+                          if (code != args_.element_code || element_kind(*m) != element_kind(*t)) {
+                              throw ArgumentError(std::string("the fields' dtype must be the aggregator's, ") +
+                                                  (args_.element_code == 4 ? "float32" : "float64"));
+                          }
+                          with_floating_type(*t, "target", [&](auto zero) {
+                              using T = decltype(zero);
+                              if (contiguous_span<const T>(*t, "target", false).size() != plane ||
+                                  contiguous_span<const T>(*m, "prediction", false).size() !=
+                                      plane * static_cast<std::size_t>(args_.members)) {
+                                  throw ArgumentError("the fields are not this rank's box of " + std::to_string(rows) +
+                                                      " x " + std::to_string(cols));
+                              }
+                          });
+                      }).message;
+        }
+        py::gil_scoped_release release;
+        agree_or_throw(grid_->mesh().spatial(), problem, {initial_condition, lead},
+                       "the (initial condition, lead time) the ranks of a spatial group record");
+        recorded_[slot(initial_condition, lead)] = true;
+        py::gil_scoped_acquire acquire;
+        with_floating_type(*t, "target", [&](auto zero) {
+            using T = decltype(zero);
+            const auto truth_values = contiguous_span<const T>(*t, "target", false);
+            const auto member_values = contiguous_span<const T>(*m, "prediction", false);
+            py::gil_scoped_release again;
+            aggregator_->record<T>(initial_condition, lead, {truth_values, args_.channels}, member_values);
+        });
+    }
+
+    /// Every score, on every rank (the maps on world rank 0 only). Collective over the world; once. Raises alike
+    /// on every rank when a rank has not recorded every lead time of its initial conditions.
+    py::dict finish(const std::string& variable) {
+        std::string problem;
+        if (finished_) {
+            problem = "the aggregator of '" + variable + "' was finished already";
+        }
+        for (std::int64_t ic = args_.mine.begin; ic < args_.mine.end && problem.empty(); ++ic) {
+            for (std::int64_t lead = 0; lead < args_.lead_times && problem.empty(); ++lead) {
+                if (!recorded_[slot(ic, lead)]) {
+                    problem = "'" + variable + "': initial condition " + std::to_string(ic) + ", lead " +
+                              std::to_string(lead) +
+                              " was never recorded; every lead time of every initial "
+                              "condition must be, before the scores";
+                }
+            }
+        }
+        VariableScores scores;
+        {
+            py::gil_scoped_release release;
+            check_collectively(grid_->mesh().world(), problem);
+            finished_ = true;
+            scores = aggregator_->finish(variable);
+        }
+        py::dict out;
+        for (const ChannelScores& channel : scores) {
+            py::dict c;
+            py::dict regions;
+            for (const RegionScores& region : channel.regions) {
+                py::dict r;
+                r["per_lead"] = series_dict(region.per_lead, args_.lead_times);
+                py::dict means;
+                for (const ScoreValue& v : region.time_means) {
+                    means[py::str(v.score->key)] = v.value;
+                }
+                r["time_means"] = means;
+                regions[py::str(region.name)] = r;
+            }
+            c["regions"] = regions;
+            c["profiles"] = series_dict(channel.profiles, args_.lead_times);
+            c["prediction_map"] = map_array(channel.prediction_map, grid_->grid());
+            c["bias_map"] = map_array(channel.bias_map, grid_->grid());
+            out[py::str(channel.name)] = c;
+        }
+        return out;
+    }
+
+  private:
+    [[nodiscard]] std::size_t slot(std::int64_t ic, std::int64_t lead) const {
+        return static_cast<std::size_t>((ic - args_.mine.begin) * args_.lead_times + lead);
+    }
+
+    AggregatorArguments args_;
+    const ShardedGrid* grid_ = nullptr;
+    std::unique_ptr<Aggregator> aggregator_;
+    std::vector<bool> recorded_;
+    bool finished_ = false;
+};
+
+std::string_view combination_name(SampleCombination c) {
+    switch (c) {
+        case SampleCombination::mean_of_samples:
+            return "mean_of_samples";
+        case SampleCombination::ratio_of_means:
+            return "ratio_of_means";
+        case SampleCombination::cell_statistic:
+            return "cell_statistic";
+    }
+    return "mean_of_samples";
+}
+
+}  // namespace
+
+void bind_aggregator(py::module_& m) {
+    py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
+        .def(
+            py::init([](PythonMesh& mesh, std::string problem, std::int64_t nlat, std::int64_t nlon, py::object lat_deg,
+                        std::int64_t element_code, std::int64_t initial_conditions, std::int64_t members,
+                        std::int64_t lead_times, std::int64_t channels, std::int64_t mine_begin, std::int64_t mine_end,
+                        std::vector<std::int64_t> counted_leads, bool maps, std::string policy, std::string report) {
+                AggregatorArguments args{std::move(problem),
+                                         nlat,
+                                         nlon,
+                                         element_code,
+                                         initial_conditions,
+                                         members,
+                                         lead_times,
+                                         channels,
+                                         {mine_begin, mine_end},
+                                         std::move(counted_leads),
+                                         maps,
+                                         std::move(policy),
+                                         std::move(report)};
+                return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg));
+            }),
+            py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
+            py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
+            py::arg("channels"), py::arg("mine_begin"), py::arg("mine_end"), py::arg("counted_leads"), py::arg("maps"),
+            py::arg("policy"), py::arg("report"),
+            "Collective over the world (agreement, one allreduce of the ranges, the allocation).")
+        .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
+        .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
+             py::arg("truth"), py::arg("members"), "Collective over the spatial group.")
+        .def("finish", &PythonAggregator::finish, py::arg("variable"),
+             "Collective over the world: every score on every rank, the maps on world rank 0.");
+
+    m.def(
+        "registered_scores",
+        [] {
+            py::list out;
+            for (const RegisteredScore& s : registered_scores()) {
+                py::dict d;
+                d["report"] = s.report == ReportKind::forecast ? "forecast" : "pair";
+                d["key"] = s.key;
+                d["label"] = s.label;
+                d["ace_key"] = s.ace_key;
+                d["family"] = std::string(to_string(s.family));
+                d["combination"] = std::string(combination_name(s.combination));
+                d["policy"] = std::string(to_string(s.policy));
+                out.append(d);
+            }
+            return out;
+        },
+        "Every score of the registry (evaluation/score_registry.hpp), in order, as dicts.");
+}
+
+}  // namespace gridshard::python

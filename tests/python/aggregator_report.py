@@ -1,0 +1,68 @@
+"""Under mpirun: a forecast file pair (prediction (sample, member, time, lat, lon), truth (sample, time, lat, lon))
+scored through gridshard.Aggregator on shards, window by window, each data rank its block of initial conditions;
+rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (float hex), for comparison with
+`gridshard eval` on the same files.
+
+    mpirun -n 4 python3 aggregator_report.py OUT.json --mesh 1x2x2 --truth T.nc --pred P.nc [--window 2]
+"""
+import argparse
+import json
+
+import netCDF4
+import numpy as np
+from mpi4py import MPI
+
+import gridshard
+
+parser = argparse.ArgumentParser()
+parser.add_argument("out")
+parser.add_argument("--mesh", required=True)
+parser.add_argument("--split", default="balanced")
+parser.add_argument("--truth", required=True)
+parser.add_argument("--pred", required=True)
+parser.add_argument("--window", type=int, default=2)
+parser.add_argument("--torch", action="store_true", help="record torch tensors instead of numpy arrays")
+args = parser.parse_args()
+data, h, w = map(int, args.mesh.split("x"))
+dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
+
+with netCDF4.Dataset(args.truth) as t, netCDF4.Dataset(args.pred) as p:
+    names = [n for n, v in p.variables.items() if v.ndim == 5]
+    truth = {n: np.asarray(t[n][:].filled(np.nan), dtype=np.float32) for n in names}
+    pred = {n: np.asarray(p[n][:].filled(np.nan), dtype=np.float32) for n in names}
+    lat = np.asarray(t["lat"][:], dtype=np.float64)
+ics, members, leads, nlat, nlon = pred[names[0]].shape
+# This data rank's block of initial conditions (uneven where they do not split evenly).
+blocks = np.array_split(np.arange(ics), data)
+mine = blocks[dist.data_parallel_rank]
+first = int(mine[0]) if len(mine) else 0
+rows, cols = dist.get_local_slices((nlat, nlon))
+aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
+                                  first_initial_condition=first, local_initial_conditions=len(mine))
+convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
+for start in range(0, leads, args.window):
+    stop = min(start + args.window, leads)
+    target = {n: convert(np.ascontiguousarray(truth[n][first:first + len(mine), start:stop, rows, cols]))
+              for n in names}
+    prediction = {n: convert(np.ascontiguousarray(pred[n][first:first + len(mine), :, start:stop, rows, cols]))
+                  for n in names}
+    aggregator.record(target, prediction, first_lead=start)
+scores = aggregator.finish()
+
+
+def hexes(values):
+    return [float(v).hex() for v in np.asarray(values).ravel()]
+
+
+if MPI.COMM_WORLD.rank == 0:
+    out = {}
+    for name, channel in scores.items():
+        region = channel["regions"]["global"]
+        out[name] = {"per_step": {k: hexes(v) for k, v in region["per_lead"].items()},
+                     "time_mean": {k: float(v).hex() for k, v in region["time_means"].items()},
+                     "profiles": {k: hexes(v) for k, v in channel["profiles"].items()},
+                     "gen_map": hexes(channel["prediction_map"]), "bias_map": hexes(channel["bias_map"])}
+    with open(args.out, "w") as f:
+        json.dump(out, f)
+else:
+    assert all(c["prediction_map"] is None for c in scores.values())
