@@ -135,6 +135,13 @@ class Aggregator:
             return None
         return array
 
+    def lead_scores(self, first, stop):
+        """``{name: {key: (stop - first,) float64}}``: the deterministic per-lead scores of lead times
+        ``first..stop-1`` over every sample, the bits ``finish`` will give them, once every rank has recorded those
+        lead times (ACE's per-window time series). Collective over the world."""
+        with mpi_errors():
+            return {name: self._by_variable[name].lead_scores(int(first), int(stop)) for name in self.variables}
+
     def finish(self):
         """Every score of every variable: ``{channel: {"regions": {"global": {"per_lead": {key: (leads, width)},
         "time_means": {key: value}}}, "profiles": {key: (leads, nlat)}, "prediction_map": (nlat, nlon) or None,

@@ -251,6 +251,38 @@ class PythonAggregator {
         });
     }
 
+    /// The deterministic per-lead scores of lead times first..stop-1, {key: (stop - first,)}, as finish() will give
+    /// them. Collective over the world: one agreement (every rank has recorded those lead times of its initial
+    /// conditions), one allreduce over the data group.
+    py::dict lead_scores(std::int64_t first, std::int64_t stop) {
+        std::string problem;
+        if (first < 0 || stop > args_.lead_times || first >= stop) {
+            problem = "lead_scores: leads " + std::to_string(first) + ".." + std::to_string(stop) + " of " +
+                      std::to_string(args_.lead_times);
+        }
+        for (std::int64_t ic = args_.mine.begin; ic < args_.mine.end && problem.empty(); ++ic) {
+            for (std::int64_t lead = first; lead < stop && problem.empty(); ++lead) {
+                if (!recorded_[slot(ic, lead)]) {
+                    problem = "lead_scores: initial condition " + std::to_string(ic) + ", lead " +
+                              std::to_string(lead) + " was never recorded";
+                }
+            }
+        }
+        std::vector<std::vector<ScoreSeries>> scores;
+        {
+            py::gil_scoped_release release;
+            agree_or_throw(grid_->mesh().world(), problem, {first, stop}, "the lead times of lead_scores");
+            scores = aggregator_->lead_scores({first, stop});
+        }
+        py::dict out;
+        for (const ScoreSeries& s : scores.at(0)) {
+            py::array_t<double> values(static_cast<py::ssize_t>(s.values.size()));
+            std::memcpy(values.mutable_data(), s.values.data(), s.values.size() * sizeof(double));
+            out[py::str(s.score->key)] = values;
+        }
+        return out;
+    }
+
     /// Every score, on every rank (the maps on world rank 0 only). Collective over the world; once. Raises alike
     /// on every rank when a rank has not recorded every lead time of its initial conditions.
     py::dict finish(const std::string& variable) {
@@ -354,6 +386,8 @@ void bind_aggregator(py::module_& m) {
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
              py::arg("truth"), py::arg("members"), "Collective over the spatial group.")
+        .def("lead_scores", &PythonAggregator::lead_scores, py::arg("first"), py::arg("stop"),
+             "Collective over the world: the deterministic per-lead scores of leads first..stop-1.")
         .def("finish", &PythonAggregator::finish, py::arg("variable"),
              "Collective over the world: every score on every rank, the maps on world rank 0.");
 

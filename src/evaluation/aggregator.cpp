@@ -252,6 +252,40 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     timings_.time_sums_s += done - sums_started;
 }
 
+std::vector<std::vector<ScoreSeries>> Aggregator::lead_scores(Range leads) const {
+    if (leads.begin < 0 || leads.end > shape_.extent.lead_times || leads.empty()) {
+        throw ArgumentError("Aggregator::lead_scores: leads " + std::to_string(leads.begin) + ".." +
+                            std::to_string(leads.end) + " of " + std::to_string(shape_.extent.lead_times));
+    }
+    const auto det_count = static_cast<std::int64_t>(deterministic_.size());
+    Slots window = det_;
+    window.leads = leads.size();
+    window.regions = 1;
+    std::vector<double> values(window.size(), 0.0);
+    for (std::int64_t s = 0; s < det_.samples; ++s) {
+        for (std::int64_t l = 0; l < window.leads; ++l) {
+            for (std::int64_t k = 0; k < det_.scores; ++k) {
+                for (std::int64_t c = 0; c < det_.channels; ++c) {
+                    values[window.at(s, l, 0, k, c)] = det_values_[det_.at(s, leads.begin + l, 0, k, c)];
+                }
+            }
+        }
+    }
+    reduce_sum<double>(grid_.mesh(), values);  // each slot written by one data rank: exact, as finish()'s
+    std::vector<std::vector<ScoreSeries>> out(static_cast<std::size_t>(det_.channels));
+    for (std::int64_t c = 0; c < det_.channels; ++c) {
+        for (std::int64_t k = 0; k < det_count; ++k) {
+            ScoreSeries series{deterministic_[static_cast<std::size_t>(k)], 1,
+                               std::vector<double>(static_cast<std::size_t>(window.leads))};
+            for (std::int64_t l = 0; l < window.leads; ++l) {
+                series.values[static_cast<std::size_t>(l)] = window.sample_mean(values, l, 0, k, c);
+            }
+            out[static_cast<std::size_t>(c)].push_back(std::move(series));
+        }
+    }
+    return out;
+}
+
 VariableScores Aggregator::finish(const std::string& variable) {
     const double started = MPI_Wtime();
     const ProcessMesh& mesh = grid_.mesh();

@@ -40,6 +40,7 @@ rows, cols = dist.get_local_slices((nlat, nlon))
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
                                   first_initial_condition=first, local_initial_conditions=len(mine))
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
+windows = []
 for start in range(0, leads, args.window):
     stop = min(start + args.window, leads)
     target = {n: convert(np.ascontiguousarray(truth[n][first:first + len(mine), start:stop, rows, cols]))
@@ -47,7 +48,14 @@ for start in range(0, leads, args.window):
     prediction = {n: convert(np.ascontiguousarray(pred[n][first:first + len(mine), :, start:stop, rows, cols]))
                   for n in names}
     aggregator.record(target, prediction, first_lead=start)
+    windows.append((start, aggregator.lead_scores(start, stop)))
 scores = aggregator.finish()
+# Each window's time series as lead_scores gave it once recorded: the finished per-lead scores, bit for bit.
+for start, window in windows:
+    for name, series in window.items():
+        for key, values in series.items():
+            finished = scores[name]["regions"]["global"]["per_lead"][key][start:start + len(values), 0]
+            assert np.array_equal(values, finished, equal_nan=True), (name, key, start)
 
 
 def hexes(values):

@@ -148,6 +148,11 @@ class Aggregator {
     void record(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth, std::span<const T> members,
                 std::span<const T> climatology = {});
 
+    /// The deterministic per-lead scores (mean over every sample) of the lead times `leads`, per channel: the
+    /// values finish() will give for them, bit for bit, once every sample of those lead times is recorded (ACE's
+    /// per-window time-series logs). Collective over the data group: one allreduce of the slots of those leads.
+    [[nodiscard]] std::vector<std::vector<ScoreSeries>> lead_scores(Range leads) const;
+
     /// Every score of the report, per channel. Collective over the world; call once.
     [[nodiscard]] VariableScores finish(const std::string& variable);
 
