@@ -201,12 +201,17 @@ class GridshardBackend:
         MPI.COMM_WORLD.Abort(1)
 
 
-def use_in_ace():
+def use_in_ace(aggregator=True):
     """Makes ACE's ``Distributed`` (fme.core.distributed) build ``GridshardBackend.from_env()`` whenever it is
     not forced non-distributed, and run gridshard's gradient metric and gathers. ``FME_DISTRIBUTED_BACKEND``
-    may then be ``gridshard`` (ACE itself would reject the name). Call it before the first
+    may then be ``gridshard`` (ACE itself would reject the name). With ``aggregator``, ACE's
+    ``InferenceEvaluatorAggregatorConfig.build`` returns gridshard's inference aggregator
+    (gridshard.ace_aggregator; ACE's own stays reachable as ``build_ace``). Call it before the first
     ``Distributed.get_instance()``. Returns ACE's Distributed class."""
     from fme.core.distributed import distributed as ace
+
+    if aggregator:
+        _use_gridshard_aggregator()
 
     cls = ace.Distributed
     if getattr(cls, "_gridshard_backend", False):
@@ -252,3 +257,16 @@ def use_in_ace():
         pass
     cls._gridshard_backend = True
     return cls
+
+
+def _use_gridshard_aggregator():
+    """ACE's InferenceEvaluatorAggregatorConfig.build returns gridshard.ace_aggregator's aggregator; ACE's own
+    build stays as ``build_ace``."""
+    from fme.ace.aggregator.inference.main import InferenceEvaluatorAggregatorConfig as config
+
+    if getattr(config, "build_ace", None) is not None:
+        return
+    from . import ace_aggregator
+
+    config.build_ace = config.build
+    config.build = ace_aggregator.build

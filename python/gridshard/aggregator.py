@@ -72,6 +72,7 @@ class Aggregator:
                     self.first_initial_condition + self.local_initial_conditions,
                     [int(k) for k in counted_leads], bool(maps), str(policy), str(report))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
+        self._grid = (len(lat), int(nlon))
 
     def record(self, target, prediction, first_lead=0, first_sample=0):
         """Records one window: ``target[name]`` ``(sample, time, h_local, w_local)`` and ``prediction[name]`` the
@@ -140,7 +141,9 @@ class Aggregator:
         ``first..stop-1`` over every sample, the bits ``finish`` will give them, once every rank has recorded those
         lead times (ACE's per-window time series). Collective over the world."""
         with mpi_errors():
-            return {name: self._by_variable[name].lead_scores(int(first), int(stop)) for name in self.variables}
+            return {name: {key: np.frombuffer(values, dtype=np.float64).copy()
+                           for key, values in self._by_variable[name].lead_scores(int(first), int(stop)).items()}
+                    for name in self.variables}
 
     def finish(self):
         """Every score of every variable: ``{channel: {"regions": {"global": {"per_lead": {key: (leads, width)},
@@ -150,4 +153,19 @@ class Aggregator:
         with mpi_errors():
             for name in self.variables:
                 out.update(self._by_variable[name].finish(name))
+        nlat, nlon = self._grid
+        for channel in out.values():
+            for region in channel["regions"].values():
+                region["per_lead"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
+                                      region["per_lead"].items()}
+            channel["profiles"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
+                                   channel["profiles"].items()}
+            for key in ("prediction_map", "bias_map"):
+                if channel[key] is not None:
+                    channel[key] = _array(channel[key], (nlat, nlon))
         return out
+
+
+def _array(values, shape):
+    """float64 bytes from the compiled module as a numpy array of ``shape``."""
+    return np.frombuffer(values, dtype=np.float64).reshape(shape).copy()

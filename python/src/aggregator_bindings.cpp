@@ -4,7 +4,6 @@
 // (gridshard.Aggregator) checks the caller's arrays, turns them into these buffers and shapes the results; the
 // numbers are the library's, the same bits as `gridshard eval` on the same data.
 
-#include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -102,23 +101,26 @@ void check_ranges(const ProcessMesh& mesh, Range mine, std::int64_t initial_cond
     }
 }
 
-py::dict series_dict(const std::vector<ScoreSeries>& series, std::int64_t leads) {
+/// Values as the bytes of float64s: the Python layer makes the arrays (np.frombuffer), so no numpy C API is
+/// used here (pybind11's array_t misreads the dtypes of numpy 2, which ACE's environment brings).
+py::bytes packed(const std::vector<double>& values) {
+    return {reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double)};
+}
+
+/// {key: (bytes, width)} of per-lead series.
+py::dict series_dict(const std::vector<ScoreSeries>& series) {
     py::dict out;
     for (const ScoreSeries& s : series) {
-        py::array_t<double> values(std::vector<py::ssize_t>{leads, s.width});
-        std::memcpy(values.mutable_data(), s.values.data(), s.values.size() * sizeof(double));
-        out[py::str(s.score->key)] = values;
+        out[py::str(s.score->key)] = py::make_tuple(packed(s.values), s.width);
     }
     return out;
 }
 
-py::object map_array(const std::vector<double>& map, const GridShape& grid) {
+py::object map_bytes(const std::vector<double>& map) {
     if (map.empty()) {
         return py::none();
     }
-    py::array_t<double> values(std::vector<py::ssize_t>{grid.nlat, grid.nlon});
-    std::memcpy(values.mutable_data(), map.data(), map.size() * sizeof(double));
-    return values;
+    return packed(map);
 }
 
 /// One variable's aggregator, with what it was told and what it has been fed.
@@ -276,9 +278,7 @@ class PythonAggregator {
         }
         py::dict out;
         for (const ScoreSeries& s : scores.at(0)) {
-            py::array_t<double> values(static_cast<py::ssize_t>(s.values.size()));
-            std::memcpy(values.mutable_data(), s.values.data(), s.values.size() * sizeof(double));
-            out[py::str(s.score->key)] = values;
+            out[py::str(s.score->key)] = packed(s.values);
         }
         return out;
     }
@@ -313,7 +313,7 @@ class PythonAggregator {
             py::dict regions;
             for (const RegionScores& region : channel.regions) {
                 py::dict r;
-                r["per_lead"] = series_dict(region.per_lead, args_.lead_times);
+                r["per_lead"] = series_dict(region.per_lead);
                 py::dict means;
                 for (const ScoreValue& v : region.time_means) {
                     means[py::str(v.score->key)] = v.value;
@@ -322,9 +322,9 @@ class PythonAggregator {
                 regions[py::str(region.name)] = r;
             }
             c["regions"] = regions;
-            c["profiles"] = series_dict(channel.profiles, args_.lead_times);
-            c["prediction_map"] = map_array(channel.prediction_map, grid_->grid());
-            c["bias_map"] = map_array(channel.bias_map, grid_->grid());
+            c["profiles"] = series_dict(channel.profiles);
+            c["prediction_map"] = map_bytes(channel.prediction_map);
+            c["bias_map"] = map_bytes(channel.bias_map);
             out[py::str(channel.name)] = c;
         }
         return out;

@@ -1,0 +1,370 @@
+"""gridshard's aggregator inside ACE's inference loop: ``InferenceEvaluatorAggregatorConfig.build`` (fme.ace) made
+to return ``InferenceEvaluatorAggregator`` below, by ``gridshard.ace.use_in_ace()``.
+
+ACE's loop calls ``record_initial_condition``, ``record_batch(PairedData)`` window by window, ``flush_diagnostics``
+and ``get_summary_logs``; this class answers with ACE's keys and files, its scores from ``gridshard.Aggregator``
+(the library's evaluation layer), exact and the same bits on every mesh, and its maps global. The metrics it
+implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and ``_norm``), ``time_mean`` and
+``time_mean_norm`` and ``zonal_mean``. Every other enabled metric (power spectrum, ensembles, histogram, video,
+ENSO, seasonal, annual, trend, ...) is ACE's own aggregator when the grid is not split, and is refused at build
+time under spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
+"""
+
+import dataclasses
+import os
+import tempfile
+
+import numpy as np
+
+from .aggregator import Aggregator
+from .distributed import ArgumentError
+
+# ACE's per-lead time-series names for the registry's deterministic scores, denorm and norm.
+_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff", "weighted_mean_gen",
+           "weighted_mean_target", "weighted_std_gen")
+_NORM_SERIES = ("weighted_rmse", "weighted_bias", "weighted_mean_gen", "weighted_mean_target", "weighted_std_gen")
+
+
+def _gridshard_distributed():
+    """The gridshard.Distributed ACE's own ``Distributed`` runs on (use_in_ace's backend), or one over this process
+    alone when ACE runs on one process. Anything else cannot be scored here: ACE's torch backend's ranks are not
+    gridshard's."""
+    from fme.core.distributed import Distributed as AceDistributed
+
+    from .ace import GridshardBackend
+
+    backend = AceDistributed.get_instance()._distributed
+    if isinstance(backend, GridshardBackend):
+        return backend.distributed
+    if AceDistributed.get_instance().world_size == 1:
+        from mpi4py import MPI
+
+        from .distributed import Distributed
+
+        return Distributed(MPI.COMM_SELF)
+    raise ValueError("gridshard's inference aggregator runs on gridshard's ACE backend: set "
+                     "FME_DISTRIBUTED_BACKEND=gridshard (gridshard.ace.use_in_ace()) for a run on several ranks")
+
+
+def _field_of(config, metric):
+    """The config field that holds ``metric`` ("power_spectrum", "ensembles[0]")."""
+    for field in dataclasses.fields(config):
+        value = getattr(config, field.name)
+        if value is metric:
+            return field.name
+        if isinstance(value, (list, tuple)):
+            for k, item in enumerate(value):
+                if item is metric:
+                    return f"{field.name}[{k}]"
+    return metric.get_name()
+
+
+class InferenceEvaluatorAggregator:
+    """ACE's ``InferenceEvaluatorAggregator`` (fme.ace.aggregator.inference.main) on gridshard: the arguments of
+    ``InferenceEvaluatorAggregatorConfig.build``. Collective over the world where ACE's is (build, the records,
+    the summary and the files)."""
+
+    def __init__(self, config, dataset_info, n_ic_steps, n_forward_steps, initial_time, normalize, output_dir=None,
+                 channel_mean_names=None, save_diagnostics=True, n_ensemble_per_ic=1, enable_time_series=True):
+        from fme.ace.aggregator.inference import main as ace_main
+
+        if save_diagnostics and output_dir is None:
+            raise ValueError("Output directory must be set to save diagnostics")
+        if n_ic_steps != 1:
+            raise ValueError(f"gridshard's inference aggregator takes one initial-condition step, got n_ic_steps="
+                             f"{n_ic_steps}")
+        self.distributed = _gridshard_distributed()
+        self.n_ensemble_per_ic = n_ensemble_per_ic
+        self._n_forward_steps = int(n_forward_steps)
+        self._normalize = normalize
+        self._output_dir = output_dir
+        self._save_diagnostics = save_diagnostics
+        self._channel_mean_names = None if channel_mean_names is None else list(channel_mean_names)
+        coordinates = dataset_info.horizontal_coordinates
+        self._coords = {k: np.asarray(v) for k, v in coordinates.coords.items()}
+        self._lat = np.asarray(coordinates.coords["lat"], dtype=np.float64)
+        self._nlon = len(coordinates.coords["lon"])
+        self._metadata = getattr(dataset_info, "variable_metadata", None) or {}
+
+        metrics = config._get_metrics()
+        if not enable_time_series:
+            metrics = [m for m in metrics if not isinstance(m, ace_main.MeanMetricConfig)]
+        implemented = (ace_main.MeanMetricConfig, ace_main.StepMeanMetricConfig, ace_main.TimeMeanMetricConfig,
+                       ace_main.ZonalMeanMetricConfig)
+        ours = [m for m in metrics if isinstance(m, implemented)]
+        rest = [m for m in metrics if not isinstance(m, implemented)]
+        self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
+        self._steps = [m for m in ours if isinstance(m, ace_main.StepMeanMetricConfig) and m.step <= n_forward_steps]
+        self._time_means = [m for m in ours if isinstance(m, ace_main.TimeMeanMetricConfig)]
+        self._zonal = [m for m in ours if isinstance(m, ace_main.ZonalMeanMetricConfig)]
+        for zonal in self._zonal:
+            if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
+                raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
+                                 f"{zonal.zonal_mean_max_size}, which ACE coarsens in time and gridshard does not; "
+                                 f"raise zonal_mean.zonal_mean_max_size or set zonal_mean.enabled=False")
+        build_args = dict(dataset_info=dataset_info, n_ic_steps=n_ic_steps, n_forward_steps=n_forward_steps,
+                          initial_time=initial_time, normalize=normalize, output_dir=output_dir,
+                          channel_mean_names=channel_mean_names, n_ensemble_per_ic=n_ensemble_per_ic)
+        self._ace = None
+        if self.distributed.has_spatial_parallelism:
+            for metric in rest:
+                if self._active_on_shards(ace_main, metric, build_args):
+                    field = _field_of(config, metric)
+                    raise ValueError(
+                        f"InferenceEvaluatorAggregatorConfig.{field} ({type(metric).__name__}, "
+                        f"'{metric.get_name()}'): not implemented by gridshard under spatial parallelism "
+                        f"(mesh {'x'.join(map(str, self.distributed.mesh_shape))}); set {field}.enabled=False")
+        elif rest:
+            self._ace = ace_main.build_inference_evaluator_aggregator(
+                metrics=rest, save_diagnostics=save_diagnostics, raise_on_unsupported=False,
+                step_diagnostics=config.step_diagnostics, **build_args)
+        self._denorm = self._norm = None
+        self._finished = None
+        self._seen = 0
+
+    @staticmethod
+    def _active_on_shards(ace_main, metric, build_args):
+        """Whether ACE would run ``metric`` in this run: ensembles only with members, the power spectrum always,
+        the rest where ACE's own build keeps it (a run too short for ENSO or annual means drops them)."""
+        if isinstance(metric, ace_main.EnsembleMetricConfig):
+            return build_args["n_ensemble_per_ic"] > 1 and metric.step <= build_args["n_forward_steps"]
+        if type(metric).__name__ == "PowerSpectrumMetricConfig":
+            return True
+        try:
+            built = ace_main.build_inference_evaluator_aggregator(metrics=[metric], save_diagnostics=False,
+                                                                  raise_on_unsupported=False, **build_args)
+        except Exception:  # noqa: BLE001 - a metric ACE cannot build here is one that would run broken
+            return True
+        return bool(built._aggregators) or bool(built._ensemble_aggregators)
+
+    # The aggregators, made at the initial condition, when the variables and the local samples are known.
+    def _start(self, target, prediction):
+        names = [n for n in prediction if n in target]
+        samples = int(next(iter(target.values())).shape[0])
+        dist = self.distributed
+        common = dict(lat=self._lat, nlon=self._nlon, initial_conditions=samples * dist.total_data_parallel_ranks,
+                      lead_times=1 + self._n_forward_steps, members=1, maps=True,
+                      first_initial_condition=dist.data_parallel_rank * samples, local_initial_conditions=samples,
+                      policy="propagate")  # ACE's sums let a missing value through: so do its numbers here
+        wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or self._zonal
+        wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means)
+        if wants_denorm:
+            self._denorm = Aggregator(dist, names, **common)
+        if wants_norm:
+            norm_names = [n for n in self._normalize({n: target[n] for n in names})]
+            self._norm = Aggregator(dist, norm_names, **common)
+
+    def _record(self, target, prediction, first_lead):
+        if self._denorm is not None:
+            self._denorm.record(target, prediction, first_lead=first_lead)
+        if self._norm is not None:
+            self._norm.record(self._normalize(target), self._normalize(prediction), first_lead=first_lead)
+        stop = first_lead + int(next(iter(target.values())).shape[1])
+        rows = [{} for _ in range(first_lead, stop)]
+        for metric in self._series:
+            aggregator, keys = (self._denorm, _SERIES) if metric.target == "denorm" else (self._norm, _NORM_SERIES)
+            label = metric.get_name()
+            for name, series in aggregator.lead_scores(first_lead, stop).items():
+                for key in keys:
+                    for row, value in zip(rows, series[key]):
+                        row[f"{label}/{key}/{name}"] = float(value)
+            for row, step in zip(rows, range(first_lead, stop)):
+                row[f"{label}/forecast_step"] = step
+        return rows
+
+    @staticmethod
+    def _merged(ours, theirs):
+        if theirs is None:
+            return ours
+        rows = [dict(row) for row in ours]
+        for k, row in enumerate(theirs):
+            if k < len(rows):
+                rows[k].update(row)
+            else:
+                rows.append(dict(row))
+        return rows
+
+    def record_initial_condition(self, initial_condition):
+        """Row 0 of the time series: the initial condition against its target (a PrognosticState: against itself).
+        Not a forecast step: the time means and the zonal means leave it out, as ACE's."""
+        from fme.ace.data_loading.batch_data import PairedData
+
+        if self._seen != 0:
+            raise RuntimeError("record_initial_condition may only be called once, before recording any batches")
+        if isinstance(initial_condition, PairedData):
+            target, prediction = initial_condition.target, initial_condition.prediction
+        else:
+            target = prediction = initial_condition.as_batch_data().data
+        times = int(next(iter(target.values())).shape[1])
+        if times != 1:
+            raise ValueError(f"Expected 1 initial condition steps, but got {times}")
+        self._start(target, prediction)
+        rows = self._record(target, prediction, 0)
+        self._seen = 1
+        theirs = self._ace.record_initial_condition(initial_condition) if self._ace is not None else None
+        return self._merged(rows, theirs)
+
+    def record_batch(self, data):
+        """One window of forward steps (``PairedData``, tensors ``(sample, time, h_local, w_local)``)."""
+        if len(data.prediction) == 0:
+            raise ValueError("No prediction values in data")
+        if len(data.target) == 0:
+            raise ValueError("No target values in data")
+        if self._seen == 0:
+            raise RuntimeError("gridshard's inference aggregator needs record_initial_condition first")
+        rows = self._record(data.target, data.prediction, self._seen)
+        self._seen += int(data.time.shape[1])
+        theirs = self._ace.record_batch(data) if self._ace is not None else None
+        return self._merged(rows, theirs)
+
+    @property
+    def log_time_series(self):
+        return bool(self._series) or (self._ace is not None and self._ace.log_time_series)
+
+    def _scores(self):
+        """Every score, finished once (collective over the world)."""
+        if self._finished is None:
+            self._finished = (self._denorm.finish() if self._denorm is not None else None,
+                              self._norm.finish() if self._norm is not None else None)
+        return self._finished
+
+    def get_summary(self):
+        from fme.core.generics.aggregator import InferenceSummary
+
+        denorm, norm = self._scores()
+        logs = {}
+        for metric in self._time_means:
+            label = metric.get_name()
+            scores = denorm if metric.target == "denorm" else norm
+            rmse = {}
+            for name, channel in scores.items():
+                means = channel["regions"]["global"]["time_means"]
+                rmse[name] = float(means["rmse"])
+                logs[f"{label}/rmse/{name}"] = rmse[name]
+                if metric.target == "denorm":
+                    logs[f"{label}/bias/{name}"] = float(means["bias"])
+            if metric.target == "norm":
+                logs[f"{label}/rmse/channel_mean"] = self._channel_mean(rmse, scores)
+        for metric in self._steps:
+            label = metric.get_name()
+            scores = denorm if metric.target == "denorm" else norm
+            keys = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff") \
+                if metric.target == "denorm" else ("weighted_rmse",)
+            rmse = {}
+            for name, channel in scores.items():
+                per_lead = channel["regions"]["global"]["per_lead"]
+                for key in keys:
+                    logs[f"{label}/{key}/{name}"] = float(per_lead[key][metric.step, 0])
+                rmse[name] = float(per_lead["weighted_rmse"][metric.step, 0])
+            if metric.target == "norm":
+                logs[f"{label}/weighted_rmse/channel_mean"] = self._channel_mean(rmse, scores)
+        if self._ace is not None:
+            logs.update(self._ace.get_summary().logs)
+        return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
+
+    def _channel_mean(self, rmse, scores):
+        """ACE's channel mean: the plain mean over channel_mean_names (default every variable) of those whose
+        target is not all missing."""
+        names = list(rmse) if self._channel_mean_names is None else self._channel_mean_names
+        missing = [n for n in names if n not in rmse]
+        if missing:
+            raise KeyError(f"channel_mean_names contains entries not present in the recorded data: {missing}. "
+                           f"Available: {sorted(rmse)}.")
+        kept = [n for n in names if not np.all(np.isnan(scores[n]["profiles"]["error"]))]
+        if not kept:
+            raise ValueError("All target variables are NaN; cannot compute channel mean.")
+        return sum(rmse[n] for n in kept) / len(kept)
+
+    def get_summary_logs(self):
+        return self.get_summary().logs
+
+    def flush_diagnostics(self, subdir=None):
+        """ACE's diagnostics files, written by world rank 0 from the global maps (each to a temporary in the
+        folder, then renamed): ``mean[_norm]_diagnostics.nc`` (forecast_step: the initial condition, then every
+        forward step), ``mean_step_<k>[_norm]_diagnostics.nc``, ``time_mean[_norm]_diagnostics.nc`` (lat, lon) and
+        ``zonal_mean_diagnostics.nc`` (forecast_step, lat: the forward steps, then the initial condition's row
+        empty, as ACE's). Collective over the world (the scores are finished first)."""
+        denorm, norm = self._scores()
+        if self._save_diagnostics and self.distributed.rank == 0:
+            folder = self._output_dir if subdir is None else os.path.join(self._output_dir, subdir)
+            os.makedirs(folder, exist_ok=True)
+            for name, dataset in self._datasets(denorm, norm).items():
+                _write_atomically(dataset, os.path.join(folder, f"{name}_diagnostics.nc"))
+        if self._ace is not None:
+            self._ace.flush_diagnostics(subdir)
+
+    def _attrs(self, name):
+        meta = self._metadata.get(name)
+        if meta is None:
+            return {"long_name": name, "units": "unknown_units"}
+        return {"long_name": meta.long_name, "units": meta.units}
+
+    def _datasets(self, denorm, norm):
+        import xarray as xr
+
+        steps = 1 + self._n_forward_steps
+        out = {}
+        for metric in self._series:
+            scores, keys = (denorm, _SERIES) if metric.target == "denorm" else (norm, _NORM_SERIES)
+            data = {f"{key}-{name}": xr.DataArray(channel["regions"]["global"]["per_lead"][key][:, 0],
+                                                  dims=("forecast_step",), attrs=self._attrs(name))
+                    for name, channel in scores.items() for key in keys}
+            out[metric.get_name()] = xr.Dataset(data, coords={"forecast_step": np.arange(steps)})
+        for metric in self._steps:
+            scores = denorm if metric.target == "denorm" else norm
+            keys = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff") \
+                if metric.target == "denorm" else ("weighted_rmse",)
+            data = {f"{key}-{name}": xr.DataArray(channel["regions"]["global"]["per_lead"][key][metric.step, 0],
+                                                  attrs=self._attrs(name))
+                    for name, channel in scores.items() for key in keys}
+            if metric.target == "norm":
+                rmse = {n: float(c["regions"]["global"]["per_lead"]["weighted_rmse"][metric.step, 0])
+                        for n, c in scores.items()}
+                data["weighted_rmse-channel_mean"] = xr.DataArray(self._channel_mean(rmse, scores))
+            out[metric.get_name()] = xr.Dataset(data)
+        horizontal = {k: self._coords[k] for k in ("lat", "lon")}
+        for metric in self._time_means:
+            scores = denorm if metric.target == "denorm" else norm
+            data = {}
+            for name, channel in scores.items():
+                data[f"bias_map-{name}"] = xr.DataArray(channel["bias_map"], dims=("lat", "lon"),
+                                                        attrs=self._attrs(name))
+                data[f"gen_map-{name}"] = xr.DataArray(channel["prediction_map"], dims=("lat", "lon"),
+                                                       attrs=self._attrs(name))
+            out[metric.get_name()] = xr.Dataset(data, coords=horizontal)
+        for metric in self._zonal:
+            data = {}
+            for name, channel in denorm.items():
+                for key in ("gen", "error"):
+                    rows = np.full((steps, len(self._lat)), np.nan)
+                    rows[:steps - 1] = channel["profiles"][key][1:]  # forward steps first, the IC's row last, empty
+                    data[f"{key}-{name}"] = xr.DataArray(rows, dims=("forecast_step", "lat"), attrs=self._attrs(name))
+            out[metric.get_name()] = xr.Dataset(data, coords={"lat": self._coords["lat"]})
+        return out
+
+
+def _write_atomically(dataset, path):
+    """``dataset`` to ``path`` through a temporary in the same folder, renamed over it once complete: an earlier
+    file stays as it was if the write fails."""
+    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
+                                         prefix=f".{os.path.basename(path)}.gridshard-tmp-")
+    os.close(handle)
+    try:
+        dataset.to_netcdf(temporary)
+        os.replace(temporary, path)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+def build(config, dataset_info, n_ic_steps, n_forward_steps, initial_time, normalize, output_dir=None,
+          channel_mean_names=None, save_diagnostics=True, n_ensemble_per_ic=1, enable_time_series=True):
+    """``InferenceEvaluatorAggregatorConfig.build``, gridshard's: the same arguments, gridshard's aggregator."""
+    return InferenceEvaluatorAggregator(config, dataset_info, n_ic_steps, n_forward_steps, initial_time, normalize,
+                                        output_dir=output_dir, channel_mean_names=channel_mean_names,
+                                        save_diagnostics=save_diagnostics, n_ensemble_per_ic=n_ensemble_per_ic,
+                                        enable_time_series=enable_time_series)
+
+
+__all__ = ["ArgumentError", "InferenceEvaluatorAggregator", "build"]

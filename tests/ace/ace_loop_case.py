@@ -1,0 +1,131 @@
+"""One synthetic inference run scored inside ACE's loop protocol, the case test_ace_aggregator.py compares.
+
+    python ace_loop_case.py OUT_DIR --ace          # ACE's own aggregator, one process (float32 or --float64)
+    mpirun -n N python ace_loop_case.py OUT_DIR    # gridshard's drop-in (gridshard.ace.use_in_ace), any mesh
+
+Both build the aggregator through ACE's own `InferenceEvaluatorAggregatorConfig(...).build(...)`, then call
+`record_initial_condition`, `record_batch(PairedData)` for windows of 2 and 1 forward steps, `flush_diagnostics` and
+`get_summary_logs`, each rank with its box (`get_local_slices`) of its block of samples (2 initial conditions x 4
+members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and logs.json (rank 0: every scalar, float
+hex; the per-window rows too). Under spatial parallelism the default config's power spectrum is refused first, and
+the message is kept in logs.json.
+"""
+import argparse
+import datetime
+import json
+import os
+
+import cftime
+import numpy as np
+import torch
+import xarray as xr
+
+parser = argparse.ArgumentParser()
+parser.add_argument("out")
+parser.add_argument("--ace", action="store_true", help="ACE's own aggregator (one process)")
+parser.add_argument("--float64", action="store_true", help="tensors in float64 (ACE's own only)")
+args = parser.parse_args()
+
+if not args.ace:
+    import gridshard.ace
+
+    gridshard.ace.use_in_ace()
+from fme.ace.aggregator.inference import (  # noqa: E402
+    EnsembleMetricConfig, InferenceEvaluatorAggregatorConfig, PowerSpectrumMetricConfig, StepMeanMetricConfig)
+from fme.ace.data_loading.batch_data import PairedData  # noqa: E402
+from fme.core.coordinates import LatLonCoordinates  # noqa: E402
+from fme.core.dataset_info import DatasetInfo  # noqa: E402
+from fme.core.distributed import Distributed  # noqa: E402
+
+NLAT, NLON, ICS, MEMBERS, FORWARD = 10, 16, 2, 4, 3
+NAMES = ["a", "b"]
+dtype = torch.float64 if args.float64 else torch.float32
+rng = np.random.default_rng(3)
+lat = np.linspace(-81.0, 81.0, NLAT).astype(np.float32)
+lon = (np.arange(NLON) * 360.0 / NLON).astype(np.float32)
+la = np.deg2rad(lat)[:, None]
+lo = np.deg2rad(lon)[None, :]
+samples = ICS * MEMBERS
+truth, pred = {}, {}
+for k, name in enumerate(NAMES):
+    base = 250.0 + 40.0 * k + 20.0 * np.cos(la) * np.sin(2 * lo + k)
+    t = base[None, None] + rng.normal(0, 1.0, (ICS, 1 + FORWARD, NLAT, NLON))
+    t = np.repeat(t, MEMBERS, axis=0)  # the same target for every member of an initial condition
+    p = t + 0.3 + rng.normal(0, 0.7, t.shape) * np.sqrt(np.arange(1 + FORWARD))[None, :, None, None]
+    if name == "b":
+        t[:, :, 0, :3] = np.nan  # a few missing target points
+        p[:, :, 0, :3] = np.nan
+    truth[name], pred[name] = t.astype(np.float32), p.astype(np.float32)
+means = {n: 260.0 + 10 * k for k, n in enumerate(NAMES)}
+stds = {n: 15.0 + 5 * k for k, n in enumerate(NAMES)}
+
+import contextlib  # noqa: E402
+
+stack = contextlib.ExitStack()
+stack.enter_context(Distributed.context())  # as ACE's entry points run, for the whole case
+dist = Distributed.get_instance()
+d_rank = dist.data_parallel_rank
+d_size = dist.total_data_parallel_ranks
+local = samples // d_size
+rows, cols = dist.get_local_slices((NLAT, NLON))
+mine = slice(d_rank * local, (d_rank + 1) * local)
+
+
+def tensors(fields, steps):
+    return {n: torch.from_numpy(np.ascontiguousarray(v[mine, steps, rows, cols])).to(dtype) for n, v in fields.items()}
+
+
+def normalize(data):
+    return {n: (v - means[n]) / stds[n] for n, v in data.items() if n in means}
+
+
+t0 = cftime.DatetimeJulian(2000, 1, 1)
+
+
+def times(first, n):
+    row = [t0 + datetime.timedelta(hours=6 * (first + k)) for k in range(n)]
+    return xr.DataArray([row] * local, dims=["sample", "time"])
+
+
+info = DatasetInfo(horizontal_coordinates=LatLonCoordinates(lat=torch.from_numpy(lat), lon=torch.from_numpy(lon)),
+                   timestep=datetime.timedelta(hours=6))
+build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_time=times(0, 1).isel(time=0),
+             normalize=normalize, output_dir=args.out, n_ensemble_per_ic=MEMBERS)
+out = {"refused": None}
+spatial = not args.ace and getattr(dist._distributed, "distributed", None) is not None and \
+    dist._distributed.distributed.has_spatial_parallelism
+if spatial:
+    try:
+        InferenceEvaluatorAggregatorConfig().build(**build)
+    except ValueError as error:
+        out["refused"] = str(error)
+config = InferenceEvaluatorAggregatorConfig(
+    step_means=[StepMeanMetricConfig(step=2, target="denorm"), StepMeanMetricConfig(step=2, target="norm")],
+    ensembles=[] if spatial else [EnsembleMetricConfig(step=2)],
+    power_spectrum=PowerSpectrumMetricConfig(enabled=not spatial))
+aggregator = config.build(**build)
+ic = tensors(truth, slice(0, 1))
+rows_out = list(aggregator.record_initial_condition(PairedData(prediction=tensors(pred, slice(0, 1)), reference=ic,
+                                                               time=times(0, 1))))
+for first, n in ((1, 2), (3, 1)):
+    window = slice(first, first + n)
+    data = PairedData(prediction=tensors(pred, window), reference=tensors(truth, window), time=times(first, n),
+                      n_ensemble=MEMBERS)
+    rows_out += aggregator.record_batch(data)
+aggregator.flush_diagnostics()
+summary = aggregator.get_summary_logs()
+
+
+def scalar(value):
+    try:
+        return float(np.asarray(value, dtype=np.float64)).hex()
+    except (TypeError, ValueError):
+        return None
+
+
+out["summary"] = {k: scalar(v) for k, v in summary.items() if scalar(v) is not None}
+out["rows"] = [{k: scalar(v) for k, v in row.items() if scalar(v) is not None} for row in rows_out]
+if dist.is_root():
+    with open(os.path.join(args.out, "logs.json"), "w") as f:
+        json.dump(out, f, indent=1, sort_keys=True)
+stack.close()
