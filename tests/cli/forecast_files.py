@@ -186,9 +186,12 @@ def write_day_of_year_climatology(forecast, path, hours=(0, 6, 12, 18)):
 
 
 def write_mask(forecast, path, name="land_fraction"):
-    """A fractional mask on the grid (0 to 1, NaN in one corner)."""
+    """A fractional mask on the grid (0 to 1, NaN in one corner). Its values are the same on every CPU: numpy's
+    sin and cos differ in the last bit between instruction sets (AVX-512 against AVX2), so the product is rounded
+    to a multiple of 2**-20 (which a last-bit difference moves with odds of about 2**-32 a point)."""
     la, lo = np.meshgrid(forecast.lat, forecast.lon, indexing="ij")
-    mask = np.clip(0.5 + 0.5 * np.sin(np.deg2rad(lo)) * np.cos(np.deg2rad(la)), 0, 1)
+    wave = np.round(np.sin(np.deg2rad(lo)) * np.cos(np.deg2rad(la)) * 2.0**20) / 2.0**20
+    mask = np.clip(0.5 + 0.5 * wave, 0, 1)
     mask[0, 0] = np.nan
     with netCDF4.Dataset(path, "w", format="NETCDF4") as ds:
         _coordinates(ds, forecast)
