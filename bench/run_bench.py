@@ -50,6 +50,7 @@ import sys
 import time
 
 BENCH_DIR = pathlib.Path(__file__).resolve().parent
+ROOT = BENCH_DIR.parent
 
 # (key, target, comparison, what it is); the order of the printed table.
 TARGETS = [
@@ -59,6 +60,9 @@ TARGETS = [
     ("reproducible_overhead", 0.15, "<=", "t_suite_reproducible / t_suite_fast - 1"),
     ("gradmag_fraction_of_read_bandwidth", 0.35, ">=", "t_read / t_gradmag, (3,721,1440) f32, 1 thread"),
     ("gradmag_speedup_vs_torch", 10.0, ">=", "ACE-style torch (float32, all cores) / gridshard (all cores)"),
+    ("ace_window_speedup_1x2x2", 10.0, ">=", "ACE's inference aggregator (model backend, gloo) / gridshard's drop-in, "
+     "one window (721x1440, 4 vars, 2 samples, 4 steps) at 1x2x2, CPU tensors"),
+    ("ace_window_memory_ratio_1x2x2", 1.0, "<=", "peak RSS per rank, gridshard's drop-in / ACE's, the same window"),
     ("gradmag_speedup_vs_numpy", None, None, "t_numpy (float64) / t_gridshard, 1 thread"),
     ("halo_vs_gather_speedup_1x2x2", 25.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
@@ -623,12 +627,27 @@ def time_eval_against_cdo(gridshard, out_dir, repetitions, ntime=4):
             "grid": [721, 1440], "ntime": ntime, "variables": ["t2m", "sst", "z"]}
 
 
+def ace_figures(build_dir, out_dir, repetitions=5):
+    """ACE's inference aggregator and gridshard's drop-in on one window, side by side (bench/ace_window.py, in ACE's
+    venv, made by scripts/ace-venv.sh): the ratios and the raw figures, or none with the reason."""
+    venv_python = ROOT / ".ace" / "venv" / "bin" / "python"
+    if not venv_python.exists():
+        return {}, {"ace_window": "skipped: no ACE venv (bash scripts/ace-venv.sh .ace/venv)"}, []
+    out = out_dir / "ace_window.json"
+    run([venv_python, BENCH_DIR / "ace_window.py", "--out", out, "--repetitions", str(repetitions),
+         "--build-dir", build_dir])
+    figures = load(out)
+    ratios = {k: figures[k] for k in ("ace_window_speedup_1x2x2", "ace_window_memory_ratio_1x2x2") if k in figures}
+    problems = [] if len(ratios) == 2 else [f"ace_window: a side failed ({out} has its error)"]
+    return ratios, {"ace_window": {k: v for k, v in figures.items() if k not in ratios}}, problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
-    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io"], help="run only these steps "
+    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io", "ace"], help="run only these steps "
                         "(python: step 6; forecast: steps 7 and 8; scaling: steps 9 and 10; io: step 11), writing "
                         "results_STEPS.json instead of results.json")
     args = parser.parse_args()
@@ -653,6 +672,13 @@ def main():
             "bench_seconds": round(time.monotonic() - started, 1),
         }
         finish(results, out_dir / "results_python.json", problems)
+        return
+
+    if args.only == "ace":
+        figures, details, problems = ace_figures(build_dir, out_dir)
+        results = with_targets(dict(figures))
+        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / "results_ace.json", problems)
         return
 
     if args.only == "forecast":
@@ -734,6 +760,8 @@ def main():
     forecast_results, forecast_details, forecast_problems = forecast_figures(
         build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
     problems += forecast_problems
+    ace_results, ace_details, ace_problems = ace_figures(build_dir, out_dir)
+    problems += ace_problems
 
     for peer, agreement in (("numpy", numpy_agreement), ("torch", torch_agreement)):
         if agreement > GRADMAG_AGREEMENT_TOLERANCE:
@@ -761,6 +789,7 @@ def main():
         **forecast_results,
         **scaling_results,
         **io_results,
+        **ace_results,
     }
     with_targets(results)
     results["details"] = {
@@ -790,6 +819,7 @@ def main():
         "communication_model": communication,
         **scaling_details,
         **io_details,
+        **ace_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},
