@@ -38,41 +38,53 @@ class Aggregator:
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast"):
         self.distributed = distributed
-        self.variables = list(variables)
-        self.members = int(members)
-        self.lead_times = int(lead_times)
-        self.dtype = np.dtype(dtype)
         problems = Problems()
-        lat = np.ascontiguousarray(np.asarray(lat, dtype=np.float64))
-        if lat.ndim != 1:
-            problems.add(f"lat: expected the grid's latitudes, one dim, got shape {lat.shape}")
-            lat = np.zeros(0)
+        # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
+        # agreement below, before the first collective of the compiled module.
+        self.variables, self.members, self.lead_times, self.dtype = [], 1, 1, np.dtype(np.float32)
+        lat_values, nlon_value, ics, counted, first, local = np.zeros(0), 0, 0, [0], 0, 0
+        with problems.catching("Aggregator arguments"):
+            self.variables = [str(v) for v in variables]
+            self.members, self.lead_times, self.dtype = int(members), int(lead_times), np.dtype(dtype)
+            lat_values = np.ascontiguousarray(np.asarray(lat, dtype=np.float64))
+            nlon_value, ics = int(nlon), int(initial_conditions)
+            counted = [int(k) for k in counted_leads] if counted_leads is not None else \
+                (list(range(1, self.lead_times)) if self.lead_times > 1 else [0])
+            data_ranks = distributed.total_data_parallel_ranks
+            if local_initial_conditions is None:
+                if ics % data_ranks:
+                    problems.add(f"initial_conditions={ics} do not split evenly over {data_ranks} data ranks: give "
+                                 f"first_initial_condition and local_initial_conditions")
+                local = ics // data_ranks
+            else:
+                local = int(local_initial_conditions)
+            first = distributed.data_parallel_rank * local if first_initial_condition is None \
+                else int(first_initial_condition)
+        if lat_values.ndim != 1:
+            problems.add(f"lat: expected the grid's latitudes, one dim, got shape {lat_values.shape}")
+            lat_values = np.zeros(0)
         if self.dtype not in _arrays.FLOATING:
             problems.add(f"dtype={self.dtype}: must be float32 or float64")
         if not self.variables or len(set(self.variables)) != len(self.variables):
             problems.add(f"variables={self.variables!r}: expected distinct names")
-        if counted_leads is None:
-            counted_leads = list(range(1, self.lead_times)) if self.lead_times > 1 else [0]
-        data_ranks = distributed.total_data_parallel_ranks
-        if local_initial_conditions is None:
-            local_initial_conditions = initial_conditions // data_ranks if initial_conditions % data_ranks == 0 else 0
-            if initial_conditions % data_ranks:
-                problems.add(f"initial_conditions={initial_conditions} do not split evenly over {data_ranks} data "
-                             f"ranks: give first_initial_condition and local_initial_conditions")
-        if first_initial_condition is None:
-            first_initial_condition = distributed.data_parallel_rank * local_initial_conditions
-        self.first_initial_condition = int(first_initial_condition)
-        self.local_initial_conditions = int(local_initial_conditions)
+        with mpi_errors():
+            seen = distributed._comm.allgather((problems.text(), tuple(self.variables)))
+        failed = [text for text, _ in seen if text]
+        if failed:
+            raise _core.ArgumentError(failed[0])
+        if len({names for _, names in seen}) > 1:
+            raise _core.ArgumentError(f"variables: the ranks give different variables, {list(seen[0][1])} on rank 0 "
+                                      f"and {self.variables} on rank {distributed.rank}")
+        self.first_initial_condition, self.local_initial_conditions = first, local
         self._by_variable = {}
         with mpi_errors():
-            for name in self.variables:
+            for name in self.variables:  # each constructor agrees on the rest (collective over the world)
                 self._by_variable[name] = _core.Aggregator(
-                    distributed._mesh, problems.text(), len(lat), int(nlon), lat, self.dtype.itemsize,
-                    int(initial_conditions), self.members, self.lead_times, 1, self.first_initial_condition,
-                    self.first_initial_condition + self.local_initial_conditions,
-                    [int(k) for k in counted_leads], bool(maps), str(policy), str(report))
+                    distributed._mesh, "", len(lat_values), nlon_value, lat_values, self.dtype.itemsize, ics,
+                    self.members, self.lead_times, 1, first, first + local, counted, bool(maps), str(policy),
+                    str(report))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
-        self._grid = (len(lat), int(nlon))
+        self._grid = (len(lat_values), nlon_value)
 
     def record(self, target, prediction, first_lead=0, first_sample=0):
         """Records one window: ``target[name]`` ``(sample, time, h_local, w_local)`` and ``prediction[name]`` the

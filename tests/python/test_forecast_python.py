@@ -103,7 +103,9 @@ def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
         "good = np.zeros((1, 2, 2, h, w), 'f4')\n"
         "bad = np.zeros((1, 3, 2, h, w), 'f4') if d.rank == 1 else good\n"
         "for call in (lambda: a.record({'x': y}, {'x': bad}), lambda: a.record({'x': y}, {'x': good.astype('f8')}),\n"
-        "             lambda: a.record({'y': y}, {'x': good}), lambda: a.finish()):\n"
+        "             lambda: a.record({'y': y}, {'x': good}), lambda: a.finish(),\n"
+        "             lambda: gridshard.Aggregator(d, ['x'] if d.rank == 0 else ['x', 'y'], np.zeros(6), 8, 1, 3),\n"
+        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8 if d.rank == 0 else 'eight', 1, 3)):\n"
         "    try:\n"
         "        call()\n"
         "    except ValueError as e:\n"
@@ -114,7 +116,8 @@ def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
         "except ValueError as e:\n"
         "    print('ValueError:', e)\n")
     out = mpirun(2, sys.executable, script).stdout
-    assert out.count("ValueError:") == 10, out  # every call fails on both ranks
+    assert out.count("ValueError:") == 14, out  # every call fails on both ranks
+    assert "the ranks give different variables" in out and "'eight'" in out, out
     assert "3, 2, 3, 4" in out or "(1, 3, 2" in out, out
     assert "was never recorded" in out and "was recorded already" in out, out
 
