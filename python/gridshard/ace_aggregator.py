@@ -152,7 +152,7 @@ class InferenceEvaluatorAggregator:
             self._denorm = Aggregator(dist, names, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
-            self._norm = Aggregator(dist, norm_names, **common)
+            self._norm = Aggregator(dist, norm_names, scores=_NORM_SERIES, **common)  # no gradient: ACE logs none
 
     def _record(self, target, prediction, first_lead):
         if self._denorm is not None:

@@ -30,13 +30,14 @@ class Aggregator:
     condition, as ACE and ``gridshard eval`` on a file with a lead-0 row count). ``maps``: form the time-mean
     maps. ``policy``: the validity policy of the deterministic scores (``skip_invalid_pairs``, ``skip_nan``,
     ``propagate``). ``first_initial_condition``: where this rank's initial conditions start (default: its data
-    rank's block). Collective over the world: the ranks agree on every argument, and a problem on any rank
+    rank's block). ``scores``: the registry keys of the deterministic scores to form (default every one; the
+    gradient score left out saves its halo exchange and gradients). Collective over the world: the ranks agree on every argument, and a problem on any rank
     raises ArgumentError on every rank.
     """
 
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
-                 first_initial_condition=None, local_initial_conditions=None, report="forecast"):
+                 first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -67,6 +68,9 @@ class Aggregator:
             problems.add(f"dtype={self.dtype}: must be float32 or float64")
         if not self.variables or len(set(self.variables)) != len(self.variables):
             problems.add(f"variables={self.variables!r}: expected distinct names")
+        keys = []
+        with problems.catching("scores"):
+            keys = [] if scores is None else [str(k) for k in scores]
         with mpi_errors():
             seen = distributed._comm.allgather((problems.text(), tuple(self.variables)))
         failed = [text for text, _ in seen if text]
@@ -82,7 +86,7 @@ class Aggregator:
                 self._by_variable[name] = _core.Aggregator(
                     distributed._mesh, "", len(lat_values), nlon_value, lat_values, self.dtype.itemsize, ics,
                     self.members, self.lead_times, 1, first, first + local, counted, bool(maps), str(policy),
-                    str(report))
+                    str(report), keys)
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         self._grid = (len(lat_values), nlon_value)
 

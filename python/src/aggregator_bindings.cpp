@@ -42,6 +42,7 @@ struct AggregatorArguments {
     bool maps = false;
     std::string policy;
     std::string report;
+    std::vector<std::string> deterministic_keys{};  // empty: every one
 };
 
 /// A code of a vector, the same in every process.
@@ -163,16 +164,22 @@ class PythonAggregator {
         py::gil_scoped_release release;
         const ShardedGrid& grid =
             mesh.grid_named(mesh.mesh().world(), args_.problem, {args_.nlat, args_.nlon}, args_.element_code);
+        std::vector<std::int64_t> key_codes;
+        for (const std::string& key : args_.deterministic_keys) {
+            key_codes.insert(key_codes.end(), key.begin(), key.end());
+            key_codes.push_back(0);
+        }
         agree_or_throw(mesh.mesh().world(), "",
                        {args_.initial_conditions, args_.members, args_.lead_times, args_.channels,
                         code_of(args_.counted_leads), args_.maps ? 1 : 0, static_cast<std::int64_t>(options.policy),
-                        static_cast<std::int64_t>(options.report), code_of(lat)},
+                        static_cast<std::int64_t>(options.report), code_of(lat), code_of(key_codes)},
                        "the aggregator's initial conditions, members, lead times, channels, counted lead times, "
-                       "maps, policy, report and latitudes");
+                       "maps, policy, report, latitudes and scores");
         check_ranges(mesh.mesh(), args_.mine, args_.initial_conditions);
         options.summation = mesh.summation();
         options.counted_leads = args_.counted_leads;
         options.maps = args_.maps;
+        options.deterministic_keys = args_.deterministic_keys;
         options.gather_maps = true;
         const AggregatorShape shape{
             {args_.initial_conditions, args_.members, args_.lead_times},
@@ -358,31 +365,32 @@ std::string_view combination_name(SampleCombination c) {
 
 void bind_aggregator(py::module_& m) {
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
-        .def(
-            py::init([](PythonMesh& mesh, std::string problem, std::int64_t nlat, std::int64_t nlon, py::object lat_deg,
-                        std::int64_t element_code, std::int64_t initial_conditions, std::int64_t members,
-                        std::int64_t lead_times, std::int64_t channels, std::int64_t mine_begin, std::int64_t mine_end,
-                        std::vector<std::int64_t> counted_leads, bool maps, std::string policy, std::string report) {
-                AggregatorArguments args{std::move(problem),
-                                         nlat,
-                                         nlon,
-                                         element_code,
-                                         initial_conditions,
-                                         members,
-                                         lead_times,
-                                         channels,
-                                         {mine_begin, mine_end},
-                                         std::move(counted_leads),
-                                         maps,
-                                         std::move(policy),
-                                         std::move(report)};
-                return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg));
-            }),
-            py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
-            py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
-            py::arg("channels"), py::arg("mine_begin"), py::arg("mine_end"), py::arg("counted_leads"), py::arg("maps"),
-            py::arg("policy"), py::arg("report"),
-            "Collective over the world (agreement, one allreduce of the ranges, the allocation).")
+        .def(py::init([](PythonMesh& mesh, std::string problem, std::int64_t nlat, std::int64_t nlon,
+                         py::object lat_deg, std::int64_t element_code, std::int64_t initial_conditions,
+                         std::int64_t members, std::int64_t lead_times, std::int64_t channels, std::int64_t mine_begin,
+                         std::int64_t mine_end, std::vector<std::int64_t> counted_leads, bool maps, std::string policy,
+                         std::string report, std::vector<std::string> deterministic_keys) {
+                 AggregatorArguments args{std::move(problem),
+                                          nlat,
+                                          nlon,
+                                          element_code,
+                                          initial_conditions,
+                                          members,
+                                          lead_times,
+                                          channels,
+                                          {mine_begin, mine_end},
+                                          std::move(counted_leads),
+                                          maps,
+                                          std::move(policy),
+                                          std::move(report),
+                                          std::move(deterministic_keys)};
+                 return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg));
+             }),
+             py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
+             py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
+             py::arg("channels"), py::arg("mine_begin"), py::arg("mine_end"), py::arg("counted_leads"), py::arg("maps"),
+             py::arg("policy"), py::arg("report"), py::arg("deterministic_keys"),
+             "Collective over the world (agreement, one allreduce of the ranges, the allocation).")
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
              py::arg("truth"), py::arg("members"), "Collective over the spatial group.")

@@ -84,6 +84,18 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     const bool ensemble = options_.report == ReportKind::forecast && e.members > 1;
     scores_ =
         report_scores(options_.report, {.ensemble = ensemble, .anomaly_correlation = options_.anomaly_correlation});
+    const std::vector<std::string>& keep = options_.deterministic_keys;
+    for (const std::string& key : keep) {
+        if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
+                return s->family == ScoreFamily::deterministic && s->key == key;
+            })) {
+            throw ArgumentError("deterministic_keys: no deterministic score '" + key + "' in this report");
+        }
+    }
+    std::erase_if(scores_, [&](const RegisteredScore* s) {
+        return s->family == ScoreFamily::deterministic && !keep.empty() &&
+               std::find(keep.begin(), keep.end(), s->key) == keep.end();
+    });
     EvaluationOptions evaluation{.summation = options_.summation, .policy = options_.policy};
     evaluation.scores.clear();
     for (const RegisteredScore* s : scores_) {

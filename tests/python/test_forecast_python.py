@@ -105,7 +105,8 @@ def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
         "for call in (lambda: a.record({'x': y}, {'x': bad}), lambda: a.record({'x': y}, {'x': good.astype('f8')}),\n"
         "             lambda: a.record({'y': y}, {'x': good}), lambda: a.finish(),\n"
         "             lambda: gridshard.Aggregator(d, ['x'] if d.rank == 0 else ['x', 'y'], np.zeros(6), 8, 1, 3),\n"
-        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8 if d.rank == 0 else 'eight', 1, 3)):\n"
+        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8 if d.rank == 0 else 'eight', 1, 3),\n"
+        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8, 1, 3, scores=['nope'])):\n"
         "    try:\n"
         "        call()\n"
         "    except ValueError as e:\n"
@@ -114,9 +115,18 @@ def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
         "try:\n"
         "    a.record({'x': y}, {'x': good})\n"
         "except ValueError as e:\n"
-        "    print('ValueError:', e)\n")
-    out = mpirun(2, sys.executable, script).stdout
-    assert out.count("ValueError:") == 14, out  # every call fails on both ranks
+        "    print('ValueError:', e)\n"
+        "# A subset of the scores: the same bits for those it keeps, and only those.\n"
+        "full = gridshard.Aggregator(d, ['x'], np.linspace(-80, 80, 6), 8, 1, 3)\n"
+        "part = gridshard.Aggregator(d, ['x'], np.linspace(-80, 80, 6), 8, 1, 3, scores=['weighted_rmse'])\n"
+        "x = np.random.default_rng(d.rank).normal(size=(1, 3, h, w)).astype('f4')\n"
+        "for agg in (full, part):\n"
+        "    agg.record({'x': x}, {'x': x + 1})\n"
+        "f, p = full.lead_scores(0, 3)['x'], part.lead_scores(0, 3)['x']\n"
+        "assert sorted(p) == ['weighted_rmse'] and len(f) > 3, (sorted(p), sorted(f))\n"
+        "assert f['weighted_rmse'].tobytes() == p['weighted_rmse'].tobytes()\n")
+    out = mpirun(2, sys.executable, script).stdout  # fails when an assert of the script does
+    assert out.count("ValueError:") == 16, out  # every call fails on both ranks
     assert "the ranks give different variables" in out and "'eight'" in out, out
     assert "3, 2, 3, 4" in out or "(1, 3, 2" in out, out
     assert "was never recorded" in out and "was recorded already" in out, out

@@ -76,6 +76,9 @@ struct AggregatorOptions {
     /// each data rank 0's own box for a collective write.
     bool maps = false;
     bool gather_maps = true;
+    /// The registry keys of the deterministic scores to form (empty: every one). A score left out costs nothing:
+    /// without the gradient score, no halo is exchanged and no gradient formed.
+    std::vector<std::string> deterministic_keys{};
 };
 
 /// One score's values for one channel over one region: `values` holds `width` values per lead time (1 for a
