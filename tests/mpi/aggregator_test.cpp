@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gridshard/core/error.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "mpi_test_support.hpp"
@@ -86,7 +87,8 @@ ForecastCase make_case(GridShape grid, ForecastExtent extent) {
 /// Every score of `k` as the aggregator gives it on `mesh` with its data ranks sharing the work as `split` says
 /// (`together`: one rank fed every pair, whatever the split).
 VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRule rule, DataSplit split,
-                         ReportKind report, ValidityPolicy policy) {
+                         ReportKind report, ValidityPolicy policy, const std::vector<std::string>& keys = {},
+                         std::vector<std::vector<ScoreSeries>>* lead_scores = nullptr) {
     const ShardedGrid grid(mesh, k.grid, rule);
     const Box& box = grid.box();
     std::vector<double> lat;
@@ -110,7 +112,8 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
                               .counted_leads = {},
                               .anomaly_correlation = forecast,
                               .maps = forecast,
-                              .gather_maps = true};
+                              .gather_maps = true,
+                              .deterministic_keys = keys};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
@@ -124,6 +127,9 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
             aggregator.record<float>(ic, l, {truth, k.channels}, members,
                                      forecast ? std::span<const float>(climatology) : std::span<const float>());
         }
+    }
+    if (lead_scores != nullptr) {
+        *lead_scores = aggregator.lead_scores({0, k.extent.lead_times});  // collective over data
     }
     return aggregator.finish("v");
 }
@@ -235,6 +241,62 @@ TEST(Aggregator, APairIsOneInitialConditionOfOneMemberWithEveryStepCounted) {
                   std::bit_cast<std::uint64_t>(sum / static_cast<double>(k.extent.lead_times)))
             << v.score->key;
     }
+}
+
+TEST(Aggregator, LeadScoresAreTheFinishedScoresAndASubsetKeepsItsBits) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const ForecastCase k = make_case({9, 14}, {3, 2, 4});
+    for (DataSplit split : {DataSplit::initial_conditions, DataSplit::lead_times}) {
+        std::vector<std::vector<ScoreSeries>> leads;
+        const VariableScores full = aggregate(mesh, k, SplitRule::div_up, split, ReportKind::forecast,
+                                              ValidityPolicy::skip_invalid_pairs, {}, &leads);
+        const std::vector<std::string> keys = {"weighted_rmse", "weighted_bias"};
+        const VariableScores part = aggregate(mesh, k, SplitRule::div_up, split, ReportKind::forecast,
+                                              ValidityPolicy::skip_invalid_pairs, keys);
+        ASSERT_EQ(leads.size(), full.size());
+        for (std::size_t c = 0; c < full.size(); ++c) {
+            const auto& finished = full[c].regions[0].per_lead;
+            std::size_t deterministic = 0;
+            for (const ScoreSeries& series : finished) {
+                if (series.score->family != ScoreFamily::deterministic) {
+                    continue;
+                }
+                ASSERT_LT(deterministic, leads[c].size());
+                const ScoreSeries& early = leads[c][deterministic++];
+                EXPECT_EQ(early.score, series.score);
+                for (std::size_t l = 0; l < series.values.size(); ++l) {
+                    EXPECT_EQ(std::bit_cast<std::uint64_t>(early.values[l]),
+                              std::bit_cast<std::uint64_t>(series.values[l]))
+                        << series.score->key << " lead " << l;
+                }
+            }
+            EXPECT_EQ(deterministic, leads[c].size());
+            EXPECT_GT(deterministic, keys.size());
+            std::vector<std::string> kept;
+            for (const ScoreSeries& series : part[c].regions[0].per_lead) {
+                if (series.score->family != ScoreFamily::deterministic) {
+                    continue;
+                }
+                kept.push_back(series.score->key);
+                for (const ScoreSeries& other : finished) {
+                    if (other.score == series.score) {
+                        EXPECT_EQ(series.values, other.values) << series.score->key;
+                    }
+                }
+            }
+            EXPECT_EQ(kept, keys);
+        }
+    }
+    const ShardedGrid grid(mesh, k.grid, SplitRule::div_up);
+    AggregatorOptions bad;
+    bad.report = ReportKind::forecast;
+    bad.counted_leads = {1};
+    bad.deterministic_keys = {"crps"};  // an ensemble score, not a deterministic one
+    const AggregatorShape shape{k.extent, k.channels, {{0, 1}, {0, 4}, {0, 2}, DataSplit::initial_conditions}};
+    const std::vector<RegionWeights> regions{
+        {"global", cos_lat_weights(std::vector<double>(9, 0.0), 14, grid.box().lat)}};
+    const auto build = [&] { Aggregator refused(grid, shape, regions, bad); };
+    EXPECT_THROW(build(), ArgumentError);
 }
 
 }  // namespace
