@@ -23,6 +23,7 @@ from .distributed import ArgumentError
 _SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff", "weighted_mean_gen",
            "weighted_mean_target", "weighted_std_gen")
 _NORM_SERIES = ("weighted_rmse", "weighted_bias", "weighted_mean_gen", "weighted_mean_target", "weighted_std_gen")
+_STEP_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff")  # mean_step_<k>, denorm
 
 
 def _gridshard_distributed():
@@ -246,21 +247,22 @@ class InferenceEvaluatorAggregator:
             if metric.target == "norm":
                 logs[f"{label}/rmse/channel_mean"] = self._channel_mean(rmse, scores)
         for metric in self._steps:
-            label = metric.get_name()
-            scores = denorm if metric.target == "denorm" else norm
-            keys = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff") \
-                if metric.target == "denorm" else ("weighted_rmse",)
-            rmse = {}
-            for name, channel in scores.items():
-                per_lead = channel["regions"]["global"]["per_lead"]
-                for key in keys:
-                    logs[f"{label}/{key}/{name}"] = float(per_lead[key][metric.step, 0])
-                rmse[name] = float(per_lead["weighted_rmse"][metric.step, 0])
-            if metric.target == "norm":
-                logs[f"{label}/weighted_rmse/channel_mean"] = self._channel_mean(rmse, scores)
+            for (key, name), value in self._step_values(metric, denorm, norm).items():
+                logs[f"{metric.get_name()}/{key}/{name}"] = value
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
+
+    def _step_values(self, metric, denorm, norm):
+        """``{(key, variable): value}`` of a ``mean_step_<k>`` metric: ACE's scores at forward step k (denorm: rmse,
+        bias and the gradient score; norm: rmse, and its channel mean under the name ``channel_mean``)."""
+        scores, keys = (denorm, _STEP_SERIES) if metric.target == "denorm" else (norm, ("weighted_rmse",))
+        values = {(key, name): float(channel["regions"]["global"]["per_lead"][key][metric.step, 0])
+                  for name, channel in scores.items() for key in keys}
+        if metric.target == "norm":
+            rmse = {name: values[("weighted_rmse", name)] for name in scores}
+            values[("weighted_rmse", "channel_mean")] = self._channel_mean(rmse, scores)
+        return values
 
     def _channel_mean(self, rmse, scores):
         """ACE's channel mean: the plain mean over channel_mean_names (default every variable) of those whose
@@ -310,18 +312,11 @@ class InferenceEvaluatorAggregator:
                                                   dims=("forecast_step",), attrs=self._attrs(name))
                     for name, channel in scores.items() for key in keys}
             out[metric.get_name()] = xr.Dataset(data, coords={"forecast_step": np.arange(steps)})
-        for metric in self._steps:
-            scores = denorm if metric.target == "denorm" else norm
-            keys = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff") \
-                if metric.target == "denorm" else ("weighted_rmse",)
-            data = {f"{key}-{name}": xr.DataArray(channel["regions"]["global"]["per_lead"][key][metric.step, 0],
-                                                  attrs=self._attrs(name))
-                    for name, channel in scores.items() for key in keys}
-            if metric.target == "norm":
-                rmse = {n: float(c["regions"]["global"]["per_lead"]["weighted_rmse"][metric.step, 0])
-                        for n, c in scores.items()}
-                data["weighted_rmse-channel_mean"] = xr.DataArray(self._channel_mean(rmse, scores))
-            out[metric.get_name()] = xr.Dataset(data)
+        variables = set(denorm or {}) | set(norm or {})
+        for metric in self._steps:  # the channel mean is no variable: no attributes
+            out[metric.get_name()] = xr.Dataset(
+                {f"{key}-{name}": xr.DataArray(value, attrs=self._attrs(name) if name in variables else {})
+                 for (key, name), value in self._step_values(metric, denorm, norm).items()})
         horizontal = {k: self._coords[k] for k in ("lat", "lon")}
         for metric in self._time_means:
             scores = denorm if metric.target == "denorm" else norm

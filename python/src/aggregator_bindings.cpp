@@ -22,6 +22,7 @@
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/evaluation/score_registry.hpp"
 #include "gridshard/geometry/area_weights.hpp"
+#include "gridshard/io/forecast_inputs.hpp"
 #include "python_mesh.hpp"
 
 namespace gridshard::python {
@@ -44,21 +45,6 @@ struct AggregatorArguments {
     std::string report;
     std::vector<std::string> deterministic_keys{};  // empty: every one
 };
-
-/// A code of a vector, the same in every process.
-std::int64_t code_of(const std::vector<std::int64_t>& values) {
-    std::uint64_t h = 1469598103934665603ULL;
-    for (const std::int64_t v : values) {
-        h = (h ^ static_cast<std::uint64_t>(v)) * 1099511628211ULL;
-    }
-    return static_cast<std::int64_t>(h >> 1);
-}
-
-std::int64_t code_of(std::span<const double> values) {
-    std::vector<std::int64_t> bits(values.size());
-    std::memcpy(bits.data(), values.data(), values.size() * sizeof(double));
-    return code_of(bits);
-}
 
 /// Every rank's range of initial conditions, checked: the ranks of a spatial group record the same ones, and
 /// the data ranks' ranges do not overlap and together cover every initial condition, so each per-sample value
@@ -164,17 +150,20 @@ class PythonAggregator {
         py::gil_scoped_release release;
         const ShardedGrid& grid =
             mesh.grid_named(mesh.mesh().world(), args_.problem, {args_.nlat, args_.nlon}, args_.element_code);
-        std::vector<std::int64_t> key_codes;
-        for (const std::string& key : args_.deterministic_keys) {
-            key_codes.insert(key_codes.end(), key.begin(), key.end());
-            key_codes.push_back(0);
+        io::InputHash chosen;  // the counted lead times, the latitudes' bits and the scores, as one number
+        for (const std::int64_t row : args_.counted_leads) {
+            chosen.add(row);
         }
-        agree_or_throw(mesh.mesh().world(), "",
-                       {args_.initial_conditions, args_.members, args_.lead_times, args_.channels,
-                        code_of(args_.counted_leads), args_.maps ? 1 : 0, static_cast<std::int64_t>(options.policy),
-                        static_cast<std::int64_t>(options.report), code_of(lat), code_of(key_codes)},
-                       "the aggregator's initial conditions, members, lead times, channels, counted lead times, "
-                       "maps, policy, report, latitudes and scores");
+        chosen.add(std::span<const double>(lat));
+        for (const std::string& key : args_.deterministic_keys) {
+            chosen.add(key);
+        }
+        agree_or_throw(
+            mesh.mesh().world(), "",
+            {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
+             args_.maps ? 1 : 0, static_cast<std::int64_t>(options.policy), static_cast<std::int64_t>(options.report)},
+            "the aggregator's initial conditions, members, lead times, channels, counted lead times, "
+            "maps, policy, report, latitudes and scores");
         check_ranges(mesh.mesh(), args_.mine, args_.initial_conditions);
         options.summation = mesh.summation();
         options.counted_leads = args_.counted_leads;
@@ -349,18 +338,6 @@ class PythonAggregator {
     bool finished_ = false;
 };
 
-std::string_view combination_name(SampleCombination c) {
-    switch (c) {
-        case SampleCombination::mean_of_samples:
-            return "mean_of_samples";
-        case SampleCombination::ratio_of_means:
-            return "ratio_of_means";
-        case SampleCombination::cell_statistic:
-            return "cell_statistic";
-    }
-    return "mean_of_samples";
-}
-
 }  // namespace
 
 void bind_aggregator(py::module_& m) {
@@ -410,7 +387,7 @@ void bind_aggregator(py::module_& m) {
                 d["label"] = s.label;
                 d["ace_key"] = s.ace_key;
                 d["family"] = std::string(to_string(s.family));
-                d["combination"] = std::string(combination_name(s.combination));
+                d["combination"] = std::string(to_string(s.combination));
                 d["policy"] = std::string(to_string(s.policy));
                 out.append(d);
             }

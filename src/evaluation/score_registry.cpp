@@ -141,6 +141,18 @@ std::string_view to_string(ScoreFamily family) noexcept {
     return "deterministic";
 }
 
+std::string_view to_string(SampleCombination combination) noexcept {
+    switch (combination) {
+        case C::mean_of_samples:
+            return "mean_of_samples";
+        case C::ratio_of_means:
+            return "ratio_of_means";
+        case C::cell_statistic:
+            return "cell_statistic";
+    }
+    return "mean_of_samples";
+}
+
 std::string_view to_string(PolicyRule rule) noexcept {
     return rule == PolicyRule::follows_option ? "follows --policy" : "all_finite";
 }

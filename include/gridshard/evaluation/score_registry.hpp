@@ -48,6 +48,7 @@ enum class PolicyRule {
 
 [[nodiscard]] std::string_view to_string(ScoreFamily family) noexcept;
 [[nodiscard]] std::string_view to_string(PolicyRule rule) noexcept;
+[[nodiscard]] std::string_view to_string(SampleCombination combination) noexcept;
 
 /// One score of one report.
 struct RegisteredScore {
