@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
@@ -212,7 +213,10 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
             out << cell;
             for (const RegisteredScore* s : columns) {
                 if (const double* value = time_mean_of(r, s)) {
-                    std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, *value);
+                    // A NaN's sign bit is not a result: which operand's NaN an addition keeps depends on how the
+                    // compiler ordered it, so every NaN prints as "nan" (the JSON writes null either way).
+                    const double shown = std::isnan(*value) ? std::numeric_limits<double>::quiet_NaN() : *value;
+                    std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, shown);
                     out << cell;
                 }
             }
