@@ -5,9 +5,11 @@ ACE's loop calls ``record_initial_condition``, ``record_batch(PairedData)`` wind
 and ``get_summary_logs``; this class answers with ACE's keys and files, its scores from ``gridshard.Aggregator``
 (the library's evaluation layer), exact and the same bits on every mesh, and its maps global. The metrics it
 implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and ``_norm``), ``time_mean`` and
-``time_mean_norm`` and ``zonal_mean``. Every other enabled metric (power spectrum, ensembles, histogram, video,
-ENSO, seasonal, annual, trend, ...) is ACE's own aggregator when the grid is not split, and is refused at build
-time under spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
+``time_mean_norm``, ``zonal_mean`` and, with several members, ACE's ensemble scores (``ensemble_step_<k>``: its
+almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per cell, then the area mean). Every other enabled
+metric (power spectrum, histogram, video, ENSO, seasonal, annual, trend, ensemble mean maps, ...) is ACE's own
+aggregator when the grid is not split, and is refused at build time under spatial parallelism, naming it and the
+config field that turns it off. docs/ace.md has the table.
 """
 
 import dataclasses
@@ -24,6 +26,9 @@ _SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff", "
            "weighted_mean_target", "weighted_std_gen")
 _NORM_SERIES = ("weighted_rmse", "weighted_bias", "weighted_mean_gen", "weighted_mean_target", "weighted_std_gen")
 _STEP_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff")  # mean_step_<k>, denorm
+# ACE's ensemble_step_<k> names for the registry's ensemble cell statistics.
+_ENSEMBLE_KEYS = {"crps": "almost_fair_crps", "ensemble_mean_rmse": "cell_ensemble_mean_rmse",
+                  "ssr_bias": "ssr_bias"}
 
 
 def _gridshard_distributed():
@@ -92,12 +97,13 @@ class InferenceEvaluatorAggregator:
             metrics = [m for m in metrics if not isinstance(m, ace_main.MeanMetricConfig)]
         implemented = (ace_main.MeanMetricConfig, ace_main.StepMeanMetricConfig, ace_main.TimeMeanMetricConfig,
                        ace_main.ZonalMeanMetricConfig)
-        ours = [m for m in metrics if isinstance(m, implemented)]
-        rest = [m for m in metrics if not isinstance(m, implemented)]
+        ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)]
+        rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
         self._steps = [m for m in ours if isinstance(m, ace_main.StepMeanMetricConfig) and m.step <= n_forward_steps]
         self._time_means = [m for m in ours if isinstance(m, ace_main.TimeMeanMetricConfig)]
         self._zonal = [m for m in ours if isinstance(m, ace_main.ZonalMeanMetricConfig)]
+        self._ensembles = [m for m in ours if isinstance(m, ace_main.EnsembleMetricConfig)]
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -111,10 +117,12 @@ class InferenceEvaluatorAggregator:
             for metric in rest:
                 if self._active_on_shards(ace_main, metric, build_args):
                     field = _field_of(config, metric)
+                    off = f"{field}.log_mean_maps=False or {field}.enabled=False" if isinstance(
+                        metric, ace_main.EnsembleMetricConfig) else f"{field}.enabled=False"
                     raise ValueError(
                         f"InferenceEvaluatorAggregatorConfig.{field} ({type(metric).__name__}, "
                         f"'{metric.get_name()}'): not implemented by gridshard under spatial parallelism "
-                        f"(mesh {'x'.join(map(str, self.distributed.mesh_shape))}); set {field}.enabled=False")
+                        f"(mesh {'x'.join(map(str, self.distributed.mesh_shape))}); set {off}")
         elif rest:
             self._ace = ace_main.build_inference_evaluator_aggregator(
                 metrics=rest, save_diagnostics=save_diagnostics, raise_on_unsupported=False,
@@ -122,6 +130,12 @@ class InferenceEvaluatorAggregator:
         self._denorm = self._norm = None
         self._finished = None
         self._seen = 0
+
+    def _ensemble_served(self, ace_main, metric, n_forward_steps):
+        """Whether gridshard scores ``metric``: an ensemble metric of a run with members at a step the run has, its
+        mean maps (images) off; ACE's build drops one at a later step, and so does this one."""
+        return (isinstance(metric, ace_main.EnsembleMetricConfig) and self.n_ensemble_per_ic > 1 and
+                metric.step <= n_forward_steps and not metric.log_mean_maps)
 
     @staticmethod
     def _active_on_shards(ace_main, metric, build_args):
@@ -142,20 +156,52 @@ class InferenceEvaluatorAggregator:
     def _start(self, target, prediction):
         names = [n for n in prediction if n in target]
         samples = int(next(iter(target.values())).shape[0])
+        members = self.n_ensemble_per_ic
+        if samples % members:
+            raise ValueError(f"record: {samples} samples on this rank are not whole ensembles of "
+                             f"n_ensemble_per_ic={members}")
+        local = samples // members  # ACE folds each initial condition's members into consecutive samples
         dist = self.distributed
-        common = dict(lat=self._lat, nlon=self._nlon, initial_conditions=samples * dist.total_data_parallel_ranks,
-                      lead_times=1 + self._n_forward_steps, members=1, maps=True,
-                      first_initial_condition=dist.data_parallel_rank * samples, local_initial_conditions=samples,
-                      policy="propagate")  # ACE's sums let a missing value through: so do its numbers here
-        wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or self._zonal
-        wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means)
+        common = dict(lat=self._lat, nlon=self._nlon, initial_conditions=local * dist.total_data_parallel_ranks,
+                      lead_times=1 + self._n_forward_steps, members=members, maps=True,
+                      first_initial_condition=dist.data_parallel_rank * local, local_initial_conditions=local,
+                      policy="propagate", lead_ensemble=False)  # ACE's sums let a missing value through
+        steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
+        wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
+            bool(self._zonal) or bool(steps["denorm"])
+        wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
+            bool(steps["norm"])
         if wants_denorm:
-            self._denorm = Aggregator(dist, names, **common)
+            self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"], **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
-            self._norm = Aggregator(dist, norm_names, scores=_NORM_SERIES, **common)  # no gradient: ACE logs none
+            self._norm = Aggregator(dist, norm_names, scores=_NORM_SERIES, ensemble_cell_leads=steps["norm"],
+                                    **common)  # no gradient: ACE logs none
+
+    def _unfolded(self, target, prediction):
+        """ACE's folded samples (initial condition i's members are samples i*M..i*M+M-1) as gridshard's: the
+        target once per initial condition, the prediction ``(ic, member, time, h, w)``. Raises on every rank
+        (one allgather over the world) where a rank's members of an initial condition have different targets."""
+        members = self.n_ensemble_per_ic
+        if members == 1:
+            return target, prediction
+        unfold = lambda v: v.reshape((v.shape[0] // members, members) + tuple(v.shape[1:]))  # noqa: E731
+        truth, problem = {}, ""
+        for name, value in target.items():
+            t = unfold(value)
+            first = t[:, :1]
+            same = ((t == first) | ((t != t) & (first != first))).all()
+            if not bool(same) and not problem:
+                problem = (f"target[{name!r}]: the {members} members of an initial condition have different targets, "
+                           f"and ACE's ensemble repeats one")
+            truth[name] = t[:, 0]
+        failed = [text for text in self.distributed._comm.allgather(problem) if text]
+        if failed:
+            raise ValueError(failed[0])
+        return truth, {name: unfold(value) for name, value in prediction.items()}
 
     def _record(self, target, prediction, first_lead):
+        target, prediction = self._unfolded(target, prediction)
         if self._denorm is not None:
             self._denorm.record(target, prediction, first_lead=first_lead)
         if self._norm is not None:
@@ -249,6 +295,8 @@ class InferenceEvaluatorAggregator:
         for metric in self._steps:
             for (key, name), value in self._step_values(metric, denorm, norm).items():
                 logs[f"{metric.get_name()}/{key}/{name}"] = value
+        for metric in self._ensembles:
+            logs.update(self._ensemble_logs(metric, denorm if metric.target == "denorm" else norm))
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -264,10 +312,24 @@ class InferenceEvaluatorAggregator:
             values[("weighted_rmse", "channel_mean")] = self._channel_mean(rmse, scores)
         return values
 
-    def _channel_mean(self, rmse, scores):
+    def _ensemble_logs(self, metric, scores):
+        """ACE's ``<name>/{crps,ensemble_mean_rmse,ssr_bias}/<var>`` of an ensemble metric at its step (and, on the
+        normalised fields, each one's ``channel_mean``)."""
+        label, logs = metric.get_name(), {}
+        for ace_key, key in sorted(_ENSEMBLE_KEYS.items()):
+            values = {name: float(channel["regions"]["global"]["at_leads"][key][metric.step])
+                      for name, channel in scores.items()}
+            logs.update({f"{label}/{ace_key}/{name}": value for name, value in values.items()})
+            if metric.target == "norm":
+                logs[f"{label}/{ace_key}/channel_mean"] = self._channel_mean(
+                    values, scores, metric.channel_mean_names or self._channel_mean_names)
+        return logs
+
+    def _channel_mean(self, rmse, scores, names=None):
         """ACE's channel mean: the plain mean over channel_mean_names (default every variable) of those whose
         target is not all missing."""
-        names = list(rmse) if self._channel_mean_names is None else self._channel_mean_names
+        names = names if names is not None else self._channel_mean_names
+        names = list(rmse) if names is None else list(names)
         missing = [n for n in names if n not in rmse]
         if missing:
             raise KeyError(f"channel_mean_names contains entries not present in the recorded data: {missing}. "

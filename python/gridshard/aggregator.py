@@ -31,13 +31,18 @@ class Aggregator:
     maps. ``policy``: the validity policy of the deterministic scores (``skip_invalid_pairs``, ``skip_nan``,
     ``propagate``). ``first_initial_condition``: where this rank's initial conditions start (default: its data
     rank's block). ``scores``: the registry keys of the deterministic scores to form (default every one; the
-    gradient score left out saves its halo exchange and gradients). Collective over the world: the ranks agree on every argument, and a problem on any rank
-    raises ArgumentError on every rank.
+    gradient score left out saves its halo exchange and gradients). ``lead_ensemble``: with members, form the
+    per-lead ensemble scores (WeatherBench 2's). ``ensemble_cell_leads``: the lead times at which ACE's ensemble
+    scores are formed (``almost_fair_crps`` with ``crps_alpha``, ``cell_ensemble_mean_rmse``, ``ssr_bias``: per
+    cell over every initial condition, then the area mean; ``finish`` gives them under ``at_leads``). Collective
+    over the world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every
+    rank.
     """
 
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
-                 first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None):
+                 first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
+                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -68,9 +73,13 @@ class Aggregator:
             problems.add(f"dtype={self.dtype}: must be float32 or float64")
         if not self.variables or len(set(self.variables)) != len(self.variables):
             problems.add(f"variables={self.variables!r}: expected distinct names")
-        keys = []
+        keys, cell_leads, alpha = [], [], 0.95
         with problems.catching("scores"):
             keys = [] if scores is None else [str(k) for k in scores]
+        with problems.catching("ensemble_cell_leads"):
+            cell_leads = [int(k) for k in ensemble_cell_leads]
+        with problems.catching("crps_alpha"):
+            alpha = float(crps_alpha)
         with mpi_errors():
             seen = distributed._comm.allgather((problems.text(), tuple(self.variables)))
         failed = [text for text, _ in seen if text]
@@ -86,7 +95,7 @@ class Aggregator:
                 self._by_variable[name] = _core.Aggregator(
                     distributed._mesh, "", len(lat_values), nlon_value, lat_values, self.dtype.itemsize, ics,
                     self.members, self.lead_times, 1, first, first + local, counted, bool(maps), str(policy),
-                    str(report), keys)
+                    str(report), keys, bool(lead_ensemble), cell_leads, alpha)
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         self._grid = (len(lat_values), nlon_value)
 
@@ -163,8 +172,9 @@ class Aggregator:
 
     def finish(self):
         """Every score of every variable: ``{channel: {"regions": {"global": {"per_lead": {key: (leads, width)},
-        "time_means": {key: value}}}, "profiles": {key: (leads, nlat)}, "prediction_map": (nlat, nlon) or None,
-        "bias_map": ...}}``, the maps on world rank 0 only. Collective over the world; once."""
+        "time_means": {key: value}, "at_leads": {key: {lead: value}}}}, "profiles": {key: (leads, nlat)},
+        "prediction_map": (nlat, nlon) or None, "bias_map": ...}}``, the maps on world rank 0 only. Collective over
+        the world; once."""
         out = {}
         with mpi_errors():
             for name in self.variables:

@@ -44,6 +44,9 @@ struct AggregatorArguments {
     std::string policy;
     std::string report;
     std::vector<std::string> deterministic_keys{};  // empty: every one
+    bool lead_ensemble_scores = true;
+    std::vector<std::int64_t> ensemble_cell_leads{};
+    double crps_alpha = 0.95;
 };
 
 /// Every rank's range of initial conditions, checked: the ranks of a spatial group record the same ones, and
@@ -158,6 +161,11 @@ class PythonAggregator {
         for (const std::string& key : args_.deterministic_keys) {
             chosen.add(key);
         }
+        chosen.add(static_cast<std::int64_t>(args_.lead_ensemble_scores ? 1 : 0));
+        for (const std::int64_t lead : args_.ensemble_cell_leads) {
+            chosen.add(lead);
+        }
+        chosen.add(std::span<const double>(&args_.crps_alpha, 1));
         agree_or_throw(
             mesh.mesh().world(), "",
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
@@ -169,6 +177,9 @@ class PythonAggregator {
         options.counted_leads = args_.counted_leads;
         options.maps = args_.maps;
         options.deterministic_keys = args_.deterministic_keys;
+        options.lead_ensemble_scores = args_.lead_ensemble_scores;
+        options.ensemble_cell_leads = args_.ensemble_cell_leads;
+        options.crps_alpha = args_.crps_alpha;
         options.gather_maps = true;
         const AggregatorShape shape{
             {args_.initial_conditions, args_.members, args_.lead_times},
@@ -315,6 +326,15 @@ class PythonAggregator {
                     means[py::str(v.score->key)] = v.value;
                 }
                 r["time_means"] = means;
+                py::dict at_leads;  // {key: {lead: value}}
+                for (const ScoreAtLead& v : region.at_leads) {
+                    const py::str key(v.score->key);
+                    if (!at_leads.contains(key)) {
+                        at_leads[key] = py::dict();
+                    }
+                    at_leads[key].cast<py::dict>()[py::int_(v.lead)] = v.value;
+                }
+                r["at_leads"] = at_leads;
                 regions[py::str(region.name)] = r;
             }
             c["regions"] = regions;
@@ -346,7 +366,8 @@ void bind_aggregator(py::module_& m) {
                          py::object lat_deg, std::int64_t element_code, std::int64_t initial_conditions,
                          std::int64_t members, std::int64_t lead_times, std::int64_t channels, std::int64_t mine_begin,
                          std::int64_t mine_end, std::vector<std::int64_t> counted_leads, bool maps, std::string policy,
-                         std::string report, std::vector<std::string> deterministic_keys) {
+                         std::string report, std::vector<std::string> deterministic_keys, bool lead_ensemble_scores,
+                         std::vector<std::int64_t> ensemble_cell_leads, double crps_alpha) {
                  AggregatorArguments args{std::move(problem),
                                           nlat,
                                           nlon,
@@ -360,13 +381,17 @@ void bind_aggregator(py::module_& m) {
                                           maps,
                                           std::move(policy),
                                           std::move(report),
-                                          std::move(deterministic_keys)};
+                                          std::move(deterministic_keys),
+                                          lead_ensemble_scores,
+                                          std::move(ensemble_cell_leads),
+                                          crps_alpha};
                  return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg));
              }),
              py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
              py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
              py::arg("channels"), py::arg("mine_begin"), py::arg("mine_end"), py::arg("counted_leads"), py::arg("maps"),
-             py::arg("policy"), py::arg("report"), py::arg("deterministic_keys"),
+             py::arg("policy"), py::arg("report"), py::arg("deterministic_keys"), py::arg("lead_ensemble_scores"),
+             py::arg("ensemble_cell_leads"), py::arg("crps_alpha"),
              "Collective over the world (agreement, one allreduce of the ranges, the allocation).")
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),

@@ -197,6 +197,11 @@ void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values) {
 }
 
 template <class T>
+void spatial_reduce_max(const ProcessMesh& mesh, std::span<T> values) {
+    allreduce_in_place(mesh.spatial(), values, MPI_MAX);
+}
+
+template <class T>
 void broadcast_spatial(const ProcessMesh& mesh, std::span<T> values) {
     const Communicator& spatial = mesh.spatial();
     detail::agree_or_throw(spatial, "", {static_cast<std::int64_t>(values.size()), element_code<T>()},
@@ -343,6 +348,7 @@ std::vector<T> scatter_spatial_from_root(const ProcessMesh& mesh, const Decompos
     template void reduce_min<T>(const ProcessMesh&, std::span<T>);                                                     \
     template void reduce_max<T>(const ProcessMesh&, std::span<T>);                                                     \
     template void spatial_reduce_sum<T>(const ProcessMesh&, std::span<T>);                                             \
+    template void spatial_reduce_max<T>(const ProcessMesh&, std::span<T>);                                             \
     template std::vector<T> allgather_data<T>(const ProcessMesh&, std::span<const T>);                                 \
     template void broadcast_spatial<T>(const ProcessMesh&, std::span<T>);                                              \
     template std::vector<T> transpose_over_data<T>(const ProcessMesh&, std::span<const T>, std::int64_t, std::int64_t, \

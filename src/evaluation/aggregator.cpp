@@ -1,6 +1,7 @@
 #include "gridshard/evaluation/aggregator.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "gridshard/comm/collectives.hpp"
@@ -25,9 +26,32 @@ std::int64_t ensemble_slot(const std::string& source) {
 }
 
 bool per_lead(const RegisteredScore& s) {
-    return s.family == ScoreFamily::deterministic || s.family == ScoreFamily::ensemble ||
-           s.family == ScoreFamily::anomaly_correlation;
+    return (s.family == ScoreFamily::deterministic || s.family == ScoreFamily::ensemble ||
+            s.family == ScoreFamily::anomaly_correlation) &&
+           s.combination != SampleCombination::cell_statistic;
 }
+
+bool ensemble_cells(const RegisteredScore& s) {
+    return s.family == ScoreFamily::ensemble && s.combination == SampleCombination::cell_statistic;
+}
+
+// ACE's spread-skill ratio bias per cell (fme's SSRBiasMetric) from the means over initial conditions of the
+// squared error of the ensemble mean and of the members' unbiased variance, `members` members: U = mse - var / M,
+// spread sqrt(var), skill sqrt(max(U, 0)), spread / skill - 1 (-1 where the skill is 0), and 0 where the cell is
+// prescribed (no variance and U at most 1e-6 of the channel's largest skill^2, `floor`). NaN where either is.
+double ssr_bias(double squared_error, double variance, double members, double floor) {
+    const double unbiased = squared_error - variance / members;
+    if (std::isnan(unbiased) || std::isnan(variance)) {
+        return std::numeric_limits<double>::quiet_NaN();
+    }
+    if (variance == 0.0 && unbiased <= floor) {
+        return 0.0;
+    }
+    const double skill = std::sqrt(std::max(unbiased, 0.0));
+    return skill > 0.0 ? std::sqrt(variance) / skill - 1.0 : -1.0;
+}
+
+constexpr double prescribed_mse_rtol = 1e-6;  // fme's _PRESCRIBED_MSE_RTOL
 
 }  // namespace
 
@@ -59,7 +83,7 @@ double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::in
 }
 
 std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape, std::size_t regions,
-                                std::size_t value_bytes, int data_ranks) {
+                                std::size_t value_bytes, int data_ranks, std::size_t ensemble_cell_leads) {
     const auto area = static_cast<std::uint64_t>(box.area());
     const auto c = static_cast<std::uint64_t>(shape.channels);
     const auto m = static_cast<std::uint64_t>(shape.work.members.size());
@@ -69,8 +93,12 @@ std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const Aggrega
     // Fields: the caller's truth, members and climatology twice (the pair being scored and the next one, read
     // meanwhile), the repeated truth and climatology; the time sums (2 x 24 bytes) and their gather over the data
     // group; the per-sample slots and the zonal means.
+    // ACE's ensemble statistics: three sums of 24 bytes a point per chosen lead, their gather, and at a record the
+    // statistics (3 x 8 bytes, 5 x 8 while formed).
     const std::uint64_t fields =
-        c * area * (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
+        c * area *
+        (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks) +
+         (ensemble_cell_leads > 0 ? 64 + 72 * ensemble_cell_leads * (1 + static_cast<std::uint64_t>(data_ranks)) : 0));
     const std::uint64_t slots =
         samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
     return fields + slots;
@@ -82,8 +110,31 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     const ForecastExtent& e = shape_.extent;
     const std::int64_t channels = shape_.channels;
     const bool ensemble = options_.report == ReportKind::forecast && e.members > 1;
-    scores_ =
-        report_scores(options_.report, {.ensemble = ensemble, .anomaly_correlation = options_.anomaly_correlation});
+    const std::vector<std::int64_t>& cell_leads = options_.ensemble_cell_leads;
+    if (!cell_leads.empty()) {
+        std::string why;
+        if (!ensemble) {
+            why = "ACE's ensemble scores need a forecast of several members, got " + std::to_string(e.members);
+        } else if (shape_.work.split == DataSplit::members) {
+            why = "ACE's ensemble scores need each initial condition's members on one data rank (not split by members)";
+        } else if (!(options_.crps_alpha >= 0.0 && options_.crps_alpha <= 1.0)) {
+            why = "crps_alpha must be in [0, 1], got " + std::to_string(options_.crps_alpha);
+        }
+        for (std::size_t k = 0; k < cell_leads.size() && why.empty(); ++k) {
+            if (cell_leads[k] < 0 || cell_leads[k] >= e.lead_times ||
+                std::find(cell_leads.begin(), cell_leads.begin() + static_cast<std::ptrdiff_t>(k), cell_leads[k]) !=
+                    cell_leads.begin() + static_cast<std::ptrdiff_t>(k)) {
+                why = "lead " + std::to_string(cell_leads[k]) + " is repeated or outside 0.." +
+                      std::to_string(e.lead_times - 1);
+            }
+        }
+        if (!why.empty()) {
+            throw ArgumentError("ensemble_cell_leads: " + why);
+        }
+    }
+    scores_ = report_scores(options_.report, {.ensemble = ensemble && options_.lead_ensemble_scores,
+                                              .anomaly_correlation = options_.anomaly_correlation,
+                                              .ensemble_cells = !cell_leads.empty()});
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {
         if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
@@ -109,7 +160,7 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     const std::int64_t samples = e.initial_conditions * e.members;
     const std::int64_t nlat = grid_.grid().nlat;
     det_ = {samples, e.lead_times, nregions, det_count, channels};
-    ens_ = {e.initial_conditions, e.lead_times, nregions, ensemble ? 5 : 0, channels};
+    ens_ = {e.initial_conditions, e.lead_times, nregions, ensemble && options_.lead_ensemble_scores ? 5 : 0, channels};
     zonal_prediction_ = {samples, e.lead_times, 1, channels, nlat};
     zonal_truth_ = {e.initial_conditions, e.lead_times, 1, channels, nlat};
     const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
@@ -126,6 +177,10 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     error_sums_.emplace(grid_, channels);
     if (options_.maps) {
         prediction_sums_.emplace(grid_, channels);
+    }
+    for (const std::int64_t lead : cell_leads) {
+        cell_sums_.push_back({lead, TimeMeanAccumulator(grid_, channels), TimeMeanAccumulator(grid_, channels),
+                              TimeMeanAccumulator(grid_, channels)});
     }
     counted_.assign(static_cast<std::size_t>(e.lead_times), false);
     for (const std::int64_t row : options_.counted_leads) {
@@ -229,6 +284,15 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
                 }
             }
         }
+    }
+    const auto cells =
+        std::find_if(cell_sums_.begin(), cell_sums_.end(), [&](const CellSums& c) { return c.lead == lead; });
+    if (cells != cell_sums_.end() && mine > 0) {  // every member of this initial condition is here: no MPI
+        const EnsemblePointStatistics point =
+            ensemble_point_statistics<T>(grid_, truth, {members, mine, channels}, options_.crps_alpha);
+        cells->squared_error.add(FieldShard<double>{point.squared_error, channels});
+        cells->variance.add(FieldShard<double>{point.variance, channels});
+        cells->crps.add(FieldShard<double>{point.almost_fair_crps, channels});
     }
     const double zonal_started = MPI_Wtime();
     if (mine > 0) {
@@ -374,6 +438,17 @@ VariableScores Aggregator::finish(const std::string& variable) {
             out[static_cast<std::size_t>(c)].regions.push_back(std::move(scores));
         }
     }
+    for (CellSums& sums : cell_sums_) {
+        const std::vector<std::vector<ScoreAtLead>> at_lead = cell_scores(sums);  // per region and channel
+        for (std::size_t r = 0; r < regions_.size(); ++r) {
+            for (std::int64_t c = 0; c < channels; ++c) {
+                const std::vector<ScoreAtLead>& values =
+                    at_lead[r * static_cast<std::size_t>(channels) + static_cast<std::size_t>(c)];
+                std::vector<ScoreAtLead>& into = out[static_cast<std::size_t>(c)].regions[r].at_leads;
+                into.insert(into.end(), values.begin(), values.end());
+            }
+        }
+    }
     for (std::int64_t c = 0; c < channels; ++c) {
         for (const RegisteredScore* s : scores_) {
             if (s->family != ScoreFamily::zonal_mean) {
@@ -430,6 +505,60 @@ VariableScores Aggregator::finish(const std::string& variable) {
         timings_.evaluation.calls += t.calls;
     }
     timings_.finish_s += MPI_Wtime() - started;
+    return out;
+}
+
+std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
+    const std::int64_t channels = shape_.channels;
+    const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
+    const auto area = static_cast<std::size_t>(grid_.box().area());
+    sums.squared_error.merge_over_data();  // collective over data, each (initial condition, lead) added once
+    sums.variance.merge_over_data();
+    sums.crps.merge_over_data();
+    // Per cell the means over initial conditions, then the three maps stacked: the almost-fair CRPS, the RMSE of
+    // the ensemble mean, the spread-skill ratio bias.
+    const std::vector<double> squared_error = sums.squared_error.mean_difference(options_.policy);
+    const std::vector<double> variance = sums.variance.mean_difference(options_.policy);
+    const std::vector<double> crps = sums.crps.mean_difference(options_.policy);
+    std::vector<double> largest_skill(static_cast<std::size_t>(channels), 0.0);  // per channel, over the grid
+    const auto members = static_cast<double>(shape_.extent.members);
+    for (std::size_t n = 0; n < plane; ++n) {
+        const double skill = std::sqrt(std::max(squared_error[n] - variance[n] / members, 0.0));
+        if (!std::isnan(skill)) {
+            double& largest = largest_skill[n / area];
+            largest = std::max(largest, skill * skill);
+        }
+    }
+    spatial_reduce_max<double>(grid_.mesh(), largest_skill);  // exact: a maximum does not round
+    std::vector<double> maps(3 * plane);
+    for (std::size_t n = 0; n < plane; ++n) {
+        maps[n] = crps[n];
+        maps[plane + n] = std::sqrt(squared_error[n]);
+        maps[2 * plane + n] =
+            ssr_bias(squared_error[n], variance[n], members, prescribed_mse_rtol * largest_skill[n / area]);
+    }
+    std::vector<const RegisteredScore*> stacked(3, nullptr);  // the registry's entries, in the maps' order
+    for (const RegisteredScore* s : scores_) {
+        if (ensemble_cells(*s)) {
+            stacked[s->source == "almost_fair_crps" ? 0 : s->source == "ensemble_mean_rmse" ? 1 : 2] = s;
+        }
+    }
+    std::vector<std::vector<ScoreAtLead>> out;
+    for (const RegionWeights& region : regions_) {  // one allreduce over spatial each
+        const std::vector<double> means = masked_weighted_mean<double>(
+            grid_, FieldShard<double>{maps, 3 * channels}, region.weights.view(), options_.policy, options_.summation);
+        for (std::int64_t c = 0; c < channels; ++c) {
+            std::vector<ScoreAtLead> values;
+            for (const RegisteredScore* s : scores_) {
+                if (ensemble_cells(*s)) {
+                    const auto k =
+                        static_cast<std::int64_t>(std::find(stacked.begin(), stacked.end(), s) - stacked.begin());
+                    values.push_back({s, sums.lead, means[static_cast<std::size_t>(k * channels + c)]});
+                }
+            }
+            out.push_back(std::move(values));
+        }
+    }
     return out;
 }
 

@@ -95,6 +95,24 @@ std::vector<RegisteredScore> make_registry() {
               .policy = PolicyRule::all_finite,
               .source = "fair_crps",
               .table_order = 9});
+    // ACE's ensemble scores at a lead time (fme's one-step ensemble aggregator, ensemble_step_<k>): per grid cell a
+    // statistic of the members over every initial condition, then its area mean; only at the lead times
+    // AggregatorOptions::ensemble_cell_leads names.
+    forecast({.key = "almost_fair_crps",
+              .ace_key = "ensemble_step_{step}/crps/{var}",
+              .family = F::ensemble,
+              .combination = C::cell_statistic,
+              .source = "almost_fair_crps"});
+    forecast({.key = "cell_ensemble_mean_rmse",
+              .ace_key = "ensemble_step_{step}/ensemble_mean_rmse/{var}",
+              .family = F::ensemble,
+              .combination = C::cell_statistic,
+              .source = "ensemble_mean_rmse"});
+    forecast({.key = "ssr_bias",
+              .ace_key = "ensemble_step_{step}/ssr_bias/{var}",
+              .family = F::ensemble,
+              .combination = C::cell_statistic,
+              .source = "ssr_bias"});
     forecast({.key = "acc",
               .label = "acc",
               .family = F::anomaly_correlation,
@@ -165,7 +183,8 @@ const std::vector<RegisteredScore>& registered_scores() {
 std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContents contents) {
     std::vector<const RegisteredScore*> out;
     for (const RegisteredScore& s : registered_scores()) {
-        const bool present = s.family == F::ensemble              ? contents.ensemble
+        const bool cells = s.combination == C::cell_statistic;
+        const bool present = s.family == F::ensemble ? (cells ? contents.ensemble_cells : contents.ensemble)
                              : s.family == F::anomaly_correlation ? contents.anomaly_correlation
                                                                   : true;
         if (s.report == kind && present) {

@@ -39,15 +39,17 @@ std::string ensemble_error(std::int64_t truth_channels, std::int64_t truth_size,
 
 // The statistics of a block of `n` <= statistics_block points from their `m` member values (x, member
 // slowest, `n` per member) and truth (y), in double: the squared error of the ensemble mean, the unbiased
-// variance, and the two CRPS, with the pair sum sum_{j,k} |x_j - x_k| = 2 sum_{j<k} |x_j - x_k|. Each sum
+// variance, the two CRPS and the almost-fair CRPS whose pair term is the fair one's times `almost_fair_factor`
+// (1 - (1 - alpha) / 2), with the pair sum sum_{j,k} |x_j - x_k| = 2 sum_{j<k} |x_j - x_k|. Each sum
 // runs over the members in order for every point, and the loops run along the points, so they vectorise and
 // a point's bits depend only on its own values. Invalid points come out as whatever their values give; the
 // caller masks them.
 constexpr std::int64_t statistics_block = 64;
 
 GRIDSHARD_KERNEL void block_statistics(const double* __restrict x, const double* __restrict y, std::int64_t m,
-                                       std::int64_t n, double* __restrict squared_error, double* __restrict variance,
-                                       double* __restrict crps, double* __restrict fair_crps) noexcept {
+                                       std::int64_t n, double almost_fair_factor, double* __restrict squared_error,
+                                       double* __restrict variance, double* __restrict crps,
+                                       double* __restrict fair_crps, double* __restrict almost_fair_crps) noexcept {
     double sum[statistics_block];
     double absolute[statistics_block];
     double squares[statistics_block];
@@ -88,13 +90,10 @@ GRIDSHARD_KERNEL void block_statistics(const double* __restrict x, const double*
         variance[p] = squares[p] / (members - 1.0);
         crps[p] = skill - both_orders / (2.0 * members * members);
         fair_crps[p] = skill - both_orders / (2.0 * members * (members - 1.0));
+        almost_fair_crps[p] = skill - almost_fair_factor * (both_orders / (2.0 * members * (members - 1.0)));
     }
 }
 
-// The four statistics of points [begin, end) of the plane (channels x box), laid out (statistic, channel,
-// rows, cols) in `derived`: NaN where a point is not valid (the truth or a member not finite) or outside the
-// range, so that the skip_nan mean leaves it out of numerator and weight alike. `members` holds M values per
-// point of the range, member slowest: members[j * stride + (k - begin)].
 // The members of a block as double, member slowest, and per point 0 when the truth and every member are
 // finite, NaN otherwise (the sum of v - v, which is NaN for NaN or an infinity): branch-free, so it vectorises.
 template <class T>
@@ -114,27 +113,31 @@ GRIDSHARD_KERNEL void load_block(const T* __restrict truth, const T* __restrict 
     }
 }
 
-// The four statistics of points [begin, end) of the plane (channels x box), laid out (statistic, channel,
-// rows, cols) in `derived`: NaN where a point is not valid (the truth or a member not finite) or outside the
-// range, so that the skip_nan mean leaves it out of numerator and weight alike. `members` holds M values per
-// point of the range, member slowest: members[j * stride + (k - begin)].
+// The first `statistics` (4 or 5) statistics of points [begin, end) of the plane (channels x box), in
+// block_statistics' order, laid out (statistic, channel, rows, cols) in `derived`: NaN where a point is not valid
+// (the truth or a member not finite) or outside the range, so that the skip_nan mean leaves it out of numerator
+// and weight alike. `members` holds M values per point of the range, member slowest:
+// members[j * stride + (k - begin)].
+constexpr double fair = 1.0;  // the almost-fair factor of alpha = 1, when only the first four are kept
+
 template <class T>
 void fill_statistics(std::span<const T> truth, const T* members, std::int64_t m, std::int64_t stride, Range points,
-                     std::int64_t plane, std::vector<double>& derived) {
+                     std::int64_t plane, std::vector<double>& derived, std::int64_t statistics = 4,
+                     double almost_fair_factor = fair) {
     // Blocks are independent, each point's arithmetic its own: the same bits for any thread count.
     const std::int64_t blocks = (points.size() + statistics_block - 1) / statistics_block;
     GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(blocks, statistics_block * m))) {
         std::vector<double> x(static_cast<std::size_t>(m * statistics_block));
         double y[statistics_block];
         double invalid[statistics_block];
-        double out[4][statistics_block];
+        double out[5][statistics_block];
         GRIDSHARD_PRAGMA(omp for schedule(static))
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t first = points.begin + b * statistics_block;
             const std::int64_t n = std::min(statistics_block, points.end - first);
             load_block(truth.data() + first, members + (first - points.begin), m, stride, n, x.data(), y, invalid);
-            block_statistics(x.data(), y, m, n, out[0], out[1], out[2], out[3]);
-            for (std::int64_t s = 0; s < 4; ++s) {
+            block_statistics(x.data(), y, m, n, almost_fair_factor, out[0], out[1], out[2], out[3], out[4]);
+            for (std::int64_t s = 0; s < statistics; ++s) {
                 double* to = derived.data() + s * plane + first;
                 for (std::int64_t p = 0; p < n; ++p) {
                     to[p] = invalid[p] == 0.0 ? out[s][p] : not_a_number;
@@ -217,6 +220,28 @@ EnsembleScores ensemble_scores_over_data(const ShardedGrid& grid, FieldShard<T> 
 }
 
 template <class T>
+EnsemblePointStatistics ensemble_point_statistics(const ShardedGrid& grid, FieldShard<T> truth,
+                                                  EnsembleShard<T> members, double alpha) {
+    const std::int64_t area = grid.box().area();
+    const std::string error =
+        ensemble_error(truth.channels, static_cast<std::int64_t>(truth.values.size()), members.members,
+                       members.channels, static_cast<std::int64_t>(members.values.size()), area);
+    if (!error.empty() || !(alpha >= 0.0 && alpha <= 1.0)) {
+        throw ArgumentError(
+            error.empty() ? "alpha: the almost-fair CRPS needs 0 <= alpha <= 1, got " + std::to_string(alpha) : error);
+    }
+    const std::int64_t plane = truth.channels * area;
+    std::vector<double> derived(static_cast<std::size_t>(5 * plane), not_a_number);
+    fill_statistics(truth.values, members.values.data(), members.members, plane, {0, plane}, plane, derived, 5,
+                    1.0 - (1.0 - alpha) / 2.0);
+    const auto statistic = [&](std::int64_t s) {
+        const auto first = derived.begin() + static_cast<std::ptrdiff_t>(s * plane);
+        return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(plane));
+    };
+    return {statistic(0), statistic(1), statistic(4)};
+}
+
+template <class T>
 std::vector<double> anomaly_correlation(const ShardedGrid& grid, FieldShard<T> truth, FieldShard<T> prediction,
                                         FieldShard<T> climatology, Weights a, Summation summation) {
     std::string error = pair_error(truth, prediction, grid.box());
@@ -257,6 +282,8 @@ std::vector<double> anomaly_correlation(const ShardedGrid& grid, FieldShard<T> t
                                                Summation);                                                             \
     template EnsembleScores ensemble_scores_over_data<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights, \
                                                          Summation);                                                   \
+    template EnsemblePointStatistics ensemble_point_statistics<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, \
+                                                                  double);                                             \
     template std::vector<double> anomaly_correlation<T>(const ShardedGrid&, FieldShard<T>, FieldShard<T>,              \
                                                         FieldShard<T>, Weights, Summation);
 

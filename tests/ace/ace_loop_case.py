@@ -101,7 +101,7 @@ if spatial:
         out["refused"] = str(error)
 config = InferenceEvaluatorAggregatorConfig(
     step_means=[StepMeanMetricConfig(step=2, target="denorm"), StepMeanMetricConfig(step=2, target="norm")],
-    ensembles=[] if spatial else [EnsembleMetricConfig(step=2)],
+    ensembles=[EnsembleMetricConfig(step=2), EnsembleMetricConfig(step=3, target="norm")],
     power_spectrum=PowerSpectrumMetricConfig(enabled=not spatial))
 aggregator = config.build(**build)
 ic = tensors(truth, slice(0, 1))

@@ -88,7 +88,8 @@ ForecastCase make_case(GridShape grid, ForecastExtent extent) {
 /// (`together`: one rank fed every pair, whatever the split).
 VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRule rule, DataSplit split,
                          ReportKind report, ValidityPolicy policy, const std::vector<std::string>& keys = {},
-                         std::vector<std::vector<ScoreSeries>>* lead_scores = nullptr) {
+                         std::vector<std::vector<ScoreSeries>>* lead_scores = nullptr,
+                         const std::vector<std::int64_t>& cell_leads = {}) {
     const ShardedGrid grid(mesh, k.grid, rule);
     const Box& box = grid.box();
     std::vector<double> lat;
@@ -113,7 +114,8 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
                               .anomaly_correlation = forecast,
                               .maps = forecast,
                               .gather_maps = true,
-                              .deterministic_keys = keys};
+                              .deterministic_keys = keys,
+                              .ensemble_cell_leads = cell_leads};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
@@ -153,6 +155,14 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
                     same(a.per_lead[s].values[l], b.per_lead[s].values[l],
                          got[c].name + " " + a.name + " " + a.per_lead[s].score->key + " lead " + std::to_string(l));
                 }
+            }
+            ASSERT_EQ(a.at_leads.size(), b.at_leads.size()) << what;
+            for (std::size_t s = 0; s < a.at_leads.size(); ++s) {
+                EXPECT_EQ(a.at_leads[s].score, b.at_leads[s].score) << what;
+                EXPECT_EQ(a.at_leads[s].lead, b.at_leads[s].lead) << what;
+                same(a.at_leads[s].value, b.at_leads[s].value,
+                     got[c].name + " " + a.name + " " + a.at_leads[s].score->key + " at lead " +
+                         std::to_string(a.at_leads[s].lead));
             }
             ASSERT_EQ(a.time_means.size(), b.time_means.size()) << what;
             for (std::size_t s = 0; s < a.time_means.size(); ++s) {
@@ -297,6 +307,136 @@ TEST(Aggregator, LeadScoresAreTheFinishedScoresAndASubsetKeepsItsBits) {
         {"global", cos_lat_weights(std::vector<double>(9, 0.0), 14, grid.box().lat)}};
     const auto build = [&] { Aggregator refused(grid, shape, regions, bad); };
     EXPECT_THROW(build(), ArgumentError);
+}
+
+// ACE's ensemble scores (fme's one-step ensemble aggregator) of one lead time of `k` over the whole grid, computed
+// here directly in double: per cell the means over initial conditions of (xbar - y)^2, the unbiased variance and
+// the almost-fair CRPS (alpha), NaN where any initial condition's truth or member is not finite; then the
+// crps, sqrt(mse) and ssr_bias maps and their cos-lat means over the finite cells of `mask` (1 inside).
+std::vector<double> ace_ensemble_reference(const ForecastCase& k, std::int64_t lead, std::int64_t channel, double alpha,
+                                           const std::vector<double>& mask) {
+    const auto nlat = static_cast<std::size_t>(k.grid.nlat);
+    const auto nlon = static_cast<std::size_t>(k.grid.nlon);
+    const auto m = static_cast<std::size_t>(k.extent.members);
+    const auto plane = static_cast<std::size_t>(k.plane());
+    const auto c = static_cast<std::size_t>(channel);
+    const double members = static_cast<double>(m);
+    const std::size_t cells = nlat * nlon;
+    const double nan = std::nan("");
+    std::vector<double> mse(cells, 0.0), var(cells, 0.0), crps(cells, 0.0);
+    for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+        const std::vector<float> truth = k.truth_at(ic, lead);
+        const std::vector<float> all = k.members_at(ic, lead, {0, k.extent.members});
+        for (std::size_t p = 0; p < cells; ++p) {
+            const double y = truth[c * cells + p];
+            std::vector<double> x;
+            for (std::size_t e = 0; e < m; ++e) {
+                x.push_back(all[e * plane + c * cells + p]);
+            }
+            double mean = 0.0, skill = 0.0, pairs = 0.0, squares = 0.0;
+            bool finite = std::isfinite(y);
+            for (std::size_t e = 0; e < m; ++e) {
+                finite = finite && std::isfinite(x[e]);
+                mean += x[e] / members;
+                skill += std::abs(x[e] - y) / members;
+                for (std::size_t f = e + 1; f < m; ++f) {
+                    pairs += std::abs(x[e] - x[f]);
+                }
+            }
+            for (std::size_t e = 0; e < m; ++e) {
+                squares += (x[e] - mean) * (x[e] - mean);
+            }
+            mse[p] += finite ? (mean - y) * (mean - y) : nan;
+            var[p] += finite ? squares / (members - 1.0) : nan;
+            crps[p] += finite ? skill - (1.0 - (1.0 - alpha) / 2.0) * pairs / (members * (members - 1.0)) : nan;
+        }
+    }
+    const auto ics = static_cast<double>(k.extent.initial_conditions);
+    double floor = 0.0;
+    for (std::size_t p = 0; p < cells; ++p) {
+        mse[p] /= ics;
+        var[p] /= ics;
+        crps[p] /= ics;
+        const double u = std::max(mse[p] - var[p] / members, 0.0);
+        floor = std::isnan(u) ? floor : std::max(floor, 1e-6 * u);
+    }
+    double sums[3] = {0.0, 0.0, 0.0};
+    double weight = 0.0;
+    for (std::size_t p = 0; p < cells; ++p) {
+        const double u = mse[p] - var[p] / members;
+        if (std::isnan(u) || mask[p] == 0.0) {
+            continue;
+        }
+        const double skill = std::sqrt(std::max(u, 0.0));
+        const double ssr = var[p] == 0.0 && u <= floor ? 0.0 : skill > 0.0 ? std::sqrt(var[p]) / skill - 1.0 : -1.0;
+        const double lat = -80.0 + 160.0 * static_cast<double>(p / nlon) / static_cast<double>(nlat - 1);
+        const double w = std::cos(lat * std::acos(-1.0) / 180.0);
+        sums[0] += w * crps[p];
+        sums[1] += w * std::sqrt(mse[p]);
+        sums[2] += w * ssr;
+        weight += w;
+    }
+    return {sums[0] / weight, sums[1] / weight, sums[2] / weight};
+}
+
+TEST(Aggregator, AcesEnsembleScoresAreTheirDefinitionAndTheBitsOfOneRank) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    const ForecastCase k = make_case({9, 14}, {3, 4, 4});
+    const std::vector<std::int64_t> cell_leads = {3, 1};
+    const auto run = [&](const ProcessMesh& on, SplitRule rule, DataSplit split) {
+        return aggregate(on, k, rule, split, ReportKind::forecast, ValidityPolicy::skip_invalid_pairs, {}, nullptr,
+                         cell_leads);
+    };
+    const VariableScores serial = run(alone, SplitRule::balanced, DataSplit::initial_conditions);
+    const std::vector<double> everywhere(static_cast<std::size_t>(k.grid.nlat * k.grid.nlon), 1.0);
+    for (std::size_t c = 0; c < serial.size(); ++c) {
+        for (std::size_t r = 0; r < 2; ++r) {
+            const RegionScores& region = serial[c].regions[r];
+            ASSERT_EQ(region.at_leads.size(), 6U);  // 2 leads x 3 scores, lead by lead in the order asked
+            for (std::size_t l = 0; l < cell_leads.size(); ++l) {
+                const std::vector<double> want = ace_ensemble_reference(k, cell_leads[l], static_cast<std::int64_t>(c),
+                                                                        0.95, r == 0 ? everywhere : k.region_mask);
+                const char* keys[] = {"almost_fair_crps", "cell_ensemble_mean_rmse", "ssr_bias"};
+                for (std::size_t s = 0; s < 3; ++s) {
+                    const ScoreAtLead& got = region.at_leads[3 * l + s];
+                    EXPECT_EQ(got.score->key, keys[s]);
+                    EXPECT_EQ(got.lead, cell_leads[l]);
+                    EXPECT_NEAR(got.value, want[s], 1e-12 * std::max(1.0, std::abs(want[s])))
+                        << keys[s] << " channel " << c << " region " << region.name << " lead " << cell_leads[l];
+                }
+            }
+        }
+    }
+    for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+        for (DataSplit split : {DataSplit::initial_conditions, DataSplit::lead_times}) {
+            expect_same_bits(run(mesh, rule, split), serial, true,
+                             std::string("ACE's ensemble scores, split ") + std::string(to_string(split)) + " rule " +
+                                 std::string(to_string(rule)));
+        }
+    }
+    // Refused where they cannot be formed: members split over data ranks, one member, a lead outside the run.
+    const ShardedGrid grid(mesh, k.grid, SplitRule::div_up);
+    const std::vector<RegionWeights> regions{
+        {"global", cos_lat_weights(std::vector<double>(9, 0.0), 14, grid.box().lat)}};
+    const auto refused = [&](ForecastExtent extent, DataSplit split, std::vector<std::int64_t> leads) {
+        AggregatorOptions options;
+        options.report = ReportKind::forecast;
+        options.counted_leads = {1};
+        options.ensemble_cell_leads = std::move(leads);
+        const AggregatorShape shape{extent, k.channels, {{0, 1}, {0, 4}, {0, extent.members}, split}};
+        try {
+            Aggregator aggregator(grid, shape, regions, options);
+        } catch (const ArgumentError& error) {
+            return std::string(error.what());
+        }
+        return std::string();
+    };
+    EXPECT_NE(refused({3, 4, 4}, DataSplit::members, {1}).find("ensemble_cell_leads"), std::string::npos);
+    EXPECT_NE(refused({3, 1, 4}, DataSplit::initial_conditions, {1}).find("several members"), std::string::npos);
+    EXPECT_NE(refused({3, 4, 4}, DataSplit::initial_conditions, {4}).find("outside 0..3"), std::string::npos);
+    EXPECT_NE(refused({3, 4, 4}, DataSplit::initial_conditions, {2, 2}).find("repeated"), std::string::npos);
+    EXPECT_EQ(refused({3, 4, 4}, DataSplit::initial_conditions, {2}), "");
 }
 
 }  // namespace

@@ -60,6 +60,11 @@ template <class T>
 template <class T>
 void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values);
 
+/// Elementwise maximum over the spatial group, in place (a NaN anywhere gives NaN, as MPI_MAX on IEEE values
+/// may; callers pass values without NaN). Collective over `spatial`; all ranks hold the result.
+template <class T>
+void spatial_reduce_max(const ProcessMesh& mesh, std::span<T> values);
+
 /// Copies spatial rank 0's `values` to every rank of its spatial group. Collective over `spatial`.
 template <class T>
 void broadcast_spatial(const ProcessMesh& mesh, std::span<T> values);

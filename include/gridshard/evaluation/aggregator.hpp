@@ -8,13 +8,13 @@
 ///
 /// Communication: record() is collective over the spatial group (one fused evaluation per region, one
 /// allreduce over the lon group for the zonal means; the ensemble scores and the anomaly correlation one
-/// allreduce each; with the members split, the ensemble's exchange over the data group); the ranks of a spatial
-/// group share their pairs by construction (geometry/work_split.hpp), so nothing has to be matched on ranks that
-/// record nothing. finish() is collective over the world: each per-sample value is written into its own slot by
-/// the one data rank that scored it (by every rank of its spatial group, which all hold it) and summed over the data
-/// group (exact: the other ranks add zeros), the means over samples are then taken in sample order, and the
-/// time-mean sums are merged over the data group, so every score is the serial answer bit for bit whatever the
-/// mesh, on every rank.
+/// allreduce each; ACE's ensemble statistics none, they are summed per point; with the members split, the ensemble's
+/// exchange over the data group); the ranks of a spatial group share their pairs by construction
+/// (geometry/work_split.hpp), so nothing has to be matched on ranks that record nothing. finish() is collective over
+/// the world: each per-sample value is written into its own slot by the one data rank that scored it (by every rank of
+/// its spatial group, which all hold it) and summed over the data group (exact: the other ranks add zeros), the means
+/// over samples are then taken in sample order, and the time-mean sums are merged over the data group, so every score
+/// is the serial answer bit for bit whatever the mesh, on every rank.
 ///
 /// @code
 ///   // One variable of a forecast, this data rank's share of it fed pair by pair.
@@ -79,6 +79,14 @@ struct AggregatorOptions {
     /// The registry keys of the deterministic scores to form (empty: every one). A score left out costs nothing:
     /// without the gradient score, no halo is exchanged and no gradient formed.
     std::vector<std::string> deterministic_keys{};
+    /// Whether a forecast of several members forms the per-lead ensemble scores (WeatherBench 2's definitions).
+    bool lead_ensemble_scores = true;
+    /// The lead times at which ACE's ensemble scores (the registry's ensemble cell statistics: almost_fair_crps,
+    /// cell_ensemble_mean_rmse, ssr_bias) are formed; none: not formed. Each costs 72 bytes per point and channel
+    /// of the box. They need several members held together (not DataSplit::members).
+    std::vector<std::int64_t> ensemble_cell_leads{};
+    /// The alpha of ACE's almost-fair CRPS (fme's ensemble aggregator uses 0.95; 1 is the fair CRPS).
+    double crps_alpha = 0.95;
 };
 
 /// One score's values for one channel over one region: `values` holds `width` values per lead time (1 for a
@@ -89,6 +97,13 @@ struct ScoreSeries {
     std::vector<double> values;
 };
 
+/// One score at one lead time (ACE's ensemble scores, at AggregatorOptions::ensemble_cell_leads).
+struct ScoreAtLead {
+    const RegisteredScore* score = nullptr;
+    std::int64_t lead = 0;
+    double value = 0.0;
+};
+
 /// One score over the counted lead times (a time mean) for one channel over one region.
 struct ScoreValue {
     const RegisteredScore* score = nullptr;
@@ -96,11 +111,13 @@ struct ScoreValue {
 };
 
 /// The scores of one channel over one region: every per-lead score and every time mean, in registry order (the
-/// cell statistics first, then the mean over the counted lead times of each per-lead score).
+/// cell statistics first, then the mean over the counted lead times of each per-lead score), and the scores at
+/// chosen lead times (lead by lead, each in registry order).
 struct RegionScores {
     std::string name;
     std::vector<ScoreSeries> per_lead;
     std::vector<ScoreValue> time_means;
+    std::vector<ScoreAtLead> at_leads{};
 };
 
 /// One channel ("NAME", or "NAME[k]" for level k): its regions (global first), its zonal profiles (the
@@ -141,7 +158,8 @@ class Aggregator {
     /// The bytes an aggregator of `shape` and the run's buffers for it (two pairs of fields) allocate on a rank of
     /// `box`, an estimate that errs high.
     [[nodiscard]] static std::uint64_t bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape,
-                                             std::size_t regions, std::size_t value_bytes, int data_ranks);
+                                             std::size_t regions, std::size_t value_bytes, int data_ranks,
+                                             std::size_t ensemble_cell_leads = 0);
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
     /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
@@ -170,8 +188,15 @@ class Aggregator {
         [[nodiscard]] double sample_mean(const std::vector<double>& values, std::int64_t l, std::int64_t r,
                                          std::int64_t k, std::int64_t c) const;
     };
+    // Per point, the sums over initial conditions of the ensemble statistics at one lead time.
+    struct CellSums {
+        std::int64_t lead;
+        TimeMeanAccumulator squared_error, variance, crps;
+    };
     template <class T>
     [[nodiscard]] FieldShard<T> repeated(std::vector<T>& buffer, FieldShard<T> one) const;
+    // ACE's ensemble scores of one lead's sums over each region (collective over the world).
+    [[nodiscard]] std::vector<std::vector<ScoreAtLead>> cell_scores(CellSums& sums);
 
     ShardedGrid grid_;
     AggregatorShape shape_;
@@ -183,6 +208,7 @@ class Aggregator {
     Slots det_{}, ens_{}, zonal_prediction_{}, zonal_truth_{};
     std::vector<double> det_values_, ens_values_, zonal_prediction_values_, zonal_truth_values_;
     std::optional<TimeMeanAccumulator> prediction_sums_, error_sums_;
+    std::vector<CellSums> cell_sums_;
     std::vector<bool> counted_;
     std::vector<float> float_scratch_[2];
     std::vector<double> double_scratch_[2];

@@ -27,7 +27,8 @@ enum class ReportKind { pair, forecast };
 /// What a score is computed from.
 enum class ScoreFamily {
     deterministic,        ///< one Evaluator score (metrics/scores.hpp) of each sample, per lead time
-    ensemble,             ///< one ensemble score of each initial condition's members, per lead time
+    ensemble,             ///< one ensemble score of each initial condition's members, per lead time (with
+                          ///< cell_statistic: a statistic per cell over every initial condition, at chosen leads)
     anomaly_correlation,  ///< the anomaly correlation against the climatology of each sample, per lead time
     time_mean,            ///< per grid cell the mean over the counted lead times and samples, then an area mean
     zonal_mean,           ///< a profile over latitude per lead time, averaged over samples
@@ -55,11 +56,13 @@ struct RegisteredScore {
     ReportKind report = ReportKind::pair;
     std::string key{};      ///< its key in the JSON report and its name in the netCDF files
     std::string label{};    ///< its table column ("" when the table leaves it out)
-    std::string ace_key{};  ///< ACE's log key (fme 2026.10.0) with {var} for the variable, or "" when ACE has none
+    std::string ace_key{};  ///< ACE's log key (fme 2026.10.0) with {var} for the variable (and {step} for the lead
+                            ///< time of a cell statistic), or "" when ACE has none
     ScoreFamily family = ScoreFamily::deterministic;
     SampleCombination combination = SampleCombination::mean_of_samples;
     PolicyRule policy = PolicyRule::follows_option;
-    /// The value it takes: the Evaluator score (deterministic), the EnsembleScores member (ensemble), the
+    /// The value it takes: the Evaluator score (deterministic), the EnsembleScores member (ensemble; with
+    /// cell_statistic "almost_fair_crps", "ensemble_mean_rmse" or "ssr_bias" of the cells' statistics), the
     /// accumulator statistic (time_mean: "rmse_of_time_mean" or "time_and_global_mean_bias"), the profile
     /// (zonal_mean: "truth", "prediction" or "error"); for ratio_of_means the numerator's key.
     std::string source{};
@@ -73,6 +76,7 @@ struct RegisteredScore {
 struct ReportContents {
     bool ensemble = false;             ///< ensemble scores (more than one member)
     bool anomaly_correlation = false;  ///< the anomaly correlation (a climatology)
+    bool ensemble_cells = false;       ///< ACE's ensemble scores (cell statistics at chosen lead times)
 };
 
 /// Every registered score, in report order.

@@ -56,6 +56,23 @@ template <class T>
                                                        EnsembleShard<T> members, Weights a,
                                                        Summation summation = Summation::reproducible);
 
+/// Per point of the rank's box and channel (laid out as the truth), in double: the squared error of the ensemble
+/// mean (xbar - y)^2, the unbiased variance over the members var_m(x), and ACE's almost-fair CRPS
+/// (fme.core.ensemble.get_crps) mean_m |x_m - y| - (1 - eps) sum_{m<k} |x_m - x_k| / (M (M - 1)) with
+/// eps = (1 - alpha) / 2 (alpha = 1 is fair_crps), each NaN where the truth or a member is not finite: the
+/// per-cell statistics that ACE's ensemble scores average over initial conditions before their area mean.
+struct EnsemblePointStatistics {
+    std::vector<double> squared_error;
+    std::vector<double> variance;
+    std::vector<double> almost_fair_crps;
+};
+
+/// EnsemblePointStatistics of `members` (M >= 2, held on this rank) against `truth`. No MPI calls; throws
+/// ArgumentError for shapes that do not fit or alpha outside [0, 1].
+template <class T>
+[[nodiscard]] EnsemblePointStatistics ensemble_point_statistics(const ShardedGrid& grid, FieldShard<T> truth,
+                                                                EnsembleShard<T> members, double alpha);
+
 /// The uncentred anomaly correlation per channel, as WeatherBench 2 computes it:
 /// `sum a x' y' / sqrt(sum a x'^2 * sum a y'^2)` with x' = prediction - climatology and y' = truth - climatology,
 /// over the points where all three are finite and the weight is non-zero. Collective over `spatial`: one
