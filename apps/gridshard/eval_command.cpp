@@ -34,6 +34,10 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.regions = options.regions;
     plan.maps = !options.diagnostics.empty();
     plan.timings = options.timings;
+    if (options.normalize.size() == 2) {
+        plan.normalize_means = options.normalize[0];
+        plan.normalize_stds = options.normalize[1];
+    }
     plan.access = access;
     return plan;
 }
@@ -85,11 +89,12 @@ int run_eval(const EvalOptions& options) {
         const ReportKind report = forecast ? ReportKind::forecast : ReportKind::pair;
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    !options.diagnostics.empty() || options.include_initial_step ||
-                                   options.data_split.has_value();
+                                   options.data_split.has_value() || !options.normalize.empty();
         if (!forecast && forecast_only) {
             throw ArgumentError(
-                "--climatology, --region, --diagnostics, --include-initial-step and --data-split need a forecast: "
-                "files with a sample or member dim, or the built-in forecast (--initial-conditions, --ensemble-size)");
+                "--climatology, --region, --diagnostics, --include-initial-step, --data-split and --normalize need a "
+                "forecast: files with a sample or member dim, or the built-in forecast (--initial-conditions, "
+                "--ensemble-size)");
         }
         if (forecast && !options.zonal.empty()) {
             throw ArgumentError(
@@ -101,6 +106,9 @@ int run_eval(const EvalOptions& options) {
         const OutputPaths paths = output_paths(options.json, options.zonal, options.diagnostics);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
+        for (const std::string& stats : options.normalize) {
+            inputs.push_back({"--normalize", stats});
+        }
         check_collectively(world, attempt([&] {
                                for (const std::string& text : options.regions) {
                                    inputs.push_back({"--region", parse_region(text).mask_file});
@@ -207,6 +215,12 @@ Runner add_eval_command(CLI::App& app) {
     command->add_option("--diagnostics", options->diagnostics,
                         "Forecast: write mean_diagnostics.nc, zonal_mean_diagnostics.nc and "
                         "time_mean_diagnostics.nc (ACE's files) into this existing folder");
+    command
+        ->add_option("--normalize", options->normalize,
+                     "Forecast: ACE's stats files MEANS.nc STDS.nc (one value per variable): also score the fields "
+                     "normalised as ACE does, (x - mean) / std, under ACE's keys (mean_norm/*, time_mean_norm/rmse/*, "
+                     "time_mean_norm/rmse/channel_mean) in the JSON report")
+        ->expected(2);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

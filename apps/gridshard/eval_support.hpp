@@ -42,6 +42,7 @@ struct EvalOptions {
     std::string diagnostics;
     bool include_initial_step = false;
     std::optional<DataSplit> data_split;  // none: auto
+    std::vector<std::string> normalize;   // ACE's means and stds files, or none
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

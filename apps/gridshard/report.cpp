@@ -136,6 +136,31 @@ json forecast_json(const EvaluationResult& result) {
     return forecast;
 }
 
+// The scores on the normalised fields under ACE's keys: per channel its per-lead series (mean_norm/KEY/NAME, one
+// value per lead time) and its time-mean RMSE (time_mean_norm/rmse/NAME), then their channel mean.
+json normalized_json(const EvaluationResult& result) {
+    json scores = json::object();
+    for (const ChannelScores& c : result.normalized) {
+        const RegionScores& global = c.regions.front();
+        for (const ScoreSeries& s : global.per_lead) {
+            if (s.score->ace_normalized) {
+                scores[ace_key_of(*s.score, c.name, true)] = s.values;
+            }
+        }
+        for (const ScoreValue& v : global.time_means) {
+            if (v.score->ace_normalized && v.score->family == ScoreFamily::time_mean) {
+                scores[ace_key_of(*v.score, c.name, true)] = v.value;
+            }
+        }
+    }
+    for (const RegisteredScore* s : report_scores(ReportKind::forecast, {})) {
+        if (s->ace_normalized && s->family == ScoreFamily::time_mean) {
+            scores[ace_key_of(*s, "channel_mean", true)] = result.normalized_rmse_channel_mean;
+        }
+    }
+    return {{"means", result.normalize_means}, {"stds", result.normalize_stds}, {"ace_keys", scores}};
+}
+
 // The table's columns: the scores of the first channel's first region that have a label, in table order.
 std::vector<const RegisteredScore*> table_columns(const EvaluationResult& result) {
     std::vector<const RegisteredScore*> columns;
@@ -246,6 +271,9 @@ void write_json(const EvaluationResult& result, std::ostream& out) {
         document["forecast"] = forecast_json(result);
     }
     document["variables"] = variables;
+    if (!result.normalize_means.empty()) {
+        document["normalized"] = normalized_json(result);
+    }
     const RunTimings& timings = result.timings;
     if (!timings.names.empty()) {
         json ranks = json::array();

@@ -18,13 +18,16 @@ import tempfile
 
 import numpy as np
 
-from .aggregator import Aggregator
+from . import _gridshard as _core
+from .aggregator import Aggregator, registered_scores
 from .distributed import ArgumentError
 
-# ACE's per-lead time-series names for the registry's deterministic scores, denorm and norm.
-_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff", "weighted_mean_gen",
-           "weighted_mean_target", "weighted_std_gen")
-_NORM_SERIES = ("weighted_rmse", "weighted_bias", "weighted_mean_gen", "weighted_mean_target", "weighted_std_gen")
+# ACE's per-lead time-series names: the registry's deterministic forecast scores with an ACE key, denorm, and those
+# ACE logs on the normalised fields too.
+_DETERMINISTIC = [s for s in registered_scores()
+                  if s["report"] == "forecast" and s["family"] == "deterministic" and s["ace_key"]]
+_SERIES = tuple(s["key"] for s in _DETERMINISTIC)
+_NORM_SERIES = tuple(s["key"] for s in _DETERMINISTIC if s["ace_normalized"])
 _STEP_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff")  # mean_step_<k>, denorm
 # ACE's ensemble_step_<k> names for the registry's ensemble cell statistics.
 _ENSEMBLE_KEYS = {"crps": "almost_fair_crps", "ensemble_mean_rmse": "cell_ensemble_mean_rmse",
@@ -334,10 +337,10 @@ class InferenceEvaluatorAggregator:
         if missing:
             raise KeyError(f"channel_mean_names contains entries not present in the recorded data: {missing}. "
                            f"Available: {sorted(rmse)}.")
-        kept = [n for n in names if not np.all(np.isnan(scores[n]["profiles"]["error"]))]
-        if not kept:
+        missing = [bool(scores[n]["target_missing"]) for n in names]
+        if all(missing):
             raise ValueError("All target variables are NaN; cannot compute channel mean.")
-        return sum(rmse[n] for n in kept) / len(kept)
+        return _core.channel_mean([rmse[n] for n in names], missing)
 
     def get_summary_logs(self):
         return self.get_summary().logs

@@ -341,6 +341,7 @@ class PythonAggregator {
             c["profiles"] = series_dict(channel.profiles);
             c["prediction_map"] = map_bytes(channel.prediction_map);
             c["bias_map"] = map_bytes(channel.bias_map);
+            c["target_missing"] = target_missing_everywhere(channel);
             out[py::str(channel.name)] = c;
         }
         return out;
@@ -414,11 +415,19 @@ void bind_aggregator(py::module_& m) {
                 d["family"] = std::string(to_string(s.family));
                 d["combination"] = std::string(to_string(s.combination));
                 d["policy"] = std::string(to_string(s.policy));
+                d["ace_normalized"] = s.ace_normalized;
                 out.append(d);
             }
             return out;
         },
         "Every score of the registry (evaluation/score_registry.hpp), in order, as dicts.");
+    m.def(
+        "channel_mean",
+        [](const std::vector<double>& values, const std::vector<bool>& missing) {
+            return channel_mean(values, missing);
+        },
+        py::arg("values"), py::arg("missing"),
+        "ACE's channel mean: the plain mean, in order, of the values whose channel is not missing (NaN if none).");
 }
 
 }  // namespace gridshard::python

@@ -64,6 +64,28 @@ const ScoreSeries* ChannelScores::profile(std::string_view key) const {
     return nullptr;
 }
 
+bool target_missing_everywhere(const ChannelScores& channel) {
+    const ScoreSeries* error = channel.profile("error");
+    return error != nullptr &&
+           std::all_of(error->values.begin(), error->values.end(), [](double v) { return std::isnan(v); });
+}
+
+double channel_mean(std::span<const double> values, const std::vector<bool>& missing) {
+    if (missing.size() != values.size()) {
+        throw ArgumentError("channel_mean: " + std::to_string(values.size()) + " values and " +
+                            std::to_string(missing.size()) + " missing flags");
+    }
+    double sum = 0.0;
+    std::size_t kept = 0;
+    for (std::size_t c = 0; c < values.size(); ++c) {
+        if (!missing[c]) {
+            sum += values[c];
+            ++kept;
+        }
+    }
+    return kept == 0 ? std::numeric_limits<double>::quiet_NaN() : sum / static_cast<double>(kept);
+}
+
 std::size_t Aggregator::Slots::size() const {
     return static_cast<std::size_t>(samples * leads * regions * scores * channels);
 }

@@ -12,6 +12,7 @@
 #include "gridshard/comm/memory_check.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
+#include "gridshard/io/normalization.hpp"
 
 namespace gridshard {
 namespace {
@@ -42,20 +43,38 @@ struct RunInputs {
     const std::vector<RegionWeights>& regions;
     const io::Climatology* climatology;
     const io::TimeMeanRows& time_means;
+    const io::Normalization* normalization;  // ACE's stats, or none
 };
+
+/// One variable's scores, and with the normalisation its scores on the normalised fields.
+struct ScoredVariable {
+    VariableScores scores, normalized;
+};
+
+/// The registry keys of the deterministic scores ACE logs on the normalised fields.
+std::vector<std::string> normalized_keys(ReportKind report) {
+    std::vector<std::string> keys;
+    for (const RegisteredScore* s : report_scores(report, {})) {
+        if (s->ace_normalized && s->family == ScoreFamily::deterministic) {
+            keys.push_back(s->key);
+        }
+    }
+    return keys;
+}
 
 /// One pair's buffers: the truth, this rank's members and the climatology, with the climatology's indices (the
 /// field it holds, read again only when the pair needs another).
 template <class T>
 struct PairBuffers {
     std::vector<T> truth, members, climatology;
+    std::vector<T> normalized_truth, normalized_members;  // with the normalisation
     const std::vector<std::int64_t>* climatology_at = nullptr;
 };
 
 /// One variable's scores in `T`; collective over the world. With collective reads every rank reads in `rounds`
 /// rounds (the most pairs of any data rank), reading nothing once its own pairs are done.
 template <class T>
-VariableScores score_variable(const RunInputs& in, const io::SourceVariable& variable, RunClock& clock,
+ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& variable, RunClock& clock,
                               std::int64_t& done, std::int64_t total) {
     const ProcessMesh& mesh = in.grid.mesh();
     const Box& box = in.grid.box();
@@ -77,6 +96,7 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
     std::unique_ptr<io::ForecastSteps> reader;
     std::optional<io::ClimatologyPlan> climatology_plan;
     std::optional<Aggregator> aggregator;
+    std::optional<Aggregator> normalized;  // the same pairs normalised, as ACE's normalised aggregators see them
     check_collectively(
         mesh.world(), attempt([&] {
             for (int b = 0; b < (overlap ? 2 : 1); ++b) {
@@ -85,6 +105,11 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
                     allocate_vector<T>(plane * static_cast<std::size_t>(mine), "the members buffer of '" + name + "'");
                 if (in.climatology != nullptr) {
                     buffers[b].climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
+                }
+                if (in.normalization != nullptr) {
+                    buffers[b].normalized_truth = allocate_vector<T>(plane, "the normalised truth of '" + name + "'");
+                    buffers[b].normalized_members = allocate_vector<T>(plane * static_cast<std::size_t>(mine),
+                                                                       "the normalised members of '" + name + "'");
                 }
             }
             if (in.climatology != nullptr) {
@@ -97,9 +122,16 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
                                       .anomaly_correlation = in.climatology != nullptr,
                                       .maps = in.plan.maps,
                                       .gather_maps = !in.plan.access.writes_collectively()};
-            aggregator.emplace(in.grid,
-                               AggregatorShape{{layout.initial_conditions, layout.members, leads}, channels, work},
-                               in.regions, std::move(options));
+            const AggregatorShape shape{{layout.initial_conditions, layout.members, leads}, channels, work};
+            if (in.normalization != nullptr) {
+                AggregatorOptions on_normalized = options;
+                on_normalized.anomaly_correlation = false;
+                on_normalized.maps = false;
+                on_normalized.lead_ensemble_scores = false;
+                on_normalized.deterministic_keys = normalized_keys(in.plan.report);
+                normalized.emplace(in.grid, shape, in.regions, std::move(on_normalized));
+            }
+            aggregator.emplace(in.grid, shape, in.regions, std::move(options));
             reader = in.source.open(variable, box);
         }));
     // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
@@ -164,6 +196,12 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
         }
         const auto [ic, lead] = pair_of(round);
         aggregator->record<T>(ic, lead, FieldShard<T>{b.truth, channels}, b.members, b.climatology);
+        if (normalized) {
+            const io::ChannelStats& stats = in.normalization->of(name);
+            io::normalize<T>(b.truth, b.normalized_truth, box.area(), stats);
+            io::normalize<T>(b.members, b.normalized_members, box.area(), stats);
+            normalized->record<T>(ic, lead, FieldShard<T>{b.normalized_truth, channels}, b.normalized_members);
+        }
         ++clock.steps;
         if (in.plan.on_step) {
             in.plan.on_step(name, ++done, total);
@@ -173,9 +211,13 @@ VariableScores score_variable(const RunInputs& in, const io::SourceVariable& var
         (void)next.get();  // a read under way when the group stopped
     }
     check_collectively(mesh.world(), failure);
-    VariableScores scores = aggregator->finish(name);
+    ScoredVariable scored{aggregator->finish(name), {}};
     clock.add(aggregator->timings());
-    return scores;
+    if (normalized) {
+        scored.normalized = normalized->finish(name);
+        clock.add(normalized->timings());
+    }
+    return scored;
 }
 
 /// The variables of `names` among `available`, in the order of `names` (every one when empty).
@@ -274,6 +316,23 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                    "the --region boxes and masks as each rank reads them (regions, hash of the boxes and of the mask "
                    "files' coordinates and variables)");
     io::check_region_weights(mesh.spatial(), regions);
+    std::unique_ptr<io::Normalization> normalization;
+    std::int64_t normalization_hash = 0;
+    if (!plan.normalize_means.empty() || !plan.normalize_stds.empty()) {
+        check_collectively(world, attempt([&] {
+                               if (plan.report != ReportKind::forecast) {
+                                   throw ArgumentError("--normalize: ACE's normalised scores are a forecast's");
+                               }
+                               normalization = std::make_unique<io::Normalization>(plan.normalize_means,
+                                                                                   plan.normalize_stds, variables);
+                               normalization_hash = normalization->hash();
+                           }));
+        agree_or_throw(world, "", {normalization_hash},
+                       "--normalize '" + plan.normalize_means + "' '" + plan.normalize_stds +
+                           "' as each rank reads them (hash of every mean and std)");
+        result.normalize_means = plan.normalize_means;
+        result.normalize_stds = plan.normalize_stds;
+    }
     std::vector<RegionWeights> region_weights;
     for (std::size_t r = 0; r < regions.regions.size(); ++r) {
         region_weights.push_back({regions.regions[r].name, regions.weights[r]});
@@ -285,8 +344,9 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     std::uint64_t largest = 0;
     for (const io::SourceVariable& v : variables) {
         const AggregatorShape one{extent, v.channels, work};
-        largest = std::max(largest, Aggregator::bytes(grid.box(), g.shape().nlat, one, region_weights.size(),
-                                                      v.type == io::ValueType::float64 ? 8 : 4, shape.data));
+        const std::uint64_t each = Aggregator::bytes(grid.box(), g.shape().nlat, one, region_weights.size(),
+                                                     v.type == io::ValueType::float64 ? 8 : 4, shape.data);
+        largest = std::max(largest, normalization ? 2 * each : each);  // a second aggregator, its buffers
     }
     check_memory_fits(world, largest,
                       "grid " + std::to_string(g.shape().nlat) + " x " + std::to_string(g.shape().nlon) + ", " +
@@ -294,14 +354,29 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                           std::to_string(layout.members) + " members x " + std::to_string(layout.lead_times) +
                           " lead times, " + std::to_string(variables.size()) + " variables, mesh " + to_string(shape));
 
-    const RunInputs inputs{plan, source, grid, work, rounds, region_weights, climatology.get(), result.time_means};
+    const RunInputs inputs{
+        plan, source, grid, work, rounds, region_weights, climatology.get(), result.time_means, normalization.get()};
     RunClock clock;
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());
     for (const io::SourceVariable& v : variables) {
-        VariableScores scores = v.type == io::ValueType::float64 ? score_variable<double>(inputs, v, clock, done, total)
+        ScoredVariable scored = v.type == io::ValueType::float64 ? score_variable<double>(inputs, v, clock, done, total)
                                                                  : score_variable<float>(inputs, v, clock, done, total);
-        std::move(scores.begin(), scores.end(), std::back_inserter(result.channels));
+        std::move(scored.scores.begin(), scored.scores.end(), std::back_inserter(result.channels));
+        std::move(scored.normalized.begin(), scored.normalized.end(), std::back_inserter(result.normalized));
+    }
+    if (normalization) {
+        std::vector<double> rmse;
+        std::vector<bool> missing;
+        for (const ChannelScores& c : result.normalized) {
+            for (const ScoreValue& v : c.regions.front().time_means) {
+                if (v.score->ace_normalized && v.score->family == ScoreFamily::time_mean) {
+                    rmse.push_back(v.value);
+                    missing.push_back(target_missing_everywhere(c));
+                }
+            }
+        }
+        result.normalized_rmse_channel_mean = channel_mean(rmse, missing);
     }
 
     if (plan.timings) {

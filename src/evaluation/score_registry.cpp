@@ -53,15 +53,26 @@ std::vector<RegisteredScore> make_registry() {
               .label = "rmse",
               .ace_key = "mean/weighted_rmse/{var}",
               .source = "rmse",
+              .ace_normalized = true,
               .table_order = 1});
     forecast({.key = "weighted_bias",
               .label = "bias",
               .ace_key = "mean/weighted_bias/{var}",
               .source = "bias",
+              .ace_normalized = true,
               .table_order = 2});
-    forecast({.key = "weighted_mean_gen", .ace_key = "mean/weighted_mean_gen/{var}", .source = "mean_pred"});
-    forecast({.key = "weighted_mean_target", .ace_key = "mean/weighted_mean_target/{var}", .source = "mean_truth"});
-    forecast({.key = "weighted_std_gen", .ace_key = "mean/weighted_std_gen/{var}", .source = "std_pred"});
+    forecast({.key = "weighted_mean_gen",
+              .ace_key = "mean/weighted_mean_gen/{var}",
+              .source = "mean_pred",
+              .ace_normalized = true});
+    forecast({.key = "weighted_mean_target",
+              .ace_key = "mean/weighted_mean_target/{var}",
+              .source = "mean_truth",
+              .ace_normalized = true});
+    forecast({.key = "weighted_std_gen",
+              .ace_key = "mean/weighted_std_gen/{var}",
+              .source = "std_pred",
+              .ace_normalized = true});
     forecast({.key = "weighted_grad_mag_percent_diff",
               .label = "grad%",
               .ace_key = "mean/weighted_grad_mag_percent_diff/{var}",
@@ -127,6 +138,7 @@ std::vector<RegisteredScore> make_registry() {
               .family = F::time_mean,
               .combination = C::cell_statistic,
               .source = "rmse_of_time_mean",
+              .ace_normalized = true,
               .table_order = 4});
     forecast({.key = "bias",
               .label = "bias(tmean)",
@@ -173,6 +185,24 @@ std::string_view to_string(SampleCombination combination) noexcept {
 
 std::string_view to_string(PolicyRule rule) noexcept {
     return rule == PolicyRule::follows_option ? "follows --policy" : "all_finite";
+}
+
+std::string ace_key_of(const RegisteredScore& score, const std::string& variable, bool normalized, std::int64_t step) {
+    std::string key = score.ace_key;
+    if (key.empty()) {
+        return key;
+    }
+    const auto replace = [&](const std::string& field, const std::string& value) {
+        if (const std::size_t at = key.find(field); at != std::string::npos) {
+            key.replace(at, field.size(), value);
+        }
+    };
+    replace("{var}", variable);
+    replace("{step}", std::to_string(step));
+    if (normalized) {
+        key.insert(key.find('/'), "_norm");
+    }
+    return key;
 }
 
 const std::vector<RegisteredScore>& registered_scores() {

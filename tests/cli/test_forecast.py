@@ -360,6 +360,80 @@ def test_json_numbers_keep_every_bit(ace_files, mpirun, tmp_path):
         assert repr(value) in text or json.dumps(value) in text
 
 
+# ------------------------------------------------------------------------------------------ --normalize
+
+NORMALIZATION = {"t2m": (281.25, 17.5), "sst": (294.0, 4.75)}
+
+
+def write_stats(folder, stats=NORMALIZATION, dims=None):
+    """ACE's stats files: one scalar variable per name in each (centering and scaling), float64 as ACE writes."""
+    for path, k in ((folder / "means.nc", 0), (folder / "stds.nc", 1)):
+        with netCDF4.Dataset(path, "w") as ds:
+            for name, values in stats.items():
+                ds.createVariable(name, "f8", ())[...] = values[k]
+    return folder / "means.nc", folder / "stds.nc"
+
+
+def test_normalize_gives_the_scores_of_the_normalised_fields_under_aces_keys(forecast, ace_files, mpirun,
+                                                                             tmp_path):
+    """--normalize scores the fields as ACE normalises them, (x - mean) / std in float32: the same bits as the
+    plain scores of files normalised so by numpy, under ACE's keys, at every mesh; the channel mean is the plain
+    mean of the time-mean RMSEs (ACE's time_mean_norm/rmse/channel_mean)."""
+    truth, pred = ace_files
+    means, stds = write_stats(tmp_path)
+    normalised = ff.Forecast(ics=3, members=4, leads=5, nlat=13, nlon=22)
+    for name, (t, p) in forecast.fields.items():
+        mean, std = (np.float32(v) for v in NORMALIZATION[name])
+        normalised.fields[name] = ((t - mean) / std, (p - mean) / std)
+        assert normalised.fields[name][0].dtype == np.float32
+    norm_truth, norm_pred = tmp_path / "norm_target.nc", tmp_path / "norm_predictions.nc"
+    ff.write_ace(normalised, norm_truth, norm_pred)
+    plain = tmp_path / "plain.json"
+    assert mpirun(1, "eval", "--truth", norm_truth, "--pred", norm_pred, "--json", plain, "--quiet").returncode == 0
+    want = load(plain)["variables"]
+    first = None
+    for ranks, mesh, split in MESHES:
+        out = tmp_path / f"norm-{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--split", split, "--json", out,
+                   "--normalize", means, stds, "--quiet")
+        assert r.returncode == 0, r.stderr
+        report = load(out)
+        got = report["normalized"]
+        assert got["means"] == str(means) and got["stds"] == str(stds)
+        keys = got["ace_keys"]
+        for name in ("t2m", "sst"):
+            for key in ("weighted_rmse", "weighted_bias", "weighted_mean_gen", "weighted_mean_target",
+                        "weighted_std_gen"):
+                assert keys[f"mean_norm/{key}/{name}"] == want[name]["per_step"][key], (mesh, key, name)
+            assert keys[f"time_mean_norm/rmse/{name}"] == want[name]["time_mean"]["rmse"], (mesh, name)
+        assert keys["time_mean_norm/rmse/channel_mean"] == (keys["time_mean_norm/rmse/t2m"] +
+                                                            keys["time_mean_norm/rmse/sst"]) / 2
+        assert not any("grad_mag" in k for k in keys)  # ACE logs no gradient score on the normalised fields
+        if first is None:
+            first = got
+            r = mpirun(1, "eval", "--truth", truth, "--pred", pred, "--json", tmp_path / "plain-ref.json", "--quiet")
+            assert r.returncode == 0, r.stderr
+        assert numbers(report) == numbers(load(tmp_path / "plain-ref.json")), mesh  # the rest as without it
+        assert got == first, mesh
+
+
+@pytest.mark.parametrize("stats, message", [
+    ({"t2m": (281.25, 17.5)}, "variable 'sst' is missing"),
+    ({"t2m": (281.25, 17.5), "sst": (294.0, 0.0)}, "expected a finite, positive std"),
+    ({"t2m": (float("nan"), 17.5), "sst": (294.0, 4.75)}, "expected a finite mean"),
+])
+def test_bad_normalization_files_fail_on_every_rank(stats, message, ace_files, mpirun, tmp_path):
+    truth, pred = ace_files
+    means, stds = write_stats(tmp_path, stats)
+    out = tmp_path / "r.json"
+    r = mpirun(3, "eval", "--truth", truth, "--pred", pred, "--mesh", "1x1x3", "--normalize", means, stds,
+               "--json", out, "--quiet")
+    assert r.returncode == 2 and message in r.stderr and r.stderr.count("gridshard: error:") == 1, r.stderr
+    assert "--normalize" in r.stderr and not out.exists()
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--normalize", means, stds, "--json", means, "--quiet")
+    assert r.returncode == 2 and "is the same file as --normalize" in r.stderr, r.stderr
+
+
 # ------------------------------------------------------------------------------------------------ faults
 
 @pytest.mark.parametrize("io", ["independent", "collective"])

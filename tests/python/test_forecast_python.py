@@ -106,7 +106,10 @@ def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
         "             lambda: a.record({'y': y}, {'x': good}), lambda: a.finish(),\n"
         "             lambda: gridshard.Aggregator(d, ['x'] if d.rank == 0 else ['x', 'y'], np.zeros(6), 8, 1, 3),\n"
         "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8 if d.rank == 0 else 'eight', 1, 3),\n"
-        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8, 1, 3, scores=['nope'])):\n"
+        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8, 1, 3, scores=['nope']),\n"
+        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8, 1, 3, ensemble_cell_leads=[1]),\n"
+        "             lambda: gridshard.Aggregator(d, ['x'], np.zeros(6), 8, 1, 3, members=2,\n"
+        "                                          ensemble_cell_leads=[3 if d.rank else 1])):\n"
         "    try:\n"
         "        call()\n"
         "    except ValueError as e:\n"
@@ -126,7 +129,8 @@ def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
         "assert sorted(p) == ['weighted_rmse'] and len(f) > 3, (sorted(p), sorted(f))\n"
         "assert f['weighted_rmse'].tobytes() == p['weighted_rmse'].tobytes()\n")
     out = mpirun(2, sys.executable, script).stdout  # fails when an assert of the script does
-    assert out.count("ValueError:") == 16, out  # every call fails on both ranks
+    assert out.count("ValueError:") == 20, out  # every call fails on both ranks
+    assert "ensemble_cell_leads: ACE's ensemble scores need a forecast of several members" in out, out
     assert "the ranks give different variables" in out and "'eight'" in out, out
     assert "3, 2, 3, 4" in out or "(1, 3, 2" in out, out
     assert "was never recorded" in out and "was recorded already" in out, out

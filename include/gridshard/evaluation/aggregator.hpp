@@ -135,6 +135,14 @@ struct ChannelScores {
 
 using VariableScores = std::vector<ChannelScores>;
 
+/// Whether the target of `channel` was missing everywhere: its zonal error profile NaN at every lead time and
+/// latitude (a prediction missing everywhere looks the same). ACE leaves such a channel out of a channel mean.
+[[nodiscard]] bool target_missing_everywhere(const ChannelScores& channel);
+
+/// ACE's channel mean (fme's aggregators' `channel_mean`): the plain mean, in order, of `values` over the
+/// channels that are not `missing`; NaN when every one is. No MPI calls.
+[[nodiscard]] double channel_mean(std::span<const double> values, const std::vector<bool>& missing);
+
 /// Seconds an aggregator spent on this rank, by phase (MPI_Wtime): its fused evaluations', the zonal means
 /// (their allreduce included), the time sums, and finish().
 struct AggregatorTimings {

@@ -44,7 +44,10 @@ struct EvaluationPlan {
     std::vector<std::string> regions;     ///< forecast: regions beside the globe (io::make_regions)
     bool maps = false;                    ///< forecast: form the time-mean maps (the diagnostics files)
     std::vector<std::string> variables;   ///< the variables to score, in order (empty: every one of the source)
-    bool timings = false;                 ///< every rank's seconds per phase in the result
+    /// forecast: ACE's stats files (io/normalization.hpp), both or neither: the scores ACE logs on the normalised
+    /// fields (the registry's ace_normalized ones) are formed beside the others.
+    std::string normalize_means, normalize_stds;
+    bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.
     std::function<void(const std::string& variable, std::int64_t done, std::int64_t total)> on_step;
@@ -77,6 +80,12 @@ struct EvaluationResult {
     std::string climatology;
     ReportContents contents;
     std::vector<ChannelScores> channels;
+    /// With EvaluationPlan::normalize_means: the channels' scores on the normalised fields (the deterministic ones
+    /// ACE logs and the time means; no maps), and the channel mean of their time-mean RMSE (ACE's
+    /// time_mean_norm/rmse/channel_mean, the loss it selects checkpoints by).
+    std::vector<ChannelScores> normalized;
+    std::string normalize_means, normalize_stds;
+    double normalized_rmse_channel_mean = 0.0;
     RunTimings timings;  ///< with EvaluationPlan::timings
     /// The run's grid on its mesh (for a collective write of the maps).
     std::optional<ShardedGrid> sharded;

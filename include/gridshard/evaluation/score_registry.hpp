@@ -67,6 +67,8 @@ struct RegisteredScore {
     /// (zonal_mean: "truth", "prediction" or "error"); for ratio_of_means the numerator's key.
     std::string source{};
     std::string denominator{};  ///< for ratio_of_means: the denominator's key
+    /// ACE logs it on the normalised fields too (mean_norm/..., time_mean_norm/...: `--normalize`).
+    bool ace_normalized = false;
     int table_width = 12;
     int table_digits = 4;
     int table_order = 0;  ///< the forecast table's column order (the pair table's follows the registry)
@@ -78,6 +80,11 @@ struct ReportContents {
     bool anomaly_correlation = false;  ///< the anomaly correlation (a climatology)
     bool ensemble_cells = false;       ///< ACE's ensemble scores (cell statistics at chosen lead times)
 };
+
+/// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields
+/// (`normalized`: its first segment with "_norm", as mean_norm/... and time_mean_norm/...). "" when ACE has none.
+[[nodiscard]] std::string ace_key_of(const RegisteredScore& score, const std::string& variable, bool normalized,
+                                     std::int64_t step = 0);
 
 /// Every registered score, in report order.
 [[nodiscard]] const std::vector<RegisteredScore>& registered_scores();
