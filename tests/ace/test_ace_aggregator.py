@@ -9,7 +9,8 @@ serially and under mpirun at 1x2x2, 2x1x2 and 1x1x3 (uneven longitude shards: 6,
   RMSE and spread-skill ratio bias) and files (mean, mean_norm, mean_step_k, time_mean, time_mean_norm, zonal_mean) are the same bits at every mesh.
 - They are ACE's within ACE's float32 rounding, and ACE's float64 numbers to 1e-7 relative where gridshard's inputs
   are ACE's (the normalised ones are rounded to float32 by the normalisation in the float32 run: 1e-5 there).
-- The maps in the files are global (lat x lon) at every mesh.
+- The maps in the files are global (lat x lon) at every mesh; ACE's own aggregator on its own backend at 1x2x2
+  holds each rank's tile and cannot write it (shown: that is what the drop-in is for).
 - Under spatial parallelism ACE's default config is refused at build time, naming the power spectrum and the field
   that turns it off. Without it, every metric gridshard does not implement is ACE's own (here the spectrum), the
   same keys as ACE's.
@@ -38,7 +39,15 @@ FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "t
 MISSING = "b"  # the variable with missing points
 
 
-def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False):
+def free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
     out.mkdir()
     env = dict(os.environ, FME_FORCE_CPU="1", OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
@@ -46,9 +55,14 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False):
     build = os.environ.get("GRIDSHARD_BUILD_DIR")
     if build:
         env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(build) / "python"), env.get("PYTHONPATH", "")])
-    command = [sys.executable, str(CASE), str(out)] + (["--ace"] if ace else []) + (["--float64"] if float64 else [])
-    if ace:
+    command = [sys.executable, str(CASE), str(out)] + (["--ace"] if ace else []) + (["--float64"] if float64 else []) \
+        + list(flags)
+    if ace and ranks == 1:
         env["FME_DISTRIBUTED_BACKEND"] = "none"
+    elif ace:  # ACE's own ModelTorchDistributed over gloo
+        env.update(FME_DISTRIBUTED_BACKEND="model", FME_DISTRIBUTED_H=str(h), FME_DISTRIBUTED_W=str(w),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
+        command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe"] + command
     else:
         env.update(FME_DISTRIBUTED_BACKEND="gridshard", FME_DISTRIBUTED_H=str(h), FME_DISTRIBUTED_W=str(w))
         command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe"] + command
@@ -56,14 +70,15 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False):
     assert r.returncode == 0, (ranks, h, w, r.stdout[-2000:], r.stderr[-4000:])
     logs = json.loads((out / "logs.json").read_text())
     values = lambda d: {k: float.fromhex(v) for k, v in d.items()}  # noqa: E731
-    return {"refused": logs["refused"], "summary": values(logs["summary"]),
+    return {"refused": logs["refused"], "flush_error": logs.get("flush_error"), "summary": values(logs["summary"]),
             "rows": [values(row) for row in logs["rows"]], "folder": out}
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ace_loop")
-    out = {"ace32": run_case(root / "ace32", ace=True), "ace64": run_case(root / "ace64", ace=True, float64=True)}
+    out = {"ace32": run_case(root / "ace32", ace=True), "ace64": run_case(root / "ace64", ace=True, float64=True),
+           "ace_on_shards": run_case(root / "ace-4-2x2", 4, 2, 2, ace=True, flags=["--no-zonal-mean"])}
     for ranks, h, w in MESHES:
         out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w)
     return out
@@ -160,6 +175,21 @@ def test_the_files_are_aces_with_global_maps(runs):
                 assert np.allclose(values, ace_values, rtol=1e-4, atol=1e-5, equal_nan=True), (mesh, name, variable)
         assert mine["time_mean"]["gen_map-a"][1].shape == (10, 16)  # the global map, at every mesh
         assert mine["mean"]["weighted_rmse-a"][1].shape == (4,)  # the initial condition and 3 forward steps
+
+
+def test_aces_own_maps_on_shards_are_tiles(runs):
+    """ACE's own aggregator at 1x2x2 (its own backend, the zonal mean off): its scalars are the serial ones, but
+    each rank's time-mean map is its 5 x 8 tile, which its flush_diagnostics puts against the global coordinates:
+    xarray refuses it, and no map is written. gridshard's drop-in at the same mesh writes the 10 x 16 map."""
+    ace = runs["ace_on_shards"]
+    assert ace["flush_error"] and "conflicting sizes for dimension 'lat'" in ace["flush_error"], ace["flush_error"]
+    assert "length 10 on 'lat' and length 5" in ace["flush_error"], ace["flush_error"]
+    assert not (ace["folder"] / "time_mean_diagnostics.nc").exists()
+    key = "time_mean/rmse/a"
+    assert ace["summary"][key] == pytest.approx(runs["ace32"]["summary"][key], rel=1e-5)
+    serial = files(runs["ace32"]["folder"])["time_mean"]["gen_map-a"][1]
+    mine = files(runs[(4, 2, 2)]["folder"])["time_mean"]["gen_map-a"][1]
+    assert serial.shape == mine.shape == (10, 16) and np.allclose(mine, serial, rtol=1e-5)
 
 
 def test_unimplemented_metrics_are_refused_on_shards_and_aces_own_otherwise(runs):
