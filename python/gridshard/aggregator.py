@@ -34,15 +34,18 @@ class Aggregator:
     gradient score left out saves its halo exchange and gradients). ``lead_ensemble``: with members, form the
     per-lead ensemble scores (WeatherBench 2's). ``ensemble_cell_leads``: the lead times at which ACE's ensemble
     scores are formed (``almost_fair_crps`` with ``crps_alpha``, ``cell_ensemble_mean_rmse``, ``ssr_bias``: per
-    cell over every initial condition, then the area mean; ``finish`` gives them under ``at_leads``). Collective
-    over the world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every
-    rank.
+    cell over every initial condition, then the area mean; ``finish`` gives them under ``at_leads``).
+    ``normalize=(MEANS.nc, STDS.nc)``: ACE's stats files, read as ``gridshard eval --normalize`` reads them; every
+    window is also scored normalised, ``(x - mean) / std`` in its dtype, and ``finish`` gives each channel's
+    ``"normalized"`` scores (those ACE logs normalised) with their ``"ace_keys"`` (``mean_norm/...``,
+    ``time_mean_norm/rmse/...``); ``normalized_channel_mean`` is ACE's checkpoint loss. Collective over the world:
+    the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
-                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95):
+                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -80,22 +83,36 @@ class Aggregator:
             cell_leads = [int(k) for k in ensemble_cell_leads]
         with problems.catching("crps_alpha"):
             alpha = float(crps_alpha)
+        self._stats = {}
+        if normalize is not None:
+            with problems.catching("normalize"):
+                means, stds = (str(path) for path in normalize)
+                self._stats = _core.read_normalization(means, stds, self.variables)
         with mpi_errors():
-            seen = distributed._comm.allgather((problems.text(), tuple(self.variables)))
-        failed = [text for text, _ in seen if text]
+            seen = distributed._comm.allgather((problems.text(), tuple(self.variables),
+                                                tuple(sorted(self._stats.items()))))
+        failed = [text for text, *_ in seen if text]
         if failed:
             raise _core.ArgumentError(failed[0])
-        if len({names for _, names in seen}) > 1:
+        if len({names for _, names, _ in seen}) > 1:
             raise _core.ArgumentError(f"variables: the ranks give different variables, {list(seen[0][1])} on rank 0 "
                                       f"and {self.variables} on rank {distributed.rank}")
+        if len({stats for *_, stats in seen}) > 1:
+            raise _core.ArgumentError("normalize: the ranks read different means or stds from the stats files")
         self.first_initial_condition, self.local_initial_conditions = first, local
-        self._by_variable = {}
+        self._by_variable, self._normalized = {}, {}
+        normalized_keys = [s["key"] for s in registered_scores() if s["report"] == "forecast" and
+                           s["family"] == "deterministic" and s["ace_normalized"]]
+        def make(maps, keys, lead_ensemble, cell_leads):  # each constructor agrees on the rest (over the world)
+            return _core.Aggregator(distributed._mesh, "", len(lat_values), nlon_value, lat_values,
+                                    self.dtype.itemsize, ics, self.members, self.lead_times, 1, first, first + local,
+                                    counted, maps, str(policy), str(report), keys, lead_ensemble, cell_leads, alpha)
+
         with mpi_errors():
-            for name in self.variables:  # each constructor agrees on the rest (collective over the world)
-                self._by_variable[name] = _core.Aggregator(
-                    distributed._mesh, "", len(lat_values), nlon_value, lat_values, self.dtype.itemsize, ics,
-                    self.members, self.lead_times, 1, first, first + local, counted, bool(maps), str(policy),
-                    str(report), keys, bool(lead_ensemble), cell_leads, alpha)
+            for name in self.variables:
+                self._by_variable[name] = make(bool(maps), keys, bool(lead_ensemble), cell_leads)
+                if self._stats:
+                    self._normalized[name] = make(False, normalized_keys, False, [])
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         self._grid = (len(lat_values), nlon_value)
 
@@ -141,13 +158,17 @@ class Aggregator:
             raise _core.ArgumentError(f"record: the ranks of a spatial group give different windows (samples, "
                                       f"times, first_lead, first_sample): {[tuple(w) for _, *w in seen]}")
         for name, (truth, pred) in fields.items():
-            aggregator = self._by_variable[name]
-            for s in range(samples):
-                for t in range(times):
-                    with mpi_errors():
-                        aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
-                                          _arrays.contiguous(truth[s, t][None]),
-                                          _arrays.contiguous(pred[s, :, t][:, None]))
+            pairs = [(self._by_variable[name], truth, pred)]
+            if name in self._normalized:
+                mean, std = self._stats[name]
+                pairs.append((self._normalized[name], _normalized(truth, mean, std), _normalized(pred, mean, std)))
+            for aggregator, t_values, p_values in pairs:
+                for s in range(samples):
+                    for t in range(times):
+                        with mpi_errors():
+                            aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
+                                              _arrays.contiguous(t_values[s, t][None]),
+                                              _arrays.contiguous(p_values[s, :, t][:, None]))
 
     def _field(self, fields, name, what, problems):
         try:
@@ -175,21 +196,52 @@ class Aggregator:
         "time_means": {key: value}, "at_leads": {key: {lead: value}}}}, "profiles": {key: (leads, nlat)},
         "prediction_map": (nlat, nlon) or None, "bias_map": ...}}``, the maps on world rank 0 only. Collective over
         the world; once."""
-        out = {}
+        out, normalized = {}, {}
         with mpi_errors():
             for name in self.variables:
                 out.update(self._by_variable[name].finish(name))
-        nlat, nlon = self._grid
-        for channel in out.values():
-            for region in channel["regions"].values():
-                region["per_lead"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
-                                      region["per_lead"].items()}
-            channel["profiles"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
-                                   channel["profiles"].items()}
-            for key in ("prediction_map", "bias_map"):
-                if channel[key] is not None:
-                    channel[key] = _array(channel[key], (nlat, nlon))
+                if name in self._normalized:
+                    normalized.update(self._normalized[name].finish(name))
+        for channel in list(out.values()) + list(normalized.values()):
+            self._arrays_of(channel)
+        for name, channel in normalized.items():
+            channel["ace_keys"] = {
+                **{_core.ace_key(key, name, True): values[:, 0]
+                   for key, values in channel["regions"]["global"]["per_lead"].items()},
+                **{_core.ace_key(key, name, True): value
+                   for key, value in channel["regions"]["global"]["time_means"].items()
+                   if key in ("rmse",)}}
+            out[name]["normalized"] = channel
         return out
+
+    def _arrays_of(self, channel):
+        """A finished channel's bytes as numpy arrays, in place."""
+        nlat, nlon = self._grid
+        for region in channel["regions"].values():
+            region["per_lead"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
+                                  region["per_lead"].items()}
+        channel["profiles"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
+                               channel["profiles"].items()}
+        for key in ("prediction_map", "bias_map"):
+            if channel[key] is not None:
+                channel[key] = _array(channel[key], (nlat, nlon))
+
+    @staticmethod
+    def normalized_channel_mean(scores):
+        """ACE's ``time_mean_norm/rmse/channel_mean`` (its checkpoint loss) of ``finish()``'s scores with
+        ``normalize``: the plain mean of the normalised time-mean RMSEs over the channels whose target was not
+        missing everywhere."""
+        channels = [channel["normalized"] for channel in scores.values()]
+        return _core.channel_mean([c["regions"]["global"]["time_means"]["rmse"] for c in channels],
+                                  [bool(c["target_missing"]) for c in channels])
+
+
+def _normalized(values, mean, std):
+    """``(values - mean) / std`` in the values' dtype, the library's (``gridshard eval --normalize``)."""
+    values = np.ascontiguousarray(values)
+    out = np.empty_like(values)
+    _core.normalize_into(values, out, float(mean), float(std))
+    return out
 
 
 def _array(values, shape):

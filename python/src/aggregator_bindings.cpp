@@ -23,6 +23,7 @@
 #include "gridshard/evaluation/score_registry.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/io/forecast_inputs.hpp"
+#include "gridshard/io/normalization.hpp"
 #include "python_mesh.hpp"
 
 namespace gridshard::python {
@@ -421,6 +422,49 @@ void bind_aggregator(py::module_& m) {
             return out;
         },
         "Every score of the registry (evaluation/score_registry.hpp), in order, as dicts.");
+    m.def(
+        "read_normalization",
+        [](const std::string& means, const std::string& stds, const std::vector<std::string>& names) {
+            std::vector<io::SourceVariable> variables;
+            for (const std::string& name : names) {
+                variables.push_back({name, 1, io::ValueType::float32});
+            }
+            const io::Normalization stats(means, stds, variables);
+            py::dict out;
+            for (const std::string& name : names) {
+                out[py::str(name)] = py::make_tuple(stats.of(name).means.at(0), stats.of(name).stds.at(0));
+            }
+            return out;
+        },
+        py::arg("means"), py::arg("stds"), py::arg("names"),
+        "{name: (mean, std)} from ACE's stats files, read and checked as `gridshard eval --normalize` reads them "
+        "(io/normalization.hpp). No MPI calls.");
+    m.def(
+        "normalize_into",
+        [](py::buffer in, py::buffer out, double mean, double std) {
+            with_floating_type(in, "values", [&](auto zero) {
+                using T = decltype(zero);
+                const auto from = contiguous_span<const T>(in, "values", false);
+                const auto to = contiguous_span<T>(out, "out", true);
+                const io::ChannelStats stats{{mean}, {std}};
+                io::normalize<T>(from, to, std::max<std::int64_t>(static_cast<std::int64_t>(from.size()), 1), stats);
+            });
+        },
+        py::arg("values"), py::arg("out"), py::arg("mean"), py::arg("std"),
+        "out = (values - mean) / std in the values' dtype, as `gridshard eval --normalize` and ACE's float tensors "
+        "form it. No MPI calls.");
+    m.def(
+        "ace_key",
+        [](const std::string& key, const std::string& variable, bool normalized, std::int64_t step) {
+            for (const RegisteredScore& s : registered_scores()) {
+                if (s.report == ReportKind::forecast && s.key == key) {
+                    return ace_key_of(s, variable, normalized, step);
+                }
+            }
+            throw ArgumentError("ace_key: no forecast score '" + key + "' in the registry");
+        },
+        py::arg("key"), py::arg("variable"), py::arg("normalized") = false, py::arg("step") = 0,
+        "ACE's log key of the registry's forecast score `key` (evaluation/score_registry.hpp, ace_key_of).");
     m.def(
         "channel_mean",
         [](const std::vector<double>& values, const std::vector<bool>& missing) {

@@ -4,6 +4,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
 `gridshard eval` on the same files.
 
     mpirun -n 4 python3 aggregator_report.py OUT.json --mesh 1x2x2 --truth T.nc --pred P.nc [--window 2]
+        [--normalize MEANS.nc STDS.nc]   # also the normalised scores under ACE's keys, and their channel mean
 """
 import argparse
 import json
@@ -22,6 +23,7 @@ parser.add_argument("--truth", required=True)
 parser.add_argument("--pred", required=True)
 parser.add_argument("--window", type=int, default=2)
 parser.add_argument("--torch", action="store_true", help="record torch tensors instead of numpy arrays")
+parser.add_argument("--normalize", nargs=2, default=None)
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -38,7 +40,8 @@ mine = blocks[dist.data_parallel_rank]
 first = int(mine[0]) if len(mine) else 0
 rows, cols = dist.get_local_slices((nlat, nlon))
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
-                                  first_initial_condition=first, local_initial_conditions=len(mine))
+                                  first_initial_condition=first, local_initial_conditions=len(mine),
+                                  normalize=args.normalize)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -70,6 +73,11 @@ if MPI.COMM_WORLD.rank == 0:
                      "time_mean": {k: float(v).hex() for k, v in region["time_means"].items()},
                      "profiles": {k: hexes(v) for k, v in channel["profiles"].items()},
                      "gen_map": hexes(channel["prediction_map"]), "bias_map": hexes(channel["bias_map"])}
+        if args.normalize:
+            out.setdefault("normalized", {}).update({k: hexes(v) for k, v in channel["normalized"]["ace_keys"].items()})
+    if args.normalize:
+        out["normalized"]["time_mean_norm/rmse/channel_mean"] = hexes(gridshard.Aggregator.normalized_channel_mean(
+            scores))
     with open(args.out, "w") as f:
         json.dump(out, f)
 else:

@@ -60,10 +60,19 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     truth, pred = several_initial_conditions
     folder = tmp_path / "tool"
     folder.mkdir()
-    mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
-           "--diagnostics", folder, "--quiet")
-    tool = json.loads((folder / "r.json").read_text())["variables"]
     import netCDF4
+
+    with netCDF4.Dataset(pred) as p:  # ACE's stats files for --normalize: one scalar per variable in each
+        names = [n for n, v in p.variables.items() if v.ndim == 5]
+    stats = (tmp_path / "means.nc", tmp_path / "stds.nc")
+    for index, path in enumerate(stats):
+        with netCDF4.Dataset(path, "w") as ds:
+            for k, n in enumerate(names):
+                ds.createVariable(n, "f8", ())[...] = (280.5 + 7 * k, 3.25 + k)[index]
+    mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
+           "--diagnostics", folder, "--normalize", *stats, "--quiet")
+    report = json.loads((folder / "r.json").read_text())
+    tool, tool_normalized = report["variables"], report["normalized"]["ace_keys"]
 
     with netCDF4.Dataset(folder / "time_mean_diagnostics.nc") as maps, \
             netCDF4.Dataset(folder / "zonal_mean_diagnostics.nc") as zonal:
@@ -76,8 +85,13 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     for ranks, mesh, split, window, torch in runs:
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
-               "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []))
+               "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []),
+               "--normalize", *stats)
         python = json.loads(out.read_text())
+        normalized = python.pop("normalized")  # ACE's normalised keys: the tool's --normalize, bit for bit
+        assert sorted(normalized) == sorted(tool_normalized), mesh
+        for key, values in normalized.items():
+            assert values == _as_hex(np.atleast_1d(tool_normalized[key])), (mesh, key)
         assert sorted(python) == sorted(tool), mesh
         for name, scores in python.items():
             assert sorted(scores["per_step"]) == sorted(tool[name]["per_step"]), (mesh, name)
