@@ -144,7 +144,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     const auto read_round = [&](std::int64_t round, PairBuffers<T>& b) {
         return attempt([&] {
             const bool has_pair = round < pairs;
-            const auto [ic, lead] = pair_of(round);
+            // Named values, not a structured binding: the lambdas below capture them (clang 14 cannot).
+            const std::int64_t ic = pair_of(round).first;
+            const std::int64_t lead = pair_of(round).second;
             io::ReadRound reads(collective);
             reads.read([&] {
                 if (has_pair) {
