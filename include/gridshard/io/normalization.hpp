@@ -6,9 +6,14 @@
 /// itself and the run agrees on hash().
 ///
 /// @code
-///   const gridshard::io::Normalization stats("centering.nc", "scaling.nc", source.variables());
-///   std::vector<float> normalized(values.size());
-///   gridshard::io::normalize<float>(values, normalized, points_per_channel, stats.of("t2m"));
+///   // The first variable's fields (`points` values per channel) normalised as ACE normalises them.
+///   std::vector<float> normalized(const std::vector<gridshard::io::SourceVariable>& variables,
+///                                 const std::vector<float>& values, std::int64_t points) {
+///       const gridshard::io::Normalization stats("centering.nc", "scaling.nc", variables);   // no MPI
+///       std::vector<float> out(values.size());
+///       gridshard::io::normalize<float>(values, out, points, stats.of(variables.front().name));
+///       return out;
+///   }
 /// @endcode
 
 #include <cstdint>
