@@ -105,7 +105,7 @@ double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::in
 }
 
 std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape, std::size_t regions,
-                                std::size_t value_bytes, int data_ranks, std::size_t ensemble_cell_leads) {
+                                std::size_t value_bytes, int data_ranks) {
     const auto area = static_cast<std::uint64_t>(box.area());
     const auto c = static_cast<std::uint64_t>(shape.channels);
     const auto m = static_cast<std::uint64_t>(shape.work.members.size());
@@ -115,12 +115,8 @@ std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const Aggrega
     // Fields: the caller's truth, members and climatology twice (the pair being scored and the next one, read
     // meanwhile), the repeated truth and climatology; the time sums (2 x 24 bytes) and their gather over the data
     // group; the per-sample slots and the zonal means.
-    // ACE's ensemble statistics: three sums of 24 bytes a point per chosen lead, their gather, and at a record the
-    // statistics (3 x 8 bytes, 5 x 8 while formed).
     const std::uint64_t fields =
-        c * area *
-        (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks) +
-         (ensemble_cell_leads > 0 ? 64 + 72 * ensemble_cell_leads * (1 + static_cast<std::uint64_t>(data_ranks)) : 0));
+        c * area * (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
     const std::uint64_t slots =
         samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
     return fields + slots;

@@ -166,8 +166,7 @@ class Aggregator {
     /// The bytes an aggregator of `shape` and the run's buffers for it (two pairs of fields) allocate on a rank of
     /// `box`, an estimate that errs high.
     [[nodiscard]] static std::uint64_t bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape,
-                                             std::size_t regions, std::size_t value_bytes, int data_ranks,
-                                             std::size_t ensemble_cell_leads = 0);
+                                             std::size_t regions, std::size_t value_bytes, int data_ranks);
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
     /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
