@@ -38,5 +38,6 @@
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
+#include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/terms.hpp"
 #include "gridshard/metrics/time_mean.hpp"

@@ -861,6 +861,54 @@ class Distributed:
         _core.zonal_mean(self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1))
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
 
+    def spherical_power_spectrum(self, data, grid="legendre-gauss", lmax=None, mmax=None, convention="ace",
+                                 truncation="torch-harmonics-0.8", mode="automatic"):
+        """The spherical-harmonic power per degree of each field, ``(..., L)`` in float64 on every spatial rank,
+        the serial answer bit for bit on every mesh (docs/spectrum.md). ``grid``: "legendre-gauss" (ACE's),
+        "equiangular" or "lobatto"; ``convention``: "ace" (m >= 0 once each) or "full" (m > 0 doubled);
+        ``lmax``, ``mmax``: None for the truncation's. Values that are not finite propagate. Collective over
+        ``spatial``."""
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        for name, value in (("lmax", lmax), ("mmax", mmax)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                problems.add(f"{name}={value!r}: expected a positive int or None")
+        names = {"grid": (grid, ("legendre-gauss", "equiangular", "lobatto")),
+                 "convention": (convention, ("ace", "full")),
+                 "truncation": (truncation, ("torch-harmonics-0.8", "triangular")),
+                 "mode": (mode, ("automatic", "field-owners", "transposes"))}
+        for name, (value, known) in names.items():
+            if value not in known:
+                problems.add(f"{name}={value!r}: expected one of {', '.join(known)}")
+        ok = not problems
+        values = _core.spherical_power_spectrum(
+            self._mesh, problems.text(), field.signature(), field.buffer if ok else None, grid if ok else "",
+            truncation if ok else "", (lmax or 0) if ok else 0, (mmax or 0) if ok else 0, convention if ok else "",
+            mode if ok else "")
+        values = np.frombuffer(values, dtype=np.float64).copy()
+        return _arrays.like(values.reshape(field.leading + (-1,)), data)
+
+    def zonal_power_spectrum(self, data, lat=None, weighting="none"):
+        """The zonal power per wavenumber of each local row, ``(..., h_local, w // 2 + 1)`` in float64:
+        ``w_k f_m |rfft(x)_m / w|^2``, f_m = 1 at m = 0 and 2 elsewhere. ``weighting``: "none", "cos-lat"
+        (Makani) or "circumference" (WeatherBench 2's zonal energy spectrum), which need ``lat``, the latitudes of
+        this rank's rows in degrees. Collective over ``lon``."""
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        if weighting not in ("none", "cos-lat", "circumference"):
+            problems.add(f"weighting={weighting!r}: expected one of none, cos-lat, circumference")
+        lat_values = None
+        if lat is not None:
+            lat_values = [float(v) for v in np.asarray(_arrays.as_numpy(lat, "lat", problems), dtype=np.float64).ravel()]
+        elif weighting != "none":
+            problems.add(f"lat: needed for weighting={weighting!r}")
+        ok = not problems
+        values = _core.zonal_power_spectrum(self._mesh, problems.text(), field.signature(),
+                                            field.buffer if ok else None, weighting if ok else "none",
+                                            lat_values if ok else None)
+        values = np.frombuffer(values, dtype=np.float64).copy()
+        return _arrays.like(values.reshape(field.leading + (field.rows, -1)), data)
+
     def gradient_magnitude(self, tensor, dim=(-2, -1)):
         """``sqrt(g_lat**2 + g_lon**2)`` at this rank's points, torch.gradient's rule (unit spacing,
         one-sided at the grid's edges), the input's shape and dtype. Collective over ``spatial`` (one halo

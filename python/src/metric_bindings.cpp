@@ -19,6 +19,7 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/metrics.hpp"
+#include "gridshard/metrics/spectrum.hpp"
 #include "python_mesh.hpp"
 
 namespace gridshard::python {
@@ -69,10 +70,9 @@ GridShape declared_shape(const py::object& img_shape) {
     }
 }
 
-/// Runs `compute(grid, truth, prediction, weights, region)` with T the fields' type; the result goes into
-/// `out` (float64, as many values as the metric returns).
+/// Runs `compute(grid, truth, prediction, weights, region)` with T the fields' type and returns its values.
 template <class Compute>
-void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&& compute) {
+std::vector<double> metric_values(PythonMesh& self, ShardArguments args, Compute&& compute) {
     ShardShape shape;
     std::optional<py::buffer> truth;
     std::optional<py::buffer> prediction;
@@ -147,6 +147,7 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
         }
         weights = expanded;
     }
+    std::vector<double> result;
     with_floating_type(*truth, "data", [&](auto zero) {
         using T = decltype(zero);
         const FieldShard<T> t{contiguous_span<const T>(*truth, "data", false), shape.channels};
@@ -154,18 +155,22 @@ void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&&
         if (prediction) {
             p = {contiguous_span<const T>(*prediction, "predicted", false), shape.channels * args.prediction_fields};
         }
-        std::vector<double> result;
-        {
-            py::gil_scoped_release release;
-            result = compute(*grid, t, p, Weights{weights, per_point}, region);
-        }
-        const std::span<double> to = contiguous_span<double>(out, "out", true);
-        if (to.size() != result.size()) {
-            throw ArgumentError("out: room for " + std::to_string(to.size()) + " values, the metric gave " +
-                                std::to_string(result.size()));
-        }
-        std::memcpy(to.data(), result.data(), result.size() * sizeof(double));
+        py::gil_scoped_release release;
+        result = compute(*grid, t, p, Weights{weights, per_point}, region);
     });
+    return result;
+}
+
+/// metric_values into `out` (float64, as many values as the metric returns).
+template <class Compute>
+void run_metric(PythonMesh& self, ShardArguments args, py::buffer out, Compute&& compute) {
+    const std::vector<double> result = metric_values(self, std::move(args), std::forward<Compute>(compute));
+    const std::span<double> to = contiguous_span<double>(out, "out", true);
+    if (to.size() != result.size()) {
+        throw ArgumentError("out: room for " + std::to_string(to.size()) + " values, the metric gave " +
+                            std::to_string(result.size()));
+    }
+    std::memcpy(to.data(), result.data(), result.size() * sizeof(double));
 }
 
 /// The weights' form as the Python layer gives it (0 per point, 1 per row, 2 either).
@@ -346,6 +351,54 @@ void bind_metrics(py::module_& m) {
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("out"),
         "Collective over `lon`; (channels, rows) on every rank of the lon group.");
+    m.def(
+        "spherical_power_spectrum",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data,
+           const std::string& grid_name, const std::string& truncation, std::int64_t lmax, std::int64_t mmax,
+           const std::string& convention, const std::string& mode) {
+            // The names were parsed in Python's checks; a rank with a problem takes the defaults and raises
+            // it after the agreement, as every rank does.
+            SpectrumSpec spec;
+            if (problem.empty()) {
+                spec.grid = parse_sphere_grid(grid_name);
+                spec.truncation = parse_spectrum_truncation(truncation);
+                spec.convention = parse_spectrum_convention(convention);
+                spec.mode = parse_spectrum_mode(mode);
+                spec.lmax = lmax;
+                spec.mmax = mmax;
+            }
+            const std::vector<double> values =
+                metric_values(self, one_field(problem, signature, std::move(data), py::none(), 1),
+                              [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
+                                  return spherical_power_spectrum(grid, x, spec);
+                              });
+            // Bytes, not a py::array: Debian's pybind11 predates numpy 2's descriptor layout (its strides would be
+            // wrong under ACE's numpy 2), and bytes read alike under both.
+            return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("grid"),
+        py::arg("truncation"), py::arg("lmax"), py::arg("mmax"), py::arg("convention"), py::arg("mode"),
+        "Collective over `spatial`; (channels * L,) on every rank of the spatial group.");
+    m.def(
+        "zonal_power_spectrum",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data,
+           const std::string& weighting, py::object lat) {
+            const ZonalWeighting w = problem.empty() ? parse_zonal_weighting(weighting) : ZonalWeighting::none;
+            std::vector<double> lat_deg;
+            if (!lat.is_none()) {
+                lat_deg = lat.cast<std::vector<double>>();
+            }
+            const std::vector<double> values =
+                metric_values(self, one_field(problem, signature, std::move(data), py::none(), 1),
+                              [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
+                                  return zonal_power_spectrum(grid, x, w, lat_deg);
+                              });
+            // Bytes, not a py::array: Debian's pybind11 predates numpy 2's descriptor layout (its strides would be
+            // wrong under ACE's numpy 2), and bytes read alike under both.
+            return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("weighting"),
+        py::arg("lat"), "Collective over `lon`; (channels * rows * (nlon / 2 + 1),) for this rank's rows.");
     m.def(
         "gradient_magnitude",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {

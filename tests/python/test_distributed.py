@@ -245,6 +245,24 @@ def test_zonal_mean_is_nan_aware_and_local_in_rows(dist, serial, dtype, kind, gr
     assert np.isnan(to_numpy(got)[0, 0, 1 - rows.start]) if rows.start <= 1 < rows.stop else True
 
 
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_power_spectra_are_serial_bits(dist, serial, dtype, kind, grid):
+    truth, _, _ = fields(grid, dtype)
+    x = as_kind(local(dist, truth), kind)
+    for sphere in ["legendre-gauss", "equiangular", "lobatto"]:
+        for mode in ["field-owners", "transposes"]:
+            got = dist.spherical_power_spectrum(x, grid=sphere, mode=mode, convention="full")
+            assert got.shape == (2, 3, grid[0] - (sphere == "lobatto"))
+            assert_same_bits(got, to_numpy(serial.spherical_power_spectrum(as_kind(truth, kind), grid=sphere,
+                                                                              convention="full")))
+    rows = dist.get_local_slices(truth.shape)[-2]
+    got = dist.zonal_power_spectrum(x)
+    assert got.shape == (2, 3, rows.stop - rows.start, grid[1] // 2 + 1)
+    assert_same_bits(got, to_numpy(serial.zonal_power_spectrum(as_kind(truth, kind)))[..., rows, :])
+
+
 def test_weighted_nanmean_of_an_all_nan_channel_is_nan(dist):
     x = np.full((2, 9, 14), np.nan)
     x[1] = 1.0

@@ -1,0 +1,134 @@
+#pragma once
+/// @file
+/// Power spectra of sharded fields (docs/spectrum.md): the spherical-harmonic power per degree l, as ACE and
+/// Makani compute it with torch-harmonics' RealSHT, and the zonal (per latitude row) power per wavenumber m.
+///
+/// Exact under any decomposition by moving data, never partial spectral sums: every complete sum (the FFT
+/// of a whole row, the Legendre sum over all rows of one (channel, m)) runs on one rank in a fixed order,
+/// and the only sum across ranks, over m, is an exact sum (numerics/exact_sum.hpp). So the spectrum is the
+/// serial one bit for bit on every mesh, split rule, thread count and instruction set.
+///
+/// @code
+///   #include "gridshard/metrics/spectrum.hpp"
+///   std::vector<double> spectrum(const gridshard::ShardedGrid& grid, const std::vector<float>& shard,
+///                                std::int64_t channels) {
+///       gridshard::SpectrumSpec spec;  // ACE's: legendre-gauss, torch-harmonics 0.8.0's truncation
+///       // shard: (channels, box rows, box cols); the result: (channels, L) on every spatial rank
+///       return gridshard::spherical_power_spectrum(grid, gridshard::FieldShard<float>{shard, channels}, spec);
+///   }
+/// @endcode
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "gridshard/metrics/field.hpp"
+
+namespace gridshard {
+
+/// The latitude quadrature the transform assumes (torch-harmonics' `grid`). Row 0 is the north pole side.
+enum class SphereGrid {
+    /// Gauss-Legendre nodes and weights (ACE's choice, whatever the file's latitudes are).
+    legendre_gauss,
+    /// Clenshaw-Curtis: equally spaced colatitudes with both poles (torch-harmonics' "equiangular").
+    equiangular,
+    /// Gauss-Legendre-Lobatto: both poles and the roots of P'_{n-1}.
+    lobatto,
+};
+
+/// How the degrees' power sums over orders m.
+enum class SpectrumConvention {
+    /// `P_l = sum_m |c_lm|^2`, m >= 0 once each (ACE's `spherical_power_spectrum`).
+    ace,
+    /// m > 0 doubled, for the negative orders (Makani's, and Parseval's: `sum_l P_l = int f^2`).
+    full,
+};
+
+/// Where the transform's work happens (the result is the same bits in both).
+enum class SpectrumMode {
+    /// Field owners when there are at least as many channels as spatial ranks, transposes otherwise.
+    automatic,
+    /// Each whole field to one owner (one all-to-all of the input's own precision).
+    field_owners,
+    /// Rows over the lon group, FFT, then (channel, m) pairs over the spatial group.
+    transposes,
+};
+
+/// The truncation rule for the default `lmax` and `mmax`.
+enum class SpectrumTruncation {
+    /// torch-harmonics 0.8.0 (ACE's pin): L = nlat (nlat - 1 for lobatto), M = nlon / 2 + 1.
+    torch_harmonics_0_8,
+    /// Triangular (torch-harmonics 0.9, Makani): L = M = min(L of 0.8.0, nlon / 2 + 1), and for the equiangular
+    /// grid L = M = (nlat + 1) / 2.
+    triangular,
+};
+
+/// What `spherical_power_spectrum` computes.
+struct SpectrumSpec {
+    SphereGrid grid = SphereGrid::legendre_gauss;
+    SpectrumTruncation truncation = SpectrumTruncation::torch_harmonics_0_8;
+    /// Degrees 0..lmax-1 and orders 0..mmax-1; 0 takes the truncation's value.
+    std::int64_t lmax = 0;
+    std::int64_t mmax = 0;
+    SpectrumConvention convention = SpectrumConvention::ace;
+    SpectrumMode mode = SpectrumMode::automatic;
+};
+
+/// Per-row weighting of the zonal spectrum.
+enum class ZonalWeighting {
+    none,           ///< 1
+    cos_lat,        ///< cos(lat) (Makani)
+    circumference,  ///< 2 pi R cos(lat), R = 6,367,500 m (WeatherBench 2's zonal energy spectrum)
+};
+
+/// Parsers and names: "legendre-gauss", "equiangular", "lobatto"; "ace", "full"; "automatic", "field-owners",
+/// "transposes"; "torch-harmonics-0.8", "triangular"; "none", "cos-lat", "circumference". The parsers throw
+/// ArgumentError naming the value.
+[[nodiscard]] SphereGrid parse_sphere_grid(std::string_view text);
+[[nodiscard]] std::string_view to_string(SphereGrid grid) noexcept;
+[[nodiscard]] SpectrumConvention parse_spectrum_convention(std::string_view text);
+[[nodiscard]] std::string_view to_string(SpectrumConvention convention) noexcept;
+[[nodiscard]] SpectrumMode parse_spectrum_mode(std::string_view text);
+[[nodiscard]] SpectrumTruncation parse_spectrum_truncation(std::string_view text);
+[[nodiscard]] ZonalWeighting parse_zonal_weighting(std::string_view text);
+
+/// Quadrature nodes `cos(theta_k)` ascending from -1 to 1 and weights summing to 2, for `nlat` rows, as
+/// torch-harmonics forms them before its flip (legendre_gauss_weights, clenshaw_curtiss_weights,
+/// lobatto_weights). No MPI calls.
+struct SphereQuadrature {
+    std::vector<double> nodes;
+    std::vector<double> weights;
+};
+[[nodiscard]] SphereQuadrature sphere_quadrature(SphereGrid grid, std::int64_t nlat);
+
+/// The degrees L and orders M the spec gives for `grid`; throws ArgumentError naming lmax or mmax when
+/// they exceed what the grid resolves (mmax > nlon / 2 + 1, lmax > nlat). No MPI calls.
+struct SpectrumSize {
+    std::int64_t lmax = 0;
+    std::int64_t mmax = 0;
+};
+[[nodiscard]] SpectrumSize spectrum_size(const SpectrumSpec& spec, GridShape grid);
+
+/// The spherical-harmonic power spectrum of every channel: `(channels, L)` in double, the same on every
+/// rank of the spatial group. `c_lm = sum_k q_k Pbar_lm(x_k) X_m(theta_k)`, `X_m = (2 pi / nlon) rfft`,
+/// orthonormal Pbar, row 0 at x = 1 (torch-harmonics' RealSHT); `P_l = sum_{m < min(l + 1, M)} f_m |c_lm|^2`
+/// with f_m = 1 (ace) or 2 for m > 0 (full). Values that are not finite propagate into their channel's
+/// spectrum (fill them first). Collective over `spatial`: an agreement on the arguments, then one
+/// all-to-all of the input (field owners) or two (rows over lon, then complex orders over spatial), and
+/// an all-gather of the spectra or an all-reduce of their exact sums over m.
+template <class T>
+[[nodiscard]] std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard<T> field,
+                                                           const SpectrumSpec& spec = {});
+
+/// The zonal power spectrum of each row of this rank's box: `(channels, box rows, nlon / 2 + 1)` in double,
+/// `w_k f_m |rfft(x)_m / nlon|^2` with f_m = 1 at m = 0 and 2 elsewhere (the Nyquist bin included, as
+/// Makani and WeatherBench 2 do). `lat_deg` holds the latitudes of this rank's rows (needed unless the
+/// weighting is none). Every rank of a lon group gets its rows' spectra. Collective over `lon`: an
+/// agreement on the arguments, one all-to-all of whole rows, one all-gather of the row spectra.
+template <class T>
+[[nodiscard]] std::vector<double> zonal_power_spectrum(const ShardedGrid& grid, FieldShard<T> field,
+                                                       ZonalWeighting weighting = ZonalWeighting::none,
+                                                       std::span<const double> lat_deg = {});
+
+}  // namespace gridshard
