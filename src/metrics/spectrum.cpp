@@ -349,7 +349,7 @@ double fixed_order_dot(const double* a, const double* b, std::size_t n) noexcept
 // The lowest and highest binary exponents of the finite non-zero values added to a rank's sums.
 struct ExponentRange {
     int lowest = std::numeric_limits<int>::max();
-    int highest = std::numeric_limits<int>::min();
+    int highest = -std::numeric_limits<int>::max();  // negatable: the merge reduces -highest with MPI_MIN
     void add(double value) noexcept {
         if (value != 0.0 && std::isfinite(value)) {
             const int e = std::ilogb(value);
@@ -483,17 +483,6 @@ std::vector<int> lon_group_row_owners(Range lat_block, std::int64_t channels, st
     return owner;
 }
 
-template <class T>
-void agree_spectrum_arguments(const Communicator& comm, const std::string& error, FieldShard<T> field,
-                              std::initializer_list<std::int64_t> more, const char* what) {
-    std::vector<std::int64_t> values{field.channels, static_cast<std::int64_t>(sizeof(T))};
-    values.insert(values.end(), more.begin(), more.end());
-    // agree_or_throw takes an initializer list: the spectrum's arguments fit in one fixed-size list.
-    std::array<std::int64_t, 8> v{};
-    std::copy_n(values.begin(), std::min<std::size_t>(values.size(), v.size()), v.begin());
-    detail::agree_or_throw(comm, error, {v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7]}, what);
-}
-
 }  // namespace
 
 SphereGrid parse_sphere_grid(std::string_view text) {
@@ -579,11 +568,11 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
     } catch (const ArgumentError& e) {
         error = e.what();
     }
-    agree_spectrum_arguments(
-        spatial, error, field,
-        {size.lmax, size.mmax, static_cast<std::int64_t>(spec.grid), static_cast<std::int64_t>(spec.convention),
-         static_cast<std::int64_t>(spec.mode), shape.nlon},
-        "spherical_power_spectrum channels, element size, lmax, mmax, grid, convention, mode");
+    detail::agree_or_throw(spatial, error,
+                           {field.channels, static_cast<std::int64_t>(sizeof(T)), size.lmax, size.mmax,
+                            static_cast<std::int64_t>(spec.grid), static_cast<std::int64_t>(spec.convention),
+                            static_cast<std::int64_t>(spec.mode)},
+                           "spherical_power_spectrum channels, element size, lmax, mmax, grid, convention, mode");
     const std::int64_t channels = field.channels;
     const std::int64_t lmax = size.lmax;
     const std::int64_t mmax = std::min(size.mmax, lmax);  // orders m >= L have no degree l >= m below L
@@ -799,8 +788,9 @@ std::vector<double> zonal_power_spectrum(const ShardedGrid& grid, FieldShard<T> 
         error = "lat has " + std::to_string(lat_deg.size()) + " values but this rank's box has " +
                 std::to_string(box.lat.size()) + " rows";
     }
-    agree_spectrum_arguments(lon, error, field, {static_cast<std::int64_t>(weighting), shape.nlon, 0, 0, 0, 0},
-                             "zonal_power_spectrum channels, element size and weighting");
+    detail::agree_or_throw(lon, error,
+                           {field.channels, static_cast<std::int64_t>(sizeof(T)), static_cast<std::int64_t>(weighting)},
+                           "zonal_power_spectrum channels, element size and weighting");
     const std::int64_t channels = field.channels;
     const std::int64_t bins = shape.nlon / 2 + 1;
     std::vector<Box> boxes;
