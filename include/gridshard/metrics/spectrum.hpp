@@ -59,8 +59,8 @@ enum class SpectrumMode {
 enum class SpectrumTruncation {
     /// torch-harmonics 0.8.0 (ACE's pin): L = nlat (nlat - 1 for lobatto), M = nlon / 2 + 1.
     torch_harmonics_0_8,
-    /// Triangular (torch-harmonics 0.9, Makani): L = M = min(L of 0.8.0, nlon / 2 + 1), and for the equiangular
-    /// grid L = M = (nlat + 1) / 2.
+    /// Triangular: L = M = min(L of 0.8.0, nlon / 2 + 1), and for the equiangular grid L = M = (nlat + 1) / 2,
+    /// the rule Makani's equiangular models use (not yet compared with torch-harmonics 0.9's own code).
     triangular,
 };
 
