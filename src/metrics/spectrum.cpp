@@ -18,7 +18,6 @@
 #include <cmath>
 #include <complex>
 #include <limits>
-#include <memory>
 #include <mutex>
 #include <numbers>
 #include <string>
