@@ -651,20 +651,22 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
             }
         }
     }
+    // From rank r come, per channel, its rows of the channel times this rank's orders of it (re, im each).
+    std::vector<std::int64_t> orders_of_channel(static_cast<std::size_t>(channels), 0);
+    for (const Column& column : columns) {
+        ++orders_of_channel[static_cast<std::size_t>(column.channel)];
+    }
+    std::vector<std::int64_t> rows_of_rank_and_channel(uranks * static_cast<std::size_t>(channels), 0);
+    for (std::int64_t key = 0; key < channels * shape.nlat; ++key) {
+        const auto r = static_cast<std::size_t>(row_owner[static_cast<std::size_t>(key)]);
+        ++rows_of_rank_and_channel[r * static_cast<std::size_t>(channels) + static_cast<std::size_t>(key / shape.nlat)];
+    }
     std::vector<int> receive_displacements(uranks, 0);
     std::int64_t receive_total = 0;
     for (std::size_t r = 0; r < uranks; ++r) {
         std::int64_t count = 0;
-        for (std::int64_t c = 0; c < channels; ++c) {
-            std::int64_t rows_from_r = 0;
-            for (std::int64_t k = 0; k < shape.nlat; ++k) {
-                rows_from_r += row_owner[static_cast<std::size_t>(c * shape.nlat + k)] == static_cast<int>(r) ? 1 : 0;
-            }
-            std::int64_t owned_orders = 0;
-            for (std::int64_t m = 0; m < mmax; ++m) {
-                owned_orders += column_owner(c, m) == me ? 1 : 0;
-            }
-            count += 2 * rows_from_r * owned_orders;
+        for (std::size_t c = 0; c < static_cast<std::size_t>(channels); ++c) {
+            count += 2 * rows_of_rank_and_channel[r * static_cast<std::size_t>(channels) + c] * orders_of_channel[c];
         }
         receive_counts[r] = as_int_count(count, "power spectrum");
         receive_displacements[r] = as_int_count(receive_total, "power spectrum");
