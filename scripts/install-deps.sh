@@ -2,7 +2,7 @@
 # Installs the Debian packages gridshard needs to build, test and run (torch: the Python module's tests take
 # tensors, and `make bench` compares with it; Slurm and munge: `make test-slurm` brings up a one-node cluster;
 # MPICH beside Open MPI, which stays the default: `make test-mpich`; parallel netCDF and PnetCDF: `eval --io
-# collective`; iproute2: `make test-netns`; FFTW: the power spectrum).
+# collective`; iproute2: `make test-netns`; FFTW: the power spectrum; libsharp: the tests' reference for it).
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
 set -euo pipefail
 
@@ -16,7 +16,7 @@ packages=(
     clang-14 libclang-rt-14-dev
     python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4 python3-xarray python3-matplotlib python3-torch python3-venv python3-pip
     slurm-wlm munge mpich libmpich-dev iproute2
-    libfftw3-dev
+    libfftw3-dev libsharp-dev
 )
 
 missing=()
