@@ -909,6 +909,27 @@ class Distributed:
         values = np.frombuffer(values, dtype=np.float64).copy()
         return _arrays.like(values.reshape(field.leading + (field.rows, -1)), data)
 
+    def smooth_flood_fill(self, data, num_steps=4, blur_kernel_size=5, blur_sigma=1.0):
+        """ACE's NaN fill before a spectral transform (``fme.core.fill.SmoothFloodFill``) on shards: each field's NaN
+        points far from valid ones to the field's mean, the others grown in from their neighbours for ``num_steps``
+        steps, then blended with a Gaussian blur across the boundary; a field without NaN is returned as it is. The
+        input's shape and dtype (computed in float64, rounded once), the serial answer bit for bit on every mesh
+        (docs/spectrum.md). Each field uses its own NaN points (ACE caches the first field's per variable and requires
+        them not to change). Collective over ``spatial``."""
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        for name, value in (("num_steps", num_steps), ("blur_kernel_size", blur_kernel_size)):
+            if not isinstance(value, int) or isinstance(value, bool):
+                problems.add(f"{name}={value!r}: expected an int")
+        if not isinstance(blur_sigma, (int, float)) or isinstance(blur_sigma, bool):
+            problems.add(f"blur_sigma={blur_sigma!r}: expected a number")
+        ok = not problems
+        values = _core.smooth_flood_fill(self._mesh, problems.text(), field.signature(), field.buffer if ok else None,
+                                         num_steps if ok else 0, blur_kernel_size if ok else 1,
+                                         float(blur_sigma) if ok else 1.0)
+        values = np.frombuffer(values, dtype=np.float64).astype(field.dtype)
+        return _arrays.like(values.reshape(field.leading + (field.rows, field.cols)), data)
+
     def gradient_magnitude(self, tensor, dim=(-2, -1)):
         """``sqrt(g_lat**2 + g_lon**2)`` at this rank's points, torch.gradient's rule (unit spacing,
         one-sided at the grid's edges), the input's shape and dtype. Collective over ``spatial`` (one halo

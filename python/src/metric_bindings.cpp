@@ -18,6 +18,7 @@
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/ensemble.hpp"
+#include "gridshard/metrics/flood_fill.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/spectrum.hpp"
 #include "python_mesh.hpp"
@@ -399,6 +400,22 @@ void bind_metrics(py::module_& m) {
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("weighting"),
         py::arg("lat"), "Collective over `lon`; (channels * rows * (nlon / 2 + 1),) for this rank's rows.");
+    m.def(
+        "smooth_flood_fill",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, int num_steps,
+           int blur_kernel_size, double blur_sigma) {
+            const FloodFillOptions options{num_steps, blur_kernel_size, blur_sigma};
+            const std::vector<double> values =
+                metric_values(self, one_field(problem, signature, std::move(data), py::none(), 1),
+                              [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
+                                  return smooth_flood_fill(grid, x, options);
+                              });
+            // Bytes, as the spectra (see spherical_power_spectrum).
+            return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("num_steps"),
+        py::arg("blur_kernel_size"), py::arg("blur_sigma"),
+        "Collective over `spatial`; this rank's filled values, (channels * rows * cols,) in double.");
     m.def(
         "gradient_magnitude",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {

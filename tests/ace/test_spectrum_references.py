@@ -1,7 +1,8 @@
 """gridshard's power spectra against independent implementations, in ACE's venv: torch-harmonics 0.8.0's
 float64 RealSHT (``torch_harmonics.sht.RealSHT``: ``import fme`` replaces ``torch_harmonics.RealSHT`` by its own
 float32 class) for every grid at 32 x 64, 180 x 360 and 181 x 360, to 1e-10 relative; ACE's own
-``spherical_power_spectrum`` in float32, to its rounding; numpy's rfft for the zonal spectrum. One process
+``spherical_power_spectrum`` in float32, to its rounding; ACE's own ``SmoothFloodFill`` (fme.core.fill) in float64
+and float32, and its fill then its spectrum against gridshard's; numpy's rfft for the zonal spectrum. One process
 (gridshard on one rank); the distributed answers are the serial ones bit for bit (tests/mpi/spectrum_test.cpp,
 tests/python/test_distributed.py). Run by tests/ace/run_ace_tests.py with GRIDSHARD_BUILD_DIR naming the build."""
 import os
@@ -61,6 +62,42 @@ def test_against_ace_float32(dist):
     got = dist.spherical_power_spectrum(x)
     scale = expected.max(axis=-1, keepdims=True)
     assert np.max(np.abs(got - expected) / scale) < 1e-5
+
+
+def masked_field(nlat, nlon, channels=3, seed=5):
+    """A land mask the same in every field (ACE caches the first field's), with an interior beyond 4 steps, a
+    polar cap, points across the longitude seam and scattered ones."""
+    x = field(nlat, nlon, channels=channels, seed=seed)
+    i, j = np.meshgrid(np.arange(nlat), np.arange(nlon), indexing="ij")
+    land = ((i > nlat // 4) & (i < 3 * nlat // 4) & (j > nlon // 5) & (j < nlon // 2))
+    land |= (i < 2) | (((j == 0) | (j == nlon - 1)) & (i % 3 == 1)) | ((i * 7 + j * 3) % 29 == 0)
+    x[:, land] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("dtype,tolerance", [(np.float64, 1e-12), (np.float32, 2e-6)])
+def test_flood_fill_against_aces(dist, dtype, tolerance):
+    from fme.core.fill import SmoothFloodFill
+    x = masked_field(45, 90).astype(dtype)
+    for steps in (4, 1, 0):
+        expected = SmoothFloodFill(num_steps=steps)(torch.from_numpy(x)[None], "x")[0].double().numpy()
+        got = dist.smooth_flood_fill(x, num_steps=steps)
+        assert got.dtype == dtype and np.isfinite(got).all()
+        scale = np.abs(expected).max()
+        assert np.max(np.abs(got.astype(np.float64) - expected)) < tolerance * scale, steps
+
+
+def test_filled_spectrum_against_aces(dist):
+    """ACE's power-spectrum aggregator's two steps, its fill then its transform, on ACE's float32 fields."""
+    from fme.core.fill import SmoothFloodFill
+    from fme.core.metrics import spherical_power_spectrum
+    import torch_harmonics
+    x = masked_field(45, 90, seed=8).astype(np.float32)
+    filled = SmoothFloodFill(num_steps=4)(torch.from_numpy(x)[None], "x")[0]
+    expected = spherical_power_spectrum(filled, torch_harmonics.RealSHT(45, 90, grid="legendre-gauss")).double()
+    got = dist.spherical_power_spectrum(dist.smooth_flood_fill(x.astype(np.float64)))
+    scale = expected.numpy().max(axis=-1, keepdims=True)
+    assert np.max(np.abs(got - expected.numpy()) / scale) < 1e-5
 
 
 def test_zonal_against_numpy(dist):

@@ -263,6 +263,26 @@ def test_power_spectra_are_serial_bits(dist, serial, dtype, kind, grid):
     assert_same_bits(got, to_numpy(serial.zonal_power_spectrum(as_kind(truth, kind)))[..., rows, :])
 
 
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_smooth_flood_fill_is_serial_bits(dist, serial, dtype, kind):
+    truth, _, _ = fields((9, 14), dtype, nan=True)
+    truth[1, 0, 2:7, 3:11] = np.nan  # a block with an interior beyond one step
+    x = as_kind(local(dist, truth), kind)
+    for steps in (4, 1):
+        got = dist.smooth_flood_fill(x, num_steps=steps)
+        assert type(got) is type(x) and got.dtype == x.dtype and tuple(got.shape) == tuple(x.shape)
+        want = serial.smooth_flood_fill(as_kind(truth, kind), num_steps=steps)
+        assert_same_bits(got, to_numpy(want)[dist.get_local_slices(truth.shape)])
+        assert np.isfinite(to_numpy(got)).all()
+    untouched = to_numpy(dist.smooth_flood_fill(x))[0, 0]  # a field without NaN is returned as it is
+    assert_same_bits(untouched, to_numpy(x)[0, 0])
+    with pytest.raises(ValueError, match="num_steps=-1 must be >= 0"):
+        dist.smooth_flood_fill(x, num_steps=-1)
+    with pytest.raises(ValueError, match="blur_kernel_size=4 must be odd"):
+        dist.smooth_flood_fill(x, blur_kernel_size=4)
+
+
 def test_weighted_nanmean_of_an_all_nan_channel_is_nan(dist):
     x = np.full((2, 9, 14), np.nan)
     x[1] = 1.0
