@@ -2,6 +2,7 @@
 // library's evaluation (gridshard/evaluation/evaluate.hpp) scores them over MPI; world rank 0 (or, with --io
 // collective, every rank) writes what comes back (report.hpp).
 
+#include <cstdio>
 #include <iostream>
 #include <memory>
 
@@ -34,6 +35,13 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.regions = options.regions;
     plan.maps = !options.diagnostics.empty();
     plan.timings = options.timings;
+    if (options.spectrum) {
+        plan.spectrum = options.spectrum_options;
+        plan.spectrum->fill->num_steps = static_cast<int>(options.spectrum_fill_steps);
+        if (!options.spectrum_fill) {
+            plan.spectrum->fill.reset();
+        }
+    }
     if (options.normalize.size() == 2) {
         plan.normalize_means = options.normalize[0];
         plan.normalize_stds = options.normalize[1];
@@ -57,6 +65,19 @@ std::unique_ptr<io::ForecastSource> make_source(const EvalOptions& options, Repo
     }
     return io::make_netcdf_forecast(options.truth, options.prediction, names,
                                     {options.ensemble_dim, options.ensemble_size}, options.allow_time_mismatch, access);
+}
+
+// The transform assumes its grid's latitudes whatever the files' are (as ACE's does): world rank 0 says so once when
+// they differ by more than a float's rounding of a latitude.
+void warn_about_latitudes(const Communicator& world, const EvaluationResult& result, bool quiet) {
+    constexpr double rounding_deg = 1e-4;
+    if (!result.spectrum || quiet || world.rank() != 0 || result.spectrum_latitude_offset_deg <= rounding_deg) {
+        return;
+    }
+    std::fprintf(stderr,
+                 "gridshard eval: warning: the grid's latitudes are not the %s grid's nodes (up to %.3g degrees "
+                 "apart); the power spectrum takes each row as that node, as ACE's does (--spectrum-grid)\n",
+                 std::string(to_string(result.spectrum->spec.grid)).c_str(), result.spectrum_latitude_offset_deg);
 }
 
 // Prints a failure every rank knows once, by world rank 0, and returns the exit status of its kind.
@@ -88,13 +109,17 @@ int run_eval(const EvalOptions& options) {
         }
         const ReportKind report = forecast ? ReportKind::forecast : ReportKind::pair;
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
-                                   !options.diagnostics.empty() || options.include_initial_step ||
-                                   options.data_split.has_value() || !options.normalize.empty();
+                                   options.include_initial_step || options.data_split.has_value() ||
+                                   !options.normalize.empty();
         if (!forecast && forecast_only) {
             throw ArgumentError(
-                "--climatology, --region, --diagnostics, --include-initial-step, --data-split and --normalize need a "
-                "forecast: files with a sample or member dim, or the built-in forecast (--initial-conditions, "
-                "--ensemble-size)");
+                "--climatology, --region, --include-initial-step, --data-split and --normalize need a forecast: files "
+                "with a sample or member dim, or the built-in forecast (--initial-conditions, --ensemble-size)");
+        }
+        if (!forecast && !options.diagnostics.empty() && !options.spectrum) {
+            throw ArgumentError(
+                "--diagnostics of two fields writes their power spectra only: add --spectrum (ACE's other "
+                "diagnostics files need a forecast: files with a sample or member dim, or the built-in forecast)");
         }
         if (forecast && !options.zonal.empty()) {
             throw ArgumentError(
@@ -103,7 +128,8 @@ int run_eval(const EvalOptions& options) {
         }
         // Before any work: no output may be an input or another output, or anything but a regular file. Every
         // rank checks (a node may see another file system), then all agree.
-        const OutputPaths paths = output_paths(options.json, options.zonal, options.diagnostics);
+        const OutputPaths paths =
+            output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -128,6 +154,7 @@ int run_eval(const EvalOptions& options) {
             progress.step(variable, done, total);
         };
         const EvaluationResult result = evaluate(plan, *source, world);
+        warn_about_latitudes(world, result, options.quiet);
         if (access.writes_collectively()) {
             write_outputs_collectively(result, paths, std::cout);
             return 0;
@@ -214,7 +241,51 @@ Runner add_eval_command(CLI::App& app) {
                         "NAME:lat0,lat1,lon0,lon1 or NAME:FILE:MASK_VARIABLE (repeatable)");
     command->add_option("--diagnostics", options->diagnostics,
                         "Forecast: write mean_diagnostics.nc, zonal_mean_diagnostics.nc and "
-                        "time_mean_diagnostics.nc (ACE's files) into this existing folder");
+                        "time_mean_diagnostics.nc (ACE's files) into this existing folder; with --spectrum, also "
+                        "power_spectrum_diagnostics.nc (two fields: that file only)");
+    CLI::Option* spectrum = command->add_flag(
+        "--spectrum", options->spectrum,
+        "Also the spherical power spectra, ACE's power_spectrum metric: the mean over the counted lead "
+        "times (every step of two fields) and samples of each field's spectrum after ACE's NaN fill, "
+        "the four norm biases in the table and JSON, the spectra in --diagnostics "
+        "(docs/spectrum.md)");
+    add_choice_option(
+        *command, "--spectrum-grid", options->spectrum_options.spec.grid, parse_sphere_grid,
+        [](SphereGrid g) { return to_string(g); },
+        "The latitudes the transform assumes: legendre-gauss (ACE's), equiangular (with both poles) or lobatto")
+        ->needs(spectrum);
+    add_choice_option(
+        *command, "--spectrum-truncation", options->spectrum_options.spec.truncation, parse_spectrum_truncation,
+        [](SpectrumTruncation t) { return to_string(t); },
+        "torch-harmonics-0.8 (ACE's: L = nlat, M = nlon/2+1) or triangular (L = M, Makani's)")
+        ->needs(spectrum);
+    add_count_option(*command, "--spectrum-lmax", options->spectrum_options.spec.lmax, 1, max_builtin_extent,
+                     "Degrees of the spectrum (default: the truncation's)")
+        ->needs(spectrum);
+    add_count_option(*command, "--spectrum-mmax", options->spectrum_options.spec.mmax, 1, max_builtin_extent,
+                     "Orders of the spectrum (default: the truncation's)")
+        ->needs(spectrum);
+    add_choice_option(
+        *command, "--spectrum-convention", options->spectrum_options.spec.convention, parse_spectrum_convention,
+        [](SpectrumConvention c) { return to_string(c); },
+        "ace (each order m >= 0 once, ACE's) or full (m > 0 doubled, Makani's and Parseval's)")
+        ->needs(spectrum);
+    command
+        ->add_option_function<std::string>(
+            "--spectrum-fill",
+            [options](const std::string& text) {
+                if (text != "smooth" && text != "none") {
+                    throw CLI::ValidationError("--spectrum-fill", "'" + text + "' is not one of smooth, none");
+                }
+                options->spectrum_fill = text == "smooth";
+            },
+            "NaN before the transform: smooth (ACE's SmoothFloodFill) or none (NaN propagates into the spectrum)")
+        ->default_str("smooth")
+        ->needs(spectrum);
+    add_count_option(*command, "--spectrum-fill-steps", options->spectrum_fill_steps, 0, 10'000,
+                     "The smooth fill's neighbour-averaging steps (ACE's num_steps)")
+        ->default_str("4")
+        ->needs(spectrum);
     command
         ->add_option("--normalize", options->normalize,
                      "Forecast: ACE's stats files MEANS.nc STDS.nc (one value per variable): also score the fields "

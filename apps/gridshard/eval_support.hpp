@@ -43,6 +43,11 @@ struct EvalOptions {
     bool include_initial_step = false;
     std::optional<DataSplit> data_split;  // none: auto
     std::vector<std::string> normalize;   // ACE's means and stds files, or none
+    // The power spectra (--spectrum and its options).
+    bool spectrum = false;
+    PowerSpectrumOptions spectrum_options;
+    bool spectrum_fill = true;  // --spectrum-fill smooth (ACE's) or none
+    std::int64_t spectrum_fill_steps = 4;
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

@@ -85,11 +85,19 @@ json region_json(const EvaluationResult& result, const RegionScores& r) {
     }
     json time_mean = json::object();
     json statistics = json::object();
+    json spectrum = json::object();
     for (const ScoreValue& v : r.time_means) {
+        if (v.score->family == ScoreFamily::power_spectrum) {
+            spectrum[v.score->key] = v.value;
+            continue;
+        }
         (pair && v.score->family == ScoreFamily::time_mean ? statistics : time_mean)[v.score->key] = v.value;
     }
     json out = {{pair ? "per_time" : "per_step", per_lead}, {"time_mean", time_mean}};
     out.update(statistics);
+    if (!spectrum.empty()) {
+        out["power_spectrum"] = spectrum;
+    }
     return out;
 }
 
@@ -109,6 +117,27 @@ nlohmann::ordered_json json_header(const EvaluationResult& result) {
 // replaced rather than failing the report.
 void dump_json(const nlohmann::ordered_json& document, std::ostream& out) {
     out << document.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+}
+
+// How the power spectra were formed: the transform, the fill, the rows averaged.
+json spectrum_json(const EvaluationResult& result) {
+    const PowerSpectrumOptions& o = *result.spectrum;
+    const SpectrumSize size = spectrum_size(o.spec, result.grid.shape());
+    json fill = nullptr;
+    if (o.fill) {
+        fill = {{"method", "smooth_flood_fill"},
+                {"num_steps", o.fill->num_steps},
+                {"blur_kernel_size", o.fill->blur_kernel_size},
+                {"blur_sigma", o.fill->blur_sigma}};
+    }
+    return {{"grid", std::string(to_string(o.spec.grid))},
+            {"truncation", std::string(to_string(o.spec.truncation))},
+            {"lmax", size.lmax},
+            {"mmax", size.mmax},
+            {"convention", std::string(to_string(o.spec.convention))},
+            {"fill", fill},
+            {"rows", result.time_means.rows},
+            {"latitude_offset_from_nodes_deg", result.spectrum_latitude_offset_deg}};
 }
 
 json forecast_json(const EvaluationResult& result) {
@@ -243,6 +272,9 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
                     const double shown = std::isnan(*value) ? std::numeric_limits<double>::quiet_NaN() : *value;
                     std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, shown);
                     out << cell;
+                } else {  // a score of the globe only (the power spectra), on a region's row
+                    std::snprintf(cell, sizeof cell, " %*s", s->table_width, "-");
+                    out << cell;
                 }
             }
             out << "\n";
@@ -269,6 +301,9 @@ void write_json(const EvaluationResult& result, std::ostream& out) {
         document["ntime"] = result.layout.lead_times;
     } else {
         document["forecast"] = forecast_json(result);
+    }
+    if (result.spectrum) {
+        document["power_spectrum"] = spectrum_json(result);
     }
     document["variables"] = variables;
     if (!result.normalize_means.empty()) {
@@ -395,6 +430,36 @@ io::Dataset time_mean_diagnostics(const EvaluationResult& result, const MapPart&
     return d;
 }
 
+// ACE's power_spectrum_diagnostics.nc: per channel its mean spectra over (source, wavenumber), source = prediction,
+// target (fme's PairedSphericalPowerSpectrumAggregator.get_dataset).
+io::Dataset spectrum_diagnostics(const EvaluationResult& result) {
+    io::Dataset d;
+    const std::int64_t degrees = result.spectrum_degrees;
+    std::vector<double> wavenumbers(static_cast<std::size_t>(degrees));
+    for (std::int64_t l = 0; l < degrees; ++l) {
+        wavenumbers[static_cast<std::size_t>(l)] = static_cast<double>(l);
+    }
+    d.dims = {{"source", 2, {}, {}, false, {"prediction", "target"}},
+              {"wavenumber", degrees, wavenumbers, {{"long_name", "total wavenumber (spherical harmonic degree)"}}}};
+    d.global_attributes =
+        global_attributes("gridshard mean spherical power spectra (" + time_mean_rows_text(result) + ")");
+    for (const ChannelScores& c : result.channels) {
+        std::vector<double> values;
+        for (const char* key : {"prediction", "target"}) {
+            for (const ScoreSeries& s : c.spectra) {
+                if (s.score->key == key) {
+                    values.insert(values.end(), s.values.begin(), s.values.end());
+                }
+            }
+        }
+        d.variables.push_back({netcdf_name(c.name),
+                               {"source", "wavenumber"},
+                               values,
+                               {{"long_name", "spherical power spectrum of " + c.name}, {"units", "unknown_units"}}});
+    }
+    return d;
+}
+
 // The --zonal file of a pair: per channel its zonal means of the truth and the prediction over (time, lat).
 io::Dataset zonal_file(const std::string& path, const EvaluationResult& result) {
     std::vector<io::ZonalVariable> variables;
@@ -416,20 +481,23 @@ void write_json_report(io::AtomicOutput& output, const EvaluationResult& result)
 }  // namespace
 
 std::vector<io::NamedPath> OutputPaths::named() const {
-    return {{"--json", json, true},
-            {"--zonal", zonal},
-            {"--diagnostics", mean},
-            {"--diagnostics", zonal_mean},
-            {"--diagnostics", time_mean}};
+    return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
+            {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum}};
 }
 
-OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder) {
-    OutputPaths paths{json, zonal, "", "", ""};
+OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
+                         bool spectrum) {
+    OutputPaths paths{json, zonal, "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
-        paths.mean = base + "mean_diagnostics.nc";
-        paths.zonal_mean = base + "zonal_mean_diagnostics.nc";
-        paths.time_mean = base + "time_mean_diagnostics.nc";
+        if (forecast) {
+            paths.mean = base + "mean_diagnostics.nc";
+            paths.zonal_mean = base + "zonal_mean_diagnostics.nc";
+            paths.time_mean = base + "time_mean_diagnostics.nc";
+        }
+        if (spectrum) {
+            paths.spectrum = base + "power_spectrum_diagnostics.nc";
+        }
     }
     return paths;
 }
@@ -456,6 +524,10 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
             {paths.zonal_mean, [&](io::AtomicOutput& o) { io::write_dataset(o, zonal_diagnostics(result)); }});
         jobs.push_back(
             {paths.time_mean, [&](io::AtomicOutput& o) { io::write_dataset(o, time_mean_diagnostics(result)); }});
+    }
+    if (!paths.spectrum.empty()) {
+        jobs.push_back(
+            {paths.spectrum, [&](io::AtomicOutput& o) { io::write_dataset(o, spectrum_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -487,6 +559,9 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
         jobs.push_back(collectively(paths.mean, mean_diagnostics(result)));
         jobs.push_back(collectively(paths.zonal_mean, zonal_diagnostics(result)));
         jobs.push_back(collectively(paths.time_mean, time_mean_diagnostics(result, part)));
+    }
+    if (!paths.spectrum.empty()) {
+        jobs.push_back(collectively(paths.spectrum, spectrum_diagnostics(result)));
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

@@ -4,11 +4,13 @@
 #include <cmath>
 #include <limits>
 
+#include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
 #include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/metrics.hpp"
+#include "gridshard/numerics/double_double.hpp"
 
 namespace gridshard {
 namespace {
@@ -104,11 +106,12 @@ double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::in
     return sum / static_cast<double>(samples);
 }
 
-std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape, std::size_t regions,
-                                std::size_t value_bytes, int data_ranks) {
+std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const AggregatorShape& shape, std::size_t regions,
+                                std::size_t value_bytes, int data_ranks, int spatial_ranks, bool spectrum) {
     const auto area = static_cast<std::uint64_t>(box.area());
     const auto c = static_cast<std::uint64_t>(shape.channels);
     const auto m = static_cast<std::uint64_t>(shape.work.members.size());
+    const auto nlat = static_cast<std::uint64_t>(grid.nlat);
     const std::uint64_t samples =
         static_cast<std::uint64_t>(shape.extent.initial_conditions) * static_cast<std::uint64_t>(shape.extent.members);
     const auto leads = static_cast<std::uint64_t>(shape.extent.lead_times);
@@ -119,7 +122,16 @@ std::uint64_t Aggregator::bytes(const Box& box, std::int64_t nlat, const Aggrega
         c * area * (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
     const std::uint64_t slots =
         samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
-    return fields + slots;
+    std::uint64_t spectra = 0;
+    if (spectrum) {
+        // The sums per degree; the stacked and filled fields and the fill's work (about 8 planes of doubles); the
+        // transform's rows, orders and columns of the whole fields an owner holds, in doubles.
+        const std::uint64_t transformed = (1 + m) * c;
+        const std::uint64_t per_owner = transformed / static_cast<std::uint64_t>(std::max(spatial_ranks, 1)) + 1;
+        spectra = 2 * c * nlat * sizeof(ExactSum) + transformed * area * (value_bytes + 8 * 8) +
+                  3 * 8 * per_owner * nlat * static_cast<std::uint64_t>(grid.nlon);
+    }
+    return fields + slots + spectra;
 }
 
 Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
@@ -152,7 +164,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     }
     scores_ = report_scores(options_.report, {.ensemble = ensemble && options_.lead_ensemble_scores,
                                               .anomaly_correlation = options_.anomaly_correlation,
-                                              .ensemble_cells = !cell_leads.empty()});
+                                              .ensemble_cells = !cell_leads.empty(),
+                                              .power_spectrum = options_.spectrum.has_value()});
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {
         if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
@@ -199,6 +212,15 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     for (const std::int64_t lead : cell_leads) {
         cell_sums_.push_back({lead, TimeMeanAccumulator(grid_, channels), TimeMeanAccumulator(grid_, channels),
                               TimeMeanAccumulator(grid_, channels)});
+    }
+    if (options_.spectrum) {
+        spectrum_degrees_ = spectrum_size(options_.spectrum->spec, grid_.grid()).lmax;  // throws ArgumentError
+        if (options_.spectrum->fill) {
+            validate_flood_fill(*options_.spectrum->fill, grid_.grid());
+        }
+        const auto sums = static_cast<std::size_t>(channels * spectrum_degrees_);
+        truth_spectra_.resize(sums);
+        prediction_spectra_.resize(sums);
     }
     counted_.assign(static_cast<std::size_t>(e.lead_times), false);
     for (const std::int64_t row : options_.counted_leads) {
@@ -341,9 +363,89 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
             error_sums_->add(truth, member);
         }
     }
+    if (options_.spectrum && counted_[static_cast<std::size_t>(lead)] && mine > 0) {
+        // The truth with the members of the data rank that holds member 0 (its only copy when they are split).
+        record_spectra<T>(truth, members, shape_.work.members.begin == 0);
+    }
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
     timings_.time_sums_s += done - sums_started;
+}
+
+template <class T>
+void Aggregator::record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth) {
+    const std::int64_t channels = shape_.channels;
+    const std::int64_t fields = (with_truth ? 1 : 0) + shape_.work.members.size();
+    std::vector<T> stacked;
+    stacked.reserve(truth.values.size() * static_cast<std::size_t>(fields));
+    if (with_truth) {
+        stacked.insert(stacked.end(), truth.values.begin(), truth.values.end());
+    }
+    stacked.insert(stacked.end(), members.begin(), members.end());
+    const PowerSpectrumOptions& o = *options_.spectrum;
+    const FieldShard<T> all{stacked, fields * channels};
+    std::vector<double> power;  // (fields, channels, degrees), the same on every rank of the spatial group
+    if (o.fill) {
+        const std::vector<double> filled = smooth_flood_fill<T>(grid_, all, *o.fill);
+        power = spherical_power_spectrum<double>(grid_, FieldShard<double>{filled, fields * channels}, o.spec);
+    } else {
+        power = spherical_power_spectrum<T>(grid_, all, o.spec);
+    }
+    const auto degrees = static_cast<std::size_t>(spectrum_degrees_);
+    const auto per_field = static_cast<std::size_t>(channels) * degrees;
+    for (std::int64_t f = 0; f < fields; ++f) {
+        std::vector<ExactSum>& sums = with_truth && f == 0 ? truth_spectra_ : prediction_spectra_;
+        for (std::size_t k = 0; k < per_field; ++k) {
+            sums[k].add(power[static_cast<std::size_t>(f) * per_field + k]);
+        }
+    }
+    truth_spectrum_count_ += with_truth ? 1 : 0;
+    prediction_spectrum_count_ += shape_.work.members.size();
+}
+
+void Aggregator::finish_spectra(VariableScores& out) {
+    // Every spatial rank holds the same sums of its data rank's pairs: one exact sum over the data group.
+    const std::size_t sums = truth_spectra_.size();
+    const std::size_t wire = ExactSum::wire_size;
+    std::vector<std::int64_t> packed(2 * sums * wire + 2);
+    for (std::size_t k = 0; k < sums; ++k) {
+        truth_spectra_[k].pack(std::span(packed).subspan(k * wire, wire));
+        prediction_spectra_[k].pack(std::span(packed).subspan((sums + k) * wire, wire));
+    }
+    packed[2 * sums * wire] = truth_spectrum_count_;
+    packed[2 * sums * wire + 1] = prediction_spectrum_count_;
+    allreduce_sum_in_place(grid_.mesh().data(), packed);
+    const auto mean = [&](std::size_t at, std::int64_t count) {
+        const ExactSum sum = ExactSum::unpack(std::span<const std::int64_t>(packed).subspan(at * wire, wire));
+        return count == 0 ? std::numeric_limits<double>::quiet_NaN()
+                          : dd::divide(sum.to_double_double(), {static_cast<double>(count), 0.0}).hi;
+    };
+    const std::int64_t truth_count = packed[2 * sums * wire];
+    const std::int64_t prediction_count = packed[2 * sums * wire + 1];
+    const auto degrees = static_cast<std::size_t>(spectrum_degrees_);
+    for (std::size_t c = 0; c < out.size(); ++c) {
+        std::vector<double> truth(degrees);
+        std::vector<double> prediction(degrees);
+        for (std::size_t l = 0; l < degrees; ++l) {
+            truth[l] = mean(c * degrees + l, truth_count);
+            prediction[l] = mean(sums + c * degrees + l, prediction_count);
+        }
+        const SpectrumBiases biases = spectrum_norm_biases(prediction, truth);
+        for (const RegisteredScore* s : scores_) {
+            if (s->family != ScoreFamily::power_spectrum) {
+                continue;
+            }
+            if (s->combination != SampleCombination::ratio_of_means) {
+                out[c].spectra.push_back({s, spectrum_degrees_, s->source == "prediction" ? prediction : truth});
+                continue;
+            }
+            const double value = s->source == "smallest_scale" ? biases.smallest_scale
+                                 : s->source == "positive"     ? biases.positive
+                                 : s->source == "negative"     ? biases.negative
+                                                               : biases.mean_abs;
+            out[c].regions.front().time_means.push_back({s, value});
+        }
+    }
 }
 
 std::vector<std::vector<ScoreSeries>> Aggregator::lead_scores(Range leads) const {
@@ -486,6 +588,9 @@ VariableScores Aggregator::finish(const std::string& variable) {
             out[static_cast<std::size_t>(c)].profiles.push_back(std::move(profile));
         }
     }
+    if (options_.spectrum) {
+        finish_spectra(out);
+    }
     if (options_.maps) {
         // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,
         // each data rank 0 its own box, and no rank a whole map.
@@ -580,6 +685,8 @@ std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
     return out;
 }
 
+template void Aggregator::record_spectra<float>(FieldShard<float>, std::span<const float>, bool);
+template void Aggregator::record_spectra<double>(FieldShard<double>, std::span<const double>, bool);
 template void Aggregator::record<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
                                         std::span<const float>);
 template void Aggregator::record<double>(std::int64_t, std::int64_t, FieldShard<double>, std::span<const double>,

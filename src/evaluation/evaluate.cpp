@@ -121,7 +121,8 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                                       .counted_leads = in.time_means.rows,
                                       .anomaly_correlation = in.climatology != nullptr,
                                       .maps = in.plan.maps,
-                                      .gather_maps = !in.plan.access.writes_collectively()};
+                                      .gather_maps = !in.plan.access.writes_collectively(),
+                                      .spectrum = in.plan.spectrum};
             const AggregatorShape shape{{layout.initial_conditions, layout.members, leads}, channels, work};
             if (in.normalization != nullptr) {
                 AggregatorOptions on_normalized = options;
@@ -129,6 +130,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                 on_normalized.maps = false;
                 on_normalized.lead_ensemble_scores = false;
                 on_normalized.deterministic_keys = normalized_keys(in.plan.report);
+                on_normalized.spectrum.reset();  // ACE logs no spectrum of the normalised fields
                 normalized.emplace(in.grid, shape, in.regions, std::move(on_normalized));
             }
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
@@ -340,14 +342,26 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
         region_weights.push_back({regions.regions[r].name, regions.weights[r]});
     }
     result.contents = {.ensemble = plan.report == ReportKind::forecast && layout.members > 1,
-                       .anomaly_correlation = climatology != nullptr};
+                       .anomaly_correlation = climatology != nullptr,
+                       .power_spectrum = plan.spectrum.has_value()};
+    if (plan.spectrum) {
+        result.spectrum = plan.spectrum;
+        check_collectively(world, attempt([&] {
+                               result.spectrum_degrees = spectrum_size(plan.spectrum->spec, g.shape()).lmax;
+                               if (plan.spectrum->fill) {
+                                   validate_flood_fill(*plan.spectrum->fill, g.shape());
+                               }
+                           }));
+        result.spectrum_latitude_offset_deg = latitude_offset_from_nodes_deg(plan.spectrum->spec.grid, g.lat_deg);
+    }
 
     // Before anything field-sized is allocated: does every node hold what its ranks need?
     std::uint64_t largest = 0;
     for (const io::SourceVariable& v : variables) {
         const AggregatorShape one{extent, v.channels, work};
-        const std::uint64_t each = Aggregator::bytes(grid.box(), g.shape().nlat, one, region_weights.size(),
-                                                     v.type == io::ValueType::float64 ? 8 : 4, shape.data);
+        const std::uint64_t each = Aggregator::bytes(grid.box(), g.shape(), one, region_weights.size(),
+                                                     v.type == io::ValueType::float64 ? 8 : 4, shape.data,
+                                                     shape.spatial_size(), plan.spectrum.has_value());
         largest = std::max(largest, normalization ? 2 * each : each);  // a second aggregator, its buffers
     }
     check_memory_fits(world, largest,

@@ -10,6 +10,44 @@ namespace {
 using F = ScoreFamily;
 using C = SampleCombination;
 
+// ACE's power_spectrum metric in `report`: the mean spectra (files only), then the summaries of their ratio under
+// ACE's names (fme's inference spectrum aggregator, power_spectrum/<summary>/<var>), in the table after the others.
+void add_power_spectrum(std::vector<RegisteredScore>& scores, ReportKind report, int width, int digits) {
+    const int order = 100;  // after every other column, in both tables
+    scores.push_back({.report = report,
+                      .key = "prediction",
+                      .family = F::power_spectrum,
+                      .policy = PolicyRule::nan_fill,
+                      .source = "prediction"});
+    scores.push_back({.report = report,
+                      .key = "target",
+                      .family = F::power_spectrum,
+                      .policy = PolicyRule::nan_fill,
+                      .source = "truth"});
+    const struct {
+        const char* key;
+        const char* label;
+        const char* source;
+    } summaries[] = {{"smallest_scale_norm_bias", "ps_smallest", "smallest_scale"},
+                     {"positive_norm_bias", "ps_positive", "positive"},
+                     {"negative_norm_bias", "ps_negative", "negative"},
+                     {"mean_abs_norm_bias", "ps_mean_abs", "mean_abs"}};
+    for (int k = 0; k < 4; ++k) {
+        scores.push_back({.report = report,
+                          .key = summaries[k].key,
+                          .label = summaries[k].label,
+                          .ace_key = std::string("power_spectrum/") + summaries[k].key + "/{var}",
+                          .family = F::power_spectrum,
+                          .combination = C::ratio_of_means,
+                          .policy = PolicyRule::nan_fill,
+                          .source = summaries[k].source,
+                          .denominator = "target",
+                          .table_width = width,
+                          .table_digits = digits,
+                          .table_order = order + k});
+    }
+}
+
 // The registry: the pair's scores come from the fused evaluation's own (metrics/scores.hpp), under their names;
 // the forecast's under ACE's.
 std::vector<RegisteredScore> make_registry() {
@@ -37,9 +75,12 @@ std::vector<RegisteredScore> make_registry() {
                       .source = "time_and_global_mean_bias"});
     scores.push_back({.report = ReportKind::pair, .key = "truth", .family = F::zonal_mean, .source = "truth"});
     scores.push_back({.report = ReportKind::pair, .key = "pred", .family = F::zonal_mean, .source = "prediction"});
+    add_power_spectrum(scores, ReportKind::pair, 12, 4);
 
     for (std::size_t k = 0; k < scores.size(); ++k) {
-        scores[k].table_order = static_cast<int>(k);  // the pair's table follows the registry
+        if (scores[k].family != F::power_spectrum) {
+            scores[k].table_order = static_cast<int>(k);  // the pair's table follows the registry
+        }
     }
     const auto forecast = [&](RegisteredScore s) {
         s.report = ReportKind::forecast;
@@ -150,6 +191,7 @@ std::vector<RegisteredScore> make_registry() {
     // Zonal means over (lead time, latitude), ACE's ZonalMeanAggregator's gen and error.
     forecast({.key = "gen", .family = F::zonal_mean, .source = "prediction"});
     forecast({.key = "error", .family = F::zonal_mean, .source = "error"});
+    add_power_spectrum(scores, ReportKind::forecast, 11, 5);
     return scores;
 }
 
@@ -167,6 +209,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "time_mean";
         case F::zonal_mean:
             return "zonal_mean";
+        case F::power_spectrum:
+            return "power_spectrum";
     }
     return "deterministic";
 }
@@ -184,7 +228,15 @@ std::string_view to_string(SampleCombination combination) noexcept {
 }
 
 std::string_view to_string(PolicyRule rule) noexcept {
-    return rule == PolicyRule::follows_option ? "follows --policy" : "all_finite";
+    switch (rule) {
+        case PolicyRule::follows_option:
+            return "follows --policy";
+        case PolicyRule::all_finite:
+            return "all_finite";
+        case PolicyRule::nan_fill:
+            return "nan_fill";
+    }
+    return "follows --policy";
 }
 
 std::string ace_key_of(const RegisteredScore& score, const std::string& variable, bool normalized, std::int64_t step) {
@@ -216,6 +268,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
         const bool cells = s.combination == C::cell_statistic;
         const bool present = s.family == F::ensemble ? (cells ? contents.ensemble_cells : contents.ensemble)
                              : s.family == F::anomaly_correlation ? contents.anomaly_correlation
+                             : s.family == F::power_spectrum      ? contents.power_spectrum
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

@@ -12,20 +12,25 @@
 
 namespace gridshard::io::detail {
 
-/// The netCDF calls of a dataset write (every variable NC_DOUBLE). A collective sink is called on every rank
-/// in the same order, puts included (count 0 where a rank has nothing), and must not throw mid-way: it keeps
-/// its first failure for after the last collective call.
+/// The netCDF calls of a dataset write (every variable NC_DOUBLE, but the string coordinates' NC_CHAR). A collective
+/// sink is called on every rank in the same order, puts included (count 0 where a rank has nothing), and must not throw
+/// mid-way: it keeps its first failure for after the last collective call.
 class DatasetSink {
   public:
     virtual ~DatasetSink() = default;
     /// `size` entries; an `unlimited` dim is the record dim and `size` the records written.
     virtual int def_dim(const std::string& name, std::int64_t size, bool unlimited) = 0;
     virtual int def_var(const std::string& name, const std::vector<int>& dims) = 0;
+    /// An NC_CHAR variable (a string coordinate).
+    virtual int def_char_var(const std::string& name, const std::vector<int>& dims) = 0;
     virtual void put_text(int varid, const std::string& name, const std::string& value) = 0;
     virtual void put_double(int varid, const std::string& name, double value) = 0;
     virtual void end_definitions() = 0;
     virtual void put(int varid, const std::string& name, std::span<const std::int64_t> start,
                      std::span<const std::int64_t> count, const double* values) = 0;
+    /// The characters of an NC_CHAR variable from its start: `count` per dim (zeros where a rank writes nothing).
+    virtual void put_chars(int varid, const std::string& name, std::span<const std::int64_t> count,
+                           const char* values) = 0;
 };
 
 /// The _FillValue of every variable, written where a value is NaN (netCDF's default for double).

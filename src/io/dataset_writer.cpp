@@ -32,9 +32,11 @@ std::string part_text(const std::vector<std::int64_t>& start, const std::vector<
 
 void check_dataset(const Dataset& dataset, const std::string& path, bool parts_allowed) {
     for (const DatasetDim& d : dataset.dims) {
-        if (d.size < 0 || (!d.coordinate.empty() && d.coordinate.size() != static_cast<std::size_t>(d.size))) {
+        if (d.size < 0 || (!d.coordinate.empty() && d.coordinate.size() != static_cast<std::size_t>(d.size)) ||
+            (!d.labels.empty() && (d.labels.size() != static_cast<std::size_t>(d.size) || !d.coordinate.empty()))) {
             throw ArgumentError("dataset '" + path + "': dim '" + d.name + "' of size " + std::to_string(d.size) +
-                                " has " + std::to_string(d.coordinate.size()) + " coordinate values");
+                                " has " + std::to_string(d.coordinate.size()) + " coordinate values and " +
+                                std::to_string(d.labels.size()) + " labels");
         }
     }
     for (const DatasetVariable& v : dataset.variables) {
@@ -69,12 +71,23 @@ void check_dataset(const Dataset& dataset, const std::string& path, bool parts_a
 void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool writes_whole) {
     std::vector<int> dim_ids(dataset.dims.size());
     std::vector<int> coordinate_ids(dataset.dims.size(), -1);
+    std::vector<std::size_t> label_widths(dataset.dims.size(), 0);
     for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
         const DatasetDim& d = dataset.dims[k];
         dim_ids[k] = sink.def_dim(d.name, d.size, d.unlimited);
         if (!d.coordinate.empty()) {
             coordinate_ids[k] = sink.def_var(d.name, {dim_ids[k]});
-            for (const auto& [key, value] : d.attributes) {
+        } else if (!d.labels.empty()) {
+            for (const std::string& label : d.labels) {
+                label_widths[k] = std::max(label_widths[k], std::max<std::size_t>(label.size(), 1));
+            }
+            const std::string width = "string" + std::to_string(label_widths[k]);
+            const int characters = sink.def_dim(width, static_cast<std::int64_t>(label_widths[k]), false);
+            coordinate_ids[k] = sink.def_char_var(d.name, {dim_ids[k], characters});
+            sink.put_text(coordinate_ids[k], "_Encoding", "utf-8");
+        }
+        for (const auto& [key, value] : d.attributes) {
+            if (coordinate_ids[k] >= 0) {
                 sink.put_text(coordinate_ids[k], key, value);
             }
         }
@@ -101,7 +114,15 @@ void write_dataset_through(DatasetSink& sink, const Dataset& dataset, bool write
 
     const std::int64_t zero[NC_MAX_VAR_DIMS] = {};
     for (std::size_t k = 0; k < dataset.dims.size(); ++k) {
-        if (coordinate_ids[k] >= 0) {
+        if (label_widths[k] > 0) {
+            std::string characters;  // the labels, each padded with NUL to the width
+            for (const std::string& label : dataset.dims[k].labels) {
+                characters += label + std::string(label_widths[k] - label.size(), '\0');
+            }
+            const std::int64_t count[] = {writes_whole ? dataset.dims[k].size : 0,
+                                          writes_whole ? static_cast<std::int64_t>(label_widths[k]) : 0};
+            sink.put_chars(coordinate_ids[k], dataset.dims[k].name, count, characters.data());
+        } else if (coordinate_ids[k] >= 0) {
             const std::int64_t count = writes_whole ? dataset.dims[k].size : 0;
             sink.put(coordinate_ids[k], dataset.dims[k].name, std::span<const std::int64_t>(zero, 1),
                      std::span<const std::int64_t>(&count, 1), dataset.dims[k].coordinate.data());
@@ -148,12 +169,11 @@ class ClassicFileSize final : public DatasetSink {
         return static_cast<int>(dim_sizes_.size()) - 1;
     }
     int def_var(const std::string& name, const std::vector<int>& dims) override {
-        bytes_ += name_bytes(name) + 4 + 4 * dims.size() + 8 + 4 + 4 + 8;
-        std::uint64_t values = 1;
-        for (const int d : dims) {
-            values *= dim_sizes_[static_cast<std::size_t>(d)];
-        }
-        bytes_ += values * sizeof(double);
+        bytes_ += name_bytes(name) + 4 + 4 * dims.size() + 8 + 4 + 4 + 8 + values(dims) * sizeof(double);
+        return variables_++;
+    }
+    int def_char_var(const std::string& name, const std::vector<int>& dims) override {
+        bytes_ += name_bytes(name) + 4 + 4 * dims.size() + 8 + 4 + 4 + 8 + padded(values(dims));
         return variables_++;
     }
     void put_text(int /*varid*/, const std::string& name, const std::string& value) override {
@@ -165,12 +185,21 @@ class ClassicFileSize final : public DatasetSink {
     void end_definitions() override {}
     void put(int /*varid*/, const std::string& /*name*/, std::span<const std::int64_t> /*start*/,
              std::span<const std::int64_t> /*count*/, const double* /*values*/) override {}
+    void put_chars(int /*varid*/, const std::string& /*name*/, std::span<const std::int64_t> /*count*/,
+                   const char* /*values*/) override {}
 
     [[nodiscard]] std::uint64_t bytes() const noexcept { return 4 + 4 + 3 * 8 + bytes_; }
 
   private:
     static std::uint64_t padded(std::uint64_t n) { return (n + 3) / 4 * 4; }
     static std::uint64_t name_bytes(const std::string& name) { return 4 + padded(name.size()); }
+    [[nodiscard]] std::uint64_t values(const std::vector<int>& dims) const {
+        std::uint64_t n = 1;
+        for (const int d : dims) {
+            n *= dim_sizes_[static_cast<std::size_t>(d)];
+        }
+        return n;
+    }
     void attribute(const std::string& name, std::uint64_t value_bytes) {
         bytes_ += name_bytes(name) + 4 + 4 + padded(value_bytes);
     }
@@ -198,6 +227,12 @@ class NetcdfSink final : public DatasetSink {
                     path_, "defining variable '" + name + "'");
         return id;
     }
+    int def_char_var(const std::string& name, const std::vector<int>& dims) override {
+        int id = -1;
+        check_write(nc_def_var(file_.ncid(), name.c_str(), NC_CHAR, static_cast<int>(dims.size()), dims.data(), &id),
+                    path_, "defining variable '" + name + "'");
+        return id;
+    }
     void put_text(int varid, const std::string& name, const std::string& value) override {
         detail::put_text(file_.ncid(), varid, name.c_str(), value, path_);
     }
@@ -214,6 +249,13 @@ class NetcdfSink final : public DatasetSink {
         std::vector<std::size_t> s(start.begin(), start.end());
         std::vector<std::size_t> c(count.begin(), count.end());
         check_write(nc_put_vara_double(file_.ncid(), varid, s.data(), c.data(), values), path_,
+                    "writing variable '" + name + "'");
+    }
+    void put_chars(int varid, const std::string& name, std::span<const std::int64_t> count,
+                   const char* values) override {
+        const std::vector<std::size_t> s(count.size(), 0);
+        const std::vector<std::size_t> c(count.begin(), count.end());
+        check_write(nc_put_vara_text(file_.ncid(), varid, s.data(), c.data(), values), path_,
                     "writing variable '" + name + "'");
     }
     void close() { file_.close(); }

@@ -190,6 +190,15 @@ int PnetcdfSink::def_var(const std::string& name, const std::vector<int>& dims) 
     return id;
 }
 
+int PnetcdfSink::def_char_var(const std::string& name, const std::vector<int>& dims) {
+    int id = -1;
+    if (!stopped_) {
+        note(ncmpi_def_var(ncid_, name.c_str(), NC_CHAR, static_cast<int>(dims.size()), dims.data(), &id),
+             "defining variable '" + name + "'");
+    }
+    return id;
+}
+
 void PnetcdfSink::put_text(int varid, const std::string& name, const std::string& value) {
     if (!stopped_) {
         note(ncmpi_put_att_text(ncid_, varid, name.c_str(), static_cast<MPI_Offset>(value.size()), value.c_str()),
@@ -222,6 +231,18 @@ void PnetcdfSink::put(int varid, const std::string& name, std::span<const std::i
     const double none = 0.0;
     note(ncmpi_put_vara_double_all(ncid_, varid, s.data(), c.data(), values != nullptr ? values : &none),
          "writing variable '" + name + "'");
+    carry_on();
+}
+
+void PnetcdfSink::put_chars(int varid, const std::string& name, std::span<const std::int64_t> count,
+                            const char* values) {
+    if (stopped_) {
+        return;
+    }
+    const std::vector<std::int64_t> start(count.size(), 0);
+    const auto s = offsets(start);
+    const auto c = offsets(count);
+    note(ncmpi_put_vara_text_all(ncid_, varid, s.data(), c.data(), values), "writing variable '" + name + "'");
     carry_on();
 }
 
@@ -263,6 +284,10 @@ int PnetcdfReadBack::def_var(const std::string& name, const std::vector<int>& /*
     return id;
 }
 
+int PnetcdfReadBack::def_char_var(const std::string& name, const std::vector<int>& dims) {
+    return def_var(name, dims);
+}
+
 void PnetcdfReadBack::put_text(int /*varid*/, const std::string& /*name*/, const std::string& /*value*/) {}
 
 void PnetcdfReadBack::put_double(int /*varid*/, const std::string& /*name*/, double /*value*/) {}
@@ -286,6 +311,28 @@ void PnetcdfReadBack::put(int varid, const std::string& name, std::span<const st
     note(ncmpi_get_vara_double_all(ncid_, varid, s.data(), c.data(), read_.data()),
          "reading back variable '" + name + "'");
     if (failure().empty() && size > 0 && std::memcmp(read_.data(), values, size * sizeof(double)) != 0) {
+        fail("variable '" + name + "' reads back other values than were written (a write was lost: a full disk?)",
+             true);
+    }
+    carry_on();
+}
+
+void PnetcdfReadBack::put_chars(int varid, const std::string& name, std::span<const std::int64_t> count,
+                                const char* values) {
+    if (stopped_) {
+        return;
+    }
+    std::size_t size = 1;
+    for (const std::int64_t n : count) {
+        size *= static_cast<std::size_t>(n);
+    }
+    std::string read(std::max<std::size_t>(size, 1), '\0');
+    const std::vector<std::int64_t> start(count.size(), 0);
+    const auto s = offsets(start);
+    const auto c = offsets(count);
+    note(ncmpi_get_vara_text_all(ncid_, varid, s.data(), c.data(), read.data()),
+         "reading back variable '" + name + "'");
+    if (failure().empty() && size > 0 && std::memcmp(read.data(), values, size) != 0) {
         fail("variable '" + name + "' reads back other values than were written (a write was lost: a full disk?)",
              true);
     }

@@ -85,11 +85,14 @@ class PnetcdfSink final : public DatasetSink, public PnetcdfCollective {
 
     int def_dim(const std::string& name, std::int64_t size, bool unlimited) override;
     int def_var(const std::string& name, const std::vector<int>& dims) override;
+    int def_char_var(const std::string& name, const std::vector<int>& dims) override;
     void put_text(int varid, const std::string& name, const std::string& value) override;
     void put_double(int varid, const std::string& name, double value) override;
     void end_definitions() override;
     void put(int varid, const std::string& name, std::span<const std::int64_t> start,
              std::span<const std::int64_t> count, const double* values) override;
+    void put_chars(int varid, const std::string& name, std::span<const std::int64_t> count,
+                   const char* values) override;
     /// Closes the file, which syncs it to disk (collective).
     void close();
 
@@ -110,11 +113,14 @@ class PnetcdfReadBack final : public DatasetSink, public PnetcdfCollective {
 
     int def_dim(const std::string& name, std::int64_t size, bool unlimited) override;
     int def_var(const std::string& name, const std::vector<int>& dims) override;
+    int def_char_var(const std::string& name, const std::vector<int>& dims) override;
     void put_text(int varid, const std::string& name, const std::string& value) override;
     void put_double(int varid, const std::string& name, double value) override;
     void end_definitions() override;
     void put(int varid, const std::string& name, std::span<const std::int64_t> start,
              std::span<const std::int64_t> count, const double* values) override;
+    void put_chars(int varid, const std::string& name, std::span<const std::int64_t> count,
+                   const char* values) override;
     /// Closes the file (collective).
     void close();
 

@@ -13,6 +13,7 @@
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/padded_halo_exchange.hpp"
+#include "gridshard/core/error.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "row_kernels.hpp"
 #include "threads.hpp"
@@ -97,6 +98,12 @@ void each_invalid_point(const PaddedHaloExchange& halo, const Planes& shape, con
 }
 
 }  // namespace
+
+void validate_flood_fill(const FloodFillOptions& options, const GridShape& grid) {
+    if (std::string error = options_error(options, grid); !error.empty()) {
+        throw ArgumentError(error);
+    }
+}
 
 template <class T>
 std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> field, const FloodFillOptions& options) {

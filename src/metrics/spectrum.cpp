@@ -510,6 +510,48 @@ std::string_view to_string(SphereGrid grid) noexcept {
 std::string_view to_string(SpectrumConvention convention) noexcept {
     return convention == SpectrumConvention::ace ? "ace" : "full";
 }
+std::string_view to_string(SpectrumTruncation truncation) noexcept {
+    return truncation == SpectrumTruncation::triangular ? "triangular" : "torch-harmonics-0.8";
+}
+
+double latitude_offset_from_nodes_deg(SphereGrid grid, std::span<const double> lat_deg) {
+    const auto n = static_cast<std::int64_t>(lat_deg.size());
+    if (n < 1 || (grid != SphereGrid::legendre_gauss && n < 2)) {
+        return 0.0;
+    }
+    const SphereQuadrature q = sphere_quadrature(grid, n);
+    // The nodes ascend in cos(colatitude) = sin(latitude): south first. Compare in either order.
+    double ascending = 0.0;
+    double descending = 0.0;
+    for (std::int64_t k = 0; k < n; ++k) {
+        const double node_deg = std::asin(std::clamp(q.nodes[static_cast<std::size_t>(k)], -1.0, 1.0)) * 180.0 / pi;
+        ascending = std::max(ascending, std::abs(lat_deg[static_cast<std::size_t>(k)] - node_deg));
+        descending = std::max(descending, std::abs(lat_deg[static_cast<std::size_t>(n - 1 - k)] - node_deg));
+    }
+    return std::min(ascending, descending);
+}
+
+SpectrumBiases spectrum_norm_biases(std::span<const double> prediction, std::span<const double> target) {
+    if (prediction.size() != target.size() || target.empty()) {
+        throw ArgumentError("spectrum_norm_biases: " + std::to_string(prediction.size()) + " predicted and " +
+                            std::to_string(target.size()) + " target degrees");
+    }
+    SpectrumBiases b;
+    const auto degrees = static_cast<double>(target.size());
+    for (std::size_t l = 0; l < target.size(); ++l) {
+        const double r = prediction[l] / target[l] - 1.0;
+        if (r > 0.0) {
+            b.positive += r;
+        } else if (r < 0.0) {
+            b.negative += r;
+        }
+    }
+    b.smallest_scale = prediction.back() / target.back() - 1.0;
+    b.positive /= degrees;
+    b.negative /= degrees;
+    b.mean_abs = std::abs(b.positive) + std::abs(b.negative);
+    return b;
+}
 
 SphereQuadrature sphere_quadrature(SphereGrid grid, std::int64_t nlat) {
     if (nlat < 1) {

@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cmath>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,7 +90,8 @@ ForecastCase make_case(GridShape grid, ForecastExtent extent) {
 VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRule rule, DataSplit split,
                          ReportKind report, ValidityPolicy policy, const std::vector<std::string>& keys = {},
                          std::vector<std::vector<ScoreSeries>>* lead_scores = nullptr,
-                         const std::vector<std::int64_t>& cell_leads = {}) {
+                         const std::vector<std::int64_t>& cell_leads = {},
+                         const std::optional<PowerSpectrumOptions>& spectrum = {}) {
     const ShardedGrid grid(mesh, k.grid, rule);
     const Box& box = grid.box();
     std::vector<double> lat;
@@ -115,7 +117,8 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
                               .maps = forecast,
                               .gather_maps = true,
                               .deterministic_keys = keys,
-                              .ensemble_cell_leads = cell_leads};
+                              .ensemble_cell_leads = cell_leads,
+                              .spectrum = spectrum};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
@@ -170,6 +173,13 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
                      got[c].name + " " + a.name + " time mean " + a.time_means[s].score->key);
             }
         }
+        ASSERT_EQ(got[c].spectra.size(), want[c].spectra.size()) << what;
+        for (std::size_t p = 0; p < got[c].spectra.size(); ++p) {
+            for (std::size_t i = 0; i < got[c].spectra[p].values.size(); ++i) {
+                same(got[c].spectra[p].values[i], want[c].spectra[p].values[i],
+                     got[c].name + " spectrum " + got[c].spectra[p].score->key);
+            }
+        }
         ASSERT_EQ(got[c].profiles.size(), want[c].profiles.size()) << what;
         for (std::size_t p = 0; p < got[c].profiles.size(); ++p) {
             for (std::size_t i = 0; i < got[c].profiles[p].values.size(); ++i) {
@@ -201,6 +211,104 @@ TEST(Aggregator, EveryDataSplitGivesTheBitsOfOneRank) {
                 expect_same_bits(distributed, serial, true,
                                  std::string("split ") + std::string(to_string(split)) + " rule " +
                                      std::string(to_string(rule)) + " policy " + std::string(to_string(policy)));
+            }
+        }
+    }
+}
+
+// The power spectra: at every data split and split rule the bits of one rank, and on one rank the mean of each counted
+// pair's spectrum (the fill, then the transform, of each field), with ACE's summaries of their ratio.
+TEST(Aggregator, PowerSpectraAreTheMeanOfEveryPairsSpectrumAndTheBitsOfOneRank) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    const ForecastCase k = make_case({9, 14}, {3, 2, 3});
+    for (const bool fill : {true, false}) {
+        PowerSpectrumOptions spectrum;
+        if (!fill) {
+            spectrum.fill.reset();
+        }
+        spectrum.spec.convention = fill ? SpectrumConvention::ace : SpectrumConvention::full;
+        const auto run = [&](const ProcessMesh& on, SplitRule rule, DataSplit split) {
+            return aggregate(on, k, rule, split, ReportKind::forecast, ValidityPolicy::skip_invalid_pairs, {}, nullptr,
+                             {}, spectrum);
+        };
+        const VariableScores serial = run(alone, SplitRule::balanced, DataSplit::initial_conditions);
+        for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+            for (DataSplit split : {DataSplit::initial_conditions, DataSplit::lead_times, DataSplit::members}) {
+                expect_same_bits(run(mesh, rule, split), serial, true,
+                                 std::string("spectra, fill ") + (fill ? "on" : "off") + ", split " +
+                                     std::string(to_string(split)) + " rule " + std::string(to_string(rule)));
+            }
+        }
+        // The definition on one rank: every counted (initial condition, lead) of the truth and of each member.
+        const ShardedGrid one(alone, k.grid);
+        const std::int64_t degrees = spectrum_size(spectrum.spec, k.grid).lmax;
+        const auto spectra_of = [&](const std::vector<float>& fields, std::int64_t count) {
+            if (!fill) {
+                return spherical_power_spectrum(one, FieldShard<float>{fields, count}, spectrum.spec);
+            }
+            const auto filled = smooth_flood_fill(one, FieldShard<float>{fields, count});
+            return spherical_power_spectrum(one, FieldShard<double>{filled, count}, spectrum.spec);
+        };
+        std::vector<long double> truth(static_cast<std::size_t>(k.channels * degrees), 0.0L);
+        std::vector<long double> prediction(truth.size(), 0.0L);
+        for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+            for (std::int64_t lead = 1; lead < k.extent.lead_times; ++lead) {
+                const auto t = spectra_of(k.truth_at(ic, lead), k.channels);
+                const auto m = spectra_of(k.members_at(ic, lead, {0, k.extent.members}), k.channels * k.extent.members);
+                for (std::size_t n = 0; n < truth.size(); ++n) {
+                    truth[n] += t[n];
+                    for (std::int64_t e = 0; e < k.extent.members; ++e) {
+                        prediction[n] += m[static_cast<std::size_t>(e) * truth.size() + n];
+                    }
+                }
+            }
+        }
+        const auto counted = static_cast<long double>(k.extent.initial_conditions * (k.extent.lead_times - 1));
+        for (std::int64_t c = 0; c < k.channels; ++c) {
+            const ChannelScores& got = serial[static_cast<std::size_t>(c)];
+            ASSERT_EQ(got.spectra.size(), 2u);
+            std::vector<double> want_prediction;
+            std::vector<double> want_truth;
+            for (std::int64_t l = 0; l < degrees; ++l) {
+                const auto n = static_cast<std::size_t>(c * degrees + l);
+                want_truth.push_back(static_cast<double>(truth[n] / counted));
+                want_prediction.push_back(static_cast<double>(prediction[n] / (counted * k.extent.members)));
+            }
+            for (const ScoreSeries& s : got.spectra) {
+                const std::vector<double>& want = s.score->key == "prediction" ? want_prediction : want_truth;
+                ASSERT_EQ(s.width, degrees);
+                ASSERT_EQ(s.values.size(), want.size());
+                for (std::size_t l = 0; l < want.size(); ++l) {
+                    if (!fill && c == 1) {  // the land mask's NaN propagate without the fill
+                        EXPECT_TRUE(std::isnan(s.values[l]));
+                        continue;
+                    }
+                    EXPECT_NEAR(s.values[l], want[l], 1e-13 * std::abs(want[l])) << s.score->key << " degree " << l;
+                }
+            }
+            const SpectrumBiases biases = spectrum_norm_biases(want_prediction, want_truth);
+            int summaries = 0;
+            for (const ScoreValue& v : got.regions.front().time_means) {
+                if (v.score->family != ScoreFamily::power_spectrum) {
+                    continue;
+                }
+                ++summaries;
+                EXPECT_EQ(v.score->ace_key.rfind("power_spectrum/", 0), 0u);
+                const double want = v.score->source == "smallest_scale" ? biases.smallest_scale
+                                    : v.score->source == "positive"     ? biases.positive
+                                    : v.score->source == "negative"     ? biases.negative
+                                                                        : biases.mean_abs;
+                if (!fill && c == 1) {
+                    continue;
+                }
+                EXPECT_NEAR(v.value, want, 1e-11 * std::max(1.0, std::abs(want))) << v.score->key;
+            }
+            EXPECT_EQ(summaries, 4);
+            for (const RegionScores& r : got.regions) {  // the globe's only
+                for (const ScoreValue& v : r.time_means) {
+                    EXPECT_TRUE(r.name == "global" || v.score->family != ScoreFamily::power_spectrum);
+                }
             }
         }
     }

@@ -157,7 +157,8 @@ TEST(CollectiveWrites, AreTheBytesOfOneRanksWrite) {
                    std::vector<double>(static_cast<std::size_t>(shape.nlat), 1.5),
                    {{"units", "degrees_north"}}},
                   {"lon", shape.nlon, {}, {}},
-                  {"step", 3, {0, 1, 2}, {}}};
+                  {"step", 3, {0, 1, 2}, {}},
+                  {"source", 2, {}, {}, false, {"prediction", "target"}}};  // a string coordinate
     whole.variables.push_back(
         {"score", {"step"}, {1.0, 2.0, std::numeric_limits<double>::quiet_NaN()}, {{"units", "K"}}});
     whole.variables.push_back({"map", {"lat", "lon"}, {}, {{"long_name", "a map"}}});

@@ -849,5 +849,45 @@ TEST(WriteDataset, ReadsBackWithFillValuesAndCoordinates) {
     EXPECT_FALSE(fs::exists(dir / "w.nc"));  // never committed
 }
 
+TEST(WriteDataset, StringCoordinatesAreCharactersPaddedToTheLongest) {
+    TempDir dir;
+    const std::string path = dir / "s.nc";
+    Dataset d;
+    d.dims.push_back({"source", 2, {}, {{"long_name", "which field"}}, false, {"prediction", "target"}});
+    d.dims.push_back({"wavenumber", 3, {0, 1, 2}});
+    d.variables.push_back({"t2m", {"source", "wavenumber"}, {1, 2, 3, 4, 5, 6}});
+    {
+        AtomicOutput out(path);
+        write_dataset(out, d);
+        out.commit();
+    }
+    int ncid = -1;
+    ASSERT_EQ(nc_open(path.c_str(), NC_NOWRITE, &ncid), NC_NOERR);
+    int varid = -1;
+    ASSERT_EQ(nc_inq_varid(ncid, "source", &varid), NC_NOERR);
+    nc_type type = NC_NAT;
+    int dims[2] = {-1, -1};
+    int ndims = 0;
+    ASSERT_EQ(nc_inq_var(ncid, varid, nullptr, &type, &ndims, dims, nullptr), NC_NOERR);
+    EXPECT_EQ(type, NC_CHAR);
+    ASSERT_EQ(ndims, 2);
+    char name[NC_MAX_NAME + 1] = {};
+    std::size_t width = 0;
+    ASSERT_EQ(nc_inq_dim(ncid, dims[1], name, &width), NC_NOERR);
+    EXPECT_STREQ(name, "string10");
+    char characters[20] = {};
+    ASSERT_EQ(nc_get_var_text(ncid, varid, characters), NC_NOERR);
+    EXPECT_EQ(std::string(characters, 10), "prediction");
+    EXPECT_EQ(std::string(characters + 10), "target");
+    char encoding[16] = {};
+    ASSERT_EQ(nc_get_att_text(ncid, varid, "_Encoding", encoding), NC_NOERR);
+    EXPECT_STREQ(encoding, "utf-8");
+    nc_close(ncid);
+    Dataset wrong = d;
+    wrong.dims[0].labels.pop_back();
+    AtomicOutput out(dir / "w.nc");
+    EXPECT_THROW(write_dataset(out, wrong), ArgumentError);
+}
+
 }  // namespace
 }  // namespace gridshard::io

@@ -9,12 +9,13 @@
 /// Communication: record() is collective over the spatial group (one fused evaluation per region, one
 /// allreduce over the lon group for the zonal means; the ensemble scores and the anomaly correlation one
 /// allreduce each; ACE's ensemble statistics none, they are summed per point; with the members split, the ensemble's
-/// exchange over the data group); the ranks of a spatial group share their pairs by construction
-/// (geometry/work_split.hpp), so nothing has to be matched on ranks that record nothing. finish() is collective over
-/// the world: each per-sample value is written into its own slot by the one data rank that scored it (by every rank of
-/// its spatial group, which all hold it) and summed over the data group (exact: the other ranks add zeros), the means
-/// over samples are then taken in sample order, and the time-mean sums are merged over the data group, so every score
-/// is the serial answer bit for bit whatever the mesh, on every rank.
+/// exchange over the data group; the power spectra the fill's halo exchanges and the transform's all-to-alls); the
+/// ranks of a spatial group share their pairs by construction (geometry/work_split.hpp), so nothing has to be matched
+/// on ranks that record nothing. finish() is collective over the world: each per-sample value is written into its own
+/// slot by the one data rank that scored it (by every rank of its spatial group, which all hold it) and summed over the
+/// data group (exact: the other ranks add zeros), the means over samples are then taken in sample order, and the
+/// time-mean sums are merged over the data group, so every score is the serial answer bit for bit whatever the mesh, on
+/// every rank.
 ///
 /// @code
 ///   // One variable of a forecast, this data rank's share of it fed pair by pair.
@@ -47,7 +48,10 @@
 #include "gridshard/geometry/work_split.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/flood_fill.hpp"
+#include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/time_mean.hpp"
+#include "gridshard/numerics/exact_sum.hpp"
 
 namespace gridshard {
 
@@ -62,6 +66,16 @@ struct AggregatorShape {
 struct RegionWeights {
     std::string name;
     AreaWeights weights;
+};
+
+/// The power spectra an aggregator forms (ACE's power_spectrum metric, the registry's power_spectrum family): the
+/// spherical power spectrum of the truth and of every member at each counted lead time, after the NaN fill, averaged
+/// over every (sample, counted lead time) exactly; then ACE's summaries of the mean spectra's ratio.
+struct PowerSpectrumOptions {
+    SpectrumSpec spec{};
+    /// ACE's SmoothFloodFill before the transform (each field its own NaN points); none: values that are not
+    /// finite propagate into the spectrum.
+    std::optional<FloodFillOptions> fill = FloodFillOptions{};
 };
 
 struct AggregatorOptions {
@@ -87,6 +101,8 @@ struct AggregatorOptions {
     std::vector<std::int64_t> ensemble_cell_leads{};
     /// The alpha of ACE's almost-fair CRPS (fme's ensemble aggregator uses 0.95; 1 is the fair CRPS).
     double crps_alpha = 0.95;
+    /// The power spectra (none: not formed). Each counted pair costs a transform of the truth and of every member.
+    std::optional<PowerSpectrumOptions> spectrum{};
 };
 
 /// One score's values for one channel over one region: `values` holds `width` values per lead time (1 for a
@@ -121,12 +137,15 @@ struct RegionScores {
 };
 
 /// One channel ("NAME", or "NAME[k]" for level k): its regions (global first), its zonal profiles (the
-/// registry's zonal_mean scores, global), and with AggregatorOptions::maps its time-mean maps of the prediction
-/// and of the error (whole on world rank 0, or each data rank 0's own box; empty elsewhere).
+/// registry's zonal_mean scores, global), with AggregatorOptions::spectrum its mean power spectra (the registry's
+/// power_spectrum "prediction" and "target", `width` degrees, one row; their summaries are time means of the global
+/// region), and with AggregatorOptions::maps its time-mean maps of the prediction and of the error (whole on world
+/// rank 0, or each data rank 0's own box; empty elsewhere).
 struct ChannelScores {
     std::string name;
     std::vector<RegionScores> regions;
     std::vector<ScoreSeries> profiles;
+    std::vector<ScoreSeries> spectra{};
     std::vector<double> prediction_map;
     std::vector<double> bias_map;
     /// The per-lead series of `key` over the first region, or nullptr.
@@ -164,9 +183,11 @@ class Aggregator {
     Aggregator& operator=(const Aggregator&) = delete;
 
     /// The bytes an aggregator of `shape` and the run's buffers for it (two pairs of fields) allocate on a rank of
-    /// `box`, an estimate that errs high.
-    [[nodiscard]] static std::uint64_t bytes(const Box& box, std::int64_t nlat, const AggregatorShape& shape,
-                                             std::size_t regions, std::size_t value_bytes, int data_ranks);
+    /// `box` of `grid`, an estimate that errs high; with `spectrum`, the power spectra's sums, fill and transform too
+    /// (a transform hands each of the `spatial_ranks` whole fields).
+    [[nodiscard]] static std::uint64_t bytes(const Box& box, GridShape grid, const AggregatorShape& shape,
+                                             std::size_t regions, std::size_t value_bytes, int data_ranks,
+                                             int spatial_ranks = 1, bool spectrum = false);
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
     /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
@@ -204,6 +225,12 @@ class Aggregator {
     [[nodiscard]] FieldShard<T> repeated(std::vector<T>& buffer, FieldShard<T> one) const;
     // ACE's ensemble scores of one lead's sums over each region (collective over the world).
     [[nodiscard]] std::vector<std::vector<ScoreAtLead>> cell_scores(CellSums& sums);
+    // The power spectra of this pair's truth (when `with_truth`) and members, added to their sums (collective over
+    // the spatial group).
+    template <class T>
+    void record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    // The mean spectra and their summaries into `out` (collective over the data group).
+    void finish_spectra(VariableScores& out);
 
     ShardedGrid grid_;
     AggregatorShape shape_;
@@ -216,6 +243,10 @@ class Aggregator {
     std::vector<double> det_values_, ens_values_, zonal_prediction_values_, zonal_truth_values_;
     std::optional<TimeMeanAccumulator> prediction_sums_, error_sums_;
     std::vector<CellSums> cell_sums_;
+    // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
+    std::int64_t spectrum_degrees_ = 0;
+    std::vector<ExactSum> truth_spectra_, prediction_spectra_;
+    std::int64_t truth_spectrum_count_ = 0, prediction_spectrum_count_ = 0;
     std::vector<bool> counted_;
     std::vector<float> float_scratch_[2];
     std::vector<double> double_scratch_[2];

@@ -47,6 +47,9 @@ struct EvaluationPlan {
     /// forecast: ACE's stats files (io/normalization.hpp), both or neither: the scores ACE logs on the normalised
     /// fields (the registry's ace_normalized ones) are formed beside the others.
     std::string normalize_means, normalize_stds;
+    /// The power spectra (ACE's power_spectrum metric) of the counted lead times, beside the other scores; none: not
+    /// formed.
+    std::optional<PowerSpectrumOptions> spectrum{};
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.
@@ -86,6 +89,11 @@ struct EvaluationResult {
     std::vector<ChannelScores> normalized;
     std::string normalize_means, normalize_stds;
     double normalized_rmse_channel_mean = 0.0;
+    /// With EvaluationPlan::spectrum: its options, the degrees of each spectrum, and how far the grid's latitudes lie
+    /// from the nodes of the transform's grid, which it assumes (latitude_offset_from_nodes_deg).
+    std::optional<PowerSpectrumOptions> spectrum;
+    std::int64_t spectrum_degrees = 0;
+    double spectrum_latitude_offset_deg = 0.0;
     RunTimings timings;  ///< with EvaluationPlan::timings
     /// The run's grid on its mesh (for a collective write of the maps).
     std::optional<ShardedGrid> sharded;

@@ -32,12 +32,16 @@ enum class ScoreFamily {
     anomaly_correlation,  ///< the anomaly correlation against the climatology of each sample, per lead time
     time_mean,            ///< per grid cell the mean over the counted lead times and samples, then an area mean
     zonal_mean,           ///< a profile over latitude per lead time, averaged over samples
+    /// the spherical power spectrum of each counted (sample, lead time), averaged (ACE's power_spectrum metric):
+    /// the mean spectra of the prediction and of the truth, and ACE's summaries of their ratio
+    power_spectrum,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
 enum class SampleCombination {
     mean_of_samples,  ///< the mean in sample order of the per-sample values
-    ratio_of_means,   ///< the mean of `numerator`'s values over the mean of `denominator`'s (WeatherBench 2)
+    ratio_of_means,   ///< the mean of `numerator`'s values over the mean of `denominator`'s (WeatherBench 2; for
+                      ///< power_spectrum, a summary of the mean spectra's ratio per degree)
     cell_statistic,   ///< a statistic per grid cell over every counted sample, then its area mean
 };
 
@@ -45,6 +49,7 @@ enum class SampleCombination {
 enum class PolicyRule {
     follows_option,  ///< the evaluation's ValidityPolicy (the fused evaluation's one masking rule)
     all_finite,      ///< points where the truth, every member (and the climatology) are finite, whatever the option
+    nan_fill,        ///< every point: NaN filled before the transform (PowerSpectrumOptions::fill), else propagated
 };
 
 [[nodiscard]] std::string_view to_string(ScoreFamily family) noexcept;
@@ -64,7 +69,9 @@ struct RegisteredScore {
     /// The value it takes: the Evaluator score (deterministic), the EnsembleScores member (ensemble; with
     /// cell_statistic "almost_fair_crps", "ensemble_mean_rmse" or "ssr_bias" of the cells' statistics), the
     /// accumulator statistic (time_mean: "rmse_of_time_mean" or "time_and_global_mean_bias"), the profile
-    /// (zonal_mean: "truth", "prediction" or "error"); for ratio_of_means the numerator's key.
+    /// (zonal_mean: "truth", "prediction" or "error"), the mean spectrum (power_spectrum: "prediction" or "truth") or
+    /// the summary of their ratio (power_spectrum with ratio_of_means: a SpectrumBiases member, "smallest_scale",
+    /// "positive", "negative" or "mean_abs"); for ratio_of_means of ensemble scores the numerator's key.
     std::string source{};
     std::string denominator{};  ///< for ratio_of_means: the denominator's key
     /// ACE logs it on the normalised fields too (mean_norm/..., time_mean_norm/...: `--normalize`).
@@ -79,6 +86,7 @@ struct ReportContents {
     bool ensemble = false;             ///< ensemble scores (more than one member)
     bool anomaly_correlation = false;  ///< the anomaly correlation (a climatology)
     bool ensemble_cells = false;       ///< ACE's ensemble scores (cell statistics at chosen lead times)
+    bool power_spectrum = false;       ///< the mean power spectra and their summaries
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

@@ -26,14 +26,17 @@ namespace gridshard::io {
 
 using Attributes = std::vector<std::pair<std::string, std::string>>;
 
-/// A dim of `size` entries; with `coordinate` values (as many), a float64 coordinate variable of its name. An
-/// `unlimited` dim is the file's record dim, and `size` the records written.
+/// A dim of `size` entries; with `coordinate` values (as many), a float64 coordinate variable of its name, or with
+/// `labels` (as many) a string coordinate: a char variable over (NAME, stringN), N the longest label, with
+/// `_Encoding = "utf-8"` so that xarray reads strings (ACE's `source` of its spectrum file). An `unlimited` dim is
+/// the file's record dim, and `size` the records written.
 struct DatasetDim {
     std::string name;
     std::int64_t size = 0;
     std::vector<double> coordinate{};
     Attributes attributes{};  ///< of the coordinate variable
     bool unlimited = false;
+    std::vector<std::string> labels{};
 };
 
 /// A float64 variable over `dims` (names of Dataset::dims), row-major values, NaN where undefined.

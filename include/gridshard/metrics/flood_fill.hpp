@@ -29,6 +29,10 @@ struct FloodFillOptions {
     double blur_sigma = 1.0;   ///< its standard deviation in cells (> 0)
 };
 
+/// Throws ArgumentError naming the option unless `options` applies to `grid` (num_steps >= 0, an odd kernel of at
+/// least one tap that reaches no further than the grid, a positive finite sigma). No MPI calls.
+void validate_flood_fill(const FloodFillOptions& options, const GridShape& grid);
+
 /// Fills the NaN points of each channel of `field` as SmoothFloodFill does, and blends across the boundary of its
 /// valid points; a channel with no NaN anywhere on the grid is returned as it is. Per channel, with the valid points
 /// those that are not NaN (an infinity counts as a value, as in ACE):

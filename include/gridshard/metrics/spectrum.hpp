@@ -91,6 +91,7 @@ enum class ZonalWeighting {
 [[nodiscard]] std::string_view to_string(SpectrumConvention convention) noexcept;
 [[nodiscard]] SpectrumMode parse_spectrum_mode(std::string_view text);
 [[nodiscard]] SpectrumTruncation parse_spectrum_truncation(std::string_view text);
+[[nodiscard]] std::string_view to_string(SpectrumTruncation truncation) noexcept;
 [[nodiscard]] ZonalWeighting parse_zonal_weighting(std::string_view text);
 
 /// Quadrature nodes `cos(theta_k)` ascending from -1 to 1 and weights summing to 2, for `nlat` rows, as
@@ -109,6 +110,24 @@ struct SpectrumSize {
     std::int64_t mmax = 0;
 };
 [[nodiscard]] SpectrumSize spectrum_size(const SpectrumSpec& spec, GridShape grid);
+
+/// The largest distance in degrees between `lat_deg` (a grid's latitudes, either order) and the latitudes of the
+/// nodes of `grid` with as many rows, which the transform assumes whatever the file's latitudes are (as ACE does);
+/// a front end warns when it exceeds a rounding (the equiangular nodes of a 0.25 degree grid are its latitudes, the
+/// legendre-gauss ones are not). No MPI calls.
+[[nodiscard]] double latitude_offset_from_nodes_deg(SphereGrid grid, std::span<const double> lat_deg);
+
+/// ACE's summaries of a mean predicted spectrum against the mean target one (fme's power spectrum aggregator,
+/// `_get_spectrum_metrics`): with r_l = prediction_l / target_l - 1 over the L degrees, the smallest scale's r_{L-1},
+/// the sum of the positive r_l over L, the sum of the negative ones over L, and |positive| + |negative|. A NaN r_l
+/// counts in neither sum. No MPI calls.
+struct SpectrumBiases {
+    double smallest_scale = 0.0;
+    double positive = 0.0;
+    double negative = 0.0;
+    double mean_abs = 0.0;
+};
+[[nodiscard]] SpectrumBiases spectrum_norm_biases(std::span<const double> prediction, std::span<const double> target);
 
 /// The spherical-harmonic power spectrum of every channel: `(channels, L)` in double, the same on every
 /// rank of the spatial group. `c_lm = sum_k q_k Pbar_lm(x_k) X_m(theta_k)`, `X_m = (2 pi / nlon) rfft`,
