@@ -16,7 +16,9 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 forecast="--initial-conditions 2 --ensemble-size 5 --region tropics"  # the ensemble statistics too
-for options in "" "--summation fast" "--policy skip_nan" "--policy propagate" "$forecast" "$forecast --summation fast"; do
+# --spectrum: the power spectra's fill, transform and Legendre sums too.
+for options in "" "--summation fast" "--policy skip_nan" "--policy propagate" "$forecast" "$forecast --summation fast" \
+    "--spectrum" "$forecast --spectrum --spectrum-convention full"; do
     for side in dispatch portable; do
         dir=$build
         [ "$side" = portable ] && dir=$portable
