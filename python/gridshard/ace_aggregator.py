@@ -5,11 +5,12 @@ ACE's loop calls ``record_initial_condition``, ``record_batch(PairedData)`` wind
 and ``get_summary_logs``; this class answers with ACE's keys and files, its scores from ``gridshard.Aggregator``
 (the library's evaluation layer), exact and the same bits on every mesh, and its maps global. The metrics it
 implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and ``_norm``), ``time_mean`` and
-``time_mean_norm``, ``zonal_mean`` and, with several members, ACE's ensemble scores (``ensemble_step_<k>``: its
-almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per cell, then the area mean). Every other enabled
-metric (power spectrum, histogram, video, ENSO, seasonal, annual, trend, ensemble mean maps, ...) is ACE's own
-aggregator when the grid is not split, and is refused at build time under spatial parallelism, naming it and the
-config field that turns it off. docs/ace.md has the table.
+``time_mean_norm``, ``zonal_mean``, ``power_spectrum`` (ACE's NaN fill and spherical power spectrum of every
+forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
+ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
+cell, then the area mean). Every other enabled metric (histogram, video, ENSO, seasonal, annual, trend, ensemble
+mean maps, ...) is ACE's own aggregator when the grid is not split, and is refused at build time under spatial
+parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
 """
 
 import dataclasses
@@ -99,7 +100,7 @@ class InferenceEvaluatorAggregator:
         if not enable_time_series:
             metrics = [m for m in metrics if not isinstance(m, ace_main.MeanMetricConfig)]
         implemented = (ace_main.MeanMetricConfig, ace_main.StepMeanMetricConfig, ace_main.TimeMeanMetricConfig,
-                       ace_main.ZonalMeanMetricConfig)
+                       ace_main.ZonalMeanMetricConfig, ace_main.PowerSpectrumMetricConfig)
         ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
@@ -107,6 +108,7 @@ class InferenceEvaluatorAggregator:
         self._time_means = [m for m in ours if isinstance(m, ace_main.TimeMeanMetricConfig)]
         self._zonal = [m for m in ours if isinstance(m, ace_main.ZonalMeanMetricConfig)]
         self._ensembles = [m for m in ours if isinstance(m, ace_main.EnsembleMetricConfig)]
+        self._spectra = [m for m in ours if isinstance(m, ace_main.PowerSpectrumMetricConfig)]
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -142,12 +144,10 @@ class InferenceEvaluatorAggregator:
 
     @staticmethod
     def _active_on_shards(ace_main, metric, build_args):
-        """Whether ACE would run ``metric`` in this run: ensembles only with members, the power spectrum always,
-        the rest where ACE's own build keeps it (a run too short for ENSO or annual means drops them)."""
+        """Whether ACE would run ``metric`` in this run: ensembles only with members, the rest where ACE's own build
+        keeps it (a run too short for ENSO or annual means drops them)."""
         if isinstance(metric, ace_main.EnsembleMetricConfig):
             return build_args["n_ensemble_per_ic"] > 1 and metric.step <= build_args["n_forward_steps"]
-        if type(metric).__name__ == "PowerSpectrumMetricConfig":
-            return True
         try:
             built = ace_main.build_inference_evaluator_aggregator(metrics=[metric], save_diagnostics=False,
                                                                   raise_on_unsupported=False, **build_args)
@@ -171,11 +171,15 @@ class InferenceEvaluatorAggregator:
                       policy="propagate", lead_ensemble=False)  # ACE's sums let a missing value through
         steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
-            bool(self._zonal) or bool(steps["denorm"])
+            bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
-            self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"], **common)
+            # ACE's power spectrum of the variables its metrics name (every one without a list): its fill, its
+            # transform (legendre-gauss, torch-harmonics 0.8.0's truncation), each order once.
+            spectral = [n for n in names if any(m.variables is None or n in m.variables for m in self._spectra)]
+            self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
+                                      spectrum={"variables": spectral} if spectral else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=_NORM_SERIES, ensemble_cell_leads=steps["norm"],
@@ -300,6 +304,13 @@ class InferenceEvaluatorAggregator:
                 logs[f"{metric.get_name()}/{key}/{name}"] = value
         for metric in self._ensembles:
             logs.update(self._ensemble_logs(metric, denorm if metric.target == "denorm" else norm))
+        for metric in self._spectra:
+            keys = ("smallest_scale_norm_bias", "positive_norm_bias", "negative_norm_bias", "mean_abs_norm_bias")
+            if not metric.report_directional_bias:
+                keys = ("smallest_scale_norm_bias", "mean_abs_norm_bias")
+            for name in self._spectral(metric, denorm):
+                means = denorm[name]["regions"]["global"]["time_means"]
+                logs.update({f"{metric.get_name()}/{key}/{name}": float(means[key]) for key in keys})
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -327,6 +338,12 @@ class InferenceEvaluatorAggregator:
                 logs[f"{label}/{ace_key}/channel_mean"] = self._channel_mean(
                     values, scores, metric.channel_mean_names or self._channel_mean_names)
         return logs
+
+    @staticmethod
+    def _spectral(metric, scores):
+        """The variables of a power spectrum metric, sorted as ACE's aggregator orders them."""
+        return sorted(n for n in scores if "prediction" in scores[n]["spectra"] and
+                      (metric.variables is None or n in metric.variables))
 
     def _channel_mean(self, rmse, scores, names=None):
         """ACE's channel mean: the plain mean over channel_mean_names (default every variable) of those whose
@@ -400,6 +417,22 @@ class InferenceEvaluatorAggregator:
                     rows[:steps - 1] = channel["profiles"][key][1:]  # forward steps first, the IC's row last, empty
                     data[f"{key}-{name}"] = xr.DataArray(rows, dims=("forecast_step", "lat"), attrs=self._attrs(name))
             out[metric.get_name()] = xr.Dataset(data, coords={"lat": self._coords["lat"]})
+        for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
+            data = {}
+            for name in self._spectral(metric, denorm):
+                spectra = denorm[name]["spectra"]
+                meta = self._metadata.get(name)
+                if meta is not None and meta.long_name is not None:
+                    attrs = {"long_name": f"spherical power spectrum of {meta.long_name}",
+                             "units": f"({meta.units or 'unknown_units'})^2"}
+                else:
+                    attrs = {"long_name": f"spherical power spectrum of {name}", "units": "unknown_units"}
+                data[name] = xr.DataArray(np.stack([spectra["prediction"], spectra["target"]]),
+                                          dims=("source", "wavenumber"), attrs=attrs)
+            if data:
+                degrees = next(iter(data.values())).shape[1]
+                out[metric.get_name()] = xr.Dataset(data, coords={"source": ["prediction", "target"],
+                                                                  "wavenumber": np.arange(degrees)})
         return out
 
 

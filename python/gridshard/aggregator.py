@@ -38,14 +38,19 @@ class Aggregator:
     ``normalize=(MEANS.nc, STDS.nc)``: ACE's stats files, read as ``gridshard eval --normalize`` reads them; every
     window is also scored normalised, ``(x - mean) / std`` in its dtype, and ``finish`` gives each channel's
     ``"normalized"`` scores (those ACE logs normalised) with their ``"ace_keys"`` (``mean_norm/...``,
-    ``time_mean_norm/rmse/...``); ``normalized_channel_mean`` is ACE's checkpoint loss. Collective over the world:
+    ``time_mean_norm/rmse/...``); ``normalized_channel_mean`` is ACE's checkpoint loss. ``spectrum``: ACE's
+    power_spectrum metric, ``True`` for ACE's settings or a dict of ``grid`` ("legendre-gauss"), ``truncation``
+    ("torch-harmonics-0.8"), ``lmax``, ``mmax`` (None: the truncation's), ``convention`` ("ace") and ``fill_steps``
+    (4; None: no NaN fill), and ``variables`` (default every one): the mean spherical power spectrum over every counted (sample, lead time) of the
+    prediction and of the target, after ACE's SmoothFloodFill, under ``"spectra"`` (``{"prediction": (L,),
+    "target": (L,)}``), and ACE's four norm biases among the global time means. Collective over the world:
     the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
-                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None):
+                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -83,6 +88,15 @@ class Aggregator:
             cell_leads = [int(k) for k in ensemble_cell_leads]
         with problems.catching("crps_alpha"):
             alpha = float(crps_alpha)
+        spectrum_arguments, spectral = {}, set()
+        if spectrum is not None and spectrum is not False:
+            with problems.catching("spectrum"):
+                spectrum_arguments = _spectrum_arguments(spectrum)
+                chosen = spectrum.get("variables") if isinstance(spectrum, dict) else None
+                spectral = set(self.variables if chosen is None else (str(v) for v in chosen))
+                if spectral - set(self.variables):
+                    problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
+                                 f"variables={self.variables!r}")
         self._stats = {}
         if normalize is not None:
             with problems.catching("normalize"):
@@ -103,16 +117,18 @@ class Aggregator:
         self._by_variable, self._normalized = {}, {}
         normalized_keys = [s["key"] for s in registered_scores() if s["report"] == "forecast" and
                            s["family"] == "deterministic" and s["ace_normalized"]]
-        def make(maps, keys, lead_ensemble, cell_leads):  # each constructor agrees on the rest (over the world)
+        def make(maps, keys, lead_ensemble, cell_leads, spectrum):  # each agrees on the rest (over the world)
             return _core.Aggregator(distributed._mesh, "", len(lat_values), nlon_value, lat_values,
                                     self.dtype.itemsize, ics, self.members, self.lead_times, 1, first, first + local,
-                                    counted, maps, str(policy), str(report), keys, lead_ensemble, cell_leads, alpha)
+                                    counted, maps, str(policy), str(report), keys, lead_ensemble, cell_leads, alpha,
+                                    **spectrum)
 
         with mpi_errors():
             for name in self.variables:
-                self._by_variable[name] = make(bool(maps), keys, bool(lead_ensemble), cell_leads)
-                if self._stats:
-                    self._normalized[name] = make(False, normalized_keys, False, [])
+                self._by_variable[name] = make(bool(maps), keys, bool(lead_ensemble), cell_leads,
+                                               spectrum_arguments if name in spectral else {})
+                if self._stats:  # ACE logs no spectrum of the normalised fields
+                    self._normalized[name] = make(False, normalized_keys, False, [], {})
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         self._grid = (len(lat_values), nlon_value)
 
@@ -222,6 +238,7 @@ class Aggregator:
                                   region["per_lead"].items()}
         channel["profiles"] = {k: _array(v, (self.lead_times, width)) for k, (v, width) in
                                channel["profiles"].items()}
+        channel["spectra"] = {k: _array(v, (width,)) for k, (v, width) in channel["spectra"].items()}
         for key in ("prediction_map", "bias_map"):
             if channel[key] is not None:
                 channel[key] = _array(channel[key], (nlat, nlon))
@@ -234,6 +251,25 @@ class Aggregator:
         channels = [channel["normalized"] for channel in scores.values()]
         return _core.channel_mean([c["regions"]["global"]["time_means"]["rmse"] for c in channels],
                                   [bool(c["target_missing"]) for c in channels])
+
+
+_SPECTRUM_DEFAULTS = {"grid": "legendre-gauss", "truncation": "torch-harmonics-0.8", "lmax": None, "mmax": None,
+                      "convention": "ace", "fill_steps": 4, "variables": None}
+
+
+def _spectrum_arguments(spectrum):
+    """The compiled aggregator's spectrum arguments of ``spectrum`` (True or a dict of _SPECTRUM_DEFAULTS' keys)."""
+    given = {} if spectrum is True else dict(spectrum)
+    unknown = sorted(set(given) - set(_SPECTRUM_DEFAULTS))
+    if unknown:
+        raise ValueError(f"spectrum: unknown option(s) {unknown}; known: {sorted(_SPECTRUM_DEFAULTS)}")
+    o = {**_SPECTRUM_DEFAULTS, **given}
+    for key in ("lmax", "mmax", "fill_steps"):
+        if o[key] is not None and (not isinstance(o[key], int) or isinstance(o[key], bool) or o[key] < 0):
+            raise ValueError(f"spectrum {key}={o[key]!r}: expected a non-negative int or None")
+    return {"spectrum_grid": str(o["grid"]), "spectrum_truncation": str(o["truncation"]),
+            "spectrum_convention": str(o["convention"]), "spectrum_lmax": o["lmax"] or 0,
+            "spectrum_mmax": o["mmax"] or 0, "spectrum_fill_steps": -1 if o["fill_steps"] is None else o["fill_steps"]}
 
 
 def _normalized(values, mean, std):

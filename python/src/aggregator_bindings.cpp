@@ -48,7 +48,29 @@ struct AggregatorArguments {
     bool lead_ensemble_scores = true;
     std::vector<std::int64_t> ensemble_cell_leads{};
     double crps_alpha = 0.95;
+    // The power spectra: none when `spectrum_grid` is empty; the fill's steps, or -1 for none.
+    std::string spectrum_grid, spectrum_truncation, spectrum_convention;
+    std::int64_t spectrum_lmax = 0, spectrum_mmax = 0, spectrum_fill_steps = -1;
 };
+
+/// The power spectra of `args` (none when it asks for none). Throws ArgumentError naming a bad name.
+std::optional<PowerSpectrumOptions> spectrum_of(const AggregatorArguments& args) {
+    if (args.spectrum_grid.empty()) {
+        return std::nullopt;
+    }
+    PowerSpectrumOptions o;
+    o.spec.grid = parse_sphere_grid(args.spectrum_grid);
+    o.spec.truncation = parse_spectrum_truncation(args.spectrum_truncation);
+    o.spec.convention = parse_spectrum_convention(args.spectrum_convention);
+    o.spec.lmax = args.spectrum_lmax;
+    o.spec.mmax = args.spectrum_mmax;
+    if (args.spectrum_fill_steps < 0) {
+        o.fill.reset();
+    } else {
+        o.fill->num_steps = static_cast<int>(args.spectrum_fill_steps);
+    }
+    return o;
+}
 
 /// Every rank's range of initial conditions, checked: the ranks of a spatial group record the same ones, and
 /// the data ranks' ranges do not overlap and together cover every initial condition, so each per-sample value
@@ -149,6 +171,7 @@ class PythonAggregator {
                     if (args_.counted_leads.empty()) {
                         throw ArgumentError("counted_leads: the time means need at least one lead time");
                     }
+                    options.spectrum = spectrum_of(args_);
                 }).message;
         }
         py::gil_scoped_release release;
@@ -167,6 +190,12 @@ class PythonAggregator {
             chosen.add(lead);
         }
         chosen.add(std::span<const double>(&args_.crps_alpha, 1));
+        for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
+            chosen.add(name);
+        }
+        for (const std::int64_t value : {args_.spectrum_lmax, args_.spectrum_mmax, args_.spectrum_fill_steps}) {
+            chosen.add(value);
+        }
         agree_or_throw(
             mesh.mesh().world(), "",
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
@@ -340,6 +369,7 @@ class PythonAggregator {
             }
             c["regions"] = regions;
             c["profiles"] = series_dict(channel.profiles);
+            c["spectra"] = series_dict(channel.spectra);
             c["prediction_map"] = map_bytes(channel.prediction_map);
             c["bias_map"] = map_bytes(channel.bias_map);
             c["target_missing"] = target_missing_everywhere(channel);
@@ -369,7 +399,9 @@ void bind_aggregator(py::module_& m) {
                          std::int64_t members, std::int64_t lead_times, std::int64_t channels, std::int64_t mine_begin,
                          std::int64_t mine_end, std::vector<std::int64_t> counted_leads, bool maps, std::string policy,
                          std::string report, std::vector<std::string> deterministic_keys, bool lead_ensemble_scores,
-                         std::vector<std::int64_t> ensemble_cell_leads, double crps_alpha) {
+                         std::vector<std::int64_t> ensemble_cell_leads, double crps_alpha, std::string spectrum_grid,
+                         std::string spectrum_truncation, std::string spectrum_convention, std::int64_t spectrum_lmax,
+                         std::int64_t spectrum_mmax, std::int64_t spectrum_fill_steps) {
                  AggregatorArguments args{std::move(problem),
                                           nlat,
                                           nlon,
@@ -386,14 +418,22 @@ void bind_aggregator(py::module_& m) {
                                           std::move(deterministic_keys),
                                           lead_ensemble_scores,
                                           std::move(ensemble_cell_leads),
-                                          crps_alpha};
+                                          crps_alpha,
+                                          std::move(spectrum_grid),
+                                          std::move(spectrum_truncation),
+                                          std::move(spectrum_convention),
+                                          spectrum_lmax,
+                                          spectrum_mmax,
+                                          spectrum_fill_steps};
                  return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg));
              }),
              py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
              py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
              py::arg("channels"), py::arg("mine_begin"), py::arg("mine_end"), py::arg("counted_leads"), py::arg("maps"),
              py::arg("policy"), py::arg("report"), py::arg("deterministic_keys"), py::arg("lead_ensemble_scores"),
-             py::arg("ensemble_cell_leads"), py::arg("crps_alpha"),
+             py::arg("ensemble_cell_leads"), py::arg("crps_alpha"), py::arg("spectrum_grid") = "",
+             py::arg("spectrum_truncation") = "", py::arg("spectrum_convention") = "", py::arg("spectrum_lmax") = 0,
+             py::arg("spectrum_mmax") = 0, py::arg("spectrum_fill_steps") = -1,
              "Collective over the world (agreement, one allreduce of the ranges, the allocation).")
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),

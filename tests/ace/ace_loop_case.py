@@ -8,8 +8,9 @@ Both build the aggregator through ACE's own `InferenceEvaluatorAggregatorConfig(
 `record_initial_condition`, `record_batch(PairedData)` for windows of 2 and 1 forward steps, `flush_diagnostics` and
 `get_summary_logs`, each rank with its box (`get_local_slices`) of its block of samples (2 initial conditions x 4
 members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and logs.json (rank 0: every scalar, float
-hex; the per-window rows too). Under spatial parallelism the default config's power spectrum is refused first, and
-the message is kept in logs.json.
+hex; the per-window rows too). Under spatial parallelism a config with ACE's histogram on (a metric gridshard does
+not implement) is refused first, and the message is kept in logs.json; the power spectrum is gridshard's there, of
+variable "b" only (ACE's `variables` filter), and of every variable elsewhere.
 """
 import argparse
 import datetime
@@ -37,8 +38,8 @@ elif "OMPI_COMM_WORLD_RANK" in os.environ:  # ACE's own backend over gloo: torch
     os.environ["WORLD_SIZE"] = os.environ["OMPI_COMM_WORLD_SIZE"]
     os.environ["LOCAL_RANK"] = os.environ["OMPI_COMM_WORLD_LOCAL_RANK"]
 from fme.ace.aggregator.inference import (  # noqa: E402
-    EnsembleMetricConfig, InferenceEvaluatorAggregatorConfig, PowerSpectrumMetricConfig, StepMeanMetricConfig,
-    ZonalMeanMetricConfig)
+    EnsembleMetricConfig, HistogramMetricConfig, InferenceEvaluatorAggregatorConfig, PowerSpectrumMetricConfig,
+    StepMeanMetricConfig, ZonalMeanMetricConfig)
 from fme.ace.data_loading.batch_data import PairedData  # noqa: E402
 from fme.core.coordinates import LatLonCoordinates  # noqa: E402
 from fme.core.dataset_info import DatasetInfo  # noqa: E402
@@ -103,13 +104,13 @@ spatial = not args.ace and getattr(dist._distributed, "distributed", None) is no
     dist._distributed.distributed.has_spatial_parallelism
 if spatial:
     try:
-        InferenceEvaluatorAggregatorConfig().build(**build)
+        InferenceEvaluatorAggregatorConfig(histogram=HistogramMetricConfig(enabled=True)).build(**build)
     except ValueError as error:
         out["refused"] = str(error)
 config = InferenceEvaluatorAggregatorConfig(
     step_means=[StepMeanMetricConfig(step=2, target="denorm"), StepMeanMetricConfig(step=2, target="norm")],
     ensembles=[EnsembleMetricConfig(step=2), EnsembleMetricConfig(step=3, target="norm")],
-    power_spectrum=PowerSpectrumMetricConfig(enabled=not spatial),
+    power_spectrum=PowerSpectrumMetricConfig(variables=NAMES if args.ace or not spatial else ["b"]),
     zonal_mean=ZonalMeanMetricConfig(enabled=not args.no_zonal_mean))
 aggregator = config.build(**build)
 ic = tensors(truth, slice(0, 1))

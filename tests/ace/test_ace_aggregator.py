@@ -11,9 +11,11 @@ serially and under mpirun at 1x2x2, 2x1x2 and 1x1x3 (uneven longitude shards: 6,
   are ACE's (the normalised ones are rounded to float32 by the normalisation in the float32 run: 1e-5 there).
 - The maps in the files are global (lat x lon) at every mesh; ACE's own aggregator on its own backend at 1x2x2
   holds each rank's tile and cannot write it (shown: that is what the drop-in is for).
-- Under spatial parallelism ACE's default config is refused at build time, naming the power spectrum and the field
-  that turns it off. Without it, every metric gridshard does not implement is ACE's own (here the spectrum), the
-  same keys as ACE's.
+- ACE's power spectrum (its fill, its transform, averaged over every forward step; its four norm biases and
+  power_spectrum_diagnostics.nc) is gridshard's at every mesh, spatial parallelism included (where ACE's own refuses
+  it), its `variables` filter honoured (variable "b" only on shards); within ACE's float32 transform of ACE's numbers.
+- Under spatial parallelism a metric gridshard does not implement (here ACE's histogram) is refused at build time,
+  naming it and the field that turns it off; on one process it would be ACE's own.
 - The documented differences, both where a target is missing: ACE's gradient score leaves missing points out while
   its other sums let them through, and its spread-skill ratio bias counts a missing cell as -1; gridshard follows
   the sums (NaN) for all.
@@ -34,7 +36,7 @@ HERE = pathlib.Path(__file__).resolve().parent
 CASE = HERE / "ace_loop_case.py"
 MESHES = [(1, 1, 1), (4, 2, 2), (4, 1, 2), (3, 1, 3)]  # ranks, FME_DISTRIBUTED_H, FME_DISTRIBUTED_W
 OURS = ("mean/", "mean_norm/", "mean_step_2/", "mean_step_2_norm/", "time_mean/", "time_mean_norm/", "ensemble_step_2/",
-        "ensemble_step_3_norm/")
+        "ensemble_step_3_norm/")  # and power_spectrum/, whose variables differ between the runs (its own test)
 FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "time_mean_norm", "zonal_mean"]
 MISSING = "b"  # the variable with missing points
 
@@ -192,16 +194,43 @@ def test_aces_own_maps_on_shards_are_tiles(runs):
     assert serial.shape == mine.shape == (10, 16) and np.allclose(mine, serial, rtol=1e-5)
 
 
-def test_unimplemented_metrics_are_refused_on_shards_and_aces_own_otherwise(runs):
+def test_unimplemented_metrics_are_refused_on_shards(runs):
     assert runs[(1, 1, 1)]["refused"] is None
     for mesh in MESHES[1:]:
         message = runs[mesh]["refused"]
-        assert message and "InferenceEvaluatorAggregatorConfig.power_spectrum" in message, (mesh, message)
-        assert "power_spectrum.enabled=False" in message and "\n" not in message, message
-        assert not any(k.startswith("power_spectrum/") for k in runs[mesh]["summary"])
-    # One process: ACE's own spectrum aggregator beside gridshard's, the same keys and numbers.
-    theirs = {k: v for k, v in runs["ace32"]["summary"].items() if k.startswith("power_spectrum/")}
-    mine = {k: v for k, v in runs[(1, 1, 1)]["summary"].items() if k.startswith("power_spectrum/")}
-    assert theirs and sorted(mine) == sorted(theirs)
-    for key, value in mine.items():
-        assert value == pytest.approx(theirs[key], rel=1e-6, nan_ok=True), key
+        assert message and "InferenceEvaluatorAggregatorConfig.histogram" in message, (mesh, message)
+        assert "histogram.enabled=False" in message and "\n" not in message, message
+
+
+def test_the_power_spectrum_is_aces_at_every_mesh(runs):
+    """ACE's keys and file from gridshard's spectra: the same bits at every mesh for the variable every run has
+    ("b", with missing points, filled as ACE fills them), ACE's numbers within its float32 transform's rounding."""
+    keys = ("smallest_scale_norm_bias", "positive_norm_bias", "negative_norm_bias", "mean_abs_norm_bias")
+    serial = runs[(1, 1, 1)]
+    assert sorted(k for k in serial["summary"] if k.startswith("power_spectrum/")) == sorted(
+        f"power_spectrum/{key}/{name}" for key in keys for name in ("a", "b"))
+    for mesh in MESHES[1:]:
+        got = {k: v for k, v in runs[mesh]["summary"].items() if k.startswith("power_spectrum/")}
+        assert sorted(got) == sorted(f"power_spectrum/{key}/b" for key in keys), mesh  # the variables filter
+        for key, value in got.items():
+            assert same_bits(np.float64(value), np.float64(serial["summary"][key])), (mesh, key)
+        with xr.open_dataset(runs[mesh]["folder"] / "power_spectrum_diagnostics.nc") as on_shards, \
+                xr.open_dataset(serial["folder"] / "power_spectrum_diagnostics.nc") as alone:
+            assert list(on_shards.data_vars) == ["b"], mesh
+            assert same_bits(on_shards["b"].values, alone["b"].values), mesh
+    with xr.open_dataset(serial["folder"] / "power_spectrum_diagnostics.nc") as mine, \
+            xr.open_dataset(runs["ace32"]["folder"] / "power_spectrum_diagnostics.nc") as theirs:
+        assert list(mine["source"].values) == list(theirs["source"].values) == ["prediction", "target"]
+        assert mine["a"].dims == theirs["a"].dims == ("source", "wavenumber")
+        assert np.array_equal(mine["wavenumber"].values, theirs["wavenumber"].values)
+        for name in ("a", "b"):
+            assert mine[name].attrs == theirs[name].attrs, name
+            # ACE's float32 transform: its rounding is relative to the largest coefficients.
+            np.testing.assert_allclose(mine[name].values, theirs[name].values, rtol=1e-5,
+                                       atol=1e-9 * float(np.max(theirs[name].values)))
+    for run in ("ace32", "ace64"):  # fme's RealSHT is float32 in ACE's float64 loop too
+        theirs = runs[run]["summary"]
+        for name in ("a", "b"):
+            for key in keys:
+                k = f"power_spectrum/{key}/{name}"
+                assert serial["summary"][k] == pytest.approx(theirs[k], rel=1e-3, abs=1e-5), (run, k)

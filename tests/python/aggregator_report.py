@@ -5,6 +5,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
 
     mpirun -n 4 python3 aggregator_report.py OUT.json --mesh 1x2x2 --truth T.nc --pred P.nc [--window 2]
         [--normalize MEANS.nc STDS.nc]   # also the normalised scores under ACE's keys, and their channel mean
+        [--spectrum]                     # also ACE's power spectra and their norm biases
 """
 import argparse
 import json
@@ -24,6 +25,7 @@ parser.add_argument("--pred", required=True)
 parser.add_argument("--window", type=int, default=2)
 parser.add_argument("--torch", action="store_true", help="record torch tensors instead of numpy arrays")
 parser.add_argument("--normalize", nargs=2, default=None)
+parser.add_argument("--spectrum", action="store_true")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -41,7 +43,7 @@ first = int(mine[0]) if len(mine) else 0
 rows, cols = dist.get_local_slices((nlat, nlon))
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
                                   first_initial_condition=first, local_initial_conditions=len(mine),
-                                  normalize=args.normalize)
+                                  normalize=args.normalize, spectrum=True if args.spectrum else None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -65,14 +67,20 @@ def hexes(values):
     return [float(v).hex() for v in np.asarray(values).ravel()]
 
 
+spectrum_keys = {s["key"] for s in gridshard.registered_scores() if s["family"] == "power_spectrum"}
 if MPI.COMM_WORLD.rank == 0:
     out = {}
     for name, channel in scores.items():
         region = channel["regions"]["global"]
         out[name] = {"per_step": {k: hexes(v) for k, v in region["per_lead"].items()},
-                     "time_mean": {k: float(v).hex() for k, v in region["time_means"].items()},
+                     "time_mean": {k: float(v).hex() for k, v in region["time_means"].items()
+                                   if k not in spectrum_keys},
                      "profiles": {k: hexes(v) for k, v in channel["profiles"].items()},
                      "gen_map": hexes(channel["prediction_map"]), "bias_map": hexes(channel["bias_map"])}
+        if args.spectrum:
+            out[name]["power_spectrum"] = {k: float(v).hex() for k, v in region["time_means"].items()
+                                           if k in spectrum_keys}
+            out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
         if args.normalize:
             out.setdefault("normalized", {}).update({k: hexes(v) for k, v in channel["normalized"]["ace_keys"].items()})
     if args.normalize:

@@ -70,7 +70,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
             for k, n in enumerate(names):
                 ds.createVariable(n, "f8", ())[...] = (280.5 + 7 * k, 3.25 + k)[index]
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
-           "--diagnostics", folder, "--normalize", *stats, "--quiet")
+           "--diagnostics", folder, "--normalize", *stats, "--spectrum", "--quiet")
     report = json.loads((folder / "r.json").read_text())
     tool, tool_normalized = report["variables"], report["normalized"]["ace_keys"]
 
@@ -80,13 +80,16 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
                      for n in tool for k in ("gen_map", "bias_map")}
         tool_zonal = {(k, n): _as_hex(np.asarray(zonal[f"{k}-{n}"][:].filled(np.nan)).ravel())
                       for n in tool for k in ("gen", "error")}
+    with netCDF4.Dataset(folder / "power_spectrum_diagnostics.nc") as spectra:
+        tool_spectra = {(source, n): _as_hex(np.asarray(spectra[n][k][:]).ravel())
+                        for n in tool for k, source in enumerate(("prediction", "target"))}
     runs = ((1, "1x1x1", "balanced", 2, False), (4, "1x2x2", "div_up", 3, False), (3, "3x1x1", "balanced", 1, True),
             (6, "2x1x3", "div_up", 2, False), (3, "1x1x3", "div_up", 5, True))
     for ranks, mesh, split, window, torch in runs:
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
                "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []),
-               "--normalize", *stats)
+               "--normalize", *stats, "--spectrum")
         python = json.loads(out.read_text())
         normalized = python.pop("normalized")  # ACE's normalised keys: the tool's --normalize, bit for bit
         assert sorted(normalized) == sorted(tool_normalized), mesh
@@ -104,6 +107,11 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
             assert scores["bias_map"] == tool_maps[("bias_map", name)], (mesh, name)
             assert scores["profiles"]["gen"] == tool_zonal[("gen", name)], (mesh, name)
             assert scores["profiles"]["error"] == tool_zonal[("error", name)], (mesh, name)
+            for key, value in scores["power_spectrum"].items():  # ACE's norm biases and the spectra, bit for bit
+                assert value == _as_hex([tool[name]["power_spectrum"][key]])[0], (mesh, name, key)
+            assert sorted(scores["power_spectrum"]) == sorted(tool[name]["power_spectrum"]), (mesh, name)
+            for source, values in scores["spectra"].items():
+                assert values == tool_spectra[(source, name)], (mesh, name, source)
 
 
 def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
