@@ -7,7 +7,9 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
   when the forecast is an ensemble; CRPS; bias; the anomaly correlation when present);
 - ``zonal_mean-VAR.png``: the zonal means of the prediction and of the target over (lead time, latitude),
   and their difference;
-- ``bias_map-VAR.png``: the time-mean bias map over (latitude, longitude).
+- ``bias_map-VAR.png``: the time-mean bias map over (latitude, longitude);
+- ``power_spectrum-VAR.png``: with ``--spectrum``, the mean power spectra of the prediction (dashed) and of the
+  target against the wavenumber on log axes, as ACE draws them (a folder of two fields holds these only).
 
 Each image is written to a temporary file in the output folder and renamed, so a failed run leaves none;
 the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's python3-matplotlib and
@@ -20,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
+SPECTRUM = "power_spectrum_diagnostics.nc"
 
 
 def _read(path):
@@ -31,6 +34,8 @@ def _read(path):
         ds.set_auto_mask(False)
         values = {}
         for name, variable in ds.variables.items():
+            if variable.dtype.kind not in "fiu":
+                continue  # a string coordinate (the spectra's source)
             data = np.asarray(variable[:], dtype=np.float64)
             fill = getattr(variable, "_FillValue", None)
             if fill is not None:
@@ -147,6 +152,26 @@ def plot_bias_map(maps, variable, out):
     plt.close(figure)
 
 
+def plot_spectrum(spectra, variable, out):
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    prediction, target = spectra[variable]
+    wavenumber = spectra["wavenumber"]
+    shown = wavenumber > 0  # log axes: the mean (wavenumber 0) left out
+    figure, ax = plt.subplots(figsize=(6, 4.2))
+    ax.loglog(wavenumber[shown], np.abs(target[shown]), "-", color="C0", label="target")
+    ax.loglog(wavenumber[shown], np.abs(prediction[shown]), "--", color="C1", label="prediction")
+    ax.set_title(f"{variable}: spherical power spectrum")
+    ax.set_xlabel("total wavenumber")
+    ax.set_ylabel("power")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend()
+    figure.tight_layout()
+    _save(figure, out / f"power_spectrum-{variable}.png")
+    plt.close(figure)
+
+
 def plot(folder, out=None):
     """Draws every plot of the diagnostics in `folder` into `out` (default: `folder`); returns the paths."""
     import matplotlib
@@ -154,15 +179,25 @@ def plot(folder, out=None):
     matplotlib.use("Agg")
     folder = Path(folder)
     out = Path(out) if out is not None else folder
-    missing = [name for name in FILES if not (folder / name).is_file()]
-    if missing:
-        raise FileNotFoundError(f"{folder}: no {', '.join(missing)} (write them with gridshard eval --diagnostics)")
+    present = [name for name in FILES if (folder / name).is_file()]
+    has_spectrum = (folder / SPECTRUM).is_file()
+    missing = [name for name in FILES if name not in present]
+    if (present and missing) or (not present and not has_spectrum):
+        raise FileNotFoundError(f"{folder}: no {', '.join(missing + ([] if present else [SPECTRUM]))} (write them "
+                                f"with gridshard eval --diagnostics)")
     if not out.is_dir():
         raise FileNotFoundError(f"--out {out}: not an existing folder")
+    written = []
+    if has_spectrum:
+        spectra, _ = _read(folder / SPECTRUM)
+        for variable in (name for name, values in spectra.items() if values.ndim == 2):
+            plot_spectrum(spectra, variable, out)
+            written.append(out / f"power_spectrum-{variable}.png")
+    if not present:
+        return written
     (mean, attributes), (zonal, _), (maps, _) = (_read(folder / name) for name in FILES)
     if "variables" not in attributes:
         raise KeyError(f"{folder / FILES[0]}: no 'variables' attribute; not written by gridshard eval --diagnostics")
-    written = []
     lead_units = _lead_units(folder / FILES[0])
     for variable in str(attributes["variables"]).split():
         plot_scores(mean, lead_units, variable, out)

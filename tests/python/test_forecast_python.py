@@ -182,7 +182,7 @@ def test_plot_draws_the_diagnostics(tmp_path):
     folder.mkdir()
     mpirun(2, os.environ["GRIDSHARD_BIN"], "eval", "--nlat", "37", "--nlon", "72", "--ntime", "6",
            "--initial-conditions", "2", "--ensemble-size", "4", "--diagnostics", folder, "--json",
-           folder / "report.json", "--quiet")
+           folder / "report.json", "--spectrum", "--quiet")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
                             timeout=300)
@@ -190,7 +190,8 @@ def test_plot_draws_the_diagnostics(tmp_path):
     pngs = sorted(p for p in folder.iterdir() if p.suffix == ".png")
     names = {p.name for p in pngs}
     for variable in ("h", "t850", "sst"):
-        assert {f"scores-{variable}.png", f"zonal_mean-{variable}.png", f"bias_map-{variable}.png"} <= names
+        assert {f"scores-{variable}.png", f"zonal_mean-{variable}.png", f"bias_map-{variable}.png",
+                f"power_spectrum-{variable}.png"} <= names
     for name, content in before.items():  # the inputs are untouched
         assert (folder / name).read_bytes() == content
     import matplotlib.image
@@ -200,8 +201,27 @@ def test_plot_draws_the_diagnostics(tmp_path):
         image = matplotlib.image.imread(png)[..., :3]
         colours = np.unique((image * 255).astype(np.uint8).reshape(-1, 3), axis=0)
         assert image.shape[0] > 200 and image.shape[1] > 300, (png, image.shape)
+        if png.name.startswith("power_spectrum-"):  # two lines on white: the target's blue, the prediction's orange
+            pixels = (image * 255).astype(int).reshape(-1, 3)
+            blue = ((pixels[:, 2] > pixels[:, 0] + 60) & (pixels[:, 2] > 150)).sum()
+            orange = ((pixels[:, 0] > pixels[:, 2] + 60) & (pixels[:, 0] > 200)).sum()
+            assert blue > 200 and orange > 200, (png.name, blue, orange)
+            continue
         assert len(colours) > 50 and image.std() > 0.05, (png.name, len(colours), image.std())
     assert not [p for p in folder.iterdir() if p.name.startswith(".")], "temporaries left behind"
+
+
+def test_plot_draws_the_spectra_of_two_fields(tmp_path):
+    folder = tmp_path / "pair"
+    folder.mkdir()
+    mpirun(2, os.environ["GRIDSHARD_BIN"], "eval", "--nlat", "37", "--nlon", "72", "--ntime", "2", "--spectrum",
+           "--diagnostics", folder, "--quiet")
+    assert sorted(p.name for p in folder.iterdir()) == ["power_spectrum_diagnostics.nc"]
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert sorted(p.name for p in folder.iterdir() if p.suffix == ".png") == [
+        "power_spectrum-h.png", "power_spectrum-sst.png", "power_spectrum-t850.png"]
 
 
 def test_plot_refuses_a_folder_without_diagnostics(tmp_path):
