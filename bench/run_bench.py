@@ -27,6 +27,9 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      --io collective at 1, 2 and 4 ranks (the slowest rank's read phase), and the built-in forecast's
      diagnostics (721 x 1440 maps) written by rank 0 or collectively; the scores must be the same bits and
      the files the same bytes.
+ 12. The power spectrum: one 721 x 1440 float32 field and a batch of 16 against torch-harmonics' RealSHT on the
+     same cores (spectrum_vs_torch_harmonics.py, in ACE's venv), with the peak memory of each; the bytes the
+     busiest rank receives at 1x2x2 and 1x4x4 over an all-gather of the fields (spectrum_traffic_bench).
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
@@ -34,7 +37,8 @@ that must compute the same answer disagree (a benchmark of wrong results is wort
 
 Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build] [--only python|forecast]
 (--only python runs step 6 alone and writes BUILD_DIR/bench/results_python.json instead; --only forecast
-steps 7 and 8, into results_forecast.json; --only scaling steps 9 and 10; --only io step 11.)
+steps 7 and 8, into results_forecast.json; --only scaling steps 9 and 10; --only io step 11; --only spectrum step
+12.)
 """
 
 import argparse
@@ -63,6 +67,14 @@ TARGETS = [
     ("ace_window_speedup_1x2x2", 10.0, ">=", "ACE's inference aggregator (model backend, gloo) / gridshard's drop-in, "
      "one window (721x1440, 4 vars, 2 samples, 4 steps) at 1x2x2, CPU tensors"),
     ("ace_window_memory_ratio_1x2x2", 1.0, "<=", "peak RSS per rank, gridshard's drop-in / ACE's, the same window"),
+    ("spectrum_speedup_vs_torch_harmonics", 2.0, ">=", "torch-harmonics RealSHT + power / gridshard "
+     "spherical_power_spectrum, one 721x1440 f32 field, ACE's convention, both on all cores"),
+    ("spectrum_speedup_vs_torch_harmonics_16_fields", 2.0, ">=", "the same for a batch of 16 fields"),
+    ("spectrum_memory_fraction_of_torch_harmonics", None, None, "gridshard's peak growth / torch-harmonics' Legendre "
+     "table, 16 fields"),
+    ("spectrum_bytes_fraction_of_allgather_1x2x2", None, None, "bytes the busiest rank receives / an all-gather of "
+     "the fields, one field (16 fields in the details)"),
+    ("spectrum_bytes_fraction_of_allgather_1x4x4", 0.25, "<=", "the same at 1x4x4, the larger of 1 and 16 fields"),
     ("gradmag_speedup_vs_numpy", None, None, "t_numpy (float64) / t_gridshard, 1 thread"),
     ("halo_vs_gather_speedup_1x2x2", 25.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
@@ -642,14 +654,49 @@ def ace_figures(build_dir, out_dir, repetitions=5):
     return ratios, {"ace_window": {k: v for k, v in figures.items() if k not in ratios}}, problems
 
 
+def spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions=5):
+    """Step 12: the spectrum against torch-harmonics (in ACE's venv, which has it) and its bytes per rank."""
+    figures, details, problems = {}, {}, []
+    venv_python = ROOT / ".ace" / "venv" / "bin" / "python"
+    if venv_python.exists():
+        out = out_dir / "spectrum_vs_torch_harmonics.json"
+        run([venv_python, BENCH_DIR / "spectrum_vs_torch_harmonics.py", "--repetitions", str(repetitions),
+             "--threads", str(os.cpu_count() or 1), "--json", out],
+            env={**os.environ, "PYTHONPATH": str(build_dir / "python")})
+        th = load(out)
+        figures["spectrum_speedup_vs_torch_harmonics"] = th["spectrum_speedup_vs_torch_harmonics"]
+        figures["spectrum_speedup_vs_torch_harmonics_16_fields"] = th["spectrum_speedup_vs_torch_harmonics_16_fields"]
+        figures["spectrum_memory_fraction_of_torch_harmonics"] = (
+            th["fields_16"]["gridshard_peak_growth_mib"] / th["torch_harmonics_table_mib"])
+        details["spectrum_vs_torch_harmonics"] = th
+        for channels in (1, 16):
+            difference = th[f"fields_{channels}"]["largest_difference_relative_to_largest_power"]
+            if difference > 1e-4:  # torch-harmonics' float32 table against gridshard's float64 transform
+                problems.append(f"spectrum: gridshard and torch-harmonics disagree by {difference:.3g} ({channels})")
+    else:
+        details["spectrum_vs_torch_harmonics"] = "skipped: no ACE venv (bash scripts/ace-venv.sh .ace/venv)"
+    traffic = {}
+    for ranks, mesh in ((4, "1x2x2"), (16, "1x4x4")):
+        for channels in (1, 16):
+            out = out_dir / f"spectrum_traffic_{mesh}_{channels}.json"
+            run([mpiexec, "-n", str(ranks), *mpi_flags, build_dir / "bin" / "spectrum_traffic_bench", "--mesh", mesh,
+                 "--channels", str(channels), "--json", out], env={**env, "OMP_NUM_THREADS": "1"})
+            traffic[f"{mesh}_{channels}_fields"] = load(out)
+    figures["spectrum_bytes_fraction_of_allgather_1x2x2"] = traffic["1x2x2_1_fields"]["fraction_of_allgather"]
+    figures["spectrum_bytes_fraction_of_allgather_1x4x4"] = max(
+        traffic["1x4x4_1_fields"]["fraction_of_allgather"], traffic["1x4x4_16_fields"]["fraction_of_allgather"])
+    details["spectrum_traffic"] = traffic
+    return figures, details, problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
-    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io", "ace"], help="run only these steps "
-                        "(python: step 6; forecast: steps 7 and 8; scaling: steps 9 and 10; io: step 11), writing "
-                        "results_STEPS.json instead of results.json")
+    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io", "ace", "spectrum"],
+                        help="run only these steps (python: step 6; forecast: steps 7 and 8; scaling: steps 9 and 10; "
+                        "io: step 11; spectrum: step 12), writing results_STEPS.json instead of results.json")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -679,6 +726,13 @@ def main():
         results = with_targets(dict(figures))
         results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
         finish(results, out_dir / "results_ace.json", problems)
+        return
+
+    if args.only == "spectrum":
+        figures, details, problems = spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
+        results = with_targets(dict(figures))
+        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / "results_spectrum.json", problems)
         return
 
     if args.only == "forecast":
@@ -762,6 +816,10 @@ def main():
     problems += forecast_problems
     ace_results, ace_details, ace_problems = ace_figures(build_dir, out_dir)
     problems += ace_problems
+    # 12. The power spectrum.
+    spectrum_results, spectrum_details, spectrum_problems = spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags,
+                                                                             env)
+    problems += spectrum_problems
 
     for peer, agreement in (("numpy", numpy_agreement), ("torch", torch_agreement)):
         if agreement > GRADMAG_AGREEMENT_TOLERANCE:
@@ -790,6 +848,7 @@ def main():
         **scaling_results,
         **io_results,
         **ace_results,
+        **spectrum_results,
     }
     with_targets(results)
     results["details"] = {
@@ -820,6 +879,7 @@ def main():
         **scaling_details,
         **io_details,
         **ace_details,
+        **spectrum_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},
