@@ -2,7 +2,8 @@
 # The hot loops choose their instruction set when the program starts (src/core/kernel_dispatch.hpp), and
 # every version must give the same bits. This builds the tool a second time, without versions, for the
 # x86-64 baseline (SSE2 only), and checks that `gridshard eval` writes the same JSON there as in the build
-# under test, which runs the best version for this CPU (AVX-512 where it has it).
+# under test, which runs the best version for this CPU (AVX-512 where it has it), and that spectrum_bench
+# writes the same spherical power spectra (docs/spectrum.md), one field and a batch of 16.
 #
 # Usage: tests/portable_bits.sh BUILD_DIR PORTABLE_BUILD_DIR [JOBS]
 set -euo pipefail
@@ -10,8 +11,9 @@ build=$1
 portable=$2
 jobs=${3:-2}
 cmake -S . -B "$portable" -DCMAKE_BUILD_TYPE=Release -DGRIDSHARD_DISPATCH=OFF -DGRIDSHARD_ARCH=x86-64 \
-    -DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF -DGRIDSHARD_PYTHON=OFF >/dev/null
-cmake --build "$portable" -j "$jobs" --target gridshard_cli -- --no-print-directory >/dev/null
+    -DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=ON -DGRIDSHARD_PYTHON=OFF >/dev/null
+cmake --build "$portable" -j "$jobs" --target gridshard_cli spectrum_bench -- --no-print-directory >/dev/null
+cmake --build "$build" -j "$jobs" --target spectrum_bench -- --no-print-directory >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
@@ -28,6 +30,17 @@ for options in "" "--summation fast" "--policy skip_nan" "--policy propagate" "$
     if ! cmp -s "$out/dispatch.json" "$out/portable.json"; then
         echo "portable_bits: gridshard eval $options differs between the dispatching and the baseline build" >&2
         diff "$out/dispatch.json" "$out/portable.json" | head -20 >&2
+        exit 1
+    fi
+done
+for side in dispatch portable; do
+    dir=$build
+    [ "$side" = portable ] && dir=$portable
+    "$dir/bin/spectrum_bench" --nlat 181 --nlon 360 --repetitions 1 --dump "$out/$side" >/dev/null
+done
+for batch in c1 c16; do
+    if ! cmp -s "$out/dispatch.$batch.bin" "$out/portable.$batch.bin"; then
+        echo "portable_bits: spectrum_bench's spectra ($batch) differ between the dispatching and baseline builds" >&2
         exit 1
     fi
 done

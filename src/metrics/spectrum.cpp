@@ -2,11 +2,13 @@
 //
 // Both spectra start by handing whole rows to owners (one MPI_Alltoallv of the input's own values), so each
 // row's FFT runs on one rank. The spherical spectrum then hands each (channel, m) column of Fourier
-// coefficients to an owner (a second MPI_Alltoallv, complex doubles), which forms the Legendre sums over
-// all rows in a fixed order and adds f_m |c_lm|^2 into an exact sum per (channel, l). The exact sums of
-// every rank are merged by one all-reduce of their limbs, so the order of m over ranks and threads does not
-// matter. Field-owner mode is the same path with every row and column of a channel on one rank (the second
-// all-to-all then moves nothing between ranks).
+// coefficients to an owner (a second MPI_Alltoallv, complex doubles), which folds it about the equator and
+// forms the Legendre sums over one hemisphere's rows in a fixed order (spectrum_kernels.hpp), adding
+// f_m |c_lm|^2 into an exact sum per (channel, l). The exact sums of every rank are merged by one all-reduce
+// of their limbs, so the order of m over ranks and threads does not matter. Field-owner mode is the same path
+// with every row and column of a channel on one rank (the second all-to-all then moves nothing between
+// ranks). A rank never sends to itself: its own rows are read in its shard (or copied, when its box holds
+// part of them) and its own columns filled straight from its transforms.
 
 #include "gridshard/metrics/spectrum.hpp"
 
@@ -18,6 +20,7 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <memory>
 #include <mutex>
 #include <numbers>
 #include <string>
@@ -25,8 +28,10 @@
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/mpi_check.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/core/memory.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 #include "row_kernels.hpp"
+#include "spectrum_kernels.hpp"
 #include "threads.hpp"
 
 namespace gridshard {
@@ -183,6 +188,17 @@ SphereQuadrature clenshaw_curtis(std::int64_t n) {
     return q;
 }
 
+// `count` doubles, not initialised (for buffers written whole before they are read: no pass of zeros), or a
+// SystemError naming `what`, as allocate_vector's.
+std::unique_ptr<double[]> uninitialised_doubles(std::size_t count, const char* what) {
+    try {
+        return std::unique_ptr<double[]>(new double[count]);
+    } catch (const std::bad_alloc&) {
+        throw SystemError("out of memory allocating " + std::string(what) + ": " +
+                          format_bytes(static_cast<std::uint64_t>(count) * sizeof(double)));
+    }
+}
+
 // ---- rows to owners ---------------------------------------------------------------------------------------
 
 int as_int_count(std::int64_t count, const char* what) {
@@ -194,28 +210,34 @@ int as_int_count(std::int64_t count, const char* what) {
 }
 
 // Whole rows `(channel, global row)` at their owners: `owner[c * nlat + k]` is a rank of `comm`, `boxes[r]` the
-// box of rank r of `comm`. Returns the rows this rank owns, in (c, k) order, as doubles (converted exactly),
-// and their keys. Collective over `comm` (one MPI_Alltoallv of T).
+// box of rank r of `comm`. Returns the rows this rank owns, in (c, k) order, and their keys: a row this rank's
+// shard holds whole is read where it is, the others are assembled, as doubles (converted exactly). Collective
+// over `comm` (one MPI_Alltoallv of T).
+template <class T>
 struct OwnedRows {
-    std::vector<std::int64_t> keys;  // c * nlat + k
-    std::vector<double> values;      // (keys.size(), nlon)
+    std::vector<std::int64_t> keys;      // c * nlat + k
+    std::vector<const T*> in_shard;      // per row: the row in this rank's shard, or null
+    std::vector<std::size_t> assembled;  // per row not in the shard: its index in `values`
+    std::vector<double> values;          // the assembled rows, nlon values each
 };
 
 template <class T>
-OwnedRows rows_to_owners(const Communicator& comm, const std::vector<Box>& boxes, GridShape grid, FieldShard<T> field,
-                         const std::vector<int>& owner) {
+OwnedRows<T> rows_to_owners(const Communicator& comm, const std::vector<Box>& boxes, GridShape grid,
+                            FieldShard<T> field, const std::vector<int>& owner) {
     const auto ranks = static_cast<std::size_t>(comm.size());
     const int me = comm.rank();
     const Box& mine = boxes[static_cast<std::size_t>(me)];
     const std::int64_t channels = field.channels;
     std::vector<int> send_counts(ranks, 0);
     std::vector<int> receive_counts(ranks, 0);
-    OwnedRows owned;
+    OwnedRows<T> owned;
     for (std::int64_t key = 0; key < channels * grid.nlat; ++key) {
         if (owner[static_cast<std::size_t>(key)] == me) {
             owned.keys.push_back(key);
         }
     }
+    owned.in_shard.assign(owned.keys.size(), nullptr);
+    owned.assembled.assign(owned.keys.size(), 0);
     std::vector<std::int64_t> slot(static_cast<std::size_t>(channels * grid.nlat), -1);
     for (std::size_t s = 0; s < owned.keys.size(); ++s) {
         slot[static_cast<std::size_t>(owned.keys[s])] = static_cast<std::int64_t>(s);
@@ -228,9 +250,31 @@ OwnedRows rows_to_owners(const Communicator& comm, const std::vector<Box>& boxes
             to[static_cast<std::size_t>(r)].push_back(c * mine.lat.size() + (k - mine.lat.begin));
         }
     }
+    // A rank's own rows are read in its shard when it holds them whole, or copied, not sent to itself.
+    const auto self = static_cast<std::size_t>(me);
+    const auto cols = static_cast<std::size_t>(mine.lon.size());
+    const bool whole_rows = mine.lon.begin == 0 && mine.lon.end == grid.nlon;
+    const auto key_of_local_row = [&](std::int64_t local_row) {
+        return (local_row / mine.lat.size()) * grid.nlat + mine.lat.begin + local_row % mine.lat.size();
+    };
+    for (const std::int64_t local_row : to[self]) {
+        if (whole_rows) {
+            owned.in_shard[static_cast<std::size_t>(slot[static_cast<std::size_t>(key_of_local_row(local_row))])] =
+                field.values.data() + static_cast<std::size_t>(local_row) * cols;
+        }
+    }
+    std::size_t assembled_rows = 0;
+    for (std::size_t s = 0; s < owned.keys.size(); ++s) {
+        if (owned.in_shard[s] == nullptr) {
+            owned.assembled[s] = assembled_rows++;
+        }
+    }
     std::int64_t send_total = 0;
     std::int64_t receive_total = 0;
     for (std::size_t r = 0; r < ranks; ++r) {
+        if (r == self) {
+            continue;
+        }
         send_counts[r] = as_int_count(static_cast<std::int64_t>(to[r].size()) * mine.lon.size(), "power spectrum");
         send_total += send_counts[r];
         const Box& theirs = boxes[r];
@@ -246,9 +290,11 @@ OwnedRows rows_to_owners(const Communicator& comm, const std::vector<Box>& boxes
     std::vector<int> send_displacements(ranks, 0);
     std::vector<int> receive_displacements(ranks, 0);
     std::size_t at = 0;
-    const auto cols = static_cast<std::size_t>(mine.lon.size());
     for (std::size_t r = 0; r < ranks; ++r) {
         send_displacements[r] = static_cast<int>(at);
+        if (r == self) {
+            continue;
+        }
         for (const std::int64_t local_row : to[r]) {
             std::copy_n(field.values.data() + static_cast<std::size_t>(local_row) * cols, cols, send.data() + at);
             at += cols;
@@ -261,19 +307,33 @@ OwnedRows rows_to_owners(const Communicator& comm, const std::vector<Box>& boxes
     GRIDSHARD_MPI(MPI_Alltoallv, send.data(), send_counts.data(), send_displacements.data(), detail::mpi_datatype<T>(),
                   received.data(), receive_counts.data(), receive_displacements.data(), detail::mpi_datatype<T>(),
                   comm.native());
-    owned.values.assign(owned.keys.size() * static_cast<std::size_t>(grid.nlon), 0.0);
+    owned.values.assign(assembled_rows * static_cast<std::size_t>(grid.nlon), 0.0);
     at = 0;
     for (std::size_t r = 0; r < ranks; ++r) {
         const Box& theirs = boxes[r];
+        if (r == self) {
+            continue;
+        }
         for (std::size_t s = 0; s < owned.keys.size(); ++s) {
             const std::int64_t k = owned.keys[s] % grid.nlat;
             if (k < theirs.lat.begin || k >= theirs.lat.end) {
                 continue;
             }
-            double* row = owned.values.data() + s * static_cast<std::size_t>(grid.nlon);
+            double* row = owned.values.data() + owned.assembled[s] * static_cast<std::size_t>(grid.nlon);
             for (std::int64_t j = theirs.lon.begin; j < theirs.lon.end; ++j) {
                 row[j] = static_cast<double>(received[at++]);
             }
+        }
+    }
+    for (const std::int64_t local_row : to[self]) {
+        if (whole_rows) {
+            break;
+        }
+        const auto s = static_cast<std::size_t>(slot[static_cast<std::size_t>(key_of_local_row(local_row))]);
+        const T* from = field.values.data() + static_cast<std::size_t>(local_row) * cols;
+        double* row = owned.values.data() + owned.assembled[s] * static_cast<std::size_t>(grid.nlon) + mine.lon.begin;
+        for (std::size_t j = 0; j < cols; ++j) {
+            row[j] = static_cast<double>(from[j]);
         }
     }
     return owned;
@@ -302,9 +362,13 @@ class RowFft {
         const std::lock_guard lock(planner_mutex());
         release();
     }
-    /// The transform of `row` (n values): bins 0..n/2, unnormalised.
-    std::span<const std::complex<double>> operator()(const double* row) {
-        std::copy_n(row, n_, in_);
+    [[nodiscard]] std::int64_t size() const noexcept { return n_; }
+    /// The transform of `row` (n values, converted exactly to double): bins 0..n/2, unnormalised.
+    template <class V>
+    std::span<const std::complex<double>> operator()(const V* row) {
+        for (std::int64_t j = 0; j < n_; ++j) {
+            in_[j] = static_cast<double>(row[j]);
+        }
         fftw_execute(plan_);
         return {reinterpret_cast<const std::complex<double>*>(out_), static_cast<std::size_t>(n_ / 2 + 1)};
     }
@@ -327,23 +391,16 @@ class RowFft {
     fftw_plan plan_ = nullptr;
 };
 
-// ---- the Legendre sums ------------------------------------------------------------------------------------
-
-// sum_k a[k] b[k] in a fixed order whatever the instruction set: eight interleaved partial sums, then a fixed
-// tree. The compiler may vectorise the lanes (they do not mix), never reassociate them (no -ffast-math).
-double fixed_order_dot(const double* a, const double* b, std::size_t n) noexcept {
-    std::array<double, 8> lanes{};
-    std::size_t k = 0;
-    for (; k + 8 <= n; k += 8) {
-        for (std::size_t j = 0; j < 8; ++j) {
-            lanes[j] += a[k + j] * b[k + j];
-        }
+// The transform of owned row `s`.
+template <class T>
+std::span<const std::complex<double>> transform(RowFft& fft, const OwnedRows<T>& rows, std::size_t s) {
+    if (rows.in_shard[s] != nullptr) {
+        return fft(rows.in_shard[s]);
     }
-    for (std::size_t j = 0; k < n; ++k, ++j) {
-        lanes[j] += a[k] * b[k];
-    }
-    return ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+    return fft(rows.values.data() + rows.assembled[s] * static_cast<std::size_t>(fft.size()));
 }
+
+// ---- the Legendre sums ------------------------------------------------------------------------------------
 
 // The lowest and highest binary exponents of the finite non-zero values added to a rank's sums.
 struct ExponentRange {
@@ -362,49 +419,167 @@ struct ExponentRange {
     }
 };
 
-// One (channel, m) column's Legendre sums: for l in [m, L), adds f_m |c_lm|^2 to power[l].
+// The rows of one hemisphere. Legendre-Gauss nodes are antisymmetric about the equator (x_{n-1-k} = -x_k,
+// exactly: gauss_legendre sets both from one root), and Pbar_lm(-x) = (-1)^(l+m) Pbar_lm(x), so
+// `c_lm = sum_{k < half} Pbar_lm(x_k) (l + m even ? E_k : O_k)` with `E_k = Y_k + Y_{n-1-k}`,
+// `O_k = Y_k - Y_{n-1-k}` (Y = q X) for the northern rows k < n / 2 and `E = O = Y` at the equator row of an
+// odd n: half the rows, and one recurrence on them. The southern rows are thereby taken at exactly -x of their
+// mirror, where torch-harmonics evaluates cos(arccos(node)), which may differ from it by an ulp (and, for the
+// equiangular and lobatto grids, whose nodes are each rounded on their own, by an ulp or so of the node).
+struct Hemisphere {
+    std::size_t nlat = 0;
+    std::size_t half = 0;    // rows k < half: the northern ones and the equator row of an odd nlat
+    std::size_t padded = 0;  // half rounded up to a multiple of 8, the rows beyond `half` zero
+    explicit Hemisphere(std::int64_t rows)
+        : nlat(static_cast<std::size_t>(rows)), half((nlat + 1) / 2), padded((half + 7) / 8 * 8) {}
+};
+
+// One (channel, m) column of weighted Fourier coefficients Y_k = q_k X_m(theta_k), folded:
+// `values` holds E re, E im, O re, O im, `padded` values each.
 struct Column {
     std::int64_t channel = 0;
     std::int64_t m = 0;
-    std::vector<double> real;  // (nlat): X_m at each row, times the quadrature weight
-    std::vector<double> imag;
+    double* values = nullptr;  // 4 x padded, in a buffer of all the columns
+
+    // Row k's value, before the fold: northern rows (and the equator) in the E parts, southern ones at their
+    // mirror's index in the O parts.
+    void place(const Hemisphere& rows, std::size_t k, std::complex<double> y) noexcept {
+        const bool south = k >= rows.half;
+        const std::size_t at = (south ? 2 * rows.padded : 0) + (south ? rows.nlat - 1 - k : k);
+        values[at] = y.real();
+        values[at + rows.padded] = y.imag();
+    }
+    // Zeros the rows beyond `half` of each part (the columns' buffer is not initialised).
+    void zero_padding(const Hemisphere& rows) noexcept {
+        for (std::size_t part = 0; part < 4; ++part) {
+            std::fill(values + part * rows.padded + rows.half, values + (part + 1) * rows.padded, 0.0);
+        }
+    }
+    // Once every row is placed: E = north + south, O = north - south (the equator row: E = O = its value).
+    void fold(const Hemisphere& rows) noexcept {
+        for (std::size_t part = 0; part < 2; ++part) {
+            double* even = values + part * rows.padded;
+            double* odd = values + (2 + part) * rows.padded;
+            for (std::size_t k = 0; k < rows.nlat / 2; ++k) {
+                const double north = even[k];
+                const double south = odd[k];
+                even[k] = north + south;
+                odd[k] = north - south;
+            }
+            if (rows.nlat % 2 == 1) {
+                odd[rows.half - 1] = even[rows.half - 1];
+            }
+        }
+    }
+    [[nodiscard]] const double* even(std::size_t part, const Hemisphere& rows) const noexcept {
+        return values + part * rows.padded;
+    }
+    [[nodiscard]] const double* odd(std::size_t part, const Hemisphere& rows) const noexcept {
+        return values + (2 + part) * rows.padded;
+    }
 };
 
-// The Legendre sums of the columns of one m (all channels at once, one recurrence), into `power[channel slot]`.
-// `diagonal` holds Pbar_mm(x_k); torch-harmonics' recurrence (sht.py, _precompute_legpoly), in fp64.
-void legendre_sums(std::int64_t m, std::int64_t lmax, const std::vector<double>& x, const std::vector<double>& diagonal,
-                   std::span<const Column* const> columns, std::span<const std::int64_t> slots, double factor,
-                   std::vector<ExactSum>& power, ExponentRange& range) {
-    const std::size_t n = x.size();
-    std::vector<double> p_previous(n, 0.0);
-    std::vector<double> p = diagonal;
-    std::vector<double> next(n);
-    const auto md = static_cast<double>(m);
-    for (std::int64_t l = m; l < lmax; ++l) {
-        const auto ld = static_cast<double>(l);
-        if (l == m + 1) {
-            const double a = std::sqrt(2.0 * ld + 1.0);
-            for (std::size_t k = 0; k < n; ++k) {
-                next[k] = a * x[k] * p[k];
-            }
-        } else if (l > m + 1) {
-            const double a = std::sqrt((2.0 * ld - 1.0) / (ld - md) * (2.0 * ld + 1.0) / (ld + md));
-            const double b = std::sqrt((ld + md - 1.0) / (ld - md) * (2.0 * ld + 1.0) / (2.0 * ld - 3.0) *
-                                       (ld - md - 1.0) / (ld + md));
-            for (std::size_t k = 0; k < n; ++k) {
-                next[k] = x[k] * a * p[k] - b * p_previous[k];
-            }
+// The terms f_m |c_lm|^2 of one thread, per (channel slot, l): held until `batch` of one sum are there, then
+// added to its exact sum as one block (add_exact_sum), the same exact sum as adding them one by one (exact
+// sums do not depend on grouping or order) for a fraction of the cost. `range` takes their exponents.
+class PendingTerms {
+  public:
+    static constexpr std::size_t batch = 64;
+    explicit PendingTerms(std::size_t sums) : values_(sums * batch), counts_(sums, 0), power_(sums) {}
+    void add(std::size_t sum, double term) noexcept {
+        values_[sum * batch + counts_[sum]] = term;
+        if (++counts_[sum] == batch) {
+            flush(sum);
         }
-        if (l > m) {
-            std::swap(p_previous, p);
-            std::swap(p, next);
+    }
+    /// Adds every held term; then `power()` holds this thread's exact sums.
+    void flush_all() noexcept {
+        for (std::size_t sum = 0; sum < counts_.size(); ++sum) {
+            flush(sum);
         }
+    }
+    [[nodiscard]] const std::vector<ExactSum>& power() const noexcept { return power_; }
+    [[nodiscard]] const ExponentRange& range() const noexcept { return range_; }
+
+  private:
+    void flush(std::size_t sum) noexcept {
+        const double* terms = values_.data() + sum * batch;
+        for (std::size_t i = 0; i < counts_[sum]; ++i) {
+            range_.add(terms[i]);
+        }
+        add_exact_sum(terms, static_cast<std::int64_t>(counts_[sum]), 1.0, power_[sum]);
+        counts_[sum] = 0;
+    }
+    std::vector<double> values_;  // (sums, batch)
+    std::vector<std::size_t> counts_;
+    std::vector<ExactSum> power_;
+    ExponentRange range_;
+};
+
+// The Legendre sums of the columns of one m (all channels at once, one recurrence on the northern rows), into
+// `terms` at (channel slot) * lmax + l. `diagonal` holds Pbar_mm(x_k) and `x` the nodes x_k for k < rows.padded
+// (zero beyond rows.half); torch-harmonics' recurrence (sht.py, _precompute_legpoly), in fp64. Each c_lm's sums
+// over k, of its real and its imaginary part, are fixed_order_dots' (spectrum_kernels.hpp), so a channel's bits
+// depend neither on the other channels summed with it nor on the instruction set.
+void legendre_sums(std::int64_t m, std::int64_t lmax, const Hemisphere& rows, const std::vector<double>& x,
+                   const std::vector<double>& diagonal, std::span<const Column* const> columns,
+                   std::span<const std::int64_t> slots, double factor, PendingTerms& terms) {
+    const std::size_t n = rows.padded;
+    // Pbar_lm for four degrees in turn, in the vector of (l - m) mod 4; zero for l = m - 1.
+    std::array<std::vector<double>, 4> p;
+    for (std::vector<double>& values : p) {
+        values.assign(n, 0.0);
+    }
+    // The real and imaginary parts of every column, E (l + m even) and O (l + m odd).
+    std::array<std::vector<const double*>, 2> parts;
+    for (const Column* column : columns) {
+        for (std::size_t part = 0; part < 2; ++part) {
+            parts[0].push_back(column->even(part, rows));
+            parts[1].push_back(column->odd(part, rows));
+        }
+    }
+    const auto p_of = [&p, m](std::int64_t l) -> std::vector<double>& {
+        return p[static_cast<std::size_t>((l - m + 4) % 4)];
+    };
+    const auto add_terms = [&](std::int64_t l, const std::vector<double>& sums) {
         for (std::size_t c = 0; c < columns.size(); ++c) {
-            const double re = fixed_order_dot(p.data(), columns[c]->real.data(), n);
-            const double im = fixed_order_dot(p.data(), columns[c]->imag.data(), n);
-            const double term = factor * (re * re + im * im);
-            range.add(term);
-            power[static_cast<std::size_t>(slots[c] * lmax + l)].add(term);
+            const double re = sums[2 * c];
+            const double im = sums[2 * c + 1];
+            terms.add(static_cast<std::size_t>(slots[c] * lmax + l), factor * (re * re + im * im));
+        }
+    };
+    std::vector<double> sums(2 * columns.size());
+    std::vector<double> sums_2(2 * columns.size());
+    const auto md = static_cast<double>(m);
+    // Degrees four at a time: l and l + 2 share a parity, so their sums share one pass over the columns.
+    for (std::int64_t first = m; first < lmax; first += 4) {
+        const std::int64_t last = std::min(first + 4, lmax);
+        for (std::int64_t l = first; l < last; ++l) {
+            const auto ld = static_cast<double>(l);
+            if (l == m) {
+                std::copy(diagonal.begin(), diagonal.end(), p_of(l).begin());
+            } else if (l == m + 1) {
+                // a x p - 0 p_previous: the value of torch-harmonics' a * x * p.
+                detail::legendre_step(x.data(), std::sqrt(2.0 * ld + 1.0), 0.0, p_of(l - 1).data(), p_of(l - 2).data(),
+                                      p_of(l).data(), n);
+            } else {
+                const double a = std::sqrt((2.0 * ld - 1.0) / (ld - md) * (2.0 * ld + 1.0) / (ld + md));
+                const double b = std::sqrt((ld + md - 1.0) / (ld - md) * (2.0 * ld + 1.0) / (2.0 * ld - 3.0) *
+                                           (ld - md - 1.0) / (ld + md));
+                detail::legendre_step(x.data(), a, b, p_of(l - 1).data(), p_of(l - 2).data(), p_of(l).data(), n);
+            }
+        }
+        for (std::int64_t l = first; l < std::min(first + 2, last); ++l) {
+            const std::vector<const double*>& of_parity = parts[static_cast<std::size_t>((l + m) % 2)];
+            if (l + 2 < last) {
+                detail::fixed_order_dot_pairs(p_of(l).data(), p_of(l + 2).data(), of_parity.data(), of_parity.size(), n,
+                                              sums.data(), sums_2.data());
+                add_terms(l, sums);
+                add_terms(l + 2, sums_2);
+            } else {
+                detail::fixed_order_dots(p_of(l).data(), of_parity.data(), of_parity.size(), n, sums.data());
+                add_terms(l, sums);
+            }
         }
     }
 }
@@ -640,35 +815,100 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
         }
     }
 
-    // 1. Whole rows to their owners; FFT each, keep orders below mmax, times 2 pi / nlon.
-    const OwnedRows rows = rows_to_owners(spatial, boxes, shape, field, row_owner);
-    std::vector<std::complex<double>> spectra(rows.keys.size() * static_cast<std::size_t>(mmax));
-    {
-        RowFft fft(shape.nlon);
-        const double scale = 2.0 * pi / static_cast<double>(shape.nlon);
-        for (std::size_t s = 0; s < rows.keys.size(); ++s) {
-            const auto bins = fft(rows.values.data() + s * static_cast<std::size_t>(shape.nlon));
-            for (std::int64_t m = 0; m < mmax; ++m) {
-                spectra[s * static_cast<std::size_t>(mmax) + static_cast<std::size_t>(m)] =
-                    bins[static_cast<std::size_t>(m)] * scale;
+    // The columns (c, m) this rank owns, m-major (so `orders` below ascends), in one buffer.
+    const Hemisphere hemisphere(shape.nlat);
+    std::vector<Column> columns;
+    std::vector<std::int64_t> column_of_pair(static_cast<std::size_t>(channels * mmax), -1);
+    for (std::int64_t m = 0; m < mmax; ++m) {
+        for (std::int64_t c = 0; c < channels; ++c) {
+            if (column_owner(c, m) == me) {
+                column_of_pair[static_cast<std::size_t>(c * mmax + m)] = static_cast<std::int64_t>(columns.size());
+                columns.push_back({c, m, nullptr});
             }
         }
     }
+    const std::size_t column_size = 4 * hemisphere.padded;
+    const std::unique_ptr<double[]> column_values =
+        uninitialised_doubles(columns.size() * column_size, "the power spectrum's Fourier columns");
+    for (std::size_t i = 0; i < columns.size(); ++i) {
+        columns[i].values = column_values.get() + i * column_size;
+        columns[i].zero_padding(hemisphere);
+    }
+    const SphereQuadrature quadrature = sphere_quadrature(spec.grid, shape.nlat);
 
-    // 2. Columns (c, m) to their owners: pack (destination, c, m, k) and unpack (source, c, m, k).
+    // 1. Whole rows to their owners; FFT each, keep orders below mmax, times 2 pi / nlon. Values of this rank's
+    // own columns go straight into them, times the quadrature weight; the others' are kept to be sent.
+    OwnedRows<T> rows = rows_to_owners(spatial, boxes, shape, field, row_owner);
     std::vector<std::vector<std::int64_t>> owned_rows_of_channel(static_cast<std::size_t>(channels));
     for (std::size_t s = 0; s < rows.keys.size(); ++s) {
         owned_rows_of_channel[static_cast<std::size_t>(rows.keys[s] / shape.nlat)].push_back(
             static_cast<std::int64_t>(s));
     }
+    bool sends = false;  // whether some column of this rank's rows is another rank's
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t m = 0; m < mmax && !owned_rows_of_channel[static_cast<std::size_t>(c)].empty(); ++m) {
+            sends = sends || column_owner(c, m) != me;
+        }
+    }
+    const auto orders_kept = static_cast<std::size_t>(mmax);
+    std::vector<std::complex<double>> spectra(sends ? rows.keys.size() * orders_kept : 0);
+    {
+        const double scale = 2.0 * pi / static_cast<double>(shape.nlon);
+        // A few rows at a time, so the values written into each column lie together; batches shared between
+        // threads (each writes its own rows).
+        constexpr std::size_t batch = 32;
+        const auto batches = static_cast<std::int64_t>((rows.keys.size() + batch - 1) / batch);
+        const int fft_threads = detail::threads_for(batches, static_cast<std::int64_t>(batch) * shape.nlon);
+        std::vector<std::unique_ptr<RowFft>> ffts;  // made here: a failed plan throws outside the parallel region
+        std::vector<std::vector<std::complex<double>>> bins_of_thread;
+        for (int t = 0; t < fft_threads; ++t) {
+            ffts.push_back(std::make_unique<RowFft>(shape.nlon));
+            bins_of_thread.emplace_back(batch * orders_kept);
+        }
+        GRIDSHARD_PRAGMA(omp parallel for num_threads(fft_threads) schedule(static))
+        for (std::int64_t index_of_batch = 0; index_of_batch < batches; ++index_of_batch) {
+            const auto t = static_cast<std::size_t>(detail::thread_index());
+            RowFft& fft = *ffts[t];
+            std::vector<std::complex<double>>& batch_bins = bins_of_thread[t];
+            const std::size_t first = static_cast<std::size_t>(index_of_batch) * batch;
+            const std::size_t count = std::min(batch, rows.keys.size() - first);
+            for (std::size_t b = 0; b < count; ++b) {
+                const auto bins = transform(fft, rows, first + b);
+                for (std::size_t m = 0; m < orders_kept; ++m) {
+                    batch_bins[b * orders_kept + m] = bins[m] * scale;
+                }
+                if (sends) {
+                    std::copy_n(batch_bins.data() + b * orders_kept, orders_kept,
+                                spectra.data() + (first + b) * orders_kept);
+                }
+            }
+            for (std::size_t m = 0; m < orders_kept; ++m) {
+                for (std::size_t b = 0; b < count; ++b) {
+                    const std::int64_t key = rows.keys[first + b];
+                    const std::int64_t index =
+                        column_of_pair[static_cast<std::size_t>(key / shape.nlat) * orders_kept + m];
+                    if (index >= 0) {
+                        const auto k = static_cast<std::size_t>(key % shape.nlat);
+                        const std::complex<double> v = batch_bins[b * orders_kept + m];
+                        const double q = quadrature.weights[k];
+                        columns[static_cast<std::size_t>(index)].place(hemisphere, k, {q * v.real(), q * v.imag()});
+                    }
+                }
+            }
+        }
+    }
+    rows = {};  // only the transforms are needed from here
+
+    // 2. The other columns (c, m) to their owners: pack (destination, c, m, k) and unpack (source, c, m, k).
     const auto uranks = static_cast<std::size_t>(ranks);
+    const auto self = static_cast<std::size_t>(me);
     std::vector<int> send_counts(uranks, 0);
     std::vector<int> receive_counts(uranks, 0);
     std::vector<double> send;
     std::vector<int> send_displacements(uranks, 0);
     for (std::size_t r = 0; r < uranks; ++r) {
         send_displacements[r] = as_int_count(static_cast<std::int64_t>(send.size()), "power spectrum");
-        for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t c = 0; c < channels && r != self; ++c) {
             for (std::int64_t m = 0; m < mmax; ++m) {
                 if (column_owner(c, m) != static_cast<int>(r)) {
                     continue;
@@ -682,17 +922,7 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
         }
         send_counts[r] = as_int_count(static_cast<std::int64_t>(send.size()) - send_displacements[r], "power spectrum");
     }
-    std::vector<Column> columns;
-    std::vector<std::int64_t> column_of_pair(static_cast<std::size_t>(channels * mmax), -1);
-    for (std::int64_t m = 0; m < mmax; ++m) {  // m-major, so one recurrence serves every channel of an m
-        for (std::int64_t c = 0; c < channels; ++c) {
-            if (column_owner(c, m) == me) {
-                column_of_pair[static_cast<std::size_t>(c * mmax + m)] = static_cast<std::int64_t>(columns.size());
-                columns.push_back({c, m, std::vector<double>(static_cast<std::size_t>(shape.nlat)),
-                                   std::vector<double>(static_cast<std::size_t>(shape.nlat))});
-            }
-        }
-    }
+    spectra = {};
     // From rank r come, per channel, its rows of the channel times this rank's orders of it (re, im each).
     std::vector<std::int64_t> orders_of_channel(static_cast<std::size_t>(channels), 0);
     for (const Column& column : columns) {
@@ -707,7 +937,7 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
     std::int64_t receive_total = 0;
     for (std::size_t r = 0; r < uranks; ++r) {
         std::int64_t count = 0;
-        for (std::size_t c = 0; c < static_cast<std::size_t>(channels); ++c) {
+        for (std::size_t c = 0; c < static_cast<std::size_t>(channels) && r != self; ++c) {
             count += 2 * rows_of_rank_and_channel[r * static_cast<std::size_t>(channels) + c] * orders_of_channel[c];
         }
         receive_counts[r] = as_int_count(count, "power spectrum");
@@ -717,11 +947,11 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
     std::vector<double> received(static_cast<std::size_t>(receive_total));
     GRIDSHARD_MPI(MPI_Alltoallv, send.data(), send_counts.data(), send_displacements.data(), MPI_DOUBLE,
                   received.data(), receive_counts.data(), receive_displacements.data(), MPI_DOUBLE, spatial.native());
-    const SphereQuadrature quadrature = sphere_quadrature(spec.grid, shape.nlat);
+    send = {};
     {
         std::size_t at = 0;
         for (std::size_t r = 0; r < uranks; ++r) {
-            for (std::int64_t c = 0; c < channels; ++c) {
+            for (std::int64_t c = 0; c < channels && r != self; ++c) {
                 for (std::int64_t m = 0; m < mmax; ++m) {
                     if (column_owner(c, m) != me) {
                         continue;
@@ -733,20 +963,22 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
                             continue;
                         }
                         const double q = quadrature.weights[static_cast<std::size_t>(k)];
-                        column.real[static_cast<std::size_t>(k)] = q * received[at++];
-                        column.imag[static_cast<std::size_t>(k)] = q * received[at++];
+                        const double re = q * received[at++];
+                        const double im = q * received[at++];
+                        column.place(hemisphere, static_cast<std::size_t>(k), {re, im});
                     }
                 }
             }
         }
     }
+    received = {};
 
     // 3. Legendre sums of the owned columns, m by m, shared between threads; exact sums per (channel, l).
-    // x_k = cos(flip(arccos(nodes)))_k, as torch-harmonics forms it: row 0 at the north pole.
-    const auto nlat = static_cast<std::size_t>(shape.nlat);
-    std::vector<double> x(nlat);
-    for (std::size_t k = 0; k < nlat; ++k) {
-        x[k] = std::cos(std::acos(quadrature.nodes[nlat - 1 - k]));
+    // x_k = cos(flip(arccos(nodes)))_k, as torch-harmonics forms it (row 0 at the north pole), for the northern
+    // rows and the equator row; zero in the padding.
+    std::vector<double> x(hemisphere.padded, 0.0);
+    for (std::size_t k = 0; k < hemisphere.half; ++k) {
+        x[k] = std::cos(std::acos(quadrature.nodes[hemisphere.nlat - 1 - k]));
     }
     std::vector<std::int64_t> orders;  // the m this rank owns some column of, ascending
     for (const Column& column : columns) {
@@ -754,15 +986,16 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
             orders.push_back(column.m);
         }
     }
-    // Pbar_mm(x_k) for the owned orders, advancing the diagonal through every m below.
+    // Pbar_mm(x_k) for the owned orders, advancing the diagonal through every m below (zero in the padding).
     std::vector<std::vector<double>> diagonals(orders.size());
     {
-        std::vector<double> diagonal(nlat, 1.0 / std::sqrt(4.0 * pi));
+        std::vector<double> diagonal(hemisphere.padded, 0.0);
+        std::fill_n(diagonal.begin(), hemisphere.half, 1.0 / std::sqrt(4.0 * pi));
         std::int64_t at_m = 0;
         for (std::size_t i = 0; i < orders.size(); ++i) {
             for (; at_m < orders[i]; ++at_m) {
                 const auto l = static_cast<double>(at_m + 1);
-                for (std::size_t k = 0; k < nlat; ++k) {
+                for (std::size_t k = 0; k < hemisphere.half; ++k) {
                     diagonal[k] = std::sqrt((2.0 * l + 1.0) * (1.0 + x[k]) * (1.0 - x[k]) / 2.0 / l) * diagonal[k];
                 }
             }
@@ -778,9 +1011,11 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
     }
     const int threads = detail::threads_for(static_cast<std::int64_t>(orders.size()),
                                             lmax * shape.nlat * std::max<std::int64_t>(1, slots));
-    std::vector<std::vector<ExactSum>> thread_power(static_cast<std::size_t>(threads),
-                                                    std::vector<ExactSum>(static_cast<std::size_t>(slots * lmax)));
-    std::vector<ExponentRange> thread_range(static_cast<std::size_t>(threads));
+    std::vector<PendingTerms> thread_terms;
+    thread_terms.reserve(static_cast<std::size_t>(threads));
+    for (int t = 0; t < threads; ++t) {
+        thread_terms.emplace_back(static_cast<std::size_t>(slots * lmax));
+    }
     const auto order_count = static_cast<std::int64_t>(orders.size());
     GRIDSHARD_PRAGMA(omp parallel for num_threads(threads) schedule(dynamic, 1))
     for (std::int64_t i = 0; i < order_count; ++i) {
@@ -790,21 +1025,24 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
         for (std::int64_t c = 0; c < channels; ++c) {
             const std::int64_t index = column_of_pair[static_cast<std::size_t>(c * mmax + m)];
             if (index >= 0) {
-                of_m.push_back(&columns[static_cast<std::size_t>(index)]);
+                Column& column = columns[static_cast<std::size_t>(index)];
+                column.fold(hemisphere);  // here, just before its sums, by the thread that forms them
+                of_m.push_back(&column);
                 slot_of.push_back(slot_of_channel[static_cast<std::size_t>(c)]);
             }
         }
         const double factor = (spec.convention == SpectrumConvention::full && m > 0) ? 2.0 : 1.0;
         const auto t = static_cast<std::size_t>(detail::thread_index());
-        legendre_sums(m, lmax, x, diagonals[static_cast<std::size_t>(i)], of_m, slot_of, factor, thread_power[t],
-                      thread_range[t]);
+        legendre_sums(m, lmax, hemisphere, x, diagonals[static_cast<std::size_t>(i)], of_m, slot_of, factor,
+                      thread_terms[t]);
     }
 
     // 4. One exact sum per (channel, l) over threads and ranks.
     std::vector<ExactSum> power(static_cast<std::size_t>(channels * lmax));
     ExponentRange range;
-    for (std::size_t t = 0; t < thread_power.size(); ++t) {
-        range.add(thread_range[t]);
+    for (PendingTerms& terms : thread_terms) {
+        terms.flush_all();
+        range.add(terms.range());
         for (std::int64_t c = 0; c < channels; ++c) {
             const std::int64_t slot = slot_of_channel[static_cast<std::size_t>(c)];
             if (slot < 0) {
@@ -812,7 +1050,7 @@ std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard
             }
             for (std::int64_t l = 0; l < lmax; ++l) {
                 power[static_cast<std::size_t>(c * lmax + l)].add(
-                    thread_power[t][static_cast<std::size_t>(slot * lmax + l)]);
+                    terms.power()[static_cast<std::size_t>(slot * lmax + l)]);
             }
         }
     }
@@ -841,7 +1079,7 @@ std::vector<double> zonal_power_spectrum(const ShardedGrid& grid, FieldShard<T> 
         boxes.push_back(grid.decomposition().box({0, grid.mesh().coords().lat, j}));
     }
     const std::vector<int> owner = lon_group_row_owners(box.lat, channels, shape.nlat, lon.size());
-    const OwnedRows rows = rows_to_owners(lon, boxes, shape, field, owner);
+    const OwnedRows<T> rows = rows_to_owners(lon, boxes, shape, field, owner);
 
     const auto ubins = static_cast<std::size_t>(bins);
     std::vector<double> mine(rows.keys.size() * ubins);
@@ -857,7 +1095,7 @@ std::vector<double> zonal_power_spectrum(const ShardedGrid& grid, FieldShard<T> 
                     w = 2.0 * pi * 6367500.0 * w;
                 }
             }
-            const auto spectrum = fft(rows.values.data() + s * static_cast<std::size_t>(shape.nlon));
+            const auto spectrum = transform(fft, rows, s);
             for (std::size_t m = 0; m < ubins; ++m) {
                 const std::complex<double> v = spectrum[m] / n;
                 mine[s * ubins + m] = w * (m == 0 ? 1.0 : 2.0) * std::norm(v);

@@ -94,6 +94,38 @@ TEST(Spectrum, BitIdenticalToSerialDouble) {
     expect_same_as_serial<double>(mpitest::make_mesh());
 }
 
+// A channel's spectrum is the same bits whatever other channels are computed with it: every Legendre sum has
+// one summation order, however many columns are summed together (spectrum_kernels.hpp).
+TEST(Spectrum, ChannelBitsDoNotDependOnTheBatch) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    int compared = 0;
+    for (const GridShape& grid : mpitest::test_grids(mesh.shape(), SplitRule::div_up)) {
+        const ShardedGrid sharded(mesh, grid, SplitRule::div_up);
+        const std::int64_t channels = 6;
+        const auto global = random_field<float>(channels, grid, 29U);
+        const auto shard = mpitest::shard_of(global, grid, sharded.box(), channels);
+        const auto plane = static_cast<std::size_t>(sharded.box().area());
+        for (SpectrumMode mode : {SpectrumMode::field_owners, SpectrumMode::transposes}) {
+            SpectrumSpec spec;
+            spec.mode = mode;
+            const auto batch = spherical_power_spectrum(sharded, FieldShard<float>{shard, channels}, spec);
+            const std::size_t lmax = batch.size() / static_cast<std::size_t>(channels);
+            for (std::size_t c = 0; c < static_cast<std::size_t>(channels); ++c) {
+                const std::vector<float> one(shard.begin() + static_cast<std::ptrdiff_t>(c * plane),
+                                             shard.begin() + static_cast<std::ptrdiff_t>((c + 1) * plane));
+                const auto alone = spherical_power_spectrum(sharded, FieldShard<float>{one, 1}, spec);
+                ASSERT_EQ(alone.size(), lmax);
+                for (std::size_t l = 0; l < lmax; ++l) {
+                    ASSERT_EQ(std::bit_cast<std::uint64_t>(alone[l]), std::bit_cast<std::uint64_t>(batch[c * lmax + l]))
+                        << "grid " << grid.nlat << "x" << grid.nlon << " channel " << c << " l " << l;
+                }
+                ++compared;
+            }
+        }
+    }
+    EXPECT_GT(compared, 0);
+}
+
 // Pbar_lm(x), orthonormal on the sphere, from std::assoc_legendre (no Condon-Shortley phase: the power does
 // not see the sign).
 double orthonormal_legendre(unsigned l, unsigned m, double x) {
