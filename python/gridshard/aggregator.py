@@ -9,6 +9,8 @@ of the data ranks must cover every initial condition once. ``record`` is collect
 rank 0, gathered one variable at a time, never as tiles.
 """
 
+import warnings
+
 import numpy as np
 
 from . import _arrays
@@ -130,6 +132,12 @@ class Aggregator:
                 if self._stats:  # ACE logs no spectrum of the normalised fields
                     self._normalized[name] = make(False, normalized_keys, False, [], {})
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
+        if spectral and distributed.rank == 0:
+            grid = spectrum_arguments["spectrum_grid"]
+            offset = _core.latitude_offset_from_nodes_deg(grid, [float(v) for v in lat_values])
+            if offset > 1e-4:  # as gridshard eval --spectrum says it
+                warnings.warn(f"the latitudes are not the {grid} grid's nodes (up to {offset:.3g} degrees apart); the "
+                              f"power spectrum takes each row as that node, as ACE's does", stacklevel=2)
         self._grid = (len(lat_values), nlon_value)
 
     def record(self, target, prediction, first_lead=0, first_sample=0):

@@ -401,6 +401,13 @@ void bind_metrics(py::module_& m) {
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("weighting"),
         py::arg("lat"), "Collective over `lon`; (channels * rows * (nlon / 2 + 1),) for this rank's rows.");
     m.def(
+        "latitude_offset_from_nodes_deg",
+        [](const std::string& grid, const std::vector<double>& lat_deg) {
+            return latitude_offset_from_nodes_deg(parse_sphere_grid(grid), lat_deg);
+        },
+        py::arg("grid"), py::arg("lat_deg"),
+        "How far (degrees) the latitudes lie from the nodes of the spectrum's grid (metrics/spectrum.hpp). No MPI.");
+    m.def(
         "smooth_flood_fill",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, int num_steps,
            int blur_kernel_size, double blur_sigma) {

@@ -283,6 +283,16 @@ def test_smooth_flood_fill_is_serial_bits(dist, serial, dtype, kind):
         dist.smooth_flood_fill(x, blur_kernel_size=4)
 
 
+def test_the_aggregator_says_when_the_latitudes_are_not_the_spectrum_grids(dist):
+    for lat, expected in ((np.linspace(-80.0, 80.0, 9), 1),
+                          (np.degrees(np.arcsin(np.polynomial.legendre.leggauss(9)[0]))[::-1], 0)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            gridshard.Aggregator(dist, ["x"], lat, 14, initial_conditions=D, lead_times=2, spectrum=True)
+        said = [w for w in caught if "not the legendre-gauss grid's nodes" in str(w.message)]
+        assert len(said) == (expected if dist.rank == 0 else 0), [str(w.message) for w in caught]
+
+
 def test_weighted_nanmean_of_an_all_nan_channel_is_nan(dist):
     x = np.full((2, 9, 14), np.nan)
     x[1] = 1.0
