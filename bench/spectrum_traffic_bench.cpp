@@ -6,8 +6,8 @@
 //
 //   mpirun -n 16 spectrum_traffic_bench --mesh 1x4x4 --channels 16 [--nlat 721 --nlon 1440] [--json OUT]
 
-#include <CLI/CLI.hpp>
 #include <mpi.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -37,6 +37,19 @@ int self_of(MPI_Comm comm) {
     return rank;
 }
 
+// Counts what a collective with `receive_counts` per rank of `comm` brings this rank from the others.
+void count_received(const int receive_counts[], MPI_Datatype type, MPI_Comm comm) {
+    if (!counting) {
+        return;
+    }
+    int size = 0;
+    PMPI_Comm_size(comm, &size);
+    const int me = self_of(comm);
+    for (int r = 0; r < size; ++r) {
+        received_bytes += r == me ? 0 : receive_counts[r] * type_bytes(type);
+    }
+}
+
 }  // namespace
 
 extern "C" {
@@ -44,28 +57,14 @@ extern "C" {
 int MPI_Alltoallv(const void* send, const int send_counts[], const int send_displacements[], MPI_Datatype send_type,
                   void* receive, const int receive_counts[], const int receive_displacements[],
                   MPI_Datatype receive_type, MPI_Comm comm) {
-    if (counting) {
-        int size = 0;
-        PMPI_Comm_size(comm, &size);
-        const int me = self_of(comm);
-        for (int r = 0; r < size; ++r) {
-            received_bytes += r == me ? 0 : receive_counts[r] * type_bytes(receive_type);
-        }
-    }
+    count_received(receive_counts, receive_type, comm);
     return PMPI_Alltoallv(send, send_counts, send_displacements, send_type, receive, receive_counts,
                           receive_displacements, receive_type, comm);
 }
 
 int MPI_Allgatherv(const void* send, int send_count, MPI_Datatype send_type, void* receive, const int receive_counts[],
                    const int displacements[], MPI_Datatype receive_type, MPI_Comm comm) {
-    if (counting) {
-        int size = 0;
-        PMPI_Comm_size(comm, &size);
-        const int me = self_of(comm);
-        for (int r = 0; r < size; ++r) {
-            received_bytes += r == me ? 0 : receive_counts[r] * type_bytes(receive_type);
-        }
-    }
+    count_received(receive_counts, receive_type, comm);
     return PMPI_Allgatherv(send, send_count, send_type, receive, receive_counts, displacements, receive_type, comm);
 }
 

@@ -267,7 +267,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
                             " climatology values for " + std::to_string(mine) + " members of " + std::to_string(plane) +
                             " values");
     }
-    auto& scratch = [this]() -> std::vector<T>(&)[2] {
+    auto& scratch = [this]() -> std::vector<T>(&)[3] {
         if constexpr (std::is_same_v<T, float>) {
             return float_scratch_;
         } else {
@@ -365,7 +365,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     }
     if (options_.spectrum && counted_[static_cast<std::size_t>(lead)] && mine > 0) {
         // The truth with the members of the data rank that holds member 0 (its only copy when they are split).
-        record_spectra<T>(truth, members, shape_.work.members.begin == 0);
+        record_spectra<T>(truth, members, shape_.work.members.begin == 0, scratch[2]);
     }
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
@@ -373,11 +373,11 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
 }
 
 template <class T>
-void Aggregator::record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth) {
+void Aggregator::record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth,
+                                std::vector<T>& stacked) {
     const std::int64_t channels = shape_.channels;
     const std::int64_t fields = (with_truth ? 1 : 0) + shape_.work.members.size();
-    std::vector<T> stacked;
-    stacked.reserve(truth.values.size() * static_cast<std::size_t>(fields));
+    stacked.clear();  // keeps its capacity from the last pair
     if (with_truth) {
         stacked.insert(stacked.end(), truth.values.begin(), truth.values.end());
     }
@@ -685,8 +685,9 @@ std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
     return out;
 }
 
-template void Aggregator::record_spectra<float>(FieldShard<float>, std::span<const float>, bool);
-template void Aggregator::record_spectra<double>(FieldShard<double>, std::span<const double>, bool);
+template void Aggregator::record_spectra<float>(FieldShard<float>, std::span<const float>, bool, std::vector<float>&);
+template void Aggregator::record_spectra<double>(FieldShard<double>, std::span<const double>, bool,
+                                                 std::vector<double>&);
 template void Aggregator::record<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
                                         std::span<const float>);
 template void Aggregator::record<double>(std::int64_t, std::int64_t, FieldShard<double>, std::span<const double>,

@@ -26,11 +26,6 @@ namespace {
 
 constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 
-const ProcessMesh& serial_mesh() {
-    static const ProcessMesh mesh(Communicator::world().split(Communicator::world().rank(), 0), MeshShape{1, 1, 1});
-    return mesh;
-}
-
 // Channel 0: a "continent" large enough for an interior, a strip across the longitude seam, the first rows (a polar
 // cap), scattered points; channel 1: no NaN; channel 2: an infinity beside a NaN; channel 3 (with `all_nan`) NaN
 // everywhere.
@@ -211,7 +206,7 @@ void expect_same_as_serial(const ProcessMesh& mesh) {
     for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
         for (const GridShape& grid : fill_grids(mesh.shape(), rule)) {
             const ShardedGrid sharded(mesh, grid, rule);
-            const ShardedGrid serial(serial_mesh(), grid);
+            const ShardedGrid serial(mpitest::serial_mesh(), grid);
             const std::int64_t channels = 4;
             const auto global = masked_field<T>(grid, channels, 5U);
             const auto shard = mpitest::shard_of(global, grid, sharded.box(), channels);
@@ -310,7 +305,7 @@ TEST(FloodFill, TheFilledSpectrumIsTheSerialOne) {
     const GridShape grid{40, 36};
     const auto global = masked_field<float>(grid, 3, 21U);
     const ShardedGrid sharded(mesh, grid, SplitRule::div_up);
-    const ShardedGrid serial(serial_mesh(), grid);
+    const ShardedGrid serial(mpitest::serial_mesh(), grid);
     const auto shard = mpitest::shard_of(global, grid, sharded.box(), 3);
     const auto filled = smooth_flood_fill(sharded, FieldShard<float>{shard, 3});
     const auto filled_serial = smooth_flood_fill(serial, FieldShard<float>{global, 3});

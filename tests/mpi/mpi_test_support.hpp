@@ -18,6 +18,13 @@ inline ProcessMesh make_mesh() {
     return ProcessMesh(Communicator::world(), mesh_shape());
 }
 
+/// Every rank of the world alone on a 1x1x1 mesh, made once (a collective split of the world on first use): the
+/// serial answer the distributed ones are compared with.
+inline const ProcessMesh& serial_mesh() {
+    static const ProcessMesh mesh(Communicator::world().split(Communicator::world().rank(), 0), MeshShape{1, 1, 1});
+    return mesh;
+}
+
 /// An exact integer label of a global point: sample*10^6 + channel*10^4 + lat*100 + lon, for the test
 /// grids (lat, lon < 100; channels < 100). Exact in float (< 2^24) for samples 0..15.
 inline std::int64_t label(std::int64_t sample, std::int64_t channel, std::int64_t lat, std::int64_t lon) {

@@ -30,19 +30,13 @@ std::vector<T> random_field(std::int64_t channels, GridShape grid, unsigned seed
     return values;
 }
 
-// Every rank of the world alone on a 1x1x1 mesh: the serial answer.
-const ProcessMesh& serial_mesh() {
-    static const ProcessMesh mesh(Communicator::world().split(Communicator::world().rank(), 0), MeshShape{1, 1, 1});
-    return mesh;
-}
-
 template <class T>
 void expect_same_as_serial(const ProcessMesh& mesh) {
     int compared = 0;
     for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
         for (const GridShape& grid : mpitest::test_grids(mesh.shape(), rule)) {
             const ShardedGrid sharded(mesh, grid, rule);
-            const ShardedGrid serial(serial_mesh(), grid);
+            const ShardedGrid serial(mpitest::serial_mesh(), grid);
             for (std::int64_t channels : {1, 3, 9}) {
                 const auto global = random_field<T>(channels, grid, 17U + static_cast<unsigned>(channels));
                 const auto shard = mpitest::shard_of(global, grid, sharded.box(), channels);

@@ -225,10 +225,10 @@ class Aggregator {
     [[nodiscard]] FieldShard<T> repeated(std::vector<T>& buffer, FieldShard<T> one) const;
     // ACE's ensemble scores of one lead's sums over each region (collective over the world).
     [[nodiscard]] std::vector<std::vector<ScoreAtLead>> cell_scores(CellSums& sums);
-    // The power spectra of this pair's truth (when `with_truth`) and members, added to their sums (collective over
-    // the spatial group).
+    // The power spectra of this pair's truth (when `with_truth`) and members, stacked in `stacked`, added to their
+    // sums (collective over the spatial group).
     template <class T>
-    void record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    void record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth, std::vector<T>& stacked);
     // The mean spectra and their summaries into `out` (collective over the data group).
     void finish_spectra(VariableScores& out);
 
@@ -248,8 +248,9 @@ class Aggregator {
     std::vector<ExactSum> truth_spectra_, prediction_spectra_;
     std::int64_t truth_spectrum_count_ = 0, prediction_spectrum_count_ = 0;
     std::vector<bool> counted_;
-    std::vector<float> float_scratch_[2];
-    std::vector<double> double_scratch_[2];
+    // Per value type: the repeated truth, the repeated climatology, the truth and members stacked for the spectra.
+    std::vector<float> float_scratch_[3];
+    std::vector<double> double_scratch_[3];
     AggregatorTimings timings_;
 };
 
