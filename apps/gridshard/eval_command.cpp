@@ -33,7 +33,7 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.include_initial_step = options.include_initial_step;
     plan.climatology = options.climatology;
     plan.regions = options.regions;
-    plan.maps = !options.diagnostics.empty();
+    plan.maps = report == ReportKind::forecast && !options.diagnostics.empty();  // a pair's folder: spectra only
     plan.timings = options.timings;
     if (options.spectrum) {
         plan.spectrum = options.spectrum_options;
