@@ -29,8 +29,8 @@
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/comm/halo_exchange.hpp"
-#include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/comm/memory_check.hpp"
+#include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 #include "gridshard/comm/threads.hpp"
 
