@@ -50,6 +50,38 @@ T* pack(std::span<const T> shard, const Box& box, std::int64_t channels, const s
     return out;
 }
 
+// Copies the padded shard's `(channels, rows, cols)` cells of `pieces` (channel-major, as `pack` orders them) to
+// `out`: what the adjoint sends back to the rank that sent them.
+template <class T>
+T* pack_padded(std::span<const T> padded, std::int64_t channels, std::int64_t rows, std::int64_t cols,
+               const std::vector<HaloPiece>& pieces, T* out) {
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (const HaloPiece& p : pieces) {
+            out = std::copy_n(padded.data() + (c * rows + p.row) * cols + p.col, p.cols, out);
+        }
+    }
+    return out;
+}
+
+// Adds the values packed for `pieces` (as `pack` orders them) into the shard `(channels, box)` at the pieces' source
+// cells, piece by piece in order.
+template <class T>
+const T* add_into_shard(const T* in, std::span<T> shard, const Box& box, std::int64_t channels,
+                        const std::vector<HaloPiece>& pieces) {
+    const std::int64_t rows = box.lat.size();
+    const std::int64_t cols = box.lon.size();
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (const HaloPiece& p : pieces) {
+            T* to = shard.data() + (c * rows + (p.source_row - box.lat.begin)) * cols + (p.source_col - box.lon.begin);
+            for (std::int64_t k = 0; k < p.cols; ++k) {
+                to[k] += in[k];
+            }
+            in += p.cols;
+        }
+    }
+    return in;
+}
+
 // Writes the cells of `pieces`, packed as `pack` packs them, into the padded shard `(channels, rows, cols)`.
 template <class T>
 const T* unpack(const T* in, std::int64_t channels, std::int64_t rows, std::int64_t cols,
@@ -200,11 +232,71 @@ void PaddedHaloExchange::exchange_agreed(std::span<const T> shard, std::int64_t 
     }
 }
 
+template <class T>
+void PaddedHaloExchange::adjoint(std::span<const T> padded, std::int64_t channels, std::span<T> shard) const {
+    detail::agree_or_throw(mesh_.spatial(), argument_error<T>(shard, channels, padded), {channels},
+                           "padded halo adjoint channels");
+    adjoint_agreed(padded, channels, shard);
+}
+
+template <class T>
+void PaddedHaloExchange::adjoint_agreed(std::span<const T> padded, std::int64_t channels, std::span<T> shard) const {
+    const Communicator& spatial = mesh_.spatial();
+    const std::int64_t rows = padded_rows();
+    const std::int64_t cols = padded_cols();
+    const std::int64_t width = spec_.width;
+    // The messages of execute() reversed: what this rank received it sends back, what it sent comes back.
+    std::vector<std::vector<T>> back(peers_.size());
+    std::vector<std::vector<T>> returned(peers_.size());
+    std::vector<MPI_Request> requests;
+    requests.reserve(2 * peers_.size());
+    for (std::size_t k = 0; k < peers_.size(); ++k) {
+        if (peers_[k].send_cells > 0) {
+            returned[k].resize(static_cast<std::size_t>(channels * peers_[k].send_cells));
+            requests.emplace_back();
+            GRIDSHARD_MPI(MPI_Irecv, returned[k].data(), static_cast<int>(returned[k].size()),
+                          detail::mpi_datatype<T>(), peers_[k].rank, padded_halo_tag, spatial.native(),
+                          &requests.back());
+        }
+    }
+    for (std::size_t k = 0; k < peers_.size(); ++k) {
+        if (peers_[k].receive_cells > 0) {
+            back[k].resize(static_cast<std::size_t>(channels * peers_[k].receive_cells));
+            pack_padded(padded, channels, rows, cols, peers_[k].receive, back[k].data());
+            requests.emplace_back();
+            GRIDSHARD_MPI(MPI_Isend, back[k].data(), static_cast<int>(back[k].size()), detail::mpi_datatype<T>(),
+                          peers_[k].rank, padded_halo_tag, spatial.native(), &requests.back());
+        }
+    }
+    // Meanwhile: the middle, then this rank's own halo pieces.
+    const std::int64_t box_rows = box_.lat.size();
+    const std::int64_t box_cols = box_.lon.size();
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t i = 0; i < box_rows; ++i) {
+            std::copy_n(padded.data() + (c * rows + i + width) * cols + width, box_cols,
+                        shard.data() + (c * box_rows + i) * box_cols);
+        }
+    }
+    if (!own_.empty()) {
+        std::vector<T> own(static_cast<std::size_t>(channels * cells_of(own_)));
+        pack_padded(padded, channels, rows, cols, own_, own.data());
+        add_into_shard<T>(own.data(), shard, box_, channels, own_);
+    }
+    GRIDSHARD_MPI(MPI_Waitall, static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+    for (std::size_t k = 0; k < peers_.size(); ++k) {  // in rank order: a fixed order of the additions
+        if (!returned[k].empty()) {
+            add_into_shard<T>(returned[k].data(), shard, box_, channels, peers_[k].send);
+        }
+    }
+}
+
 #define GRIDSHARD_INSTANTIATE_PADDED_HALO(T)                                                                         \
     template void PaddedHaloExchange::execute<T>(std::span<const T>, std::int64_t, std::span<T>) const;              \
     template std::string PaddedHaloExchange::argument_error<T>(std::span<const T>, std::int64_t, std::span<const T>) \
         const;                                                                                                       \
-    template void PaddedHaloExchange::exchange_agreed<T>(std::span<const T>, std::int64_t, std::span<T>) const;
+    template void PaddedHaloExchange::exchange_agreed<T>(std::span<const T>, std::int64_t, std::span<T>) const;      \
+    template void PaddedHaloExchange::adjoint<T>(std::span<const T>, std::int64_t, std::span<T>) const;              \
+    template void PaddedHaloExchange::adjoint_agreed<T>(std::span<const T>, std::int64_t, std::span<T>) const;
 
 GRIDSHARD_INSTANTIATE_PADDED_HALO(float)
 GRIDSHARD_INSTANTIATE_PADDED_HALO(double)

@@ -78,6 +78,19 @@ class PaddedHaloExchange {
     template <class T>
     void exchange_agreed(std::span<const T> shard, std::int64_t channels, std::span<T> padded) const;
 
+    /// The adjoint of execute(), for gradients: `shard` `(channels, box)` gets, for each of its cells, the value of
+    /// `padded`'s middle at that cell plus every value of a padded shard's halo ring (this rank's or another's) that
+    /// shows that cell (under PoleRule::zero a cell beyond the pole shows none; under replicate and across_pole the
+    /// cells it repeats). The additions run in a fixed order: the middle, this rank's own halo pieces, then each other
+    /// rank's in rank order, piece by piece. Collective over `spatial`: one small allreduce checks the arguments, then
+    /// the messages of execute() in the other direction.
+    template <class T>
+    void adjoint(std::span<const T> padded, std::int64_t channels, std::span<T> shard) const;
+
+    /// adjoint() without its argument check (agreed by the caller, as exchange_agreed). Point-to-point messages only.
+    template <class T>
+    void adjoint_agreed(std::span<const T> padded, std::int64_t channels, std::span<T> shard) const;
+
     /// Cells of one channel this rank sends to other ranks in one exchange (bytes: times channels and the size of T).
     [[nodiscard]] std::int64_t sent_cells_per_channel() const noexcept;
 

@@ -118,6 +118,18 @@ template <class T>
 [[nodiscard]] std::vector<double> gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x,
                                                      const GradientOptions& options = {});
 
+/// The adjoint of gradient_magnitude, for gradients: for `upstream` u `(channels, box)`, the gradient of
+/// `sum_p u_p |grad x|_p` with respect to this rank's x, in T. Each point's derivative coefficients
+/// `(u gy / |grad x|, u gx / |grad x|)` (in double, rounded once to T; zero where u is zero or the magnitude is zero or
+/// not finite) go through the
+/// stencil's transpose (torch.gradient's, one-sided at the grid's edges, longitude periodic with
+/// `options.periodic_lon`; unit spacing only), each point's sum in a fixed order, so the result is the same bits on
+/// every layout. Collective over `spatial`: an agreement on the arguments, two padded halo exchanges of one cell.
+template <class T>
+[[nodiscard]] std::vector<T> gradient_magnitude_backward(const ShardedGrid& grid, FieldShard<T> x,
+                                                         std::span<const T> upstream,
+                                                         const GradientOptions& options = {});
+
 /// `weighted_nanmean(gradient_magnitude(x), a)` per channel, without storing the magnitudes.
 /// Collective over `spatial`: one halo exchange (C x perimeter values), then one allreduce of 2C + 1 sums.
 template <class T>
