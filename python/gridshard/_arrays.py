@@ -1,8 +1,13 @@
-"""numpy arrays and torch tensors in, the compiled module's C-contiguous buffers out, and back.
+"""numpy arrays and torch tensors in, the compiled module's C-contiguous buffers out, and back: the one seam
+between the caller's devices and the library's per-shard kernels, which run on the host.
 
 torch is never imported here: a tensor can only reach gridshard from a program that imported torch
 already, so ``sys.modules`` tells whether one could be a tensor. A CPU tensor is seen through its
-zero-copy ``.numpy()`` view; results are wrapped back with ``torch.from_numpy``.
+zero-copy ``.numpy()`` view; a tensor on another device (a GPU) is staged through pinned host memory (one copy
+to the host, which waits for the work queued on the current stream, and the result one copy back onto the input's
+device, on the current stream); results are wrapped back with ``torch.from_numpy``. bfloat16 and float16 tensors
+are widened to float32 on the way in (exactly), so every sum of them is formed as the library forms float32 ones,
+never in 16 bits; their results are float32 (halo_exchange, which only moves values, gives their own dtype back).
 """
 
 import contextlib
@@ -12,6 +17,7 @@ import numpy as np
 
 FLOATING = (np.dtype(np.float32), np.dtype(np.float64))
 REDUCIBLE = FLOATING + (np.dtype(np.int32), np.dtype(np.int64))
+HALF = ("torch.bfloat16", "torch.float16")
 
 
 def _torch():
@@ -52,15 +58,39 @@ class Problems:
             self.add(f"{name}: {type(error).__name__} on reading it: {error}")
 
 
+def is_half(value):
+    """Whether ``value`` is a bfloat16 or float16 tensor."""
+    return is_tensor(value) and str(value.dtype) in HALF
+
+
+def on_host(tensor):
+    """A detached tensor's values on the host: the tensor itself on the CPU, else a copy into pinned memory (page-
+    locked, so the device copies it by DMA; plain memory where pinning is not available)."""
+    tensor = tensor.detach()
+    if tensor.device.type == "cpu":
+        return tensor
+    torch = _torch()
+    try:
+        host = torch.empty(tensor.shape, dtype=tensor.dtype, pin_memory=True)
+    except RuntimeError:  # no pinning without a CUDA runtime
+        host = torch.empty(tensor.shape, dtype=tensor.dtype)
+    host.copy_(tensor)  # on the current stream, waiting for what is queued on it
+    return host
+
+
 def as_numpy(value, name, problems, dtypes=FLOATING):
-    """The numpy view of an array or CPU tensor (no copy), or None after recording why it cannot be used
-    (whatever reading it raised included: never an exception on this rank alone)."""
+    """The numpy view of an array or CPU tensor (no copy; a tensor on another device staged to the host, a half-
+    precision one widened to float32), or None after recording why it cannot be used (whatever reading it raised
+    included: never an exception on this rank alone)."""
     if is_tensor(value):
         try:
-            if value.device.type != "cpu":
-                problems.add(f"{name}: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
-                return None
-            value = value.detach()
+            value = on_host(value)
+            if str(value.dtype) in HALF:
+                if dtypes is not FLOATING:
+                    problems.add(f"{name}: a {value.dtype} tensor; this call writes into its argument, which "
+                                 f"16 bits would round: pass a float32 one")
+                    return None
+                value = value.float()
             if value.is_conj() or value.is_neg():
                 value = value.resolve_conj().resolve_neg()
             array = value.numpy()
@@ -88,10 +118,19 @@ def contiguous(array):
 
 
 def like(result, template):
-    """``result`` (a numpy array) as the kind of ``template``: a torch tensor for a tensor, else numpy."""
+    """``result`` (a numpy array) as the kind of ``template``: a torch tensor on the template's device for a tensor
+    (one copy there, on the current stream, where it is not the CPU), else numpy."""
     if is_tensor(template):
-        return _torch().from_numpy(result)
+        tensor = _torch().from_numpy(result)
+        return tensor if template.device.type == "cpu" else tensor.to(template.device)
     return result
+
+
+def write_back(template, array):
+    """Writes ``array``'s values into the tensor ``template`` when ``array`` is a staged copy of it (a device tensor,
+    a half-precision one), on the current stream; nothing for a numpy array or a CPU tensor's own view."""
+    if is_tensor(template) and (template.device.type != "cpu" or str(template.dtype) in HALF):
+        template.copy_(_torch().from_numpy(array).reshape(template.shape))
 
 
 def same_kind_copy(template, array):

@@ -196,9 +196,14 @@ class GridshardBackend:
         pass
 
     def abort(self):
-        from mpi4py import MPI
-
-        MPI.COMM_WORLD.Abort(1)
+        """ACE's ``abort`` (fme 2026.10): local, not collective, and safe to call from a thread other than the main
+        one while that thread is blocked in a collective (ACE's termination listener calls it so). MPI cannot release
+        a rank's communicators without its peers, so this ends the job: ``MPI_Abort`` on the world, which the MPI
+        library allows from any thread when it was started with ``MPI_THREAD_MULTIPLE`` (mpi4py's default) and from
+        the main thread always; from another thread under a lower thread level, where calling MPI is not allowed,
+        the process ends with exit status 1 and no MPI call, and the launcher ends the other ranks (mpirun and
+        mpiexec do; srun with ``--kill-on-bad-exit``). Either way no rank is left waiting in a collective."""
+        self.distributed.abort()
 
 
 def use_in_ace(aggregator=True):

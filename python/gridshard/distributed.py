@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 
-from . import _abort, _arrays
+from . import _abort, _arrays, _autograd, _gradients
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._mpi import mpi_errors
@@ -99,8 +99,19 @@ class _Field:
         return 0 if self.buffer is None else self.buffer.shape[0]
 
     def signature(self, *more):
-        """What every rank must share for this field: its dtype and leading dims (and ``more``)."""
-        return 0 if self.buffer is None else _signature(self.dtype.str, self.leading, *more)
+        """What every rank must share for this field: its dtype and leading dims (and ``more``), and whether the call
+        is differentiated (a gradient needs the same calls on every rank)."""
+        return 0 if self.buffer is None else _signature(self.dtype.str, self.leading, _autograd.in_grad_call(), *more)
+
+
+def _differentiable(dim, *values):
+    """Whether a call on ``values`` is differentiated: a tensor among them requires grad, and the call reduces the
+    spatial dims (any other ``dim`` takes the plain path, which refuses it)."""
+    if not _autograd.wanted(*values):
+        return False
+    ndim = getattr(values[0], "ndim", 0)
+    normal, message = _normalise_dims(dim, ndim) if ndim >= 2 else (None, "no spatial dims")
+    return not message and normal == [ndim - 2, ndim - 1]
 
 
 PER_POINT, PER_ROW, EITHER = 0, 1, 2  # the weights' forms (python/src/python_mesh.hpp, WeightsForm)
@@ -286,6 +297,20 @@ class Distributed:
         """``batch_size // total_data_parallel_ranks``, as ACE."""
         return batch_size // self.total_data_parallel_ranks
 
+    def abort(self, code=1):
+        """Ends the job now, from any thread, without a collective (ACE's ``abort``; gridshard.ace.GridshardBackend.
+        abort says how). Never returns."""
+        import sys
+        import threading
+
+        from mpi4py import MPI
+
+        sys.stderr.write(f"gridshard: rank {self.rank} of {self.world_size}: abort({code})\n")
+        sys.stderr.flush()
+        if threading.current_thread() is threading.main_thread() or MPI.Query_thread() == MPI.THREAD_MULTIPLE:
+            MPI.COMM_WORLD.Abort(code)
+        os._exit(code)
+
     def barrier(self):
         """Collective over the world."""
         self._mesh.barrier("world")
@@ -332,7 +357,11 @@ class Distributed:
     def _agree_arrays(self, problems, group, array):
         """Raises every rank's problem, or a difference of dtype or shape between the ranks' arrays, on every rank
         of ``group`` (one allreduce)."""
-        signature = 0 if array is None else _signature(array.dtype.str, array.shape)
+        if isinstance(array, tuple):  # (array, differentiated)
+            array, differentiated = array
+            signature = _signature(array.dtype.str, array.shape, differentiated)
+        else:
+            signature = 0 if array is None else _signature(array.dtype.str, array.shape)
         try:
             self._mesh.agree(problems.text(), group, signature)
         except ArgumentError as error:
@@ -361,6 +390,7 @@ class Distributed:
         self._mesh.reduce(op, work.reshape(-1))
         if work is not array:
             array[...] = work
+        _arrays.write_back(tensor, array)  # a device tensor: its staged copy back onto the device
         return tensor
 
     def reduce_sum(self, tensor):
@@ -383,9 +413,13 @@ class Distributed:
 
     def spatial_reduce_sum(self, tensor):
         """Elementwise sum over the spatial group, as a new array (``tensor`` is left alone); ``tensor`` itself
-        without spatial parallelism. Collective over ``spatial``."""
+        without spatial parallelism. A tensor that requires grad gets ACE's backward, the identity (each rank's loss
+        is the same global value, so each rank's gradient of it is its input's). Collective over ``spatial``."""
         if not self.has_spatial_parallelism:
             return tensor
+        if _autograd.wanted(tensor):
+            return _autograd.identity_reduce(
+                lambda t: self._spatial_collective(self._mesh.spatial_reduce_sum, t), tensor)
         return self._spatial_collective(self._mesh.spatial_reduce_sum, tensor)
 
     def broadcast_spatial(self, tensor):
@@ -402,7 +436,8 @@ class Distributed:
         with problems.catching("tensor"):  # the copy, before the agreement
             if array is not None:
                 work = np.array(array, order="C", copy=True)
-        self._agree_arrays(problems, "spatial", None if problems else array)
+        signature = None if problems else (array, _autograd.in_grad_call())
+        self._agree_arrays(problems, "spatial", signature)
         collective(work.reshape(-1))
         return _arrays.like(work, tensor)
 
@@ -527,6 +562,7 @@ class Distributed:
                 None if send is None else send.reshape(-1).view(np.uint8), receive.reshape(-1).view(np.uint8), root=0
             )
         array[...] = receive
+        _arrays.write_back(tensor, array)
         return tensor
 
     def data_parallel_gather_object(self, obj):
@@ -686,42 +722,68 @@ class Distributed:
                *extra, out)
         return _result(out, t)
 
+    # A tensor that requires grad gets a result attached to the graph (docs/python.md, "Gradients"): the value is the
+    # library's, the gradient each rank gets is that of the global value with respect to its own shard.
+
     def weighted_sum(self, data, weights=None, dim=(-2, -1), keepdim=False):
         """``sum(where(weights != 0, data, 0) * weights)`` over the spatial dims (ACE's NaN rule: a NaN under
         zero weight vanishes, others propagate). Collective over ``spatial``."""
+        if _differentiable(dim, data):
+            return _autograd.reduce(_gradients.WeightedSum(self, weights, keepdim), data)
         return self._field_metric(_core.weighted_sum, data, weights, dim, keepdim)
 
     def weighted_mean(self, data, weights=None, dim=(-2, -1), keepdim=False):
         """``weighted_sum(data, weights) / sum(weights)`` over the spatial dims (``weights=None``: the plain
         mean). Collective over ``spatial``."""
+        if _differentiable(dim, data):
+            return _autograd.reduce(_gradients.WeightedMean(self, weights, keepdim), data)
         return self._field_metric(_core.weighted_mean, data, weights, dim, keepdim)
+
+    def global_mean(self, data, dim=(-2, -1), keepdim=False):
+        """The plain mean over the whole global grid (a NaN propagates): the loss of an elementwise error (MSE, L1,
+        CRPS per point) whose tiles add up to the global loss, where ACE's rank-local means add up to the sum of the
+        tiles' means. Collective over ``spatial``."""
+        return self.weighted_mean(data, None, dim, keepdim)
 
     def weighted_nanmean(self, data, weights=None, dim=(-2, -1), keepdim=False):
         """The weighted mean over the points that are not NaN; NaN for a channel with none. Collective over
         ``spatial``."""
+        if _differentiable(dim, data):
+            return _autograd.reduce(
+                _gradients.WeightedMean(self, weights, keepdim, valid_only=True, method="weighted_nanmean"), data)
         return self._field_metric(_core.weighted_nanmean, data, weights, dim, keepdim)
 
     def weighted_std(self, data, weights=None, dim=(-2, -1)):
         """The weighted population standard deviation over the spatial dims. Collective over ``spatial``."""
+        if _differentiable(dim, data):
+            return _autograd.reduce(_gradients.WeightedStd(self, weights), data)
         return self._field_metric(_core.weighted_std, data, weights, dim)
 
     def weighted_mean_bias(self, truth, predicted, weights=None, dim=(-2, -1)):
         """``weighted_mean(predicted - truth, weights)``. Collective over ``spatial``."""
+        if _differentiable(dim, truth, predicted):
+            return _autograd.reduce(_gradients.Paired(self, weights, "bias"), truth, predicted)
         return self._paired_metric(_core.bias, truth, predicted, weights, dim)
 
     def root_mean_squared_error(self, truth, predicted, weights=None, dim=(-2, -1)):
         """``sqrt(weighted_mean((predicted - truth)**2, weights))``. Collective over ``spatial``."""
+        if _differentiable(dim, truth, predicted):
+            return _autograd.reduce(_gradients.Paired(self, weights, "rmse"), truth, predicted)
         return self._paired_metric(_core.rmse, truth, predicted, weights, dim)
 
     def weighted_mean_gradient_magnitude(self, tensor, weights=None, dim=(-2, -1)):
         """``weighted_nanmean(gradient_magnitude(tensor), weights)``, the magnitudes by halo exchange.
         Collective over ``spatial``."""
+        if _differentiable(dim, tensor):
+            return _autograd.reduce(_gradients.GradientMagnitudeMean(self, weights, False), tensor)
         return self._field_metric(_core.weighted_mean_gradient_magnitude, tensor, weights, dim)
 
     def gradient_magnitude_percent_diff(self, truth, predicted, weights=None, dim=(-2, -1), img_shape=None):
         """``100 * (G(predicted) - G(truth)) / G(truth)``, ``G = weighted_mean_gradient_magnitude``, by one
         halo exchange of one-cell strips (never a gather). A point counts when both magnitudes are valid.
         ``img_shape``, if given, is checked against the grid the shards form. Collective over ``spatial``."""
+        if _differentiable(dim, truth, predicted):
+            return _autograd.reduce(_gradients.GradientMagnitudeMean(self, weights, True, img_shape), truth, predicted)
         img, problem = None, ""
         if img_shape is not None:
             try:
@@ -767,6 +829,8 @@ class Distributed:
         return _arrays.contiguous(moved).reshape(fields * truth.channels, truth.rows, truth.cols), fields
 
     def _ensemble(self, truth, ensemble, weights, member_dim, score):
+        if _autograd.wanted(truth, ensemble) and isinstance(member_dim, int):
+            return _autograd.reduce(_gradients.Ensemble(self, weights, member_dim, score), truth, ensemble)
         problems = Problems()
         t = _Field(truth, "truth", problems)
         members, count = self._stacked(t, ensemble, "ensemble", member_dim, problems)
@@ -827,6 +891,8 @@ class Distributed:
     def regional_weighted_mean(self, data, weights, regional_weights, dim=(-2, -1), keepdim=False):
         """The weighted mean with weights ``weights * regional_weights`` (ACE's regional_area_weighted_mean).
         Collective over ``spatial``."""
+        if _differentiable(dim, data):
+            return _autograd.reduce(_gradients.Regional(self, weights, regional_weights, keepdim), data)
         problems = Problems()
         field = _Field(data, "data", problems)
         if field.buffer is not None:
@@ -851,7 +917,9 @@ class Distributed:
 
     def zonal_mean(self, data):
         """The NaN-aware mean over longitude of each local row, ``(..., h_local)``; NaN for an all-NaN row.
-        Collective over ``lon``."""
+        Collective over ``lon`` (differentiated: over ``spatial``, for the rows' valid counts)."""
+        if _autograd.wanted(data) and getattr(data, "ndim", 0) >= 2:
+            return _autograd.reduce(_gradients.ZonalMean(self), data)
         problems = Problems()
         field = _Field(data, "data", problems)
         out = np.empty(0, dtype=np.float64)
@@ -930,10 +998,45 @@ class Distributed:
         values = np.frombuffer(values, dtype=np.float64).astype(field.dtype)
         return _arrays.like(values.reshape(field.leading + (field.rows, field.cols)), data)
 
+    def halo_exchange(self, data, width=1, periodic_lon=True, pole="zero"):
+        """The shard ``(..., h_local, w_local)`` padded by ``width`` cells on every side with its neighbours' values,
+        corners included, ``(..., h_local + 2 width, w_local + 2 width)``, in the input's dtype: longitude wraps
+        across ranks (``periodic_lon``; else zeros beyond the first and last columns), and beyond the poles
+        ``pole`` gives zeros (``"zero"``), the edge row repeated (``"replicate"``) or, for fields on a regular
+        global grid, the rows across the pole shifted by half the longitudes (``"across_pole"``). Any width up to
+        the grid's size: where a neighbour's shard is thinner than ``width`` (uneven div_up splits), the halo comes
+        from several ranks. A tensor that requires grad gets the adjoint as its backward: each halo cell's gradient
+        is added into the rank that owns the cell. Collective over ``spatial`` (messages with the ranks that hold
+        the halo only)."""
+        if _autograd.wanted(data):
+            return _autograd.halo(lambda t: self._halo(t, width, periodic_lon, pole, False),
+                                  lambda g: self._halo(g, width, periodic_lon, pole, True), data)
+        return self._halo(data, width, periodic_lon, pole, False)
+
+    def _halo(self, data, width, periodic_lon, pole, adjoint):
+        problems = Problems()
+        field = _Field(data, "grad" if adjoint else "data", problems)
+        if not isinstance(width, numbers.Integral) or isinstance(width, bool):
+            problems.add(f"width={width!r}: expected an int")
+        if pole not in ("zero", "replicate", "across_pole"):
+            problems.add(f"pole={pole!r}: expected one of zero, replicate, across_pole")
+        ok = not problems
+        kernel = _core.padded_halo_adjoint if adjoint else _core.padded_halo
+        values = kernel(self._mesh, problems.text(), field.signature(bool(periodic_lon), pole if ok else "", adjoint),
+                        field.buffer if ok else None, int(width) if ok else 0, bool(periodic_lon),
+                        pole if ok else "zero")
+        grow = -2 * int(width) if adjoint else 2 * int(width)
+        shape = field.leading + (field.rows + grow, field.cols + grow)
+        out = _arrays.like(np.frombuffer(values, dtype=field.dtype).reshape(shape).copy(), data)
+        return out.to(data.dtype) if _arrays.is_half(data) else out  # values moved, not formed: their own dtype
+
     def gradient_magnitude(self, tensor, dim=(-2, -1)):
         """``sqrt(g_lat**2 + g_lon**2)`` at this rank's points, torch.gradient's rule (unit spacing,
         one-sided at the grid's edges), the input's shape and dtype. Collective over ``spatial`` (one halo
-        exchange)."""
+        exchange; differentiated, its backward one more, the adjoint)."""
+        if _differentiable(dim, tensor):
+            return _autograd.elementwise(lambda t: self.gradient_magnitude(t, dim), self._gradient_magnitude_backward,
+                                         tensor)
         problems = Problems()
         field = _Field(tensor, "tensor", problems)
         if field.buffer is not None:
@@ -946,6 +1049,19 @@ class Distributed:
             self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1)
         )
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.array.shape), tensor)
+
+    def _gradient_magnitude_backward(self, tensor, upstream):
+        """The gradient of ``sum(upstream * gradient_magnitude(tensor))`` with respect to this rank's ``tensor``, in its
+        dtype and on its device (the library's adjoint kernel). Collective over ``spatial`` (two halo exchanges)."""
+        problems = Problems()
+        field = _Field(tensor, "tensor", problems)
+        given = _Field(upstream, "upstream", problems)
+        ok = not problems
+        values = _core.gradient_magnitude_backward(self._mesh, problems.text(), field.signature(),
+                                                   field.buffer if ok else None, given.buffer if ok else None, False)
+        grads = np.frombuffer(values, dtype=np.float64).astype(field.dtype).reshape(field.array.shape)
+        out = _arrays.like(grads, tensor)
+        return out.to(tensor.dtype) if _arrays.is_half(tensor) else out
 
     def _time_mean_metric(self, kernel, truth, predicted, weights, time_dim, spatial_dims):
         problems = Problems()
@@ -1009,18 +1125,20 @@ def _fill(gathered, gather_list):
     if len(gather_list) != len(gathered):
         raise ArgumentError(f"gather_list: {len(gather_list)} tensors for {len(gathered)} ranks")
     for target, value in zip(gather_list, gathered):
-        target[...] = value
+        if _arrays.is_tensor(target):
+            target.copy_(_arrays.like(np.ascontiguousarray(value), target).reshape(target.shape))
+        else:
+            target[...] = value
     return gather_list
 
 
 def _as_any_numpy(value, problems):
-    """The numpy view of any array or CPU tensor, for the gathers (any dtype)."""
+    """The numpy view of any array or CPU tensor (a device tensor staged to the host), for the gathers (any dtype
+    numpy has: a half-precision tensor widened to float32)."""
     if _arrays.is_tensor(value):
         try:
-            if value.device.type != "cpu":
-                problems.add(f"tensor: a tensor on {value.device}; gridshard takes CPU tensors, call .cpu() first")
-                return None
-            return value.detach().numpy()
+            host = _arrays.on_host(value)
+            return (host.float() if _arrays.is_half(host) else host).numpy()
         except Exception as error:  # noqa: BLE001 - agreed like any problem
             problems.add(f"tensor: {error}")
             return None

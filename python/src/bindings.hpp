@@ -11,4 +11,7 @@ void bind_metrics(pybind11::module_& m);
 /// The evaluation layer's aggregator and score registry (aggregator_bindings.cpp).
 void bind_aggregator(pybind11::module_& m);
 
+/// The padded halo exchange and its adjoint (halo_bindings.cpp).
+void bind_halo(pybind11::module_& m);
+
 }  // namespace gridshard::python

@@ -424,6 +424,23 @@ void bind_metrics(py::module_& m) {
         py::arg("blur_kernel_size"), py::arg("blur_sigma"),
         "Collective over `spatial`; this rank's filled values, (channels * rows * cols,) in double.");
     m.def(
+        "gradient_magnitude_backward",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::object upstream,
+           bool periodic_lon) {
+            const std::vector<double> values =
+                metric_values(self, two_fields(problem, signature, std::move(data), std::move(upstream), py::none(), 1),
+                              [&](const ShardedGrid& grid, auto x, auto u, Weights, auto) {
+                                  const auto grads = gradient_magnitude_backward(
+                                      grid, x, u.values, GradientOptions{.periodic_lon = periodic_lon});
+                                  return std::vector<double>(grads.begin(), grads.end());
+                              });
+            return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("upstream"),
+        py::arg("periodic_lon"),
+        "Collective over `spatial` (two halo exchanges): the gradient of sum(upstream * |grad data|) with respect to "
+        "this rank's data, (channels * rows * cols,) in double (the data's type's values).");
+    m.def(
         "gradient_magnitude",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {
             run_metric(self, one_field(problem, signature, std::move(data), py::none(), 1), std::move(out),

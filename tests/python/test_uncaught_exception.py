@@ -17,7 +17,7 @@ HERE = Path(__file__).parent
 ABORT_LINE = "gridshard: rank {rank} of {ranks}: uncaught RuntimeError: raised on purpose by one rank"
 
 
-def run_job(ranks, *args, environment=None, timeout=90):
+def run_job(ranks, *args, environment=None, timeout=90, script="uncaught_case.py"):
     """Runs uncaught_case.py under mpirun; (seconds, stdout + stderr). A job that outlives ``timeout`` is
     ended (mpirun's process group, SIGTERM then SIGKILL) and the test fails."""
     launcher = os.environ.get("MPIEXEC", "mpiexec")
@@ -27,7 +27,7 @@ def run_job(ranks, *args, environment=None, timeout=90):
                 "OMPI_MCA_rmaps_base_oversubscribe": "1"})
     env.pop("GRIDSHARD_ABORT_ON_EXCEPTION", None)
     env.update(environment or {})
-    command = [launcher, "-n", str(ranks), *flags, sys.executable, str(HERE / "uncaught_case.py"), *map(str, args)]
+    command = [launcher, "-n", str(ranks), *flags, sys.executable, str(HERE / script), *map(str, args)]
     start = time.monotonic()
     job = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                            start_new_session=True)
@@ -61,3 +61,13 @@ def test_the_off_switch_leaves_the_other_ranks_running(switch):
     assert "gridshard: rank" not in output, output[-3000:]
     assert "RuntimeError: raised on purpose by one rank" in output, output[-3000:]
     assert "rank 0: still running 10 s after the exception" in output, output[-3000:]
+
+
+def test_aces_abort_from_another_thread_ends_the_job_while_the_main_one_waits_in_a_collective():
+    """ACE's abort(): local (rank 0 takes no part), from a thread other than the main one, which is blocked in a
+    barrier: the job ends within seconds, with a non-zero status and the line naming the rank."""
+    seconds, status, output = run_job(2, script="abort_case.py", timeout=60)
+    assert status != 0, (status, output[-3000:])
+    assert "gridshard: rank 1 of 2: abort(1)" in output, output[-3000:]
+    assert "barrier returned" not in output and "still running" not in output, output[-3000:]
+    assert seconds < 30, seconds

@@ -1,0 +1,334 @@
+"""The gradient rules of gridshard.Distributed's reductions (see _autograd.py for how a rule is used): for each, the
+global sums its value is a function of, that function, and this rank's parts of the sums as torch expressions.
+Values always come from the library (the exact forward); these expressions only give the derivatives."""
+
+import numpy as np
+
+from . import _autograd
+
+
+def _torch():
+    return _autograd._torch()
+
+
+def _as_float64(value, like):
+    """A library result (numpy or tensor) as a float64 tensor on ``like``'s device."""
+    torch = _torch()
+    if isinstance(value, torch.Tensor):
+        return value.detach().to(device=like.device, dtype=torch.float64)
+    return torch.as_tensor(np.asarray(value, dtype=np.float64), device=like.device)
+
+
+def weights_like(weights, x):
+    """The weights as a float64 tensor broadcast to ``x``'s ``(h, w)``, on its device (None: ones)."""
+    torch = _torch()
+    rows, cols = x.shape[-2], x.shape[-1]
+    if weights is None:
+        return torch.ones((rows, cols), dtype=torch.float64, device=x.device)
+    w = weights.detach() if isinstance(weights, torch.Tensor) else torch.as_tensor(np.asarray(weights))
+    w = w.to(device=x.device, dtype=torch.float64)
+    while w.ndim > 2 and w.shape[0] == 1:
+        w = w[0]
+    return torch.broadcast_to(w, (rows, cols))
+
+
+def _host(x):
+    """A detached tensor as the library takes it (the library stages device tensors itself)."""
+    return x.detach()
+
+
+def _leading(value, keepdim):
+    return value.reshape(value.shape[:-2]) if keepdim else value
+
+
+def _spatial_sum(values):
+    return values.sum(dim=(-2, -1))
+
+
+def _total_weight(dist, weights, x, where=None):
+    """``sum a`` over the grid (``where``: only where it holds, per leading index), exact, float64."""
+    torch = _torch()
+    if where is None:
+        ones = np.ones(tuple(x.shape[-2:]), dtype=np.float64)
+        return _as_float64(dist.weighted_sum(ones, _weights_arg(weights)), x)
+    indicator = where.detach().to("cpu", torch.float64).numpy()
+    return _as_float64(dist.weighted_sum(indicator, _weights_arg(weights)), x)
+
+
+def _weights_arg(weights):
+    torch = _torch()
+    return weights.detach() if isinstance(weights, torch.Tensor) else weights
+
+
+class WeightedSum(_autograd.Rule):
+    """``sum where(a != 0, x, 0) a``."""
+
+    def __init__(self, dist, weights, keepdim):
+        self.dist, self.weights, self.keepdim = dist, weights, keepdim
+
+    def value(self, x):
+        return self.dist.weighted_sum(x.detach(), _weights_arg(self.weights), keepdim=self.keepdim)
+
+    def sums(self, x):
+        return [_leading(_as_float64(self.value(x), x), self.keepdim)]
+
+    def finalize(self, s):
+        return s
+
+    def local(self, x):
+        a = weights_like(self.weights, x)
+        return [_spatial_sum(_torch().where(a != 0, x, 0) * a)]
+
+
+class WeightedMean(_autograd.Rule):
+    """``sum where(a != 0, x, 0) a / sum a`` (``valid_only``: both sums over the points that are not NaN)."""
+
+    def __init__(self, dist, weights, keepdim=False, valid_only=False, method="weighted_mean"):
+        self.dist, self.weights, self.keepdim, self.valid_only, self.method = dist, weights, keepdim, valid_only, method
+
+    def value(self, x):
+        return getattr(self.dist, self.method)(x.detach(), _weights_arg(self.weights), keepdim=self.keepdim)
+
+    def sums(self, x):
+        mean = _leading(_as_float64(self.value(x), x), self.keepdim)
+        total = _total_weight(self.dist, self.weights, x, ~_torch().isnan(x) if self.valid_only else None)
+        return [mean * total, total]
+
+    def finalize(self, s1, s0):
+        return s1 / s0
+
+    def local(self, x):
+        torch = _torch()
+        a = weights_like(self.weights, x)
+        keep = (a != 0) & ~torch.isnan(x) if self.valid_only else a != 0
+        return [_spatial_sum(torch.where(keep, x, 0) * a), None]
+
+
+class WeightedStd(_autograd.Rule):
+    """``sqrt(sum a (x - mu)^2 / sum a)``: the deviations from the mean taken as constant, which gives the exact
+    gradient (the sum of the weighted deviations is zero) without the cancellation of ``W Sxx - Sx^2``."""
+
+    def __init__(self, dist, weights):
+        self.dist, self.weights = dist, weights
+
+    def value(self, x):
+        return self.dist.weighted_std(x.detach(), _weights_arg(self.weights))
+
+    def sums(self, x):
+        std = _as_float64(self.value(x), x)
+        total = _total_weight(self.dist, self.weights, x)
+        self.mean = _as_float64(self.dist.weighted_mean(x.detach(), _weights_arg(self.weights)), x)
+        return [std * std * total, total]
+
+    def finalize(self, squares, total):
+        return (squares / total).sqrt()
+
+    def local(self, x):
+        torch = _torch()
+        a = weights_like(self.weights, x)
+        deviation = x.to(torch.float64) - self.mean[..., None, None]
+        return [_spatial_sum(torch.where(a != 0, deviation * deviation, 0) * a), None]
+
+
+class Paired(_autograd.Rule):
+    """``bias``: ``sum a (p - t) / sum a``; ``rmse``: ``sqrt(sum a (p - t)^2 / sum a)``."""
+
+    grad_of = (0, 1)
+
+    def __init__(self, dist, weights, kind):
+        self.dist, self.weights, self.kind = dist, weights, kind
+
+    def value(self, truth, predicted):
+        method = self.dist.weighted_mean_bias if self.kind == "bias" else self.dist.root_mean_squared_error
+        return method(truth.detach(), predicted.detach(), _weights_arg(self.weights))
+
+    def sums(self, truth, predicted):
+        value = _as_float64(self.value(truth, predicted), truth)
+        total = _total_weight(self.dist, self.weights, truth)
+        return [(value if self.kind == "bias" else value * value) * total, total]
+
+    def finalize(self, s, total):
+        return s / total if self.kind == "bias" else (s / total).sqrt()
+
+    def local(self, truth, predicted):
+        torch = _torch()
+        a = weights_like(self.weights, truth)
+        difference = predicted - truth
+        term = difference if self.kind == "bias" else difference * difference
+        return [_spatial_sum(torch.where(a != 0, term, 0) * a), None]
+
+
+class Regional(WeightedMean):
+    """The weighted mean with weights ``weights * regional_weights``."""
+
+    def __init__(self, dist, weights, regional_weights, keepdim):
+        super().__init__(dist, None, keepdim)
+        self.base, self.region = weights, regional_weights
+
+    def value(self, x):
+        return self.dist.regional_weighted_mean(x.detach(), _weights_arg(self.base), _weights_arg(self.region),
+                                                keepdim=self.keepdim)
+
+    def sums(self, x):
+        torch = _torch()
+        mean = _leading(_as_float64(self.value(x), x), self.keepdim)
+        combined = (weights_like(self.base, x) * weights_like(self.region, x)).to("cpu").numpy()
+        total = _as_float64(self.dist.weighted_sum(np.ones(tuple(x.shape[-2:])), combined), x)
+        self.weights = torch.as_tensor(combined, device=x.device)
+        return [mean * total, total]
+
+
+class ZonalMean(_autograd.Rule):
+    """``sum_lon where(valid, x, 0) / count_lon(valid)`` per row: the count from the library's zonal mean of the
+    validity times the number of longitudes (an integer, recovered exactly)."""
+
+    def __init__(self, dist):
+        self.dist = dist
+
+    def value(self, x):
+        return self.dist.zonal_mean(x.detach())
+
+    def sums(self, x):
+        torch = _torch()
+        mean = _as_float64(self.value(x), x)
+        valid = (~torch.isnan(x.detach())).to("cpu", torch.float64).numpy()
+        nlon = self.dist._spatial_comm.allreduce(int(x.shape[-1])) // self.dist.spatial_parallelism[0]
+        count = torch.round(_as_float64(self.dist.zonal_mean(valid), x) * nlon)
+        return [mean * count, count]
+
+    def finalize(self, s, count):
+        return s / count
+
+    def local(self, x):
+        torch = _torch()
+        return [torch.where(torch.isnan(x), 0, x).sum(dim=-1), None]
+
+
+class Ensemble(_autograd.Rule):
+    """The ensemble scores over the points where the truth and every member are finite (the library's rule):
+    ``crps`` (``fair``), ``spread`` = ``sqrt(sum a var / sum a)``, ``ensemble_mean_rmse`` =
+    ``sqrt(sum a (xbar - y)^2 / sum a)``, ``spread_skill_ratio`` = their ratio."""
+
+    grad_of = (0, 1)
+
+    def __init__(self, dist, weights, member_dim, score):
+        self.dist, self.weights, self.member_dim, self.score = dist, weights, member_dim, score
+
+    def _members(self, ensemble):
+        return _torch().movedim(ensemble, self.member_dim, 0)
+
+    def value(self, truth, ensemble):
+        method = {"crps": self.dist.crps, "fair_crps": self.dist.crps, "spread": self.dist.ensemble_spread,
+                  "ensemble_mean_rmse": self.dist.ensemble_mean_rmse,
+                  "spread_skill_ratio": self.dist.spread_skill_ratio}[self.score]
+        extra = {"fair": self.score == "fair_crps"} if self.score in ("crps", "fair_crps") else {}
+        return method(truth.detach(), ensemble.detach(), _weights_arg(self.weights), member_dim=self.member_dim,
+                      **extra)
+
+    def _valid(self, truth, members):
+        torch = _torch()
+        return torch.isfinite(truth) & torch.isfinite(members).all(dim=0)
+
+    def sums(self, truth, ensemble):
+        torch = _torch()
+        members = self._members(ensemble.detach())
+        total = _total_weight(self.dist, self.weights, truth, self._valid(truth.detach(), members))
+        if self.score == "spread_skill_ratio":
+            spread = _as_float64(self.dist.ensemble_spread(truth.detach(), ensemble.detach(),
+                                                           _weights_arg(self.weights), member_dim=self.member_dim),
+                                 truth)
+            skill = _as_float64(self.dist.ensemble_mean_rmse(truth.detach(), ensemble.detach(),
+                                                             _weights_arg(self.weights), member_dim=self.member_dim),
+                                truth)
+            return [spread * spread * total, skill * skill * total]
+        value = _as_float64(self.value(truth, ensemble), truth)
+        squared = self.score in ("spread", "ensemble_mean_rmse")
+        del torch
+        return [(value * value if squared else value) * total, total]
+
+    def finalize(self, s, other):
+        if self.score in ("crps", "fair_crps"):
+            return s / other
+        return (s / other).sqrt()
+
+    def local(self, truth, ensemble):
+        torch = _torch()
+        members = self._members(ensemble)
+        count = members.shape[0]
+        valid = self._valid(truth.detach(), members.detach())
+        a = weights_like(self.weights, truth)
+        keep = valid & (a != 0)
+        y = torch.where(keep, truth, 0).to(torch.float64)
+        x = torch.where(keep, members, 0).to(torch.float64)
+        mean = x.mean(dim=0)
+        if self.score in ("crps", "fair_crps"):
+            skill = (x - y).abs().mean(dim=0)
+            pairs = (x[:, None] - x[None, :]).abs().sum(dim=(0, 1))
+            term = skill - pairs / (2 * count * (count - 1 if self.score == "fair_crps" else count))
+            return [_spatial_sum(term * a), None]
+        variance = ((x - mean) ** 2).sum(dim=0) / (count - 1)
+        error = (mean - y) ** 2
+        if self.score == "spread":
+            return [_spatial_sum(variance * a), None]
+        if self.score == "ensemble_mean_rmse":
+            return [_spatial_sum(error * a), None]
+        return [_spatial_sum(variance * a), _spatial_sum(error * a)]
+
+
+class GradientMagnitudeMean(_autograd.Rule):
+    """``G(x) = weighted_nanmean(|grad x|, a)``, and with two fields ``100 (G(p) - G(t)) / G(t)`` (ACE's rule: each
+    field over its own valid magnitudes). Per field the sums are ``S = sum where(valid, |grad x|, 0) a`` and
+    ``W = sum valid a`` (one exact weighted sum of both); the backward sends ``c_S a valid`` through the library's
+    adjoint of the magnitude (two halo exchanges)."""
+
+    def __init__(self, dist, weights, percent_diff, img_shape=None):
+        self.dist, self.weights, self.percent_diff, self.img_shape = dist, weights, percent_diff, img_shape
+        self.grad_of = (0, 1) if percent_diff else (0,)
+
+    def value(self, *fields):
+        detached = [f.detach() for f in fields]
+        if self.percent_diff:
+            return self.dist.gradient_magnitude_percent_diff(*detached, _weights_arg(self.weights),
+                                                             img_shape=self.img_shape)
+        return self.dist.weighted_mean_gradient_magnitude(*detached, _weights_arg(self.weights))
+
+    def sums(self, *fields):
+        """Per field ``S = G W`` and ``W``, ``G`` the library's mean magnitude (exact); ``W`` the total weight, or, on
+        a grid where some magnitude is NaN (the ranks agree on whether there is one), the weight of the valid ones."""
+        torch = _torch()
+        out, self.valid = [], []
+        total = None
+        for f in fields:
+            mean = _as_float64(self.dist.weighted_mean_gradient_magnitude(f.detach(), _weights_arg(self.weights)), f)
+            missing = self.dist._spatial_comm.allreduce(int(not bool(torch.isfinite(f.detach()).all())))
+            if missing:
+                magnitudes = self.dist.gradient_magnitude(f.detach())
+                valid = ~torch.isnan(magnitudes)
+                weight = _total_weight(self.dist, self.weights, f, valid)
+            else:  # every magnitude is finite: every point counts
+                valid = None
+                total = _total_weight(self.dist, self.weights, f) if total is None else total
+                weight = total
+            out += [mean * weight, weight]
+            self.valid.append(valid)
+        return out
+
+    def finalize(self, *sums):
+        if self.percent_diff:
+            s_truth, w_truth, s_pred, w_pred = sums
+            g_truth, g_pred = s_truth / w_truth, s_pred / w_pred
+            return 100 * (g_pred - g_truth) / g_truth
+        s, w = sums
+        return s / w
+
+    def local_grads(self, coefficients, inputs, needs):
+        out = []
+        for k in needs:
+            x = inputs[k]
+            a = weights_like(self.weights, x)
+            c = coefficients[2 * k]
+            valid = self.valid[k]
+            upstream = c[..., None, None] * a if valid is None else c[..., None, None] * a * valid.to(x.device)
+            upstream = upstream.to(x.dtype)
+            out.append(self.dist._gradient_magnitude_backward(x.detach(), upstream))
+        return out
