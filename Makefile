@@ -6,7 +6,7 @@ ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build demo demo-forecast test test-mpich test-slurm test-netns test-fast test-asan fuzz portable-bits test-ace test-wheel bench format format-check clean
+.PHONY: all deps build demo demo-forecast test test-mpich test-slurm test-netns test-fast test-asan fuzz portable-bits test-ace test-wheel test-device bench format format-check clean
 
 all: build
 
@@ -39,8 +39,9 @@ demo-forecast: build
 
 # The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
 # baseline-instruction-set build's bits, the MPICH build's tests, a one-node Slurm cluster's srun and sbatch, ranks
-# in network namespaces of their own, ACE's own tests on gridshard's ACE backend, and the wheel.
-test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel
+# in network namespaces of their own, ACE's own tests on gridshard's ACE backend, the wheel, and the GPU check (which
+# says it is skipped where no CUDA device is present).
+test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel test-device
 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
@@ -70,6 +71,11 @@ portable-bits: build
 test-ace: build
 	bash scripts/ace-venv.sh .ace/venv
 	.ace/venv/bin/python tests/ace/run_ace_tests.py --build-dir $(BUILD_DIR)
+
+# The Python suite of gradients on CUDA tensors at 1, 2 and 4 ranks, and what a call costs on the GPU, where a CUDA
+# device is present (in ACE's venv, whose torch is a CUDA build); elsewhere it says so and succeeds.
+test-device: build
+	bash tests/device/run_device_check.sh $(BUILD_DIR)
 
 # `pip wheel .` (scikit-build-core, pyproject.toml) into $(BUILD_DIR)/wheel, installed in a fresh venv: the
 # build tree's bits.
