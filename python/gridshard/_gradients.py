@@ -5,6 +5,7 @@ Values always come from the library (the exact forward); these expressions only 
 import numpy as np
 
 from . import _autograd
+from . import _gridshard as _core
 
 
 def _torch():
@@ -278,39 +279,31 @@ class Ensemble(_autograd.Rule):
 class GradientMagnitudeMean(_autograd.Rule):
     """``G(x) = weighted_nanmean(|grad x|, a)``, and with two fields ``100 (G(p) - G(t)) / G(t)`` (ACE's rule: each
     field over its own valid magnitudes). Per field the sums are ``S = sum where(valid, |grad x|, 0) a`` and
-    ``W = sum valid a`` (one exact weighted sum of both); the backward sends ``c_S a valid`` through the library's
-    adjoint of the magnitude (two halo exchanges)."""
+    ``W = sum valid a``, both from one library call (one halo exchange of both fields); the backward sends
+    ``c_S a`` through the library's adjoint of the magnitude (two halo exchanges), which leaves out the points whose
+    magnitude is not valid."""
 
     def __init__(self, dist, weights, percent_diff, img_shape=None):
         self.dist, self.weights, self.percent_diff, self.img_shape = dist, weights, percent_diff, img_shape
         self.grad_of = (0, 1) if percent_diff else (0,)
 
     def value(self, *fields):
-        detached = [f.detach() for f in fields]
-        if self.percent_diff:
-            return self.dist.gradient_magnitude_percent_diff(*detached, _weights_arg(self.weights),
-                                                             img_shape=self.img_shape)
-        return self.dist.weighted_mean_gradient_magnitude(*detached, _weights_arg(self.weights))
+        detached = [f.detach() for f in fields] + [None] * (2 - len(fields))
+        means, self.weights_of_points, as_result = self.dist._gradient_magnitude_means(
+            detached[0], detached[1], _weights_arg(self.weights), (-2, -1), self.img_shape)
+        self.means = means
+        if self.percent_diff:  # the library's formula on the library's means: the bits of the plain call
+            return as_result(_core.percent_difference(means[0].reshape(-1), means[1].reshape(-1)))
+        return as_result(means[0])
 
     def sums(self, *fields):
-        """Per field ``S = G W`` and ``W``, ``G`` the library's mean magnitude (exact); ``W`` the total weight, or, on
-        a grid where some magnitude is NaN (the ranks agree on whether there is one), the weight of the valid ones."""
-        torch = _torch()
-        out, self.valid = [], []
-        total = None
-        for f in fields:
-            mean = _as_float64(self.dist.weighted_mean_gradient_magnitude(f.detach(), _weights_arg(self.weights)), f)
-            missing = self.dist._spatial_comm.allreduce(int(not bool(torch.isfinite(f.detach()).all())))
-            if missing:
-                magnitudes = self.dist.gradient_magnitude(f.detach())
-                valid = ~torch.isnan(magnitudes)
-                weight = _total_weight(self.dist, self.weights, f, valid)
-            else:  # every magnitude is finite: every point counts
-                valid = None
-                total = _total_weight(self.dist, self.weights, f) if total is None else total
-                weight = total
+        """Per field ``S = G W`` and ``W``, ``G`` the library's mean magnitude (exact) and ``W`` the weight of the
+        points whose magnitude is valid, both from value()'s call."""
+        out = []
+        for k, f in enumerate(fields):
+            mean = _as_float64(self.means[k], f)
+            weight = _as_float64(self.weights_of_points[k], f)
             out += [mean * weight, weight]
-            self.valid.append(valid)
         return out
 
     def finalize(self, *sums):
@@ -327,8 +320,6 @@ class GradientMagnitudeMean(_autograd.Rule):
             x = inputs[k]
             a = weights_like(self.weights, x)
             c = coefficients[2 * k]
-            valid = self.valid[k]
-            upstream = c[..., None, None] * a if valid is None else c[..., None, None] * a * valid.to(x.device)
-            upstream = upstream.to(x.dtype)
+            upstream = (c[..., None, None] * a).to(x.dtype)
             out.append(self.dist._gradient_magnitude_backward(x.detach(), upstream))
         return out

@@ -156,6 +156,20 @@ def _weights_of(weights, field, problems, name):
     return np.ascontiguousarray(view, dtype=np.float64), PER_POINT
 
 
+def _declared_img_shape(img_shape):
+    """``img_shape`` (None, or the (nlat, nlon) a caller declares) as a pair of ints, and the problem with it ("" if
+    none): agreed in the call's first allreduce, never raised on one rank alone."""
+    if img_shape is None:
+        return None, ""
+    try:
+        img = (int(img_shape[0]), int(img_shape[1]))
+        if len(img_shape) != 2:
+            raise ValueError("expected (nlat, nlon)")
+    except Exception as error:  # noqa: BLE001 - agreed in the call's first allreduce
+        return None, f"img_shape={img_shape!r}: {error}"
+    return img, ""
+
+
 def _result(values, field, keepdim=False):
     """Per-channel float64 results as the field's kind and dtype, shaped like its leading dims."""
     shape = field.leading + ((1, 1) if keepdim else ())
@@ -780,18 +794,11 @@ class Distributed:
 
     def gradient_magnitude_percent_diff(self, truth, predicted, weights=None, dim=(-2, -1), img_shape=None):
         """``100 * (G(predicted) - G(truth)) / G(truth)``, ``G = weighted_mean_gradient_magnitude``, by one
-        halo exchange of one-cell strips (never a gather). A point counts when both magnitudes are valid.
-        ``img_shape``, if given, is checked against the grid the shards form. Collective over ``spatial``."""
+        halo exchange of one-cell strips (never a gather). Each field's magnitudes count where they are valid (ACE's
+        rule). ``img_shape``, if given, is checked against the grid the shards form. Collective over ``spatial``."""
         if _differentiable(dim, truth, predicted):
             return _autograd.reduce(_gradients.GradientMagnitudeMean(self, weights, True, img_shape), truth, predicted)
-        img, problem = None, ""
-        if img_shape is not None:
-            try:
-                img = (int(img_shape[0]), int(img_shape[1]))
-                if len(img_shape) != 2:
-                    raise ValueError("expected (nlat, nlon)")
-            except Exception as error:  # noqa: BLE001 - agreed in the call's first allreduce
-                img, problem = None, f"img_shape={img_shape!r}: {error}"
+        img, problem = _declared_img_shape(img_shape)
         return self._paired_metric(
             _core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img, problem=problem
         )
@@ -1050,6 +1057,32 @@ class Distributed:
         )
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.array.shape), tensor)
 
+    def _gradient_magnitude_means(self, truth, predicted, weights, dim, img_shape):
+        """Per field (the truth, then the prediction unless None) its weighted mean gradient magnitude over its valid
+        magnitudes and the weight of those points, float64 ``(fields, *leading)`` each; and a function that gives a
+        per-channel float64 result the kind, dtype and shape of the metrics' results. Collective over ``spatial``
+        (one halo exchange of the fields, one allreduce)."""
+        problems = Problems()
+        img, problem = _declared_img_shape(img_shape)
+        if problem:
+            problems.add(problem)
+        t = _Field(truth, "truth", problems)
+        p = _Field(predicted, "predicted", problems) if predicted is not None else None
+        if t.buffer is not None:
+            _check_spatial_dims(dim, t.array.ndim, problems)
+            if p is not None and p.buffer is not None and (t.array.shape != p.array.shape or t.dtype != p.dtype):
+                problems.add(f"predicted: {tuple(p.array.shape)} {p.dtype} differs from truth's "
+                             f"{tuple(t.array.shape)} {t.dtype}")
+        w, form = _weights_buffer(weights, t, problems)
+        fields = 1 if p is None else 2
+        out = np.empty(2 * fields * t.channels if not problems else 0, dtype=np.float64)
+        ok = not problems
+        _core.gradient_magnitude_means(self._mesh, problems.text(), t.signature(weights is None),
+                                       t.buffer if ok else None, p.buffer if ok and p is not None else None, w, form,
+                                       img, out)
+        means, totals = out.reshape((2, fields) + t.leading)
+        return means, totals, lambda values: _result(np.asarray(values, dtype=np.float64), t)
+
     def _gradient_magnitude_backward(self, tensor, upstream):
         """The gradient of ``sum(upstream * gradient_magnitude(tensor))`` with respect to this rank's ``tensor``, in its
         dtype and on its device (the library's adjoint kernel). Collective over ``spatial`` (two halo exchanges)."""
@@ -1057,9 +1090,9 @@ class Distributed:
         field = _Field(tensor, "tensor", problems)
         given = _Field(upstream, "upstream", problems)
         ok = not problems
-        values = _core.gradient_magnitude_backward(self._mesh, problems.text(), field.signature(),
-                                                   field.buffer if ok else None, given.buffer if ok else None, False)
-        grads = np.frombuffer(values, dtype=np.float64).astype(field.dtype).reshape(field.array.shape)
+        grads = np.empty(field.array.shape if ok else (0,), dtype=field.dtype)
+        _core.gradient_magnitude_backward(self._mesh, problems.text(), field.signature(), field.buffer if ok else None,
+                                          given.buffer if ok else None, grads, False)
         out = _arrays.like(grads, tensor)
         return out.to(tensor.dtype) if _arrays.is_half(tensor) else out
 

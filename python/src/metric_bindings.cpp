@@ -21,6 +21,7 @@
 #include "gridshard/metrics/flood_fill.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/spectrum.hpp"
+#include "gridshard/metrics/terms.hpp"
 #include "python_mesh.hpp"
 
 namespace gridshard::python {
@@ -272,6 +273,39 @@ void bind_metrics(py::module_& m) {
         m, "time_and_global_mean_bias", [](auto&&... a) { return time_and_global_mean_bias(a...); }, spatial_doc);
 
     m.def(
+        "gradient_magnitude_means",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object predicted,
+           py::object weights, int form, py::object img_shape, py::buffer out) {
+            const bool paired = !predicted.is_none();
+            run_metric(self,
+                       two_fields(problem, signature, std::move(truth), std::move(predicted), std::move(weights), form,
+                                  std::move(img_shape)),
+                       std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
+                           GradientMagnitudeMeans means = gradient_magnitude_means(grid, t, paired ? &p : nullptr, a,
+                                                                                   GradientOptions{}, self.summation());
+                           means.mean.insert(means.mean.end(), means.weight.begin(), means.weight.end());
+                           return means.mean;
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("predicted"),
+        py::arg("weights"), py::arg("form"), py::arg("img_shape"), py::arg("out"),
+        "Collective over `spatial`: one halo exchange of the fields (the truth, and the prediction unless None), one "
+        "allreduce; into `out` the (fields, channels) means, then the (fields, channels) weights of their points.");
+    m.def(
+        "percent_difference",
+        [](const std::vector<double>& truth, const std::vector<double>& prediction) {
+            if (truth.size() != prediction.size()) {
+                throw ArgumentError("prediction has " + std::to_string(prediction.size()) + " values for truth's " +
+                                    std::to_string(truth.size()));
+            }
+            std::vector<double> result(truth.size());
+            for (std::size_t k = 0; k < truth.size(); ++k) {
+                result[k] = percent_difference(truth[k], prediction[k]);
+            }
+            return result;
+        },
+        py::arg("truth"), py::arg("prediction"), "`100 (prediction - truth) / truth`, elementwise. No MPI calls.");
+    m.def(
         "gradient_magnitude_percent_diff",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object predicted,
            py::object weights, int form, py::object img_shape, py::buffer out) {
@@ -426,20 +460,27 @@ void bind_metrics(py::module_& m) {
     m.def(
         "gradient_magnitude_backward",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::object upstream,
-           bool periodic_lon) {
-            const std::vector<double> values =
-                metric_values(self, two_fields(problem, signature, std::move(data), std::move(upstream), py::none(), 1),
-                              [&](const ShardedGrid& grid, auto x, auto u, Weights, auto) {
-                                  const auto grads = gradient_magnitude_backward(
-                                      grid, x, u.values, GradientOptions{.periodic_lon = periodic_lon});
-                                  return std::vector<double>(grads.begin(), grads.end());
-                              });
-            return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
+           py::object out, bool periodic_lon) {
+            metric_values(self, two_fields(problem, signature, std::move(data), std::move(upstream), py::none(), 1),
+                          [&](const ShardedGrid& grid, auto x, auto u, Weights, auto) {
+                              using T = std::remove_const_t<typename decltype(x.values)::element_type>;
+                              std::span<T> gradient;  // left empty if `out` is not x's type: the
+                              try {                   // library's argument agreement then raises on every rank
+                                  const py::gil_scoped_acquire acquire;
+                                  py::buffer buffer = out.cast<py::buffer>();
+                                  gradient = contiguous_span<T>(buffer, "out", true);
+                              } catch (const std::exception&) {
+                                  gradient = {};
+                              }
+                              gradient_magnitude_backward(grid, x, u.values, gradient,
+                                                          GradientOptions{.periodic_lon = periodic_lon});
+                              return std::vector<double>{};
+                          });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("upstream"),
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("upstream"), py::arg("out"),
         py::arg("periodic_lon"),
-        "Collective over `spatial` (two halo exchanges): the gradient of sum(upstream * |grad data|) with respect to "
-        "this rank's data, (channels * rows * cols,) in double (the data's type's values).");
+        "Collective over `spatial` (two halo exchanges): into `out` (the data's type and size), the gradient of "
+        "sum(upstream * |grad data|) with respect to this rank's data.");
     m.def(
         "gradient_magnitude",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {

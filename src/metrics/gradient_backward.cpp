@@ -5,8 +5,11 @@
 // type; each point's arithmetic is in double.
 
 #include <cmath>
+#include <limits>
+#include <memory>
 #include <string>
 
+#include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/metrics.hpp"
@@ -33,12 +36,12 @@ Stencil stencil_at(std::int64_t p, std::int64_t n, bool periodic) {
     return p == 0 ? Stencil{0.0, -1.0, 1.0} : Stencil{-1.0, 1.0, 0.0};
 }
 
-// The stencils of the points `begin .. begin + count` of an axis of `n` points, and (for the transpose) the
-// coefficient each point's value gets from its neighbours' derivatives and its own: `from_before` is the
-// coefficient of x[p] in the derivative at p - 1 (that stencil's `after`), `from_after` at p + 1 (its `before`),
-// zero where that neighbour is beyond a non-periodic end.
+// The stencils of the points `begin .. begin + count` of an axis of `n` points, one array per coefficient (so the
+// row loops below vectorise), and for the transpose the coefficient each point's value gets from its neighbours'
+// derivatives and its own: `from_before` is the coefficient of x[p] in the derivative at p - 1 (that stencil's
+// `after`), `from_after` at p + 1 (its `before`), zero where that neighbour is beyond a non-periodic end.
 struct AxisStencils {
-    std::vector<Stencil> at;
+    std::vector<double> before, here, after;
     std::vector<double> from_before, from_here, from_after;
 };
 
@@ -46,25 +49,71 @@ AxisStencils axis_stencils(std::int64_t begin, std::int64_t count, std::int64_t 
     AxisStencils s;
     for (std::int64_t k = 0; k < count; ++k) {
         const std::int64_t p = begin + k;
-        s.at.push_back(stencil_at(p, n, periodic));
+        const Stencil at = stencil_at(p, n, periodic);
+        s.before.push_back(at.before);
+        s.here.push_back(at.here);
+        s.after.push_back(at.after);
         s.from_before.push_back(periodic || p > 0 ? stencil_at((p - 1 + n) % n, n, periodic).after : 0.0);
-        s.from_here.push_back(stencil_at(p, n, periodic).here);
+        s.from_here.push_back(at.here);
         s.from_after.push_back(periodic || p < n - 1 ? stencil_at((p + 1) % n, n, periodic).before : 0.0);
     }
     return s;
 }
 
+// One row of the forward's derivatives and the coefficients `u dy / |grad|`, `u dx / |grad|` (zero where the
+// upstream gradient is zero or the magnitude is zero or not finite). `middle` is the row in the padded field
+// (its first point), `north`/`south` the rows above and below; `sy` the row's lat stencil, `bx/hx/ax` the lon
+// stencils per column. Each point's arithmetic is in double, in a fixed order.
+template <class T>
+GRIDSHARD_KERNEL void coefficient_row(const T* north, const T* middle, const T* south, Stencil sy,
+                                      const double* __restrict bx, const double* __restrict hx,
+                                      const double* __restrict ax, const T* __restrict upstream, std::int64_t n,
+                                      T* __restrict cy, T* __restrict cx) {
+    constexpr double infinity = std::numeric_limits<double>::infinity();
+    for (std::int64_t j = 0; j < n; ++j) {
+        // A central difference does not read the point itself: a NaN there must not reach it (as 0 x NaN).
+        const double here = static_cast<double>(middle[j]);
+        const double dy = sy.before * static_cast<double>(north[j]) + (sy.here != 0.0 ? sy.here * here : 0.0) +
+                          sy.after * static_cast<double>(south[j]);
+        const double dx = bx[j] * static_cast<double>(middle[j - 1]) + (hx[j] != 0.0 ? hx[j] * here : 0.0) +
+                          ax[j] * static_cast<double>(middle[j + 1]);
+        const double magnitude = std::sqrt(dy * dy + dx * dx);
+        const double u = static_cast<double>(upstream[j]);
+        // NaN fails both comparisons, so only a positive finite magnitude with a non-zero u counts (`&`, no
+        // branch: the loop vectorises).
+        const bool counts = (u != 0.0) & (magnitude > 0.0) & (magnitude < infinity);
+        const double ratio = u / magnitude;  // formed everywhere, used where the point counts (dy, dx may be NaN)
+        cy[j] = static_cast<T>(counts ? dy * ratio : 0.0);
+        cx[j] = static_cast<T>(counts ? dx * ratio : 0.0);
+    }
+}
+
+// One row of the transpose: each point's neighbours' coefficients and its own, lat then lon, in a fixed order.
+// `cy`/`cx` are the row in the padded coefficient planes, `stride` their row length.
+template <class T>
+GRIDSHARD_KERNEL void transpose_row(const T* cy, const T* cx, std::int64_t stride, Stencil from_lat,
+                                    const double* __restrict fb, const double* __restrict fh,
+                                    const double* __restrict fa, std::int64_t n, T* __restrict out) {
+    for (std::int64_t j = 0; j < n; ++j) {
+        const double sum =
+            from_lat.before * static_cast<double>(cy[j - stride]) + from_lat.here * static_cast<double>(cy[j]) +
+            from_lat.after * static_cast<double>(cy[j + stride]) + fb[j] * static_cast<double>(cx[j - 1]) +
+            fh[j] * static_cast<double>(cx[j]) + fa[j] * static_cast<double>(cx[j + 1]);
+        out[j] = static_cast<T>(sum);
+    }
+}
+
 }  // namespace
 
 template <class T>
-std::vector<T> gradient_magnitude_backward(const ShardedGrid& grid, FieldShard<T> x, std::span<const T> upstream,
-                                           const GradientOptions& options) {
+void gradient_magnitude_backward(const ShardedGrid& grid, FieldShard<T> x, std::span<const T> upstream,
+                                 std::span<T> gradient, const GradientOptions& options) {
     const Box& box = grid.box();
     const GridShape g = grid.grid();
     std::string error = shard_error(x, box, "x");
-    if (error.empty() && upstream.size() != x.values.size()) {
-        error =
-            "upstream has " + std::to_string(upstream.size()) + " values for x's " + std::to_string(x.values.size());
+    if (error.empty() && (upstream.size() != x.values.size() || gradient.size() != x.values.size())) {
+        error = "upstream and gradient have " + std::to_string(upstream.size()) + " and " +
+                std::to_string(gradient.size()) + " values for x's " + std::to_string(x.values.size());
     }
     if (error.empty() && options.metres) {
         error = "gradient_magnitude_backward: unit spacing only (options.metres is not supported)";
@@ -78,70 +127,53 @@ std::vector<T> gradient_magnitude_backward(const ShardedGrid& grid, FieldShard<T
     const PaddedHaloExchange halo(grid.mesh(), grid.decomposition(), {.width = 1, .periodic_lon = periodic});
     const std::int64_t padded_cols = halo.padded_cols();
     const auto plane = static_cast<std::size_t>(halo.padded_rows() * padded_cols);
+    const auto area = static_cast<std::size_t>(rows * cols);
+    const auto offset = [&](std::int64_t plane_index, std::int64_t i) {  // row i's first point in a padded plane
+        return static_cast<std::size_t>(plane_index) * plane + static_cast<std::size_t>((i + 1) * padded_cols + 1);
+    };
+    const auto planes = static_cast<std::size_t>(channels);
 
-    // The field with its halo, in double; then per point the coefficients of its two derivatives.
+    // Two buffers, written before they are read (so not zeroed): `padded` holds the field with its halo (its first
+    // C planes), then the coefficients with theirs (2C planes); `coefficients` the compact coefficients between.
+    const std::unique_ptr<T[]> padded = std::make_unique_for_overwrite<T[]>(2 * planes * plane);
+    const std::unique_ptr<T[]> coefficients = std::make_unique_for_overwrite<T[]>(2 * planes * area);
+    const std::span<T> field_padded(padded.get(), planes * plane);
+    const std::span<T> coefficients_padded(padded.get(), 2 * planes * plane);
+    const std::span<T> compact(coefficients.get(), 2 * planes * area);  // lat planes, then lon planes
+
+    // Per point the coefficients of its two derivatives, in T: rounded once to the field's precision, which the
+    // gradient has anyway.
     const AxisStencils lat = axis_stencils(box.lat.begin, rows, g.nlat, false);
     const AxisStencils lon = axis_stencils(box.lon.begin, cols, g.nlon, periodic);
-    std::vector<T> padded(static_cast<std::size_t>(channels) * plane);
-    halo.exchange_agreed<T>(x.values, channels, padded);
-    const auto area = static_cast<std::size_t>(rows * cols);
-    // In T: the coefficients are rounded once to the field's precision, which the gradient has anyway.
-    std::vector<T> coefficients(2 * static_cast<std::size_t>(channels) * area);  // lat planes, then lon planes
-    for (std::int64_t c = 0; c < channels; ++c) {
-        for (std::int64_t i = 0; i < rows; ++i) {
-            const Stencil sy = lat.at[static_cast<std::size_t>(i)];
-            const T* middle = padded.data() + static_cast<std::size_t>(c) * plane +
-                              static_cast<std::size_t>((i + 1) * padded_cols + 1);
-            const T* north = middle - padded_cols;
-            const T* south = middle + padded_cols;
-            const auto first = static_cast<std::size_t>((c * rows + i) * cols);
-            T* cy = coefficients.data() + first;
-            T* cx = coefficients.data() + static_cast<std::size_t>(channels) * area + first;
-            for (std::int64_t j = 0; j < cols; ++j) {
-                const Stencil sx = lon.at[static_cast<std::size_t>(j)];
-                const double dy = sy.before * static_cast<double>(north[j]) + sy.here * static_cast<double>(middle[j]) +
-                                  sy.after * static_cast<double>(south[j]);
-                const double dx = sx.before * static_cast<double>(middle[j - 1]) +
-                                  sx.here * static_cast<double>(middle[j]) +
-                                  sx.after * static_cast<double>(middle[j + 1]);
-                const double magnitude = std::sqrt(dy * dy + dx * dx);
-                const double u = static_cast<double>(upstream[first + static_cast<std::size_t>(j)]);
-                const bool counts = u != 0.0 && magnitude > 0.0 && std::isfinite(magnitude);
-                cy[j] = static_cast<T>(counts ? u * dy / magnitude : 0.0);
-                cx[j] = static_cast<T>(counts ? u * dx / magnitude : 0.0);
-            }
-        }
-    }
-    // The transpose: each point gathers its neighbours' coefficients and its own, in a fixed order.
-    std::vector<T> around(2 * static_cast<std::size_t>(channels) * plane);
-    halo.exchange_agreed<T>(coefficients, 2 * channels, around);
-    std::vector<T> result(x.values.size());
+    halo.exchange_agreed<T>(x.values, channels, field_padded);
     for (std::int64_t c = 0; c < channels; ++c) {
         for (std::int64_t i = 0; i < rows; ++i) {
             const auto ii = static_cast<std::size_t>(i);
-            const T* cy = around.data() + static_cast<std::size_t>(c) * plane +
-                          static_cast<std::size_t>((i + 1) * padded_cols + 1);
-            const T* cx = around.data() + static_cast<std::size_t>(channels + c) * plane +
-                          static_cast<std::size_t>((i + 1) * padded_cols + 1);
-            T* out = result.data() + static_cast<std::size_t>((c * rows + i) * cols);
-            for (std::int64_t j = 0; j < cols; ++j) {
-                const auto jj = static_cast<std::size_t>(j);
-                const double sum = lat.from_before[ii] * static_cast<double>(cy[j - padded_cols]) +
-                                   lat.from_here[ii] * static_cast<double>(cy[j]) +
-                                   lat.from_after[ii] * static_cast<double>(cy[j + padded_cols]) +
-                                   lon.from_before[jj] * static_cast<double>(cx[j - 1]) +
-                                   lon.from_here[jj] * static_cast<double>(cx[j]) +
-                                   lon.from_after[jj] * static_cast<double>(cx[j + 1]);
-                out[j] = static_cast<T>(sum);
-            }
+            const T* middle = field_padded.data() + offset(c, i);
+            const auto first = static_cast<std::size_t>((c * rows + i) * cols);
+            coefficient_row<T>(middle - padded_cols, middle, middle + padded_cols,
+                               {lat.before[ii], lat.here[ii], lat.after[ii]}, lon.before.data(), lon.here.data(),
+                               lon.after.data(), upstream.data() + first, cols, compact.data() + first,
+                               compact.data() + planes * area + first);
         }
     }
-    return result;
+    // The transpose: each point gathers its neighbours' coefficients and its own.
+    halo.exchange_agreed<T>(compact, 2 * channels, coefficients_padded);
+    const T* around = coefficients_padded.data();
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t i = 0; i < rows; ++i) {
+            const auto ii = static_cast<std::size_t>(i);
+            transpose_row<T>(around + offset(c, i), around + offset(channels + c, i), padded_cols,
+                             {lat.from_before[ii], lat.from_here[ii], lat.from_after[ii]}, lon.from_before.data(),
+                             lon.from_here.data(), lon.from_after.data(), cols,
+                             gradient.data() + static_cast<std::size_t>((c * rows + i) * cols));
+        }
+    }
 }
 
-template std::vector<float> gradient_magnitude_backward<float>(const ShardedGrid&, FieldShard<float>,
-                                                               std::span<const float>, const GradientOptions&);
-template std::vector<double> gradient_magnitude_backward<double>(const ShardedGrid&, FieldShard<double>,
-                                                                 std::span<const double>, const GradientOptions&);
+template void gradient_magnitude_backward<float>(const ShardedGrid&, FieldShard<float>, std::span<const float>,
+                                                 std::span<float>, const GradientOptions&);
+template void gradient_magnitude_backward<double>(const ShardedGrid&, FieldShard<double>, std::span<const double>,
+                                                  std::span<double>, const GradientOptions&);
 
 }  // namespace gridshard

@@ -38,27 +38,53 @@ std::vector<double> gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x,
 }
 
 template <class T>
+GradientMagnitudeMeans gradient_magnitude_means(const ShardedGrid& grid, FieldShard<T> truth,
+                                                const FieldShard<T>* prediction, Weights a,
+                                                const GradientOptions& options, Summation summation) {
+    // ACE's definition: each field's magnitudes averaged over that field's own non-NaN points.
+    const ValidityPolicy policy = ValidityPolicy::skip_nan;
+    const TermSet terms = prediction != nullptr
+                              ? weight_and(policy, {Term::truth_own_gradient, Term::prediction_own_gradient})
+                              : weight_and(policy, {Term::truth_gradient});
+    const TermSums sums = accumulate_terms<T>(grid, truth, prediction, a, {terms, policy, summation}, &options);
+    const std::int64_t fields = prediction != nullptr ? 2 : 1;
+    const GradientPoints points = prediction != nullptr ? GradientPoints::own : GradientPoints::common;
+    GradientMagnitudeMeans means;
+    for (std::int64_t field = 0; field < fields; ++field) {
+        const bool of_prediction = field == 1;
+        const Term weight = prediction == nullptr ? Term::gradient_weight
+                            : of_prediction       ? Term::prediction_own_gradient_weight
+                                                  : Term::truth_own_gradient_weight;
+        for (std::int64_t c = 0; c < sums.groups(); ++c) {
+            means.mean.push_back(sums.gradient_mean(c, of_prediction, points));
+            means.weight.push_back(sums.value(c, weight).hi);
+        }
+    }
+    return means;
+}
+
+template <class T>
 std::vector<double> weighted_mean_gradient_magnitude(const ShardedGrid& grid, FieldShard<T> x, Weights a,
                                                      const GradientOptions& options, Summation summation) {
-    const ValidityPolicy policy = ValidityPolicy::skip_nan;
-    const TermSums sums = accumulate_terms<T>(
-        grid, x, nullptr, a, {weight_and(policy, {Term::truth_gradient}), policy, summation}, &options);
-    return per_channel(sums, [&](std::int64_t c) { return sums.gradient_mean(c); });
+    return gradient_magnitude_means<T>(grid, x, nullptr, a, options, summation).mean;
 }
 
 template <class T>
 std::vector<double> gradient_magnitude_percent_diff(const ShardedGrid& grid, FieldShard<T> truth,
                                                     FieldShard<T> prediction, Weights a, const GradientOptions& options,
                                                     Summation summation) {
-    // ACE's definition: each field's magnitudes averaged over that field's own non-NaN points.
-    const ValidityPolicy policy = ValidityPolicy::skip_nan;
-    const TermSums sums = accumulate_terms<T>(
-        grid, truth, &prediction, a,
-        {weight_and(policy, {Term::truth_own_gradient, Term::prediction_own_gradient}), policy, summation}, &options);
-    return per_channel(sums, [&](std::int64_t c) { return sums.gradient_percent_diff(c, GradientPoints::own); });
+    const GradientMagnitudeMeans means = gradient_magnitude_means<T>(grid, truth, &prediction, a, options, summation);
+    const std::size_t channels = means.mean.size() / 2;
+    std::vector<double> result(channels);
+    for (std::size_t c = 0; c < channels; ++c) {
+        result[c] = percent_difference(means.mean[c], means.mean[channels + c]);
+    }
+    return result;
 }
 
 #define GRIDSHARD_INSTANTIATE(T)                                                                                      \
+    template GradientMagnitudeMeans gradient_magnitude_means<T>(                                                      \
+        const ShardedGrid&, FieldShard<T>, const FieldShard<T>*, Weights, const GradientOptions&, Summation);         \
     template std::vector<double> gradient_magnitude<T>(const ShardedGrid&, FieldShard<T>, const GradientOptions&);    \
     template std::vector<double> weighted_mean_gradient_magnitude<T>(const ShardedGrid&, FieldShard<T>, Weights,      \
                                                                      const GradientOptions&, Summation);              \

@@ -202,6 +202,37 @@ def test_weighted_nanmean_and_zonal_mean_leave_nan_points_out(dist, serial):
     assert not x.grad[~valid[dist.get_local_slices(tuple(p.shape))]].any()
 
 
+def test_gradient_scores_leave_invalid_magnitudes_out(dist, serial):
+    """NaN values in both fields, in different places: each field's mean magnitude is over its own valid magnitudes
+    (ACE's rule), and no gradient reaches a point from a magnitude that is not valid. The reference fills the NaN
+    points before differencing (torch's own gradient of an unselected NaN branch is NaN) and masks the magnitudes
+    by those of the field with its NaN."""
+    t, p, w = fields((9, 14))
+    t[1, 0, 0:2, 10:13] = float("nan")  # at the pole row and at the grid's edge
+    p[0, 2, 4:6, 0:3] = float("nan")
+    p[1, 1, 7, 5] = float("nan")
+    xt, xp = leaf(local(dist, t)), leaf(local(dist, p))
+    wl = local(dist, w)
+    loss = dist.gradient_magnitude_percent_diff(xt, xp, wl).sum() + dist.weighted_mean_gradient_magnitude(xp, wl).sum()
+    loss.backward()
+    gt, gp = leaf(t), leaf(p)
+
+    def nanmean_magnitude(x):
+        valid = ~torch.isnan(ref_gradient_magnitude(x.detach()))
+        magnitude = ref_gradient_magnitude(torch.where(torch.isnan(x), 0, x))
+        return (torch.where(valid, magnitude, 0) * w).sum(dim=(-2, -1)) / (valid * w).sum(dim=(-2, -1))
+
+    want = (100 * (nanmean_magnitude(gp) - nanmean_magnitude(gt)) / nanmean_magnitude(gt)).sum() + \
+        nanmean_magnitude(gp).sum()
+    want.backward()
+    close(loss, want, "gradient scores with NaN: the value")
+    same_bits(loss, serial.gradient_magnitude_percent_diff(t, p, w).sum() +
+              serial.weighted_mean_gradient_magnitude(p, w).sum(), "the plain calls' bits")
+    for name, got, whole in (("truth", xt.grad, gt.grad), ("prediction", xp.grad, gp.grad)):
+        assert torch.isfinite(got).all(), name
+        close(got, local(dist, whole), f"gradient scores with NaN: the {name}'s gradient")
+
+
 @pytest.mark.parametrize("score", ["crps", "fair_crps", "spread", "ensemble_mean_rmse", "spread_skill_ratio"])
 def test_ensemble_scores(dist, score):
     t, p, w = fields((9, 14))

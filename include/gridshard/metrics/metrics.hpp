@@ -119,16 +119,33 @@ template <class T>
                                                      const GradientOptions& options = {});
 
 /// The adjoint of gradient_magnitude, for gradients: for `upstream` u `(channels, box)`, the gradient of
-/// `sum_p u_p |grad x|_p` with respect to this rank's x, in T. Each point's derivative coefficients
-/// `(u gy / |grad x|, u gx / |grad x|)` (in double, rounded once to T; zero where u is zero or the magnitude is zero or
-/// not finite) go through the
-/// stencil's transpose (torch.gradient's, one-sided at the grid's edges, longitude periodic with
-/// `options.periodic_lon`; unit spacing only), each point's sum in a fixed order, so the result is the same bits on
-/// every layout. Collective over `spatial`: an agreement on the arguments, two padded halo exchanges of one cell.
+/// `sum_p u_p |grad x|_p` with respect to this rank's x, in T, written to `gradient` (x's size). Each point's
+/// derivative coefficients `(u gy / |grad x|, u gx / |grad x|)` (in double, rounded once to T; zero where u is zero
+/// or the magnitude is zero or not finite) go through the stencil's transpose (torch.gradient's, one-sided at the
+/// grid's edges, longitude periodic with `options.periodic_lon`; unit spacing only), each point's sum in a fixed
+/// order, so the result is the same bits on every layout. Collective over `spatial`: an agreement on the
+/// arguments, two padded halo exchanges of one cell.
 template <class T>
-[[nodiscard]] std::vector<T> gradient_magnitude_backward(const ShardedGrid& grid, FieldShard<T> x,
-                                                         std::span<const T> upstream,
-                                                         const GradientOptions& options = {});
+void gradient_magnitude_backward(const ShardedGrid& grid, FieldShard<T> x, std::span<const T> upstream,
+                                 std::span<T> gradient, const GradientOptions& options = {});
+
+/// The pieces of the gradient scores, per channel: each field's weighted mean gradient magnitude over its own valid
+/// (non-NaN) magnitudes and the weight of those points, from the exact sums rounded once (plain sums under
+/// Summation::fast). Fields: the truth, then the prediction where one is given. The gradients of the scores need
+/// the weights; the scores below are these means.
+struct GradientMagnitudeMeans {
+    std::vector<double> mean;    ///< (fields, channels), field slowest
+    std::vector<double> weight;  ///< (fields, channels), field slowest
+};
+
+/// gradient_magnitude_means of `truth` and, unless null, `prediction` (of truth's shape). Collective over
+/// `spatial`: one halo exchange carrying the fields (fields x C x perimeter values), then one allreduce of
+/// 2 fields C + 1 sums.
+template <class T>
+[[nodiscard]] GradientMagnitudeMeans gradient_magnitude_means(const ShardedGrid& grid, FieldShard<T> truth,
+                                                              const FieldShard<T>* prediction, Weights a,
+                                                              const GradientOptions& options = {},
+                                                              Summation summation = Summation::reproducible);
 
 /// `weighted_nanmean(gradient_magnitude(x), a)` per channel, without storing the magnitudes.
 /// Collective over `spatial`: one halo exchange (C x perimeter values), then one allreduce of 2C + 1 sums.
