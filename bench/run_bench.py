@@ -30,6 +30,9 @@ Steps, in this order so nothing else competes for the two cores while a figure i
  12. The power spectrum: one 721 x 1440 float32 field and a batch of 16 against torch-harmonics' RealSHT on the
      same cores (spectrum_vs_torch_harmonics.py, in ACE's venv), with the peak memory of each; the bytes the
      busiest rank receives at 1x2x2 and 1x4x4 over an all-gather of the fields (spectrum_traffic_bench).
+ 13. Training: the area-weighted MSE and the gradient score with their backward passes through ACE's
+     Distributed at 1x2x2, on ACE's torch backend (gloo) and on gridshard's (training_vs_ace.py, in ACE's venv);
+     the two sides' losses and gradient norms must agree.
 Writes BUILD_DIR/bench/results.json and prints a table: metric, value, target, met?
 
 Missed targets are reported, not failed: the run fails only when a program fails or when two paths
@@ -38,7 +41,7 @@ that must compute the same answer disagree (a benchmark of wrong results is wort
 Usage: /usr/bin/python3 bench/run_bench.py [--build-dir build] [--only python|forecast]
 (--only python runs step 6 alone and writes BUILD_DIR/bench/results_python.json instead; --only forecast
 steps 7 and 8, into results_forecast.json; --only scaling steps 9 and 10; --only io step 11; --only spectrum step
-12.)
+12; --only training step 13.)
 """
 
 import argparse
@@ -75,6 +78,10 @@ TARGETS = [
     ("spectrum_bytes_fraction_of_allgather_1x2x2", None, None, "bytes the busiest rank receives / an all-gather of "
      "the fields, one field (16 fields in the details)"),
     ("spectrum_bytes_fraction_of_allgather_1x4x4", 0.25, "<=", "the same at 1x4x4, the larger of 1 and 16 fields"),
+    ("area_weighted_mse_backward_time_vs_ace_1x2x2", 1.5, "<=", "gridshard / ACE's torch backend (gloo): "
+     "AreaWeightedMSELoss forward and backward, (8,721,1440) f32 at 1x2x2, exact against float32 sums"),
+    ("gradmag_backward_speedup_vs_ace_1x2x2", 10.0, ">=", "ACE's gather path / gridshard's halo path: "
+     "gradient_magnitude_percent_diff forward and backward, (4,721,1440) f32 at 1x2x2"),
     ("gradmag_speedup_vs_numpy", None, None, "t_numpy (float64) / t_gridshard, 1 thread"),
     ("halo_vs_gather_speedup_1x2x2", 25.0, ">=", "t_gather / t_halo, 4 ranks, (3,721,1440)"),
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
@@ -688,14 +695,33 @@ def spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions=5)
     return figures, details, problems
 
 
+def training_figures(build_dir, out_dir, repetitions=7):
+    """Step 13: a training step's reductions through ACE's Distributed, its backend against gridshard's."""
+    venv_python = ROOT / ".ace" / "venv" / "bin" / "python"
+    if not venv_python.exists():
+        return {}, {"training_vs_ace": "skipped: no ACE venv (bash scripts/ace-venv.sh .ace/venv)"}, []
+    out = out_dir / "training_vs_ace.json"
+    run([venv_python, BENCH_DIR / "training_vs_ace.py", "--repetitions", str(repetitions), "--out", out,
+         "--build-dir", build_dir])
+    figures = load(out)
+    keys = ("area_weighted_mse_backward_time_vs_ace_1x2x2", "gradmag_backward_speedup_vs_ace_1x2x2")
+    if not all(k in figures for k in keys):
+        return {}, {"training_vs_ace": figures}, [f"training: a side failed ({out} has its error)"]
+    problems = [f"training: the sides' {name} differ by {difference:.3g}"
+                for name, difference in figures["agreement"].items() if difference > 1e-4]
+    return {k: figures[k] for k in keys}, {"training_vs_ace": {k: v for k, v in figures.items() if k not in keys}}, \
+        problems
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--build-dir", type=pathlib.Path, default=pathlib.Path("build"))
     parser.add_argument("--repetitions", type=int, default=21, help="timed repetitions per figure")
     parser.add_argument("--kernel-min-time", type=float, default=0.2, help="Google Benchmark min time, seconds")
-    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io", "ace", "spectrum"],
+    parser.add_argument("--only", choices=["python", "forecast", "scaling", "io", "ace", "spectrum", "training"],
                         help="run only these steps (python: step 6; forecast: steps 7 and 8; scaling: steps 9 and 10; "
-                        "io: step 11; spectrum: step 12), writing results_STEPS.json instead of results.json")
+                        "io: step 11; spectrum: step 12; training: step 13), writing results_STEPS.json instead of "
+                        "results.json")
     args = parser.parse_args()
 
     started = time.monotonic()
@@ -732,6 +758,13 @@ def main():
         results = with_targets(dict(figures))
         results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
         finish(results, out_dir / "results_spectrum.json", problems)
+        return
+
+    if args.only == "training":
+        figures, details, problems = training_figures(build_dir, out_dir)
+        results = with_targets(dict(figures))
+        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / "results_training.json", problems)
         return
 
     if args.only == "forecast":
@@ -819,6 +852,9 @@ def main():
     spectrum_results, spectrum_details, spectrum_problems = spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags,
                                                                              env)
     problems += spectrum_problems
+    # 13. Training against ACE's backend.
+    training_results, training_details, training_problems = training_figures(build_dir, out_dir)
+    problems += training_problems
 
     for peer, agreement in (("numpy", numpy_agreement), ("torch", torch_agreement)):
         if agreement > GRADMAG_AGREEMENT_TOLERANCE:
@@ -848,6 +884,7 @@ def main():
         **io_results,
         **ace_results,
         **spectrum_results,
+        **training_results,
     }
     with_targets(results)
     results["details"] = {
@@ -879,6 +916,7 @@ def main():
         **io_details,
         **ace_details,
         **spectrum_details,
+        **training_details,
         "samples_s": {
             "suite": {k: v for k, v in suite.items() if k.startswith("samples_")},
             "gradmag": {k: v for k, v in grad.items() if k.startswith("samples_")},

@@ -17,7 +17,8 @@ of the repetitions:
   gathering whole fields onto every rank and gridshard's by halo exchange, with its backward:
   `gradmag_backward_speedup_vs_ace_1x2x2` = ACE's time / gridshard's (target >= 10).
 
-The driver runs mpirun once per side, re-invoking this script with `--side ace|gridshard`."""
+The driver runs mpirun once per side, re-invoking this script with `--side ace|gridshard`, and compares the two
+sides' losses and the norms of their gradients (`agreement`, relative differences)."""
 import argparse
 import json
 import os
@@ -78,16 +79,22 @@ def worker(args):
             times.append(time.perf_counter() - start)
         return times[1:]  # the first warms
 
+    seen = {}  # the last repetition's loss and its gradient's global sum of squares, to compare the sides
+
     def mse_step():
         prediction = base.clone().requires_grad_(True)
         (component,) = loss_module(prediction, target)  # ACE's StandardLoss of the (8,) channel losses
-        component.loss.mean().backward()
+        loss = component.loss.mean()
+        loss.backward()
+        seen["mse"] = (loss.detach(), prediction.grad)
 
     def gradient_step():
         prediction = base4.clone().requires_grad_(True)
         score = dist.gradient_magnitude_percent_diff(truth4, prediction, weights, dim=(-2, -1),
                                                      img_shape=(NLAT, NLON))
-        score.sum().backward()
+        loss = score.sum()
+        loss.backward()
+        seen["gradient"] = (loss.detach(), prediction.grad)
 
     from mpi4py import MPI
 
@@ -95,6 +102,9 @@ def worker(args):
     for name, step in (("mse", mse_step), ("gradient", gradient_step)):
         everyone = MPI.COMM_WORLD.allgather(timed(step))
         out[name] = [max(times) for times in zip(*everyone)]  # the slowest rank's time of each repetition
+        loss, grad = seen[name]
+        squares = MPI.COMM_WORLD.allreduce(float((grad.double() ** 2).sum()))
+        out[f"{name}_value"] = {"loss": float(loss), "gradient_sum_of_squares": squares}
     if dist.rank == 0:
         pathlib.Path(args.work, f"{args.side}.json").write_text(json.dumps(out))
     stack.close()
@@ -136,6 +146,12 @@ def driver(args):
         out["gradmag_backward_speedup_vs_ace_1x2x2"] = statistics.median(ace["gradient"]) / statistics.median(
             ours["gradient"])
         out["medians_s"] = {s: {k: statistics.median(results[s][k]) for k in ("mse", "gradient")} for s in results}
+        # The two sides compute the same losses (ACE's float32 sums against gridshard's exact ones): their values
+        # and the norms of their gradients, relative differences.
+        out["agreement"] = {
+            f"{name}_{what}": abs(ours[f"{name}_value"][what] - ace[f"{name}_value"][what]) / max(
+                abs(ace[f"{name}_value"][what]), 1e-300)
+            for name in ("mse", "gradient") for what in ("loss", "gradient_sum_of_squares")}
     text = json.dumps(out, indent=1)
     print(text)
     if args.out:
