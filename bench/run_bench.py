@@ -746,50 +746,31 @@ def main():
         finish(results, out_dir / "results_python.json", problems)
         return
 
-    if args.only == "ace":
-        figures, details, problems = ace_figures(build_dir, out_dir)
-        results = with_targets(dict(figures))
-        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
-        finish(results, out_dir / "results_ace.json", problems)
-        return
-
-    if args.only == "spectrum":
-        figures, details, problems = spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
-        results = with_targets(dict(figures))
-        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
-        finish(results, out_dir / "results_spectrum.json", problems)
-        return
-
-    if args.only == "training":
-        figures, details, problems = training_figures(build_dir, out_dir)
-        results = with_targets(dict(figures))
-        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
-        finish(results, out_dir / "results_training.json", problems)
-        return
-
-    if args.only == "forecast":
-        figures, details, problems = forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions)
-        results = with_targets(dict(figures))
-        results["details"] = {**details, "machine": machine(), "repetitions": args.repetitions,
-                              "bench_seconds": round(time.monotonic() - started, 1)}
-        finish(results, out_dir / "results_forecast.json", problems)
-        return
-
     tcp_flags = ["--mca", "pml", "ob1", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"] \
         if "--oversubscribe" in mpi_flags else []
-    if args.only == "scaling":
+
+    def scaling_steps():
         figures, details, problems = scaling_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
         details["communication_model"] = communication_model(build_dir, out_dir, mpiexec, mpi_flags, env, tcp_flags)
-        results = with_targets(dict(figures))
-        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
-        finish(results, out_dir / "results_scaling.json", problems)
-        return
+        return figures, details, problems
 
-    if args.only == "io":
-        figures, details, problems = io_figures(build_dir, out_dir, mpiexec, mpi_flags, env)
+    # The other --only choices: (figures, details, problems) of their steps, and what their details also record.
+    only_steps = {
+        "ace": (lambda: ace_figures(build_dir, out_dir), {}),
+        "spectrum": (lambda: spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags, env), {}),
+        "training": (lambda: training_figures(build_dir, out_dir), {}),
+        "forecast": (lambda: forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, args.repetitions),
+                     {"repetitions": args.repetitions}),
+        "scaling": (scaling_steps, {}),
+        "io": (lambda: io_figures(build_dir, out_dir, mpiexec, mpi_flags, env), {}),
+    }
+    if args.only in only_steps:
+        steps, recorded = only_steps[args.only]
+        figures, details, problems = steps()
         results = with_targets(dict(figures))
-        results["details"] = {**details, "machine": machine(), "bench_seconds": round(time.monotonic() - started, 1)}
-        finish(results, out_dir / "results_io.json", problems)
+        results["details"] = {**details, "machine": machine(), **recorded,
+                              "bench_seconds": round(time.monotonic() - started, 1)}
+        finish(results, out_dir / f"results_{args.only}.json", problems)
         return
 
     # 1. One rank, one thread: suite against the read loop, and the gradient metric; then the suite again

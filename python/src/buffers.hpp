@@ -17,6 +17,23 @@ namespace gridshard::python {
 
 namespace py = pybind11;
 
+/// A shard's extents: `(channels, rows, cols)`.
+struct ShardShape {
+    std::int64_t channels = 0;
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+};
+
+/// The extents of a `(channels, rows, cols)` buffer; ArgumentError naming `name` for any other number of dims.
+[[nodiscard]] inline ShardShape shape_of(py::buffer& buffer, const char* name) {
+    const py::buffer_info info = buffer.request();
+    if (info.ndim != 3) {
+        throw ArgumentError(std::string(name) + ": expected (channels, rows, cols), got " + std::to_string(info.ndim) +
+                            " dims");
+    }
+    return {info.shape[0], info.shape[1], info.shape[2]};
+}
+
 /// The element type of a buffer, as one of the kinds the bindings dispatch on.
 enum class ElementKind { float32, float64, int32, int64, other };
 

@@ -18,22 +18,6 @@
 namespace gridshard::python {
 namespace {
 
-/// The shard `(channels, rows, cols)` of `data`, checked: this rank's problem when it is not one.
-struct Planes {
-    std::int64_t channels = 0;
-    std::int64_t rows = 0;
-    std::int64_t cols = 0;
-};
-
-Planes planes_of(py::buffer& data, const char* name) {
-    const py::buffer_info info = data.request();
-    if (info.ndim != 3) {
-        throw ArgumentError(std::string(name) + ": expected (channels, rows, cols), got " + std::to_string(info.ndim) +
-                            " dims");
-    }
-    return {info.shape[0], info.shape[1], info.shape[2]};
-}
-
 /// One exchange or its adjoint: `data` is the shard (forward) or the padded shard's gradient (adjoint, whose box is
 /// `width` cells smaller on every side). Collective over `spatial`: the grid's agreement (which raises `problem` on
 /// every rank), the plan's, the exchange's. Returns the padded shard, or the shard's gradient, as bytes of the
@@ -41,14 +25,14 @@ Planes planes_of(py::buffer& data, const char* name) {
 py::bytes exchange(PythonMesh& self, std::string problem, std::int64_t signature, py::object data, int width,
                    bool periodic_lon, const std::string& pole, bool adjoint) {
     std::optional<py::buffer> buffer;
-    Planes in;
+    ShardShape in;
     PaddedHaloSpec spec{width, periodic_lon, PoleRule::zero};
     if (problem.empty()) {
         problem =
             attempt([&] {
                 spec.pole = parse_pole_rule(pole);
                 buffer = data.cast<py::buffer>();
-                in = planes_of(*buffer, adjoint ? "grad" : "data");
+                in = shape_of(*buffer, adjoint ? "grad" : "data");
                 if (element_kind(*buffer) != ElementKind::float32 && element_kind(*buffer) != ElementKind::float64) {
                     throw ArgumentError("data: dtype must be float32 or float64");
                 }

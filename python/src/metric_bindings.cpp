@@ -46,21 +46,6 @@ struct ShardArguments {
     std::int64_t prediction_fields = 1;
 };
 
-struct ShardShape {
-    std::int64_t channels = 0;
-    std::int64_t rows = 0;
-    std::int64_t cols = 0;
-};
-
-ShardShape shape_of(py::buffer& field, const char* name) {
-    const py::buffer_info info = field.request();
-    if (info.ndim != 3) {
-        throw ArgumentError(std::string(name) + ": expected (channels, rows, cols), got " + std::to_string(info.ndim) +
-                            " dims");
-    }
-    return {info.shape[0], info.shape[1], info.shape[2]};
-}
-
 /// `img_shape` as a grid shape: two ints, each within int64.
 GridShape declared_shape(const py::object& img_shape) {
     try {

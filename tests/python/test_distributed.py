@@ -17,6 +17,7 @@ from mpi4py import MPI
 import gridshard
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mesh_fixtures import dist, serial  # noqa: E402, F401 - fixtures
 from mpi_pytest import mesh_shape  # noqa: E402
 from torch_split import compute_split_shapes  # noqa: E402
 
@@ -34,16 +35,6 @@ DTYPES = [np.float32, np.float64]
 # Grids whose splits are uneven under both rules, with one-cell shards at 4 ranks along an axis (5 over 4
 # is 1,1,1,2 under div_up and 2,1,1,1 balanced).
 GRIDS = [(9, 14), (5, 7)]
-
-
-@pytest.fixture(scope="module", params=["div_up", "balanced"])
-def dist(request):
-    return gridshard.Distributed(spatial_parallelism=(H, W), split=request.param)
-
-
-@pytest.fixture(scope="module")
-def serial():
-    return gridshard.Distributed(MPI.COMM_SELF)
 
 
 def as_kind(array, kind):

@@ -19,6 +19,7 @@ from mpi4py import MPI
 import gridshard
 
 sys.path.insert(0, str(Path(__file__).parent))
+from mesh_fixtures import dist, serial  # noqa: E402, F401 - fixtures
 from mpi_pytest import mesh_shape  # noqa: E402
 
 D, H, W = mesh_shape()
@@ -27,16 +28,6 @@ WORLD = MPI.COMM_WORLD
 DEVICE = torch.device(os.environ.get("GRIDSHARD_TEST_DEVICE", "cpu"))
 GRIDS = [(9, 14), (5, 8)]  # uneven under both rules; one-row shards at 4 ranks along an axis
 RTOL = 1e-12
-
-
-@pytest.fixture(scope="module", params=["div_up", "balanced"])
-def dist(request):
-    return gridshard.Distributed(spatial_parallelism=(H, W), split=request.param)
-
-
-@pytest.fixture(scope="module")
-def serial():
-    return gridshard.Distributed(MPI.COMM_SELF)
 
 
 def fields(grid, seed=0, channels=(2, 3)):
