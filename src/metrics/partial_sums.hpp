@@ -9,6 +9,7 @@
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
+#include "gridshard/numerics/fixed_point.hpp"
 
 namespace gridshard::detail {
 
@@ -26,6 +27,12 @@ class PartialSums {
         } else if (factor != 0.0) {
             plain_[static_cast<std::size_t>(slot)] += factor * plain_row_sum(values, n);
         }
+    }
+    /// Adds `factor` times the exact sum of `terms` values held as fixed-point digit sums on the grid
+    /// `2^lowest_bit` (numerics/fixed_point.hpp) to slot `slot`. Reproducible mode only.
+    void add_fixed_point(std::int64_t slot, double factor, std::uint64_t high, std::uint64_t low, std::int64_t terms,
+                         int lowest_bit) {
+        gridshard::add_fixed_point(exact_[static_cast<std::size_t>(slot)], factor, high, low, terms, lowest_bit);
     }
     /// Adds `factor * count` to slot `slot`, exactly in reproducible mode.
     void add_count(std::int64_t slot, double factor, std::int64_t count);

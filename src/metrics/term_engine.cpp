@@ -1,8 +1,12 @@
 #include "term_engine.hpp"
 
+#include <algorithm>
+#include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 #include "../core/kernel_dispatch.hpp"
@@ -100,6 +104,194 @@ std::int64_t mask(ValidityPolicy policy, const V* x, const V* y, const double* a
             break;
     }
     return mask_dispatch<ValidityPolicy::skip_invalid_pairs>(x, y, a, n, out_x, out_y, out_weight);
+}
+
+// The fixed-point path (numerics/fixed_point.hpp) of float rows with a row weight in exact mode: the range of
+// the row's masked values proves one grid for each kind of term, and one pass forms every term and adds it to
+// its digit sums; a row whose range the grids cannot hold (NaN, infinities, or non-zero magnitudes more than
+// 2^27 apart) takes the per-row path below. Both paths are exact, so the bits do not depend on which one a row
+// took.
+
+// A float row pair's count of valid points, the largest magnitude among them, and a lower bound of their non-zero
+// magnitudes (bit patterns).
+struct FloatRowRange {
+    std::int64_t valid = 0;
+    std::uint32_t largest = 0;
+    std::uint32_t smallest = 0;  // 0 when every value is zero
+};
+
+// The range of one block of at most 2^31 points. The smallest non-zero magnitude is taken over every value, the
+// ones left out included (a NaN or an infinity never is the smallest, and a valid partner of an invalid value
+// only lowers the bound, which stays a bound), so that the loop vectorises.
+template <ValidityPolicy policy, bool pair>
+GRIDSHARD_KERNEL FloatRowRange float_block_range(const float* x, const float* y, std::int64_t n) noexcept {
+    constexpr std::uint32_t magnitude_mask = 0x7fffffffU;
+    std::uint32_t largest = 0;
+    std::uint32_t smallest_less_one = 0xffffffffU;  // bits - 1 wraps zero to the largest pattern: zeros skipped
+    std::uint32_t valid = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float xv = x[j];
+        const float yv = pair ? y[j] : 0.0F;
+        const bool ok = counts<policy>(xv) & counts<policy>(yv);  // both evaluated: no branch
+        const std::uint32_t ok_mask = 0U - static_cast<std::uint32_t>(ok);
+        const std::uint32_t xb = std::bit_cast<std::uint32_t>(xv) & magnitude_mask;
+        const std::uint32_t yb = std::bit_cast<std::uint32_t>(yv) & magnitude_mask;
+        largest = std::max(largest, std::max(xb, yb) & ok_mask);
+        smallest_less_one = std::min(smallest_less_one, std::min(xb - 1U, yb - 1U));
+        valid += ok ? 1U : 0U;
+    }
+    return {valid, largest, smallest_less_one + 1U};
+}
+
+template <ValidityPolicy policy>
+FloatRowRange float_row_range(const float* x, const float* y, std::int64_t n) noexcept {
+    FloatRowRange row;
+    for (std::int64_t start = 0; start < n; start += fixed_point_block) {
+        const std::int64_t length = std::min(fixed_point_block, n - start);
+        const FloatRowRange block = y != nullptr ? float_block_range<policy, true>(x + start, y + start, length)
+                                                 : float_block_range<policy, false>(x + start, y, length);
+        row.valid += block.valid;
+        row.largest = std::max(row.largest, block.largest);
+        row.smallest = std::min(row.smallest - 1U, block.smallest - 1U) + 1U;  // zero stands for none
+    }
+    return row;
+}
+
+// The grids of a float row's terms: its values on 2^values, its squares and products on 2^products.
+struct FloatRowGrids {
+    int values = 0;
+    int products = 0;
+};
+
+// With the row's non-zero magnitudes in [2^a, 2^b), every value is a multiple of 2^(a - 23) (subnormals of
+// 2^-149) below 2^b; squares and products of two are exact in double, multiples of 2^(2a - 46) below 2^2b;
+// a difference p - t is exact in double while b - a <= 29, and its square, rounded, stays a multiple of
+// 2^(2a - 46) below 2^(2b + 2). All fit their grids (fixed_point_span) while b - a <= 27.
+std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcept {
+    constexpr std::uint32_t infinity_bits = 0x7f800000U;
+    constexpr int widest_range = 27;
+    if (range.largest >= infinity_bits) {
+        return std::nullopt;
+    }
+    if (range.largest == 0) {
+        return FloatRowGrids{};  // every term is zero
+    }
+    const int b = std::ilogb(std::bit_cast<float>(range.largest)) + 1;
+    const int a = std::ilogb(std::bit_cast<float>(range.smallest));
+    if (b - a > widest_range) {
+        return std::nullopt;
+    }
+    static_assert(fixed_point_grid_fits(2 * (-149 - 23), 2 * -149 + 2 * widest_range + 2));
+    return FloatRowGrids{a - 23, 2 * (a - 23)};
+}
+
+// The digit sums (high, low) of one block's terms, in the order truth, prediction, truth_square,
+// prediction_square, difference_square, cross (x for truth, y for prediction); the squares and products only
+// with `moments`, y's terms only with `pair`. Each term is the engine's expression in double on the masked
+// values, the same double the per-row path sums.
+template <ValidityPolicy policy, bool pair, bool moments>
+GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int64_t n, double value_scale,
+                                        double product_scale, std::uint64_t* __restrict digits) noexcept {
+    std::uint64_t xh = 0, xl = 0, yh = 0, yl = 0, xxh = 0, xxl = 0, yyh = 0, yyl = 0, ddh = 0, ddl = 0, xyh = 0,
+                  xyl = 0;
+    for (std::int64_t j = 0; j < n; ++j) {
+        const float xv = x[j];
+        const float yv = pair ? y[j] : 0.0F;
+        const bool ok = counts<policy>(xv) & counts<policy>(yv);  // both evaluated: no branch
+        const double xm = ok ? static_cast<double>(xv) : 0.0;
+        const double ym = ok ? static_cast<double>(yv) : 0.0;
+        fixed_point_add(xm, value_scale, xh, xl);
+        if constexpr (pair) {
+            fixed_point_add(ym, value_scale, yh, yl);
+        }
+        if constexpr (moments) {
+            fixed_point_add(xm * xm, product_scale, xxh, xxl);
+            if constexpr (pair) {
+                fixed_point_add(ym * ym, product_scale, yyh, yyl);
+                fixed_point_add((ym - xm) * (ym - xm), product_scale, ddh, ddl);
+                fixed_point_add(xm * ym, product_scale, xyh, xyl);
+            }
+        }
+    }
+    const std::uint64_t all[] = {xh, xl, yh, yl, xxh, xxl, yyh, yyl, ddh, ddl, xyh, xyl};
+    std::copy(std::begin(all), std::end(all), digits);
+}
+
+// The slots of a fixed-point row's terms, -1 where not requested: the valid weight, then the six sums in
+// fixed_point_terms' order.
+struct FixedPointSlots {
+    std::int64_t weight = -1;
+    std::array<std::int64_t, 6> sums{-1, -1, -1, -1, -1, -1};
+    [[nodiscard]] bool moments() const noexcept { return sums[2] >= 0 || sums[3] >= 0 || sums[4] >= 0 || sums[5] >= 0; }
+};
+
+template <ValidityPolicy policy>
+void fixed_point_terms_of(const float* x, const float* y, std::int64_t n, bool moments, double value_scale,
+                          double product_scale, std::uint64_t* digits) noexcept {
+    if (y != nullptr) {
+        moments ? fixed_point_terms<policy, true, true>(x, y, n, value_scale, product_scale, digits)
+                : fixed_point_terms<policy, true, false>(x, y, n, value_scale, product_scale, digits);
+    } else {
+        moments ? fixed_point_terms<policy, false, true>(x, y, n, value_scale, product_scale, digits)
+                : fixed_point_terms<policy, false, false>(x, y, n, value_scale, product_scale, digits);
+    }
+}
+
+// Adds the requested terms of the float row x (and y) of weight `factor` through the fixed-point path;
+// returns false, adding nothing, when the row's range needs the per-row path.
+template <ValidityPolicy policy>
+bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std::int64_t n, double factor,
+                         const FixedPointSlots& slots) {
+    const FloatRowRange range = float_row_range<policy>(x, y, n);
+    const std::optional<FloatRowGrids> grids = float_row_grids(range);
+    if (!grids) {
+        return false;
+    }
+    if (slots.weight >= 0) {
+        sums.add_count(slots.weight, factor, range.valid);
+    }
+    if (range.largest == 0) {
+        return true;  // every term is zero
+    }
+    const double value_scale = fixed_point_scale(grids->values);
+    const double product_scale = fixed_point_scale(grids->products);
+    const bool moments = slots.moments();
+    for (std::int64_t start = 0; start < n; start += fixed_point_block) {
+        const std::int64_t length = std::min(fixed_point_block, n - start);
+        std::array<std::uint64_t, 12> digits{};
+        fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, value_scale,
+                                     product_scale, digits.data());
+        for (std::size_t k = 0; k < slots.sums.size(); ++k) {
+            if (slots.sums[k] >= 0) {
+                sums.add_fixed_point(slots.sums[k], factor, digits[2 * k], digits[2 * k + 1], length,
+                                     k < 2 ? grids->values : grids->products);
+            }
+        }
+    }
+    return true;
+}
+
+// The fixed-point path of a row when it applies (float values, a row weight, exact sums); false otherwise, or
+// when the row's range needs the per-row path.
+template <class V>
+bool try_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const V* x, const V* y, const Row<V>& row,
+                         const FixedPointSlots& slots) {
+    if constexpr (!std::is_same_v<V, float>) {
+        return false;
+    } else {
+        if (!sums.exact_mode() || row.point_weights != nullptr) {
+            return false;
+        }
+        switch (policy) {
+            case ValidityPolicy::propagate:
+                return add_fixed_point_row<ValidityPolicy::propagate>(sums, x, y, row.cols, row.factor, slots);
+            case ValidityPolicy::skip_nan:
+                return add_fixed_point_row<ValidityPolicy::skip_nan>(sums, x, y, row.cols, row.factor, slots);
+            case ValidityPolicy::skip_invalid_pairs:
+                break;
+        }
+        return add_fixed_point_row<ValidityPolicy::skip_invalid_pairs>(sums, x, y, row.cols, row.factor, slots);
+    }
 }
 
 // The rounding error of the product `a * b`, rounded to `product`: exact (std::fma is correctly rounded on
@@ -252,10 +444,33 @@ class RowTerms {
     }
 
   private:
+    // The slots of the point values' terms for the fixed-point path (the prediction's only with a pair).
+    template <class SlotOf>
+    FixedPointSlots point_value_slots(SlotOf slot, bool pair) const {
+        const TermSet terms = request_.terms;
+        auto slot_if = [&](Term t, bool allowed) { return allowed && terms.contains(t) ? slot(t) : std::int64_t{-1}; };
+        FixedPointSlots slots;
+        slots.weight = slot_if(Term::weight, true);
+        slots.sums = {slot_if(Term::truth, true),
+                      slot_if(Term::prediction, pair),
+                      slot_if(Term::truth_square, true),
+                      slot_if(Term::prediction_square, pair),
+                      slot_if(Term::difference_square, pair),
+                      slot_if(Term::cross, pair)};
+        return slots;
+    }
+
     // The terms of the point values, over the points the policy counts.
     template <class SlotOf>
     void add_point_values(PartialSums& sums, SlotOf slot, const Row<T>& row, RowScratch<T>& s) const {
         const TermSet terms = request_.terms;
+        const bool pair = row.prediction != nullptr;
+        const bool prediction_terms = terms.contains(Term::prediction) || terms.contains(Term::prediction_square) ||
+                                      terms.contains(Term::difference_square) || terms.contains(Term::cross);
+        if ((pair || !prediction_terms) &&
+            try_fixed_point_row(request_.policy, sums, row.truth, row.prediction, row, point_value_slots(slot, pair))) {
+            return;
+        }
         const std::int64_t valid = mask(request_.policy, row.truth, row.prediction, row.point_weights, row.cols,
                                         s.truth.data(), s.prediction.data(), s.weight.data());
         const T* t = s.truth.data();
@@ -305,6 +520,13 @@ class RowTerms {
         double* work = s.term.data();
         // The terms of x (and y, unless null) over the points the policy counts in both.
         auto add_masked = [&](const T* x, const T* y, Term weight_term, Term x_term, Term y_term) {
+            FixedPointSlots fixed;
+            fixed.weight = terms.contains(weight_term) ? slot(weight_term) : -1;
+            fixed.sums[0] = terms.contains(x_term) ? slot(x_term) : -1;
+            fixed.sums[1] = y != nullptr && terms.contains(y_term) ? slot(y_term) : -1;
+            if (try_fixed_point_row(request_.policy, sums, x, y, row, fixed)) {
+                return;
+            }
             const std::int64_t valid =
                 mask(request_.policy, x, y, row.point_weights, row.cols, masked_t, masked_p, weight);
             if (terms.contains(weight_term)) {

@@ -930,6 +930,112 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
     }
 }
 
+// Float rows with a row weight take the exact sums' fixed-point path (numerics/fixed_point.hpp) when their range
+// proves one grid, and the per-row path otherwise; both are exact, so nothing may move. A channel of each kind of
+// row, and one of them all side by side: smooth, a range just inside the grid's limit and beyond it,
+// subnormals, cancellation, an infinity, NaN, zeros, the largest floats. Checked two ways, each against inputs the fixed-point path does not take: float fields
+// against the same values as doubles (no gradient; any row weights), and row weights against the same
+// weights per point (powers of two, so a per-point product is exact; gradient on).
+TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
+    const GridShape grid{23, 37};
+    constexpr std::int64_t kinds = 9;
+    constexpr std::int64_t channels = kinds + 1;  // a channel of each kind (so no kind hides another's bits), a mix
+    std::vector<float> truth;
+    std::vector<float> prediction;
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t i = 0; i < grid.nlat; ++i) {
+            for (std::int64_t j = 0; j < grid.nlon; ++j) {
+                const double u = hash01(c, i, j) - 0.5;
+                const double v = hash01(c + 5, i, j) - 0.5;
+                const bool odd = j % 2 == 1;
+                double t = 0.0;
+                double p = 0.0;
+                switch (c < kinds ? c : i % kinds) {
+                    case 0:  // smooth, temperature-like
+                        t = 250.0 + 30.0 * u;
+                        p = t + v;
+                        break;
+                    case 1:  // non-zero magnitudes 2^27 apart at most: the widest range one grid holds
+                        t = odd ? std::ldexp(1.0 + u, 9) : std::ldexp(1.0 + u, -17);
+                        p = odd ? std::ldexp(1.0 + v, -17) : std::ldexp(1.0 + v, 9);
+                        break;
+                    case 2:  // wider ranges (2^33, 2^60): the per-row path
+                        t = odd ? std::ldexp(1.0 + u, 10) : std::ldexp(1.0 + u, i % 2 == 0 ? -23 : -50);
+                        p = t * (1.0 + 1e-3 * v);
+                        break;
+                    case 3:  // subnormal and tiny normal floats
+                        t = std::ldexp(1.0 + u, odd ? -140 : -127);
+                        p = std::ldexp(1.0 + v, -135);
+                        break;
+                    case 4:  // cancellation: large values of both signs around small ones
+                        t = odd ? std::ldexp(1.0 + u, 20) * (j % 4 == 1 ? 1.0 : -1.0) : 1.0 + u;
+                        p = -t + v;
+                        break;
+                    case 5:  // an infinity in the prediction
+                        t = 10.0 * u;
+                        p = j == 3 ? -std::numeric_limits<double>::infinity() : t + v;
+                        break;
+                    case 6:  // NaN in both, at different points
+                        t = j % 5 == 0 ? std::numeric_limits<double>::quiet_NaN() : 1e4 * u;
+                        p = j % 7 == 0 ? std::numeric_limits<double>::quiet_NaN() : 1e4 * v;
+                        break;
+                    case 7:  // zeros, some rows of nothing else
+                        t = odd ? 0.0 : (i % 2 == 0 ? 0.0 : u);
+                        p = 0.0;
+                        break;
+                    default:  // the largest floats: squares far beyond float's range
+                        t = std::ldexp(1.0 + u, 127);
+                        p = std::ldexp(1.0 + v, 126);
+                        break;
+                }
+                truth.push_back(static_cast<float>(t));
+                prediction.push_back(static_cast<float>(p));
+            }
+        }
+    }
+    const std::vector<double> truth64(truth.begin(), truth.end());
+    const std::vector<double> prediction64(prediction.begin(), prediction.end());
+    const ShardedGrid g(mesh, grid);
+    const Box box = g.box();
+    const auto t = shard_of(truth, grid, box, channels);
+    const auto p = shard_of(prediction, grid, box, channels);
+    const auto t64 = shard_of(truth64, grid, box, channels);
+    const auto p64 = shard_of(prediction64, grid, box, channels);
+    std::vector<double> weights;       // per row: some zero, some not powers of two
+    std::vector<double> powers;        // per row, powers of two
+    std::vector<double> point_powers;  // the same per point
+    for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+        weights.push_back(i == 0 ? 0.0 : 0.3 + 0.1 * static_cast<double>(i % 4));
+        powers.push_back(std::ldexp(1.0, static_cast<int>(i % 5) - 2));
+        point_powers.insert(point_powers.end(), static_cast<std::size_t>(box.lon.size()), powers.back());
+    }
+    auto all_scores = [](const Scores& s) {
+        std::vector<double> all;
+        for (std::size_t n = 0; n < s.names().size(); ++n) {
+            all.insert(all.end(), s.at(n).begin(), s.at(n).end());
+        }
+        return all;
+    };
+    for (const ValidityPolicy policy :
+         {ValidityPolicy::propagate, ValidityPolicy::skip_nan, ValidityPolicy::skip_invalid_pairs}) {
+        const std::string what = "policy " + std::to_string(static_cast<int>(policy));
+        EvaluationOptions options;
+        options.policy = policy;
+        options.gradient = false;
+        Evaluator plain(g, channels, {weights, false}, options);
+        expect_identical(all_scores(plain.evaluate<float>({t, channels}, {p, channels})),
+                         all_scores(plain.evaluate<double>({t64, channels}, {p64, channels})), what + ", float vs double");
+        options.gradient = true;
+        Evaluator per_row(g, channels, {powers, false}, options);
+        Evaluator per_point(g, channels, {point_powers, true}, options);
+        expect_identical(all_scores(per_row.evaluate<float>({t, channels}, {p, channels})),
+                         all_scores(per_point.evaluate<float>({t, channels}, {p, channels})),
+                         what + ", row vs point weights");
+    }
+    expect_identical(zonal_mean<float>(g, {t, channels}), zonal_mean<double>(g, {t64, channels}),
+                     "zonal_mean, float vs double");
+}
+
 // The Evaluator shares its rows between threads, each with exact partial sums merged exactly, and the zonal
 // mean its (channel, row) sums: the same bits for 1, 2 and 3 threads (per-row and per-point weights).
 TEST_F(Metrics, EvaluationIsBitIdenticalForAnyThreadCount) {

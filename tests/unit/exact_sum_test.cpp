@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gridshard/numerics/exact_sum.hpp"
+#include "gridshard/numerics/fixed_point.hpp"
 
 namespace gridshard {
 namespace {
@@ -235,6 +236,60 @@ TEST(ExactSum, BlockPathIsExact) {
     const std::vector<double> nan_row{std::nan(""), 1.0};
     add_exact_sum(nan_row.data(), 2, 0.0, ignored);
     EXPECT_EQ(ignored.to_double(), 0.0);
+}
+
+// The fixed-point digits of terms on a grid, added to an ExactSum, equal the per-value exact sum: grids from
+// the subnormals to large exponents, terms filling the whole span (103 powers of two), full blocks of the
+// largest terms (the digits' headroom), cancellation, and every factor. A term one power beyond the span
+// does not survive, so the span the callers prove is the one that matters.
+TEST(FixedPoint, DigitsOnAGridAreExact) {
+    std::mt19937_64 rng(23);
+    auto expect_exact = [](const std::vector<double>& terms, int lowest_bit, double factor) {
+        std::uint64_t high = 0;
+        std::uint64_t low = 0;
+        const double scale = fixed_point_scale(lowest_bit);
+        for (double v : terms) {
+            fixed_point_add(v, scale, high, low);
+        }
+        ExactSum fixed;
+        add_fixed_point(fixed, factor, high, low, static_cast<std::int64_t>(terms.size()), lowest_bit);
+        ExactSum reference;
+        for (double v : terms) {
+            reference.add_product(factor, v);
+        }
+        EXPECT_EQ(fixed.to_double(), reference.to_double()) << "grid 2^" << lowest_bit << ", factor " << factor;
+        EXPECT_EQ(fixed.to_double_double().lo, reference.to_double_double().lo);
+    };
+    for (const int lowest_bit : {-1074, -344, -172, -60, 0, 300, 860}) {
+        for (int trial = 0; trial < 20; ++trial) {
+            // Terms whose 53 bits lie anywhere within the span: an integer mantissa times a power of two.
+            std::vector<double> terms(static_cast<std::size_t>(fixed_point_block));
+            std::uniform_int_distribution<int> shift(0, fixed_point_span - 53);
+            std::uniform_int_distribution<std::int64_t> mantissa(-(std::int64_t{1} << 53) + 1, (std::int64_t{1} << 53) - 1);
+            for (double& v : terms) {
+                v = std::ldexp(static_cast<double>(mantissa(rng)), lowest_bit + shift(rng));
+            }
+            if (trial % 4 == 1) {  // cancellation: each term and its negative, then one small term
+                for (std::size_t k = 0; k + 1 < terms.size(); k += 2) {
+                    terms[k + 1] = -terms[k];
+                }
+                terms.back() = std::ldexp(1.0, lowest_bit);
+            }
+            if (trial % 4 == 2) {  // a full block of the largest terms of one sign: the digits' headroom
+                std::fill(terms.begin(), terms.end(), std::ldexp(1.0, lowest_bit + fixed_point_span) - std::ldexp(1.0, lowest_bit + fixed_point_span - 53));
+            }
+            for (const double factor : {1.0, -0.3, 0x1p-900, 3e200}) {
+                expect_exact(terms, lowest_bit, factor);
+            }
+        }
+    }
+    // One power beyond the span the digits cannot hold.
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    fixed_point_add(std::ldexp(1.5, fixed_point_span), fixed_point_scale(0), high, low);
+    ExactSum beyond;
+    add_fixed_point(beyond, 1.0, high, low, 1, 0);
+    EXPECT_NE(beyond.to_double(), std::ldexp(1.5, fixed_point_span));
 }
 
 }  // namespace

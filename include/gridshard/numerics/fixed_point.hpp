@@ -1,0 +1,72 @@
+#pragma once
+/// @file
+/// Exact fixed-point accumulation on a grid chosen per block: the fast path of the exact sums
+/// (docs/design.md §5). No MPI calls.
+///
+/// ## Algorithm
+/// A grid is a power of two `2^lowest_bit`. A term `v` fits the grid when it is a multiple of
+/// `2^lowest_bit` and `|v| < 2^(lowest_bit + fixed_point_span)`. Scaled by `2^(-lowest_bit - 52)`, such a
+/// term is `s` with `|s| < 2^51` and `s * 2^52` an integer, and it splits exactly into two integer
+/// digits: `high = round(s)` by the float-to-integer trick (`bits(s + 1.5 * 2^52)` is `bits(1.5 * 2^52)`
+/// plus `round(s)`), and `low = (s - high) * 2^52`, `|low| <= 2^51`, by the same trick. Each digit is
+/// summed as the bit pattern of its biased double in a 64-bit integer: five vector operations and two
+/// integer additions per term, no branch, and integer addition is associative, so the digits' sums are the
+/// same whatever the order, the vector width or the thread count. Up to `fixed_point_block` terms fit a
+/// pair of 64-bit digit sums without overflow; `add_fixed_point` then adds `factor` times their exact
+/// value to an ExactSum, exactly.
+///
+/// ## The check
+/// The caller proves that every term of a block fits the grid before it accumulates (for example from the
+/// exponent range of the inputs the terms are formed from: see `fixed_point_grid_fits`), and sends a block
+/// that does not fit, or that holds NaN or infinities, down the per-block path of `add_exact_sum`. Since
+/// both paths are exact, the sum, and every rounding of it, is the same bits whichever path a block took.
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+
+#include "gridshard/numerics/exact_sum.hpp"
+
+namespace gridshard {
+
+/// How many powers of two above its grid a term may reach (`|v| < 2^(lowest_bit + fixed_point_span)`).
+inline constexpr int fixed_point_span = 103;
+/// The most terms one pair of digit sums holds: 2^11 digits of at most 2^51 each stay below 2^63.
+inline constexpr std::int64_t fixed_point_block = 2048;
+
+namespace detail {
+inline constexpr double fixed_point_magic = 0x1.8p52;  // s + magic has exponent 52: its low bits are round(s)
+}  // namespace detail
+
+/// The factor that scales a term on the grid `2^lowest_bit` to `s` (see the file comment). `lowest_bit`
+/// must lie in [-1074, 970], which every grid of float or double terms below does.
+[[nodiscard]] inline double fixed_point_scale(int lowest_bit) noexcept {
+    return std::ldexp(1.0, -lowest_bit - 52);
+}
+
+/// Adds the term `value` (which fits the grid whose scale is `scale`) to the biased digit sums.
+/// Inline and branch-free, for the vectorised loops that form terms.
+inline void fixed_point_add(double value, double scale, std::uint64_t& high, std::uint64_t& low) noexcept {
+    const double scaled = value * scale;                                    // exact: a power of two
+    const double rounded = scaled + detail::fixed_point_magic;              // round(scaled), biased
+    const double remainder = scaled - (rounded - detail::fixed_point_magic);  // exact, |remainder| <= 1/2
+    const double low_digit = remainder * 0x1p52 + detail::fixed_point_magic;  // an exact integer, biased
+    high += std::bit_cast<std::uint64_t>(rounded);
+    low += std::bit_cast<std::uint64_t>(low_digit);
+}
+
+/// Adds `factor * sum` exactly to `sum_out`, where `sum` is the exact sum of the `terms` values added to
+/// the digit sums `high` and `low` on the grid `2^lowest_bit` (`terms <= fixed_point_block`).
+inline void add_fixed_point(ExactSum& sum_out, double factor, std::uint64_t high, std::uint64_t low,
+                            std::int64_t terms, int lowest_bit) noexcept {
+    const std::uint64_t bias = static_cast<std::uint64_t>(terms) * std::bit_cast<std::uint64_t>(detail::fixed_point_magic);
+    sum_out.add_product(factor, static_cast<std::int64_t>(high - bias), lowest_bit + 52);
+    sum_out.add_product(factor, static_cast<std::int64_t>(low - bias), lowest_bit);
+}
+
+/// Whether every term on the grid `2^lowest_bit` whose magnitude is below `2^top` fits it.
+[[nodiscard]] constexpr bool fixed_point_grid_fits(int lowest_bit, int top) noexcept {
+    return top - lowest_bit <= fixed_point_span && lowest_bit >= -1074 && lowest_bit <= 970;
+}
+
+}  // namespace gridshard
