@@ -34,6 +34,11 @@ class PartialSums {
                          int lowest_bit) {
         gridshard::add_fixed_point(exact_[static_cast<std::size_t>(slot)], factor, high, low, terms, lowest_bit);
     }
+    /// The one-digit form (fixed_point_add_whole) of add_fixed_point.
+    void add_fixed_point_whole(std::int64_t slot, double factor, std::uint64_t digits, std::int64_t terms,
+                               int lowest_bit) {
+        gridshard::add_fixed_point_whole(exact_[static_cast<std::size_t>(slot)], factor, digits, terms, lowest_bit);
+    }
     /// Adds `factor * count` to slot `slot`, exactly in reproducible mode.
     void add_count(std::int64_t slot, double factor, std::int64_t count);
 

@@ -95,6 +95,22 @@ inline T magnitude(T lat_difference, T lon_difference, T lat_factor, T lon_facto
     return std::sqrt(lat_term * lat_term + lon_term * lon_term) * unscale;
 }
 
+// The magnitude when its terms need no scaling: `magnitude`'s bits wherever `needs_scaling` is false (the scale
+// is then 1), with fewer operations; `needs_scaling` is set where they would be scaled (zero terms never need
+// it: both formulas give 0 there).
+template <class T>
+inline T unscaled_magnitude(T lat_difference, T lon_difference, T lat_factor, T lon_factor,
+                            bool& needs_scaling) noexcept {
+    constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;
+    const T big = std::ldexp(T{1}, range);
+    const T small = std::ldexp(T{1}, -range);
+    const T lat_term = lat_difference * lat_factor;
+    const T lon_term = lon_difference * lon_factor;
+    const T largest = std::max(std::abs(lat_term), std::abs(lon_term));
+    needs_scaling = (largest > big) | ((largest < small) & (largest != T{0}));
+    return std::sqrt(lat_term * lat_term + lon_term * lon_term);
+}
+
 }  // namespace
 
 template <class T>
@@ -179,20 +195,30 @@ template <class T>
 template <typename GradientRows<T>::RowCase row_case>
 GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols,
                                                    T lon_scale, T* __restrict out) const {
-    // Interior columns in one branch-free pass, so it vectorises (square root included: -fno-math-errno).
+    // Interior columns in branch-free passes, so they vectorise (square root included: -fno-math-errno): the
+    // unscaled formula first, and `magnitude`'s over the row again only where a point needed scaling (terms
+    // beyond 2^+-62 in float), which geophysical fields never do.
     const T lat_factor = row_case == RowCase::interior ? lat_scale_ * T{0.5} : lat_scale_;
     const T lon_factor = lon_scale * T{0.5};  // central differences along longitude
-    for (std::int64_t j = 1; j + 1 < cols; ++j) {
-        T lat_difference = 0;
+    auto lat_difference = [&](std::int64_t j) {
         if constexpr (row_case == RowCase::first) {
-            lat_difference = below[j] - here[j];
+            return below[j] - here[j];
         } else if constexpr (row_case == RowCase::last) {
-            lat_difference = here[j] - above[j];
+            return here[j] - above[j];
         } else {
-            lat_difference = below[j] - above[j];
+            return below[j] - above[j];
         }
-        const T lon_difference = here[j + 1] - here[j - 1];
-        out[j] = magnitude(lat_difference, lon_difference, lat_factor, lon_factor);
+    };
+    unsigned any_scaled = 0;
+    for (std::int64_t j = 1; j + 1 < cols; ++j) {
+        bool needs_scaling = false;
+        out[j] = unscaled_magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor, needs_scaling);
+        any_scaled |= needs_scaling ? 1U : 0U;
+    }
+    if (any_scaled != 0) {
+        for (std::int64_t j = 1; j + 1 < cols; ++j) {
+            out[j] = magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor);
+        }
     }
 }
 

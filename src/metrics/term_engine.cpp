@@ -164,7 +164,7 @@ struct FloatRowGrids {
 };
 
 // With the row's non-zero magnitudes in [2^a, 2^b), every value is a multiple of 2^(a - 23) (subnormals of
-// 2^-149) below 2^b; squares and products of two are exact in double, multiples of 2^(2a - 46) below 2^2b;
+// 2^-149) below 2^b, a whole multiple below 2^(b - a + 23) <= 2^50 of its grid (one digit); squares and products of two are exact in double, multiples of 2^(2a - 46) below 2^2b;
 // a difference p - t is exact in double while b - a <= 29, and its square, rounded, stays a multiple of
 // 2^(2a - 46) below 2^(2b + 2). All fit their grids (fixed_point_span) while b - a <= 27.
 std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcept {
@@ -185,24 +185,25 @@ std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcep
     return FloatRowGrids{a - 23, 2 * (a - 23)};
 }
 
-// The digit sums (high, low) of one block's terms, in the order truth, prediction, truth_square,
-// prediction_square, difference_square, cross (x for truth, y for prediction); the squares and products only
-// with `moments`, y's terms only with `pair`. Each term is the engine's expression in double on the masked
-// values, the same double the per-row path sums.
+// The digit sums of one block's terms, in the order truth, prediction, truth_square, prediction_square,
+// difference_square, cross (x for truth, y for prediction): one digit for each value (whole multiples of their
+// grid below 2^50), a pair (high, low) for each square and product; the squares and products only with
+// `moments`, y's terms only with `pair`. Each term is the engine's expression in double on the masked values,
+// the same double the per-row path sums.
 template <ValidityPolicy policy, bool pair, bool moments>
 GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int64_t n, double value_scale,
                                         double product_scale, std::uint64_t* __restrict digits) noexcept {
     std::uint64_t xh = 0, xl = 0, yh = 0, yl = 0, xxh = 0, xxl = 0, yyh = 0, yyl = 0, ddh = 0, ddl = 0, xyh = 0,
-                  xyl = 0;
+                  xyl = 0;  // xl and yl stay zero
     for (std::int64_t j = 0; j < n; ++j) {
         const float xv = x[j];
         const float yv = pair ? y[j] : 0.0F;
         const bool ok = counts<policy>(xv) & counts<policy>(yv);  // both evaluated: no branch
         const double xm = ok ? static_cast<double>(xv) : 0.0;
         const double ym = ok ? static_cast<double>(yv) : 0.0;
-        fixed_point_add(xm, value_scale, xh, xl);
+        fixed_point_add_whole(xm, value_scale, xh);
         if constexpr (pair) {
-            fixed_point_add(ym, value_scale, yh, yl);
+            fixed_point_add_whole(ym, value_scale, yh);
         }
         if constexpr (moments) {
             fixed_point_add(xm * xm, product_scale, xxh, xxl);
@@ -253,7 +254,7 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
     if (range.largest == 0) {
         return true;  // every term is zero
     }
-    const double value_scale = fixed_point_scale(grids->values);
+    const double value_scale = std::ldexp(1.0, -grids->values);  // one digit: the values are whole multiples
     const double product_scale = fixed_point_scale(grids->products);
     const bool moments = slots.moments();
     for (std::int64_t start = 0; start < n; start += fixed_point_block) {
@@ -262,9 +263,10 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
         fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, value_scale,
                                      product_scale, digits.data());
         for (std::size_t k = 0; k < slots.sums.size(); ++k) {
-            if (slots.sums[k] >= 0) {
-                sums.add_fixed_point(slots.sums[k], factor, digits[2 * k], digits[2 * k + 1], length,
-                                     k < 2 ? grids->values : grids->products);
+            if (slots.sums[k] >= 0 && k < 2) {
+                sums.add_fixed_point_whole(slots.sums[k], factor, digits[2 * k], length, grids->values);
+            } else if (slots.sums[k] >= 0) {
+                sums.add_fixed_point(slots.sums[k], factor, digits[2 * k], digits[2 * k + 1], length, grids->products);
             }
         }
     }

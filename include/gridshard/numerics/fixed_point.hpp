@@ -15,6 +15,9 @@
 /// pair of 64-bit digit sums without overflow; `add_fixed_point` then adds `factor` times their exact
 /// value to an ExactSum, exactly.
 ///
+/// Terms that are integer multiples of the grid below `2^(lowest_bit + 51)` (a float value on the grid of its
+/// row's smallest magnitude) need one digit: `fixed_point_add_whole`.
+///
 /// ## The check
 /// The caller proves that every term of a block fits the grid before it accumulates (for example from the
 /// exponent range of the inputs the terms are formed from: see `fixed_point_grid_fits`), and sends a block
@@ -53,6 +56,20 @@ inline void fixed_point_add(double value, double scale, std::uint64_t& high, std
     const double low_digit = remainder * 0x1p52 + detail::fixed_point_magic;  // an exact integer, biased
     high += std::bit_cast<std::uint64_t>(rounded);
     low += std::bit_cast<std::uint64_t>(low_digit);
+}
+
+/// Adds the term `value`, an integer multiple of the grid `2^lowest_bit` below `2^(lowest_bit + 51)`, to one biased
+/// digit sum; `scale` is `2^-lowest_bit` (the one-digit form: two operations and an integer addition).
+inline void fixed_point_add_whole(double value, double scale, std::uint64_t& digits) noexcept {
+    digits += std::bit_cast<std::uint64_t>(value * scale + detail::fixed_point_magic);  // exact: an integer
+}
+
+/// Adds `factor` times the exact sum of the `terms` values added by fixed_point_add_whole to `digits` on the
+/// grid `2^lowest_bit` (`terms <= fixed_point_block`) to `sum_out`, exactly.
+inline void add_fixed_point_whole(ExactSum& sum_out, double factor, std::uint64_t digits, std::int64_t terms,
+                                  int lowest_bit) noexcept {
+    const std::uint64_t bias = static_cast<std::uint64_t>(terms) * std::bit_cast<std::uint64_t>(detail::fixed_point_magic);
+    sum_out.add_product(factor, static_cast<std::int64_t>(digits - bias), lowest_bit);
 }
 
 /// Adds `factor * sum` exactly to `sum_out`, where `sum` is the exact sum of the `terms` values added to
