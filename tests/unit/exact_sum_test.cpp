@@ -283,6 +283,29 @@ TEST(FixedPoint, DigitsOnAGridAreExact) {
             }
         }
     }
+    // The one-digit form: whole multiples of the grid below 2^51, a full block of both signs.
+    for (const int lowest_bit : {-172, -23, 40}) {
+        std::vector<double> whole(static_cast<std::size_t>(fixed_point_block));
+        std::uniform_int_distribution<std::int64_t> digit(-(std::int64_t{1} << 51) + 1, (std::int64_t{1} << 51) - 1);
+        for (double& v : whole) {
+            v = std::ldexp(static_cast<double>(digit(rng)), lowest_bit);
+        }
+        whole.front() = std::ldexp(0x1p51 - 1.0, lowest_bit);
+        std::uint64_t digits = 0;
+        for (double v : whole) {
+            fixed_point_add_whole(v, std::ldexp(1.0, -lowest_bit), digits);
+        }
+        for (const double factor : {1.0, -0.3, 3e200}) {
+            ExactSum fixed;
+            add_fixed_point_whole(fixed, factor, digits, fixed_point_block, lowest_bit);
+            ExactSum reference;
+            for (double v : whole) {
+                reference.add_product(factor, v);
+            }
+            EXPECT_EQ(fixed.to_double(), reference.to_double()) << "one digit, grid 2^" << lowest_bit;
+            EXPECT_EQ(fixed.to_double_double().lo, reference.to_double_double().lo);
+        }
+    }
     // One power beyond the span the digits cannot hold.
     std::uint64_t high = 0;
     std::uint64_t low = 0;
