@@ -175,9 +175,10 @@ struct FloatRowGrids {
 };
 
 // With the row's non-zero magnitudes in [2^a, 2^b), every value is a multiple of 2^(a - 23) (subnormals of
-// 2^-149) below 2^b, a whole multiple below 2^(b - a + 23) <= 2^50 of its grid (one digit); squares and products of two are exact in double, multiples of 2^(2a - 46) below 2^2b;
-// a difference p - t is exact in double while b - a <= 29, and its square, rounded, stays a multiple of
-// 2^(2a - 46) below 2^(2b + 2). All fit their grids (fixed_point_span) while b - a <= 27.
+// 2^-149) below 2^b, a whole multiple below 2^(b - a + 23) <= 2^50 of its grid (one digit); squares and products of two
+// are exact in double, multiples of 2^(2a - 46) below 2^2b; a difference p - t is exact in double while b - a <= 29,
+// and its square, rounded, stays a multiple of 2^(2a - 46) below 2^(2b + 2). All fit their grids (fixed_point_span)
+// while b - a <= 27.
 std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcept {
     constexpr std::uint32_t infinity_bits = 0x7f800000U;
     constexpr int widest_range = 27;

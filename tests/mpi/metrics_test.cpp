@@ -933,9 +933,9 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
 // Float rows with a row weight take the exact sums' fixed-point path (numerics/fixed_point.hpp) when their range
 // proves one grid, and the per-row path otherwise; both are exact, so nothing may move. A channel of each kind of
 // row, and one of them all side by side: smooth, a range just inside the grid's limit and beyond it,
-// subnormals, cancellation, an infinity, NaN, zeros, the largest floats. Checked two ways, each against inputs the fixed-point path does not take: float fields
-// against the same values as doubles (no gradient; any row weights), and row weights against the same
-// weights per point (powers of two, so a per-point product is exact; gradient on).
+// subnormals, cancellation, an infinity, NaN, zeros, the largest floats. Checked two ways, each against inputs the
+// fixed-point path does not take: float fields against the same values as doubles (no gradient; any row weights), and
+// row weights against the same weights per point (powers of two, so a per-point product is exact; gradient on).
 TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const GridShape grid{23, 37};
     constexpr std::int64_t kinds = 9;
@@ -1024,7 +1024,8 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
         options.gradient = false;
         Evaluator plain(g, channels, {weights, false}, options);
         expect_identical(all_scores(plain.evaluate<float>({t, channels}, {p, channels})),
-                         all_scores(plain.evaluate<double>({t64, channels}, {p64, channels})), what + ", float vs double");
+                         all_scores(plain.evaluate<double>({t64, channels}, {p64, channels})),
+                         what + ", float vs double");
         options.gradient = true;
         Evaluator per_row(g, channels, {powers, false}, options);
         Evaluator per_point(g, channels, {point_powers, true}, options);

@@ -265,7 +265,8 @@ TEST(FixedPoint, DigitsOnAGridAreExact) {
             // Terms whose 53 bits lie anywhere within the span: an integer mantissa times a power of two.
             std::vector<double> terms(static_cast<std::size_t>(fixed_point_block));
             std::uniform_int_distribution<int> shift(0, fixed_point_span - 53);
-            std::uniform_int_distribution<std::int64_t> mantissa(-(std::int64_t{1} << 53) + 1, (std::int64_t{1} << 53) - 1);
+            std::uniform_int_distribution<std::int64_t> mantissa(-(std::int64_t{1} << 53) + 1,
+                                                                 (std::int64_t{1} << 53) - 1);
             for (double& v : terms) {
                 v = std::ldexp(static_cast<double>(mantissa(rng)), lowest_bit + shift(rng));
             }
@@ -276,7 +277,9 @@ TEST(FixedPoint, DigitsOnAGridAreExact) {
                 terms.back() = std::ldexp(1.0, lowest_bit);
             }
             if (trial % 4 == 2) {  // a full block of the largest terms of one sign: the digits' headroom
-                std::fill(terms.begin(), terms.end(), std::ldexp(1.0, lowest_bit + fixed_point_span) - std::ldexp(1.0, lowest_bit + fixed_point_span - 53));
+                std::fill(terms.begin(), terms.end(),
+                          std::ldexp(1.0, lowest_bit + fixed_point_span) -
+                              std::ldexp(1.0, lowest_bit + fixed_point_span - 53));
             }
             for (const double factor : {1.0, -0.3, 0x1p-900, 3e200}) {
                 expect_exact(terms, lowest_bit, factor);

@@ -50,8 +50,8 @@ inline constexpr double fixed_point_magic = 0x1.8p52;  // s + magic has exponent
 /// Adds the term `value` (which fits the grid whose scale is `scale`) to the biased digit sums.
 /// Inline and branch-free, for the vectorised loops that form terms.
 inline void fixed_point_add(double value, double scale, std::uint64_t& high, std::uint64_t& low) noexcept {
-    const double scaled = value * scale;                                    // exact: a power of two
-    const double rounded = scaled + detail::fixed_point_magic;              // round(scaled), biased
+    const double scaled = value * scale;                                      // exact: a power of two
+    const double rounded = scaled + detail::fixed_point_magic;                // round(scaled), biased
     const double remainder = scaled - (rounded - detail::fixed_point_magic);  // exact, |remainder| <= 1/2
     const double low_digit = remainder * 0x1p52 + detail::fixed_point_magic;  // an exact integer, biased
     high += std::bit_cast<std::uint64_t>(rounded);
@@ -68,15 +68,17 @@ inline void fixed_point_add_whole(double value, double scale, std::uint64_t& dig
 /// grid `2^lowest_bit` (`terms <= fixed_point_block`) to `sum_out`, exactly.
 inline void add_fixed_point_whole(ExactSum& sum_out, double factor, std::uint64_t digits, std::int64_t terms,
                                   int lowest_bit) noexcept {
-    const std::uint64_t bias = static_cast<std::uint64_t>(terms) * std::bit_cast<std::uint64_t>(detail::fixed_point_magic);
+    const std::uint64_t bias =
+        static_cast<std::uint64_t>(terms) * std::bit_cast<std::uint64_t>(detail::fixed_point_magic);
     sum_out.add_product(factor, static_cast<std::int64_t>(digits - bias), lowest_bit);
 }
 
 /// Adds `factor * sum` exactly to `sum_out`, where `sum` is the exact sum of the `terms` values added to
 /// the digit sums `high` and `low` on the grid `2^lowest_bit` (`terms <= fixed_point_block`).
-inline void add_fixed_point(ExactSum& sum_out, double factor, std::uint64_t high, std::uint64_t low,
-                            std::int64_t terms, int lowest_bit) noexcept {
-    const std::uint64_t bias = static_cast<std::uint64_t>(terms) * std::bit_cast<std::uint64_t>(detail::fixed_point_magic);
+inline void add_fixed_point(ExactSum& sum_out, double factor, std::uint64_t high, std::uint64_t low, std::int64_t terms,
+                            int lowest_bit) noexcept {
+    const std::uint64_t bias =
+        static_cast<std::uint64_t>(terms) * std::bit_cast<std::uint64_t>(detail::fixed_point_magic);
     sum_out.add_product(factor, static_cast<std::int64_t>(high - bias), lowest_bit + 52);
     sum_out.add_product(factor, static_cast<std::int64_t>(low - bias), lowest_bit);
 }
