@@ -28,16 +28,11 @@ class PartialSums {
             plain_[static_cast<std::size_t>(slot)] += factor * plain_row_sum(values, n);
         }
     }
-    /// Adds `factor` times the exact sum of `terms` values held as fixed-point digit sums on the grid
-    /// `2^lowest_bit` (numerics/fixed_point.hpp) to slot `slot`. Reproducible mode only.
-    void add_fixed_point(std::int64_t slot, double factor, std::uint64_t high, std::uint64_t low, std::int64_t terms,
-                         int lowest_bit) {
-        gridshard::add_fixed_point(exact_[static_cast<std::size_t>(slot)], factor, high, low, terms, lowest_bit);
-    }
-    /// The one-digit form (fixed_point_add_whole) of add_fixed_point.
-    void add_fixed_point_whole(std::int64_t slot, double factor, std::uint64_t digits, std::int64_t terms,
-                               int lowest_bit) {
-        gridshard::add_fixed_point_whole(exact_[static_cast<std::size_t>(slot)], factor, digits, terms, lowest_bit);
+    /// Adds `factor` times the exact sum of `terms` values held as fixed-point digit sums on `grid`
+    /// (numerics/fixed_point.hpp) to slot `slot`. Reproducible mode only.
+    void add_fixed_point(std::int64_t slot, double factor, const FixedPointGrid& grid, std::uint64_t high,
+                         std::uint64_t low, std::int64_t terms) {
+        grid.deposit(exact_[static_cast<std::size_t>(slot)], factor, high, low, terms);
     }
     /// Adds `factor * count` to slot `slot`, exactly in reproducible mode.
     void add_count(std::int64_t slot, double factor, std::int64_t count);

@@ -123,11 +123,13 @@ std::int64_t mask(ValidityPolicy policy, const V* x, const V* y, const double* a
 // 2^27 apart) takes the per-row path below. Both paths are exact, so the bits do not depend on which one a row
 // took.
 
-// A float row pair's count of valid points, the largest magnitude among them, and a lower bound of their non-zero
+// A float row pair's count of valid points, the largest magnitude among them and among their differences
+// `y - x` (rounded to float, which keeps it a bound: 2^k is a float), and a lower bound of their non-zero
 // magnitudes (bit patterns).
 struct FloatRowRange {
     std::int64_t valid = 0;
     std::uint32_t largest = 0;
+    std::uint32_t largest_difference = 0;
     std::uint32_t smallest = 0;  // 0 when every value is zero
 };
 
@@ -138,6 +140,7 @@ template <ValidityPolicy policy, bool pair>
 GRIDSHARD_KERNEL FloatRowRange float_block_range(const float* x, const float* y, std::int64_t n) noexcept {
     constexpr std::uint32_t magnitude_mask = 0x7fffffffU;
     std::uint32_t largest = 0;
+    std::uint32_t largest_difference = 0;
     std::uint32_t smallest_less_one = 0xffffffffU;  // bits - 1 wraps zero to the largest pattern: zeros skipped
     std::uint32_t valid = 0;
     for (std::int64_t j = 0; j < n; ++j) {
@@ -148,10 +151,14 @@ GRIDSHARD_KERNEL FloatRowRange float_block_range(const float* x, const float* y,
         const std::uint32_t xb = std::bit_cast<std::uint32_t>(xv) & magnitude_mask;
         const std::uint32_t yb = std::bit_cast<std::uint32_t>(yv) & magnitude_mask;
         largest = std::max(largest, std::max(xb, yb) & ok_mask);
+        if constexpr (pair) {
+            const std::uint32_t db = std::bit_cast<std::uint32_t>(yv - xv) & magnitude_mask;
+            largest_difference = std::max(largest_difference, db & ok_mask);
+        }
         smallest_less_one = std::min(smallest_less_one, std::min(xb - 1U, yb - 1U));
         valid += ok ? 1U : 0U;
     }
-    return {valid, largest, smallest_less_one + 1U};
+    return {valid, largest, largest_difference, smallest_less_one + 1U};
 }
 
 template <ValidityPolicy policy>
@@ -163,22 +170,25 @@ FloatRowRange float_row_range(const float* x, const float* y, std::int64_t n) no
                                                  : float_block_range<policy, false>(x + start, y, length);
         row.valid += block.valid;
         row.largest = std::max(row.largest, block.largest);
+        row.largest_difference = std::max(row.largest_difference, block.largest_difference);
         row.smallest = std::min(row.smallest - 1U, block.smallest - 1U) + 1U;  // zero stands for none
     }
     return row;
 }
 
-// The grids of a float row's terms: its values on 2^values, its squares and products on 2^products.
+// The grids of a float row's terms: its values, its squares and products, the squares of its differences.
 struct FloatRowGrids {
-    int values = 0;
-    int products = 0;
+    FixedPointGrid values;
+    FixedPointGrid products;
+    FixedPointGrid differences;
 };
 
 // With the row's non-zero magnitudes in [2^a, 2^b), every value is a multiple of 2^(a - 23) (subnormals of
-// 2^-149) below 2^b, a whole multiple below 2^(b - a + 23) <= 2^50 of its grid (one digit); squares and products of two
-// are exact in double, multiples of 2^(2a - 46) below 2^2b; a difference p - t is exact in double while b - a <= 29,
-// and its square, rounded, stays a multiple of 2^(2a - 46) below 2^(2b + 2). All fit their grids (fixed_point_span)
-// while b - a <= 27.
+// 2^-149) below 2^b, a whole multiple below 2^(b - a + 23) <= 2^50 of its grid (one digit); squares and products
+// of two are exact in double, multiples of 2^(2a - 46) below 2^2b; a difference y - x is exact in double while
+// b - a <= 29, below 2^d with d from the largest difference (at most b + 1), and its square, rounded, stays a
+// multiple of 2^(2a - 46) not above 2^2d. Each kind takes one digit where its span allows, two otherwise; all fit
+// their grids (fixed_point_span) while b - a <= 27.
 std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcept {
     constexpr std::uint32_t infinity_bits = 0x7f800000U;
     constexpr int widest_range = 27;
@@ -194,35 +204,57 @@ std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcep
         return std::nullopt;
     }
     static_assert(fixed_point_grid_fits(2 * (-149 - 23), 2 * -149 + 2 * widest_range + 2));
-    return FloatRowGrids{a - 23, 2 * (a - 23)};
+    const int value_bit = a - 23;
+    const int product_bit = 2 * value_bit;
+    // A difference that overflowed float is still below 2^(b + 1) exactly.
+    const int d = range.largest_difference == 0 ? value_bit
+                  : range.largest_difference >= infinity_bits
+                      ? b + 1
+                      : std::ilogb(std::bit_cast<float>(range.largest_difference)) + 1;
+    return FloatRowGrids{FixedPointGrid::for_range(value_bit, b), FixedPointGrid::for_range(product_bit, 2 * b),
+                         FixedPointGrid::for_range(product_bit, 2 * d)};
 }
 
-// The digit sums of one block's terms, in the order truth, prediction, truth_square, prediction_square,
-// difference_square, cross (x for truth, y for prediction): one digit for each value (whole multiples of their
-// grid below 2^50), a pair (high, low) for each square and product; the squares and products only with
-// `moments`, y's terms only with `pair`. Each term is the engine's expression in double on the masked values,
-// the same double the per-row path sums.
-template <ValidityPolicy policy, bool pair, bool moments>
-GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int64_t n, double value_scale,
-                                        double product_scale, std::uint64_t* __restrict digits) noexcept {
+// Adds a term on a grid of one digit (whole) or two to its digit sums.
+template <bool whole>
+inline void add_term(double value, double scale, std::uint64_t& high, std::uint64_t& low) noexcept {
+    if constexpr (whole) {
+        fixed_point_add_whole(value, scale, high);
+    } else {
+        fixed_point_add(value, scale, high, low);
+    }
+}
+
+// The digit sums (high, low) of one block's terms, in the order truth, prediction, truth_square,
+// prediction_square, difference_square, cross (x for truth, y for prediction): one digit for each value (whole
+// multiples of their grid below 2^50), one or two for the squares and products (`products_whole`) and the
+// squared differences (`differences_whole`); the squares and products only with `moments`, y's terms only with
+// `pair`. `scales` holds the three grids' scales. Each term is the engine's expression in double on the masked
+// values, the same double the per-row path sums.
+template <ValidityPolicy policy, bool pair, bool moments, bool products_whole, bool differences_whole>
+GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int64_t n, const double* scales,
+                                        std::uint64_t* __restrict digits) noexcept {
+    const double value_scale = scales[0];
+    const double product_scale = scales[1];
+    const double difference_scale = scales[2];
     std::uint64_t xh = 0, xl = 0, yh = 0, yl = 0, xxh = 0, xxl = 0, yyh = 0, yyl = 0, ddh = 0, ddl = 0, xyh = 0,
-                  xyl = 0;  // xl and yl stay zero
+                  xyl = 0;  // the low digits of one-digit terms stay zero
     for (std::int64_t j = 0; j < n; ++j) {
         const float xv = x[j];
         const float yv = pair ? y[j] : 0.0F;
         const bool ok = counts<policy>(xv) & counts<policy>(yv);  // both evaluated: no branch
         const double xm = ok ? static_cast<double>(xv) : 0.0;
         const double ym = ok ? static_cast<double>(yv) : 0.0;
-        fixed_point_add_whole(xm, value_scale, xh);
+        add_term<true>(xm, value_scale, xh, xl);
         if constexpr (pair) {
-            fixed_point_add_whole(ym, value_scale, yh);
+            add_term<true>(ym, value_scale, yh, yl);
         }
         if constexpr (moments) {
-            fixed_point_add(xm * xm, product_scale, xxh, xxl);
+            add_term<products_whole>(xm * xm, product_scale, xxh, xxl);
             if constexpr (pair) {
-                fixed_point_add(ym * ym, product_scale, yyh, yyl);
-                fixed_point_add((ym - xm) * (ym - xm), product_scale, ddh, ddl);
-                fixed_point_add(xm * ym, product_scale, xyh, xyl);
+                add_term<products_whole>(ym * ym, product_scale, yyh, yyl);
+                add_term<differences_whole>((ym - xm) * (ym - xm), difference_scale, ddh, ddl);
+                add_term<products_whole>(xm * ym, product_scale, xyh, xyl);
             }
         }
     }
@@ -238,15 +270,24 @@ struct FixedPointSlots {
     [[nodiscard]] bool moments() const noexcept { return sums[2] >= 0 || sums[3] >= 0 || sums[4] >= 0 || sums[5] >= 0; }
 };
 
+// The instance of fixed_point_terms for a block: the values only, or with the moments on the row's grids.
 template <ValidityPolicy policy>
-void fixed_point_terms_of(const float* x, const float* y, std::int64_t n, bool moments, double value_scale,
-                          double product_scale, std::uint64_t* digits) noexcept {
-    if (y != nullptr) {
-        moments ? fixed_point_terms<policy, true, true>(x, y, n, value_scale, product_scale, digits)
-                : fixed_point_terms<policy, true, false>(x, y, n, value_scale, product_scale, digits);
+void fixed_point_terms_of(const float* x, const float* y, std::int64_t n, bool moments, const FloatRowGrids& grids,
+                          const double* scales, std::uint64_t* digits) noexcept {
+    const bool products_whole = grids.products.one_digit;
+    const bool differences_whole = grids.differences.one_digit;
+    if (!moments) {
+        y != nullptr ? fixed_point_terms<policy, true, false, true, true>(x, y, n, scales, digits)
+                     : fixed_point_terms<policy, false, false, true, true>(x, y, n, scales, digits);
+    } else if (y == nullptr) {
+        products_whole ? fixed_point_terms<policy, false, true, true, true>(x, y, n, scales, digits)
+                       : fixed_point_terms<policy, false, true, false, true>(x, y, n, scales, digits);
+    } else if (products_whole) {
+        differences_whole ? fixed_point_terms<policy, true, true, true, true>(x, y, n, scales, digits)
+                          : fixed_point_terms<policy, true, true, true, false>(x, y, n, scales, digits);
     } else {
-        moments ? fixed_point_terms<policy, false, true>(x, y, n, value_scale, product_scale, digits)
-                : fixed_point_terms<policy, false, false>(x, y, n, value_scale, product_scale, digits);
+        differences_whole ? fixed_point_terms<policy, true, true, false, true>(x, y, n, scales, digits)
+                          : fixed_point_terms<policy, true, true, false, false>(x, y, n, scales, digits);
     }
 }
 
@@ -266,19 +307,18 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
     if (range.largest == 0) {
         return true;  // every term is zero
     }
-    const double value_scale = std::ldexp(1.0, -grids->values);  // one digit: the values are whole multiples
-    const double product_scale = fixed_point_scale(grids->products);
+    const std::array<double, 3> scales{grids->values.scale(), grids->products.scale(), grids->differences.scale()};
+    const std::array<const FixedPointGrid*, 6> grid_of{&grids->values,   &grids->values,      &grids->products,
+                                                       &grids->products, &grids->differences, &grids->products};
     const bool moments = slots.moments();
     for (std::int64_t start = 0; start < n; start += fixed_point_block) {
         const std::int64_t length = std::min(fixed_point_block, n - start);
         std::array<std::uint64_t, 12> digits{};
-        fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, value_scale,
-                                     product_scale, digits.data());
+        fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, *grids,
+                                     scales.data(), digits.data());
         for (std::size_t k = 0; k < slots.sums.size(); ++k) {
-            if (slots.sums[k] >= 0 && k < 2) {
-                sums.add_fixed_point_whole(slots.sums[k], factor, digits[2 * k], length, grids->values);
-            } else if (slots.sums[k] >= 0) {
-                sums.add_fixed_point(slots.sums[k], factor, digits[2 * k], digits[2 * k + 1], length, grids->products);
+            if (slots.sums[k] >= 0) {
+                sums.add_fixed_point(slots.sums[k], factor, *grid_of[k], digits[2 * k], digits[2 * k + 1], length);
             }
         }
     }

@@ -933,12 +933,13 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
 // Float rows with a row weight take the exact sums' fixed-point path (numerics/fixed_point.hpp) when their range
 // proves one grid, and the per-row path otherwise; both are exact, so nothing may move. A channel of each kind of
 // row, and one of them all side by side: smooth, a range just inside the grid's limit and beyond it,
-// subnormals, cancellation, an infinity, NaN, zeros, the largest floats. Checked two ways, each against inputs the
+// subnormals, cancellation, an infinity, NaN, zeros, the largest floats, squares one bit too wide for one
+// digit. Checked two ways, each against inputs the
 // fixed-point path does not take: float fields against the same values as doubles (no gradient; any row weights), and
 // row weights against the same weights per point (powers of two, so a per-point product is exact; gradient on).
 TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const GridShape grid{23, 37};
-    constexpr std::int64_t kinds = 9;
+    constexpr std::int64_t kinds = 10;
     constexpr std::int64_t channels = kinds + 1;  // a channel of each kind (so no kind hides another's bits), a mix
     std::vector<float> truth;
     std::vector<float> prediction;
@@ -983,9 +984,13 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
                         t = odd ? 0.0 : (i % 2 == 0 ? 0.0 : u);
                         p = 0.0;
                         break;
-                    default:  // the largest floats: squares far beyond float's range
+                    case 9:  // magnitudes in [2^5, 2^8): squares span 52 bits, one beyond one digit's
+                        t = 32.0 + 223.0 * (u + 0.5);
+                        p = 255.0 - 223.0 * (v + 0.5);
+                        break;
+                    default:  // the largest floats: squares far beyond float's range, differences that overflow it
                         t = std::ldexp(1.0 + u, 127);
-                        p = std::ldexp(1.0 + v, 126);
+                        p = std::ldexp(1.0 + v, 126) * (odd ? -1.0 : 1.0);
                         break;
                 }
                 truth.push_back(static_cast<float>(t));

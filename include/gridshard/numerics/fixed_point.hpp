@@ -83,6 +83,31 @@ inline void add_fixed_point(ExactSum& sum_out, double factor, std::uint64_t high
     sum_out.add_product(factor, static_cast<std::int64_t>(low - bias), lowest_bit);
 }
 
+/// The grid of terms that are multiples of `2^lowest_bit` below `2^top`: one digit (fixed_point_add_whole) when
+/// `top - lowest_bit <= 51`, else two (fixed_point_add; `top - lowest_bit <= fixed_point_span`).
+struct FixedPointGrid {
+    int lowest_bit = 0;
+    bool one_digit = true;
+
+    [[nodiscard]] static constexpr FixedPointGrid for_range(int lowest_bit, int top) noexcept {
+        return {lowest_bit, top - lowest_bit <= 51};
+    }
+    /// The scale the terms are added with: `2^-lowest_bit` for one digit, fixed_point_scale for two.
+    [[nodiscard]] double scale() const noexcept {
+        return one_digit ? std::ldexp(1.0, -lowest_bit) : fixed_point_scale(lowest_bit);
+    }
+    /// Adds `factor` times the exact sum of `terms` values accumulated on this grid (`low` unused for one digit)
+    /// to `sum_out`, exactly.
+    void deposit(ExactSum& sum_out, double factor, std::uint64_t high, std::uint64_t low,
+                 std::int64_t terms) const noexcept {
+        if (one_digit) {
+            add_fixed_point_whole(sum_out, factor, high, terms, lowest_bit);
+        } else {
+            add_fixed_point(sum_out, factor, high, low, terms, lowest_bit);
+        }
+    }
+};
+
 /// Whether every term on the grid `2^lowest_bit` whose magnitude is below `2^top` fits it.
 [[nodiscard]] constexpr bool fixed_point_grid_fits(int lowest_bit, int top) noexcept {
     return top - lowest_bit <= fixed_point_span && lowest_bit >= -1074 && lowest_bit <= 970;
