@@ -147,6 +147,8 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
     };
     const T* above = neighbour_row(Side::lat_prev);  // global row gi - 1
     const T* below = neighbour_row(Side::lat_next);  // global row gi + 1
+    // The shard's row after `below` (this channel's or the next one's), fetched ahead while this row is formed.
+    const T* ahead = c * rows + i + 2 < channels_ * rows ? here + 2 * cols : nullptr;
     // The values left and right of the row: halo cells, or unused at a non-periodic global edge.
     const T left = halo_->has(Side::lon_prev) ? halo_->at(Side::lon_prev, hc, i, 0) : T{0};
     const T right = halo_->has(Side::lon_next) ? halo_->at(Side::lon_next, hc, i, 0) : T{0};
@@ -162,13 +164,13 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
     const RowCase row_case = gi == 0 ? RowCase::first : gi == grid_.nlat - 1 ? RowCase::last : RowCase::interior;
     switch (row_case) {
         case RowCase::first:
-            stencil_row<RowCase::first>(above, here, below, cols, lon_scale, out);
+            stencil_row<RowCase::first>(above, here, below, ahead, cols, lon_scale, out);
             break;
         case RowCase::last:
-            stencil_row<RowCase::last>(above, here, below, cols, lon_scale, out);
+            stencil_row<RowCase::last>(above, here, below, ahead, cols, lon_scale, out);
             break;
         case RowCase::interior:
-            stencil_row<RowCase::interior>(above, here, below, cols, lon_scale, out);
+            stencil_row<RowCase::interior>(above, here, below, ahead, cols, lon_scale, out);
             break;
     }
     // The first and last column of the row: halo neighbours, or one-sided differences at the global
@@ -193,8 +195,8 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
 
 template <class T>
 template <typename GradientRows<T>::RowCase row_case>
-GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, std::int64_t cols,
-                                                   T lon_scale, T* __restrict out) const {
+GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, const T* ahead,
+                                                   std::int64_t cols, T lon_scale, T* __restrict out) const {
     // Interior columns in branch-free passes, so they vectorise (square root included: -fno-math-errno): the
     // unscaled formula first, and `magnitude`'s over the row again only where a point needed scaling (terms
     // beyond 2^+-62 in float), which geophysical fields never do.
@@ -209,12 +211,24 @@ GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here
             return below[j] - above[j];
         }
     };
+    // In blocks of four cache lines, each asking for the matching part of the row `ahead` (a hint, no value
+    // changes): its first touch then overlaps this row's arithmetic instead of stalling the next row's.
+    constexpr std::int64_t per_line = 64 / static_cast<std::int64_t>(sizeof(T));
+    constexpr std::int64_t block = 4 * per_line;
     unsigned any_scaled = 0;
-    for (std::int64_t j = 1; j + 1 < cols; ++j) {
-        bool needs_scaling = false;
-        out[j] =
-            unscaled_magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor, needs_scaling);
-        any_scaled |= needs_scaling ? 1U : 0U;
+    for (std::int64_t start = 1; start + 1 < cols; start += block) {
+        if (ahead != nullptr) {
+            for (std::int64_t line = 0; line < block; line += per_line) {
+                __builtin_prefetch(ahead + std::min(start + line, cols - 1), 0, 3);
+            }
+        }
+        const std::int64_t end = std::min(start + block, cols - 1);
+        for (std::int64_t j = start; j < end; ++j) {
+            bool needs_scaling = false;
+            out[j] = unscaled_magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor,
+                                        needs_scaling);
+            any_scaled |= needs_scaling ? 1U : 0U;
+        }
     }
     if (any_scaled != 0) {
         for (std::int64_t j = 1; j + 1 < cols; ++j) {

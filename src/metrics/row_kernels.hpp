@@ -67,7 +67,7 @@ class GradientRows {
   private:
     enum class RowCase { first, interior, last };  // the global row's place: one-sided or central
     template <RowCase row_case>
-    void stencil_row(const T* above, const T* here, const T* below, std::int64_t cols, T lon_scale,
+    void stencil_row(const T* above, const T* here, const T* below, const T* ahead, std::int64_t cols, T lon_scale,
                      T* __restrict out) const;
 
     GridShape grid_;
