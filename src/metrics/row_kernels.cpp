@@ -225,8 +225,8 @@ GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here
         const std::int64_t end = std::min(start + block, cols - 1);
         for (std::int64_t j = start; j < end; ++j) {
             bool needs_scaling = false;
-            out[j] = unscaled_magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor,
-                                        needs_scaling);
+            out[j] =
+                unscaled_magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor, needs_scaling);
             any_scaled |= needs_scaling ? 1U : 0U;
         }
     }
