@@ -95,22 +95,6 @@ inline T magnitude(T lat_difference, T lon_difference, T lat_factor, T lon_facto
     return std::sqrt(lat_term * lat_term + lon_term * lon_term) * unscale;
 }
 
-// The magnitude when its terms need no scaling: `magnitude`'s bits wherever `needs_scaling` is false (the scale
-// is then 1), with fewer operations; `needs_scaling` is set where they would be scaled (zero terms never need
-// it: both formulas give 0 there).
-template <class T>
-inline T unscaled_magnitude(T lat_difference, T lon_difference, T lat_factor, T lon_factor,
-                            bool& needs_scaling) noexcept {
-    constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;
-    const T big = std::ldexp(T{1}, range);
-    const T small = std::ldexp(T{1}, -range);
-    const T lat_term = lat_difference * lat_factor;
-    const T lon_term = lon_difference * lon_factor;
-    const T largest = std::max(std::abs(lat_term), std::abs(lon_term));
-    needs_scaling = (largest > big) | ((largest < small) & (largest != T{0}));
-    return std::sqrt(lat_term * lat_term + lon_term * lon_term);
-}
-
 }  // namespace
 
 template <class T>
@@ -131,24 +115,24 @@ GradientRows<T>::GradientRows(const GridShape& grid, const Box& box, const Gradi
 }
 
 template <class T>
-void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
+typename GradientRows<T>::Stencil GradientRows<T>::stencil(std::int64_t c, std::int64_t i) const {
     const std::int64_t rows = box_.lat.size();
     const std::int64_t cols = box_.lon.size();
     const std::int64_t gi = box_.lat.begin + i;
     const std::int64_t hc = halo_channel0_ + c;
-    const T* here = field_.data() + (c * rows + i) * cols;
+    Stencil s;
+    s.here = field_.data() + (c * rows + i) * cols;
     // Rows above and below: from the shard, or the one-row halo strips at shard edges.
     auto neighbour_row = [&](Side side) -> const T* {
         const bool inside = side == Side::lat_prev ? i > 0 : i + 1 < rows;
         if (inside) {
-            return here + (side == Side::lat_prev ? -cols : cols);
+            return s.here + (side == Side::lat_prev ? -cols : cols);
         }
         return halo_->has(side) ? halo_->strip(side).data() + hc * cols : nullptr;
     };
-    const T* above = neighbour_row(Side::lat_prev);  // global row gi - 1
-    const T* below = neighbour_row(Side::lat_next);  // global row gi + 1
-    // The shard's row after `below` (this channel's or the next one's), fetched ahead while this row is formed.
-    const T* ahead = c * rows + i + 2 < channels_ * rows ? here + 2 * cols : nullptr;
+    s.above = neighbour_row(Side::lat_prev);  // global row gi - 1
+    s.below = neighbour_row(Side::lat_next);  // global row gi + 1
+    s.ahead = c * rows + i + 2 < channels_ * rows ? s.here + 2 * cols : nullptr;
     // The values left and right of the row: halo cells, or unused at a non-periodic global edge.
     const T left = halo_->has(Side::lon_prev) ? halo_->at(Side::lon_prev, hc, i, 0) : T{0};
     const T right = halo_->has(Side::lon_next) ? halo_->at(Side::lon_next, hc, i, 0) : T{0};
@@ -161,78 +145,80 @@ void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
         lon_scale = static_cast<T>(cos_lat == 0.0 ? 0.0 : 1.0 / (options_.radius_m * cos_lat * dlon));
     }
     // torch.gradient: one-sided differences on the first and last global row, central ones inside.
-    const RowCase row_case = gi == 0 ? RowCase::first : gi == grid_.nlat - 1 ? RowCase::last : RowCase::interior;
-    switch (row_case) {
-        case RowCase::first:
-            stencil_row<RowCase::first>(above, here, below, ahead, cols, lon_scale, out);
-            break;
-        case RowCase::last:
-            stencil_row<RowCase::last>(above, here, below, ahead, cols, lon_scale, out);
-            break;
-        case RowCase::interior:
-            stencil_row<RowCase::interior>(above, here, below, ahead, cols, lon_scale, out);
-            break;
-    }
+    s.row_case = gi == 0 ? RowCase::first : gi == grid_.nlat - 1 ? RowCase::last : RowCase::interior;
+    s.lat_factor = s.row_case == RowCase::interior ? lat_scale_ * T{0.5} : lat_scale_;
+    s.lon_factor = lon_scale * T{0.5};  // central differences along longitude
     // The first and last column of the row: halo neighbours, or one-sided differences at the global
     // longitude edges unless longitude is periodic. (A one-column row needs both halo cells.)
     auto lat_difference = [&](std::int64_t j) -> T {
-        return row_case == RowCase::first  ? below[j] - here[j]
-               : row_case == RowCase::last ? here[j] - above[j]
-                                           : below[j] - above[j];
+        return s.row_case == RowCase::first  ? s.below[j] - s.here[j]
+               : s.row_case == RowCase::last ? s.here[j] - s.above[j]
+                                             : s.below[j] - s.above[j];
     };
-    const T lat_factor = row_case == RowCase::interior ? lat_scale_ * T{0.5} : lat_scale_;
-    auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : here[j]; };
+    auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : s.here[j]; };
     const bool west_edge = !options_.periodic_lon && box_.lon.begin == 0;
     const bool east_edge = !options_.periodic_lon && box_.lon.end == grid_.nlon;
-    for (std::int64_t j : {std::int64_t{0}, cols - 1}) {
+    auto edge = [&](std::int64_t j) {
         const bool one_sided = (west_edge && j == 0) || (east_edge && j == cols - 1);
         const T lon_difference = (west_edge && j == 0)          ? value(1) - value(0)
                                  : (east_edge && j == cols - 1) ? value(cols - 1) - value(cols - 2)
                                                                 : value(j + 1) - value(j - 1);
-        out[j] = magnitude(lat_difference(j), lon_difference, lat_factor, one_sided ? lon_scale : lon_scale * T{0.5});
+        return magnitude(lat_difference(j), lon_difference, s.lat_factor, one_sided ? lon_scale : s.lon_factor);
+    };
+    s.first = edge(0);
+    s.last = edge(cols - 1);
+    return s;
+}
+
+template <class T>
+void GradientRows<T>::row(std::int64_t c, std::int64_t i, T* out) const {
+    const std::int64_t cols = box_.lon.size();
+    const Stencil s = stencil(c, i);
+    switch (s.row_case) {
+        case RowCase::first:
+            stencil_row<RowCase::first>(s, cols, out);
+            break;
+        case RowCase::last:
+            stencil_row<RowCase::last>(s, cols, out);
+            break;
+        case RowCase::interior:
+            stencil_row<RowCase::interior>(s, cols, out);
+            break;
     }
+    out[0] = s.first;
+    out[cols - 1] = s.last;
 }
 
 template <class T>
 template <typename GradientRows<T>::RowCase row_case>
-GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const T* above, const T* here, const T* below, const T* ahead,
-                                                   std::int64_t cols, T lon_scale, T* __restrict out) const {
+GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const Stencil& s, std::int64_t cols, T* __restrict out) const {
     // Interior columns in branch-free passes, so they vectorise (square root included: -fno-math-errno): the
     // unscaled formula first, and `magnitude`'s over the row again only where a point needed scaling (terms
-    // beyond 2^+-62 in float), which geophysical fields never do.
-    const T lat_factor = row_case == RowCase::interior ? lat_scale_ * T{0.5} : lat_scale_;
-    const T lon_factor = lon_scale * T{0.5};  // central differences along longitude
-    auto lat_difference = [&](std::int64_t j) {
-        if constexpr (row_case == RowCase::first) {
-            return below[j] - here[j];
-        } else if constexpr (row_case == RowCase::last) {
-            return here[j] - above[j];
-        } else {
-            return below[j] - above[j];
-        }
-    };
-    // In blocks of four cache lines, each asking for the matching part of the row `ahead` (a hint, no value
-    // changes): its first touch then overlaps this row's arithmetic instead of stalling the next row's.
+    // beyond 2^+-62 in float), which geophysical fields never do. In blocks of four cache lines, each asking for
+    // the matching part of the row `ahead` (a hint, no value changes): its first touch then overlaps this row's
+    // arithmetic instead of stalling the next row's.
     constexpr std::int64_t per_line = 64 / static_cast<std::int64_t>(sizeof(T));
     constexpr std::int64_t block = 4 * per_line;
     unsigned any_scaled = 0;
     for (std::int64_t start = 1; start + 1 < cols; start += block) {
-        if (ahead != nullptr) {
+        if (s.ahead != nullptr) {
             for (std::int64_t line = 0; line < block; line += per_line) {
-                __builtin_prefetch(ahead + std::min(start + line, cols - 1), 0, 3);
+                __builtin_prefetch(s.ahead + std::min(start + line, cols - 1), 0, 3);
             }
         }
         const std::int64_t end = std::min(start + block, cols - 1);
         for (std::int64_t j = start; j < end; ++j) {
             bool needs_scaling = false;
-            out[j] =
-                unscaled_magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor, needs_scaling);
+            out[j] = interior_magnitude<row_case>(s, j, needs_scaling);
             any_scaled |= needs_scaling ? 1U : 0U;
         }
     }
     if (any_scaled != 0) {
         for (std::int64_t j = 1; j + 1 < cols; ++j) {
-            out[j] = magnitude(lat_difference(j), here[j + 1] - here[j - 1], lat_factor, lon_factor);
+            const T lat_difference = row_case == RowCase::first  ? s.below[j] - s.here[j]
+                                     : row_case == RowCase::last ? s.here[j] - s.above[j]
+                                                                 : s.below[j] - s.above[j];
+            out[j] = magnitude(lat_difference, s.here[j + 1] - s.here[j - 1], s.lat_factor, s.lon_factor);
         }
     }
 }

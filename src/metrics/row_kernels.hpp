@@ -2,8 +2,10 @@
 // Row-by-row building blocks of the metrics: argument checks, weight access, weighted and NaN-aware
 // row contributions to PartialSums, and the gradient magnitude of one row. Internal; no MPI calls.
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -64,11 +66,49 @@ class GradientRows {
     /// Writes the magnitudes of row `i` (local index) of channel `c` to `out` (cols values).
     void row(std::int64_t c, std::int64_t i, T* out) const;
 
-  private:
     enum class RowCase { first, interior, last };  // the global row's place: one-sided or central
+    /// One row's stencil, for a caller that forms the interior magnitudes itself (the term engine's fused pass):
+    /// the neighbour rows, the interior columns' factors, and the magnitudes of the first and last column (which
+    /// read halo cells). `row` is this and interior_magnitude over columns 1 .. cols - 2.
+    struct Stencil {
+        const T* above = nullptr;
+        const T* here = nullptr;
+        const T* below = nullptr;
+        const T* ahead = nullptr;  // the shard's row after `below`, to prefetch; null past the shard's end
+        T lat_factor = 0;
+        T lon_factor = 0;
+        RowCase row_case = RowCase::interior;
+        T first = 0;
+        T last = 0;
+    };
+    [[nodiscard]] Stencil stencil(std::int64_t c, std::int64_t i) const;
+
+    /// The magnitude of interior column j (1 <= j <= cols - 2) of a stencil by the unscaled formula, and whether
+    /// it needed scaling (then `row`'s value is the scaled formula's, not this one).
     template <RowCase row_case>
-    void stencil_row(const T* above, const T* here, const T* below, const T* ahead, std::int64_t cols, T lon_scale,
-                     T* __restrict out) const;
+    static T interior_magnitude(const Stencil& s, std::int64_t j, bool& needs_scaling) noexcept {
+        T lat_difference = 0;
+        if constexpr (row_case == RowCase::first) {
+            lat_difference = s.below[j] - s.here[j];
+        } else if constexpr (row_case == RowCase::last) {
+            lat_difference = s.here[j] - s.above[j];
+        } else {
+            lat_difference = s.below[j] - s.above[j];
+        }
+        const T lon_difference = s.here[j + 1] - s.here[j - 1];
+        constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;  // as `magnitude`'s
+        const T big = std::ldexp(T{1}, range);
+        const T small = std::ldexp(T{1}, -range);
+        const T lat_term = lat_difference * s.lat_factor;
+        const T lon_term = lon_difference * s.lon_factor;
+        const T largest = std::max(std::abs(lat_term), std::abs(lon_term));
+        needs_scaling = (largest > big) | ((largest < small) & (largest != T{0}));
+        return std::sqrt(lat_term * lat_term + lon_term * lon_term);
+    }
+
+  private:
+    template <RowCase row_case>
+    void stencil_row(const Stencil& s, std::int64_t cols, T* __restrict out) const;
 
     GridShape grid_;
     Box box_;
