@@ -56,6 +56,9 @@ struct RowScratch {
     std::vector<T> prediction_gradient;
     std::vector<double> weight;
     std::vector<double> term;
+    // The grid (its lowest bit) the fused gradient pass of this thread's next row tries: from the range of the
+    // magnitudes of its last row, none before the first or after a range one digit cannot hold.
+    std::optional<int> gradient_grid;
 };
 
 // One (channel, row) of the pass: where its values are and how it is weighted.
@@ -325,6 +328,177 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
     return true;
 }
 
+// The fused gradient pass: float magnitudes of both fields formed in registers (GradientRows' one unscaled
+// formula) and their terms added straight to one-digit sums on a grid guessed from the thread's last row, with no
+// row of magnitudes stored or swept again. The pass also measures the magnitudes' range, and its sums are used
+// only when that range proves the guessed grid (and no point needed the scaled formula); otherwise the row takes
+// the per-row path, which gives the same bits, and the range gives the next row's guess.
+
+// The one-digit sums of one row's gradient terms (common: where both magnitudes count; own: each field's), the
+// range of the counted magnitudes, and whether a point needed the scaled formula.
+struct FusedGradientSums {
+    std::uint64_t common_count = 0;
+    std::uint64_t common_truth = 0;
+    std::uint64_t common_prediction = 0;
+    std::uint64_t truth_count = 0;
+    std::uint64_t own_truth = 0;
+    std::uint64_t prediction_count = 0;
+    std::uint64_t own_prediction = 0;
+    std::uint32_t largest = 0;
+    std::uint32_t smallest_less_one = 0xffffffffU;
+    unsigned any_scaled = 0;
+    std::int64_t terms = 0;  // values added to each digit sum
+};
+
+// Adds one point's magnitudes `gt`, `gp` to the sums (the engine's masking rule: a point counts where the policy
+// counts its magnitudes; common terms need both). The sums come as separate scalars, so that the vectoriser
+// keeps them in registers.
+template <ValidityPolicy policy, bool common, bool own>
+inline void add_gradient_point(float gt, float gp, double scale, std::uint64_t& common_count,
+                               std::uint64_t& common_truth, std::uint64_t& common_prediction,
+                               std::uint64_t& truth_count, std::uint64_t& own_truth, std::uint64_t& prediction_count,
+                               std::uint64_t& own_prediction, std::uint32_t& largest,
+                               std::uint32_t& smallest_less_one) noexcept {
+    constexpr std::uint32_t magnitude_mask = 0x7fffffffU;
+    const bool truth_counts = counts<policy>(gt);
+    const bool prediction_counts = counts<policy>(gp);
+    const std::uint32_t tb = std::bit_cast<std::uint32_t>(gt) & magnitude_mask;
+    const std::uint32_t pb = std::bit_cast<std::uint32_t>(gp) & magnitude_mask;
+    largest = std::max(largest, std::max(tb & (0U - static_cast<std::uint32_t>(truth_counts)),
+                                         pb & (0U - static_cast<std::uint32_t>(prediction_counts))));
+    smallest_less_one = std::min(smallest_less_one, std::min(tb - 1U, pb - 1U));
+    // `value` where `keep`, else +0: a mask of the bits rather than a select, which the vectoriser would turn into
+    // a conditional reduction it does not support.
+    auto kept = [](float value, bool keep) {
+        return static_cast<double>(
+            std::bit_cast<float>(std::bit_cast<std::uint32_t>(value) & (0U - static_cast<std::uint32_t>(keep))));
+    };
+    if constexpr (common) {
+        const bool both = truth_counts & prediction_counts;
+        common_count += both ? 1U : 0U;
+        fixed_point_add_whole(kept(gt, both), scale, common_truth);
+        fixed_point_add_whole(kept(gp, both), scale, common_prediction);
+    }
+    if constexpr (own) {
+        truth_count += truth_counts ? 1U : 0U;
+        fixed_point_add_whole(kept(gt, truth_counts), scale, own_truth);
+        prediction_count += prediction_counts ? 1U : 0U;
+        fixed_point_add_whole(kept(gp, prediction_counts), scale, own_prediction);
+    }
+}
+
+template <ValidityPolicy policy, bool common, bool own>
+inline void add_gradient_point(float gt, float gp, double scale, FusedGradientSums& f) noexcept {
+    add_gradient_point<policy, common, own>(gt, gp, scale, f.common_count, f.common_truth, f.common_prediction,
+                                            f.truth_count, f.own_truth, f.prediction_count, f.own_prediction, f.largest,
+                                            f.smallest_less_one);
+}
+
+template <ValidityPolicy policy, GradientRows<float>::RowCase row_case, bool common, bool own>
+GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil& truth,
+                                              const GradientRows<float>::Stencil& prediction, std::int64_t cols,
+                                              double scale, FusedGradientSums& sums) noexcept {
+    using Rows = GradientRows<float>;
+    std::uint64_t common_count = 0, common_truth = 0, common_prediction = 0, truth_count = 0, own_truth = 0,
+                  prediction_count = 0, own_prediction = 0;
+    std::uint32_t largest = 0;
+    std::uint32_t smallest_less_one = 0xffffffffU;
+    unsigned any_scaled = 0;
+    constexpr std::int64_t block = 64;  // four cache lines of each field's row ahead asked for per block
+    for (std::int64_t start = 1; start + 1 < cols; start += block) {
+        for (const float* ahead : {truth.ahead, prediction.ahead}) {
+            if (ahead != nullptr) {
+                for (std::int64_t line = 0; line < block; line += 16) {
+                    __builtin_prefetch(ahead + std::min(start + line, cols - 1), 0, 3);
+                }
+            }
+        }
+        const std::int64_t end = std::min(start + block, cols - 1);
+        for (std::int64_t j = start; j < end; ++j) {
+            bool truth_scaled = false;
+            bool prediction_scaled = false;
+            const float gt = Rows::interior_magnitude<row_case>(truth, j, truth_scaled);
+            const float gp = Rows::interior_magnitude<row_case>(prediction, j, prediction_scaled);
+            any_scaled |= (truth_scaled | prediction_scaled) ? 1U : 0U;
+            add_gradient_point<policy, common, own>(gt, gp, scale, common_count, common_truth, common_prediction,
+                                                    truth_count, own_truth, prediction_count, own_prediction, largest,
+                                                    smallest_less_one);
+        }
+    }
+    sums.common_count += common_count;
+    sums.common_truth += common_truth;
+    sums.common_prediction += common_prediction;
+    sums.truth_count += truth_count;
+    sums.own_truth += own_truth;
+    sums.prediction_count += prediction_count;
+    sums.own_prediction += own_prediction;
+    sums.largest = std::max(sums.largest, largest);
+    sums.smallest_less_one = std::min(sums.smallest_less_one, smallest_less_one);
+    sums.any_scaled |= any_scaled;
+    sums.terms += std::max<std::int64_t>(cols - 2, 0);
+}
+
+template <ValidityPolicy policy, bool common, bool own>
+FusedGradientSums fused_gradient_row(const GradientRows<float>::Stencil& truth,
+                                     const GradientRows<float>::Stencil& prediction, std::int64_t cols,
+                                     double scale) noexcept {
+    using RowCase = GradientRows<float>::RowCase;
+    FusedGradientSums f;
+    switch (truth.row_case) {
+        case RowCase::first:
+            fused_gradient_interior<policy, RowCase::first, common, own>(truth, prediction, cols, scale, f);
+            break;
+        case RowCase::last:
+            fused_gradient_interior<policy, RowCase::last, common, own>(truth, prediction, cols, scale, f);
+            break;
+        case RowCase::interior:
+            fused_gradient_interior<policy, RowCase::interior, common, own>(truth, prediction, cols, scale, f);
+            break;
+    }
+    // The edge columns (their magnitudes read halo cells; one column when the row has one).
+    add_gradient_point<policy, common, own>(truth.first, prediction.first, scale, f);
+    ++f.terms;
+    if (cols > 1) {
+        add_gradient_point<policy, common, own>(truth.last, prediction.last, scale, f);
+        ++f.terms;
+    }
+    return f;
+}
+
+// The lowest bit of a one-digit grid for magnitudes in [2^a, 2^b) over `terms` values, midway in the window
+// [b - limit, a - 23] so that the next row's range may move either way; none when the window is empty.
+std::optional<int> gradient_grid_guess(int a, int b, std::int64_t terms) noexcept {
+    const int limit = std::min(51, 62 - static_cast<int>(std::bit_width(static_cast<std::uint64_t>(terms))));
+    const int low = b - limit;
+    const int high = a - 23;
+    if (low > high) {
+        return std::nullopt;
+    }
+    return low + (high - low) / 2;
+}
+
+// Whether the sums of a fused row hold its exact terms on the grid `lowest_bit`: every magnitude the unscaled
+// formula's, the counted ones finite, each a whole multiple of the grid below 2^limit of it. Sets `next` to the
+// grid the next row should try.
+bool fused_gradient_fits(const FusedGradientSums& f, int lowest_bit, std::optional<int>& next) noexcept {
+    constexpr std::uint32_t infinity_bits = 0x7f800000U;
+    if (f.any_scaled != 0 || f.largest >= infinity_bits) {
+        next.reset();
+        return false;
+    }
+    if (f.largest == 0) {
+        return true;  // every term is zero
+    }
+    const int b = std::ilogb(std::bit_cast<float>(f.largest)) + 1;
+    const int a = std::ilogb(std::bit_cast<float>(f.smallest_less_one + 1U));
+    const int limit = std::min(51, 62 - static_cast<int>(std::bit_width(static_cast<std::uint64_t>(f.terms))));
+    const bool fits = lowest_bit <= a - 23 && b - lowest_bit <= limit;
+    if (!fits) {
+        next = gradient_grid_guess(a, b, f.terms);
+    }
+    return fits;
+}
+
 // The fixed-point path of a row when it applies (float values, a row weight, exact sums); false otherwise, or
 // when the row's range needs the per-row path.
 template <class V>
@@ -562,11 +736,19 @@ class RowTerms {
                       RowScratch<T>& s) const {
         const TermSet terms = request_.terms;
         const bool with_prediction = terms.needs_prediction_gradient();
+        if (with_prediction && add_fused_gradient(sums, slot, c, i, row, s)) {
+            return;
+        }
         const T* gt = s.truth_gradient.data();
         const T* gp = s.prediction_gradient.data();
         truth_gradient_->row(c, i, s.truth_gradient.data());
         if (with_prediction) {
             prediction_gradient_->row(c, i, s.prediction_gradient.data());
+            if constexpr (std::is_same_v<T, float>) {
+                if (!s.gradient_grid && fused_gradient_applies(sums, row)) {  // the next row's grid from this one's
+                    s.gradient_grid = gradient_grid_of(row.cols, gt, gp);
+                }
+            }
         }
         T* masked_t = s.truth.data();  // free once the point values' terms are added
         T* masked_p = s.prediction.data();
@@ -605,6 +787,106 @@ class RowTerms {
             add_masked(gp, nullptr, Term::prediction_own_gradient_weight, Term::prediction_own_gradient,
                        Term::prediction_own_gradient);
         }
+    }
+
+    // Whether a pair's gradient terms may take the fused pass: float fields, exact sums, a row weight, both fields'
+    // magnitudes needed, and common terms (if any) over the points where both count (with the prediction's term;
+    // without it the per-row path counts the truth's points alone).
+    bool fused_gradient_applies(const PartialSums& sums, const Row<T>& row) const {
+        const TermSet terms = request_.terms;
+        return std::is_same_v<T, float> && sums.exact_mode() && row.point_weights == nullptr &&
+               terms.needs_prediction_gradient() &&
+               (!terms.needs_common_gradient() || terms.contains(Term::prediction_gradient));
+    }
+
+    // The grid guess from a row of stored magnitudes (the first row, or one after a failed guess).
+    std::optional<int> gradient_grid_of(std::int64_t cols, const float* gt, const float* gp) const {
+        FloatRowRange range;
+        switch (request_.policy) {
+            case ValidityPolicy::propagate:
+                range = float_row_range<ValidityPolicy::propagate>(gt, gp, cols);
+                break;
+            case ValidityPolicy::skip_nan:
+                range = float_row_range<ValidityPolicy::skip_nan>(gt, gp, cols);
+                break;
+            case ValidityPolicy::skip_invalid_pairs:
+                range = float_row_range<ValidityPolicy::skip_invalid_pairs>(gt, gp, cols);
+                break;
+        }
+        if (range.largest == 0 || range.largest >= 0x7f800000U) {
+            return std::nullopt;
+        }
+        return gradient_grid_guess(std::ilogb(std::bit_cast<float>(range.smallest)),
+                                   std::ilogb(std::bit_cast<float>(range.largest)) + 1, cols);
+    }
+
+    // The fused gradient pass of one row when it applies and the thread's grid guess holds; false, adding
+    // nothing, otherwise (the caller takes the per-row path).
+    template <class SlotOf>
+    bool add_fused_gradient(PartialSums& sums, SlotOf slot, std::int64_t c, std::int64_t i, const Row<T>& row,
+                            RowScratch<T>& s) const {
+        if constexpr (!std::is_same_v<T, float>) {
+            return false;
+        } else {
+            if (!fused_gradient_applies(sums, row) || !s.gradient_grid) {
+                return false;
+            }
+            const TermSet terms = request_.terms;
+            const bool common = terms.needs_common_gradient();
+            const bool own = terms.needs_own_gradient();
+            const int lowest_bit = *s.gradient_grid;
+            const double scale = std::ldexp(1.0, -lowest_bit);
+            const auto truth = truth_gradient_->stencil(c, i);
+            const auto prediction = prediction_gradient_->stencil(c, i);
+            const FusedGradientSums f = fused_sums(common, own, truth, prediction, row.cols, scale);
+            if (!fused_gradient_fits(f, lowest_bit, s.gradient_grid)) {
+                return false;
+            }
+            const FixedPointGrid grid{lowest_bit, true};
+            auto add = [&](Term t, std::uint64_t digits) {
+                if (terms.contains(t)) {
+                    sums.add_fixed_point(slot(t), row.factor, grid, digits, 0, f.terms);
+                }
+            };
+            auto count = [&](Term t, std::uint64_t n) {
+                if (terms.contains(t)) {
+                    sums.add_count(slot(t), row.factor, static_cast<std::int64_t>(n));
+                }
+            };
+            if (common) {
+                count(Term::gradient_weight, f.common_count);
+                add(Term::truth_gradient, f.common_truth);
+                add(Term::prediction_gradient, f.common_prediction);
+            }
+            if (own) {
+                count(Term::truth_own_gradient_weight, f.truth_count);
+                add(Term::truth_own_gradient, f.own_truth);
+                count(Term::prediction_own_gradient_weight, f.prediction_count);
+                add(Term::prediction_own_gradient, f.own_prediction);
+            }
+            return true;
+        }
+    }
+
+    template <class Stencil>
+    FusedGradientSums fused_sums(bool common, bool own, const Stencil& truth, const Stencil& prediction,
+                                 std::int64_t cols, double scale) const {
+        auto with_policy = [&]<ValidityPolicy policy>() {
+            if (common && own) {
+                return fused_gradient_row<policy, true, true>(truth, prediction, cols, scale);
+            }
+            return common ? fused_gradient_row<policy, true, false>(truth, prediction, cols, scale)
+                          : fused_gradient_row<policy, false, true>(truth, prediction, cols, scale);
+        };
+        switch (request_.policy) {
+            case ValidityPolicy::propagate:
+                return with_policy.template operator()<ValidityPolicy::propagate>();
+            case ValidityPolicy::skip_nan:
+                return with_policy.template operator()<ValidityPolicy::skip_nan>();
+            case ValidityPolicy::skip_invalid_pairs:
+                break;
+        }
+        return with_policy.template operator()<ValidityPolicy::skip_invalid_pairs>();
     }
 
     TermRequest request_;

@@ -1038,6 +1038,14 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
                          all_scores(per_point.evaluate<float>({t, channels}, {p, channels})),
                          what + ", row vs point weights");
     }
+    // The fused gradient pass's own-points terms (ACE's definition; the Evaluator's above are the common ones).
+    for (const bool periodic : {false, true}) {
+        const GradientOptions gradient{.periodic_lon = periodic};
+        expect_identical(
+            gradient_magnitude_percent_diff<float>(g, {t, channels}, {p, channels}, {powers, false}, gradient),
+            gradient_magnitude_percent_diff<float>(g, {t, channels}, {p, channels}, {point_powers, true}, gradient),
+            "gradient_magnitude_percent_diff, row vs point weights");
+    }
     expect_identical(zonal_mean<float>(g, {t, channels}), zonal_mean<double>(g, {t64, channels}),
                      "zonal_mean, float vs double");
 }
