@@ -7,7 +7,11 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -17,6 +21,7 @@
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
+#include "gridshard/numerics/fixed_point.hpp"
 
 namespace gridshard::bench {
 namespace {
@@ -111,6 +116,46 @@ void exact_sum_rows(benchmark::State& state) {
 }
 BENCHMARK_TEMPLATE(exact_sum_rows, float)->Unit(benchmark::kMicrosecond);
 BENCHMARK_TEMPLATE(exact_sum_rows, double)->Unit(benchmark::kMicrosecond);
+
+// The squares' rows (the double rows above) through the fixed-point digits (numerics/fixed_point.hpp) on one
+// grid that the plane's range proves: what the engine's fused pass spends per square and product term, without
+// the sweep of exact_sum_rows. `two_digits` forces the two-digit form (rows of a wide range) where one would do.
+void fixed_point_sum_rows(benchmark::State& state, bool two_digits) {
+    const double* plane = sum_rows<double>();
+    const std::int64_t cols = quarter_degree.nlon;
+    float smallest = std::numeric_limits<float>::max();
+    float largest = 0.0F;
+    for (float v : inputs().fields.truth) {
+        smallest = v != 0.0F ? std::min(smallest, std::abs(v)) : smallest;
+        largest = std::max(largest, std::abs(v));
+    }
+    const int lowest_bit = 2 * (std::ilogb(smallest) - 23);
+    FixedPointGrid grid = FixedPointGrid::for_range(lowest_bit, 2 * (std::ilogb(largest) + 1));
+    grid.one_digit = grid.one_digit && !two_digits;
+    const double scale = grid.scale();
+    for (auto _ : state) {
+        ExactSum sum;
+        for (std::int64_t i = 0; i < quarter_degree.nlat; ++i) {
+            const double* row = plane + i * cols;
+            std::uint64_t high = 0;
+            std::uint64_t low = 0;
+            if (grid.one_digit) {
+                for (std::int64_t j = 0; j < cols; ++j) {
+                    fixed_point_add_whole(row[j], scale, high);
+                }
+            } else {
+                for (std::int64_t j = 0; j < cols; ++j) {
+                    fixed_point_add(row[j], scale, high, low);
+                }
+            }
+            grid.deposit(sum, 1.0, high, low, cols);
+        }
+        benchmark::DoNotOptimize(sum.to_double());
+    }
+    set_points(state, inputs().plane());
+}
+BENCHMARK_CAPTURE(fixed_point_sum_rows, one_digit, false)->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(fixed_point_sum_rows, two_digits, true)->Unit(benchmark::kMicrosecond);
 
 // The same rows summed in double with eight independent lanes, as the fast mode sums a row.
 template <class T>
