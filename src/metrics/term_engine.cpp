@@ -38,6 +38,12 @@ constexpr bool counts(V v) noexcept {
     }
 }
 
+// Whether both values count, both tests evaluated (no branch, so that rows vectorise).
+template <ValidityPolicy policy, class V>
+constexpr bool counts_both(V x, V y) noexcept {
+    return (static_cast<unsigned>(counts<policy>(x)) & static_cast<unsigned>(counts<policy>(y))) != 0U;
+}
+
 // The scratch rows of one thread: the masked fields and gradient magnitudes in the field's type (float
 // rows take the exact sum's cheaper one-digit path), the weights of the valid points, and rows for the
 // term being formed (up to four: the parts of an exact square).
@@ -149,7 +155,7 @@ GRIDSHARD_KERNEL FloatRowRange float_block_range(const float* x, const float* y,
     for (std::int64_t j = 0; j < n; ++j) {
         const float xv = x[j];
         const float yv = pair ? y[j] : 0.0F;
-        const bool ok = counts<policy>(xv) & counts<policy>(yv);  // both evaluated: no branch
+        const bool ok = counts_both<policy>(xv, yv);
         const std::uint32_t ok_mask = 0U - static_cast<std::uint32_t>(ok);
         const std::uint32_t xb = std::bit_cast<std::uint32_t>(xv) & magnitude_mask;
         const std::uint32_t yb = std::bit_cast<std::uint32_t>(yv) & magnitude_mask;
@@ -245,7 +251,7 @@ GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int
     for (std::int64_t j = 0; j < n; ++j) {
         const float xv = x[j];
         const float yv = pair ? y[j] : 0.0F;
-        const bool ok = counts<policy>(xv) & counts<policy>(yv);  // both evaluated: no branch
+        const bool ok = counts_both<policy>(xv, yv);
         const double xm = ok ? static_cast<double>(xv) : 0.0;
         const double ym = ok ? static_cast<double>(yv) : 0.0;
         add_term<true>(xm, value_scale, xh, xl);
