@@ -343,12 +343,12 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
 // The one-digit sums of one row's gradient terms (common: where both magnitudes count; own: each field's), the
 // range of the counted magnitudes, and whether a point needed the scaled formula.
 struct FusedGradientSums {
-    std::uint64_t common_count = 0;
+    std::uint32_t common_count = 0;  // counts of one row's points, in 32 bits so that they take 16 lanes
     std::uint64_t common_truth = 0;
     std::uint64_t common_prediction = 0;
-    std::uint64_t truth_count = 0;
+    std::uint32_t truth_count = 0;
     std::uint64_t own_truth = 0;
-    std::uint64_t prediction_count = 0;
+    std::uint32_t prediction_count = 0;
     std::uint64_t own_prediction = 0;
     std::uint32_t largest = 0;
     std::uint32_t smallest_less_one = 0xffffffffU;
@@ -360,9 +360,9 @@ struct FusedGradientSums {
 // counts its magnitudes; common terms need both). The sums come as separate scalars, so that the vectoriser
 // keeps them in registers.
 template <ValidityPolicy policy, bool common, bool own>
-inline void add_gradient_point(float gt, float gp, double scale, std::uint64_t& common_count,
+inline void add_gradient_point(float gt, float gp, double scale, std::uint32_t& common_count,
                                std::uint64_t& common_truth, std::uint64_t& common_prediction,
-                               std::uint64_t& truth_count, std::uint64_t& own_truth, std::uint64_t& prediction_count,
+                               std::uint32_t& truth_count, std::uint64_t& own_truth, std::uint32_t& prediction_count,
                                std::uint64_t& own_prediction, std::uint32_t& largest,
                                std::uint32_t& smallest_less_one) noexcept {
     constexpr std::uint32_t magnitude_mask = 0x7fffffffU;
@@ -405,8 +405,8 @@ GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil
                                               const GradientRows<float>::Stencil& prediction, std::int64_t cols,
                                               double scale, FusedGradientSums& sums) noexcept {
     using Rows = GradientRows<float>;
-    std::uint64_t common_count = 0, common_truth = 0, common_prediction = 0, truth_count = 0, own_truth = 0,
-                  prediction_count = 0, own_prediction = 0;
+    std::uint32_t common_count = 0, truth_count = 0, prediction_count = 0;
+    std::uint64_t common_truth = 0, common_prediction = 0, own_truth = 0, own_prediction = 0;
     std::uint32_t largest = 0;
     std::uint32_t smallest_less_one = 0xffffffffU;
     unsigned any_scaled = 0;
