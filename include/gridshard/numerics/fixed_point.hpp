@@ -19,10 +19,12 @@
 /// row's smallest magnitude) need one digit: `fixed_point_add_whole`.
 ///
 /// ## The check
-/// The caller proves that every term of a block fits the grid before it accumulates (for example from the
-/// exponent range of the inputs the terms are formed from: see `fixed_point_grid_fits`), and sends a block
-/// that does not fit, or that holds NaN or infinities, down the per-block path of `add_exact_sum`. Since
-/// both paths are exact, the sum, and every rounding of it, is the same bits whichever path a block took.
+/// The caller proves that every term of a block fits the grid: before it accumulates, from the exponent range of
+/// the inputs the terms are formed from (the term engine's point terms; see `fixed_point_grid_fits`), or after,
+/// from the range of the terms it measured while accumulating on a guessed grid, discarding the digits when the
+/// guess does not hold (the term engine's fused gradient pass). A block that does not fit, or that holds NaN or
+/// infinities, goes down the per-block path of `add_exact_sum`. Since both paths are exact, the sum, and every
+/// rounding of it, is the same bits whichever path a block took.
 
 #include <bit>
 #include <cmath>
