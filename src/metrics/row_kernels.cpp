@@ -151,9 +151,9 @@ typename GradientRows<T>::Stencil GradientRows<T>::stencil(std::int64_t c, std::
     // The first and last column of the row: halo neighbours, or one-sided differences at the global
     // longitude edges unless longitude is periodic. (A one-column row needs both halo cells.)
     auto lat_difference = [&](std::int64_t j) -> T {
-        return s.row_case == RowCase::first  ? s.below[j] - s.here[j]
-               : s.row_case == RowCase::last ? s.here[j] - s.above[j]
-                                             : s.below[j] - s.above[j];
+        return s.row_case == RowCase::first  ? GradientRows::lat_difference<RowCase::first>(s, j)
+               : s.row_case == RowCase::last ? GradientRows::lat_difference<RowCase::last>(s, j)
+                                             : GradientRows::lat_difference<RowCase::interior>(s, j);
     };
     auto value = [&](std::int64_t j) { return j < 0 ? left : j >= cols ? right : s.here[j]; };
     const bool west_edge = !options_.periodic_lon && box_.lon.begin == 0;
@@ -197,15 +197,10 @@ GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const Stencil& s, std::int64_
     // beyond 2^+-62 in float), which geophysical fields never do. In blocks of four cache lines, each asking for
     // the matching part of the row `ahead` (a hint, no value changes): its first touch then overlaps this row's
     // arithmetic instead of stalling the next row's.
-    constexpr std::int64_t per_line = 64 / static_cast<std::int64_t>(sizeof(T));
-    constexpr std::int64_t block = 4 * per_line;
+    constexpr std::int64_t block = 4 * 64 / static_cast<std::int64_t>(sizeof(T));
     unsigned any_scaled = 0;
     for (std::int64_t start = 1; start + 1 < cols; start += block) {
-        if (s.ahead != nullptr) {
-            for (std::int64_t line = 0; line < block; line += per_line) {
-                __builtin_prefetch(s.ahead + std::min(start + line, cols - 1), 0, 3);
-            }
-        }
+        prefetch_ahead(s, start, block, cols);
         const std::int64_t end = std::min(start + block, cols - 1);
         for (std::int64_t j = start; j < end; ++j) {
             bool needs_scaling = false;
@@ -215,10 +210,8 @@ GRIDSHARD_KERNEL void GradientRows<T>::stencil_row(const Stencil& s, std::int64_
     }
     if (any_scaled != 0) {
         for (std::int64_t j = 1; j + 1 < cols; ++j) {
-            const T lat_difference = row_case == RowCase::first  ? s.below[j] - s.here[j]
-                                     : row_case == RowCase::last ? s.here[j] - s.above[j]
-                                                                 : s.below[j] - s.above[j];
-            out[j] = magnitude(lat_difference, s.here[j + 1] - s.here[j - 1], s.lat_factor, s.lon_factor);
+            out[j] =
+                magnitude(lat_difference<row_case>(s, j), s.here[j + 1] - s.here[j - 1], s.lat_factor, s.lon_factor);
         }
     }
 }

@@ -83,18 +83,35 @@ class GradientRows {
     };
     [[nodiscard]] Stencil stencil(std::int64_t c, std::int64_t i) const;
 
+    /// The latitude difference of column j of a stencil whose row is `row_case` (torch.gradient's: one-sided on
+    /// the first and last global row, central inside); a constant, so that the loops calling this vectorise.
+    template <RowCase row_case>
+    [[nodiscard]] static T lat_difference(const Stencil& s, std::int64_t j) noexcept {
+        if constexpr (row_case == RowCase::first) {
+            return s.below[j] - s.here[j];
+        } else if constexpr (row_case == RowCase::last) {
+            return s.here[j] - s.above[j];
+        } else {
+            return s.below[j] - s.above[j];
+        }
+    }
+
+    /// Asks for the part of the stencil's row `ahead` under columns [start, start + count) (a hint; changes no
+    /// value), so that its first touch overlaps this row's arithmetic.
+    static void prefetch_ahead(const Stencil& s, std::int64_t start, std::int64_t count, std::int64_t cols) noexcept {
+        if (s.ahead == nullptr) {
+            return;
+        }
+        for (std::int64_t line = 0; line < count; line += 64 / static_cast<std::int64_t>(sizeof(T))) {
+            __builtin_prefetch(s.ahead + std::min(start + line, cols - 1), 0, 3);
+        }
+    }
+
     /// The magnitude of interior column j (1 <= j <= cols - 2) of a stencil by the unscaled formula, and whether
     /// it needed scaling (then `row`'s value is the scaled formula's, not this one).
     template <RowCase row_case>
     static T interior_magnitude(const Stencil& s, std::int64_t j, bool& needs_scaling) noexcept {
-        T lat_difference = 0;
-        if constexpr (row_case == RowCase::first) {
-            lat_difference = s.below[j] - s.here[j];
-        } else if constexpr (row_case == RowCase::last) {
-            lat_difference = s.here[j] - s.above[j];
-        } else {
-            lat_difference = s.below[j] - s.above[j];
-        }
+        const T lat_difference = GradientRows::lat_difference<row_case>(s, j);
         const T lon_difference = s.here[j + 1] - s.here[j - 1];
         constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;  // as `magnitude`'s
         const T big = std::ldexp(T{1}, range);

@@ -412,13 +412,8 @@ GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil
     unsigned any_scaled = 0;
     constexpr std::int64_t block = 64;  // four cache lines of each field's row ahead asked for per block
     for (std::int64_t start = 1; start + 1 < cols; start += block) {
-        for (const float* ahead : {truth.ahead, prediction.ahead}) {
-            if (ahead != nullptr) {
-                for (std::int64_t line = 0; line < block; line += 16) {
-                    __builtin_prefetch(ahead + std::min(start + line, cols - 1), 0, 3);
-                }
-            }
-        }
+        Rows::prefetch_ahead(truth, start, block, cols);
+        Rows::prefetch_ahead(prediction, start, block, cols);
         const std::int64_t end = std::min(start + block, cols - 1);
         for (std::int64_t j = start; j < end; ++j) {
             bool truth_scaled = false;
@@ -471,10 +466,16 @@ FusedGradientSums fused_gradient_row(const GradientRows<float>::Stencil& truth,
     return f;
 }
 
+// How many powers of two above the grid one-digit terms may reach when `terms` of them share a digit sum: below
+// 2^51 for the float-to-integer trick, and the sum below 2^62.
+int one_digit_limit(std::int64_t terms) noexcept {
+    return std::min(51, 62 - static_cast<int>(std::bit_width(static_cast<std::uint64_t>(terms))));
+}
+
 // The lowest bit of a one-digit grid for magnitudes in [2^a, 2^b) over `terms` values, midway in the window
 // [b - limit, a - 23] so that the next row's range may move either way; none when the window is empty.
 std::optional<int> gradient_grid_guess(int a, int b, std::int64_t terms) noexcept {
-    const int limit = std::min(51, 62 - static_cast<int>(std::bit_width(static_cast<std::uint64_t>(terms))));
+    const int limit = one_digit_limit(terms);
     const int low = b - limit;
     const int high = a - 23;
     if (low > high) {
@@ -497,7 +498,7 @@ bool fused_gradient_fits(const FusedGradientSums& f, int lowest_bit, std::option
     }
     const int b = std::ilogb(std::bit_cast<float>(f.largest)) + 1;
     const int a = std::ilogb(std::bit_cast<float>(f.smallest_less_one + 1U));
-    const int limit = std::min(51, 62 - static_cast<int>(std::bit_width(static_cast<std::uint64_t>(f.terms))));
+    const int limit = one_digit_limit(f.terms);
     const bool fits = lowest_bit <= a - 23 && b - lowest_bit <= limit;
     if (!fits) {
         next = gradient_grid_guess(a, b, f.terms);
