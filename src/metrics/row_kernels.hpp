@@ -110,7 +110,7 @@ class GradientRows {
     /// The magnitude of interior column j (1 <= j <= cols - 2) of a stencil by the unscaled formula, and whether
     /// it needed scaling (then `row`'s value is the scaled formula's, not this one).
     template <RowCase row_case>
-    static T interior_magnitude(const Stencil& s, std::int64_t j, bool& needs_scaling) noexcept {
+    [[gnu::always_inline]] static T interior_magnitude(const Stencil& s, std::int64_t j, bool& needs_scaling) noexcept {
         const T lat_difference = GradientRows::lat_difference<row_case>(s, j);
         const T lon_difference = s.here[j + 1] - s.here[j - 1];
         constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;  // as `magnitude`'s

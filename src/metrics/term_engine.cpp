@@ -360,11 +360,12 @@ struct FusedGradientSums {
 // counts its magnitudes; common terms need both). The sums come as separate scalars, so that the vectoriser
 // keeps them in registers.
 template <ValidityPolicy policy, bool common, bool own>
-inline void add_gradient_point(float gt, float gp, double scale, std::uint32_t& common_count,
-                               std::uint64_t& common_truth, std::uint64_t& common_prediction,
-                               std::uint32_t& truth_count, std::uint64_t& own_truth, std::uint32_t& prediction_count,
-                               std::uint64_t& own_prediction, std::uint32_t& largest,
-                               std::uint32_t& smallest_less_one) noexcept {
+[[gnu::always_inline]] inline void add_gradient_point(float gt, float gp, double scale, std::uint32_t& common_count,
+                                                      std::uint64_t& common_truth, std::uint64_t& common_prediction,
+                                                      std::uint32_t& truth_count, std::uint64_t& own_truth,
+                                                      std::uint32_t& prediction_count, std::uint64_t& own_prediction,
+                                                      std::uint32_t& largest,
+                                                      std::uint32_t& smallest_less_one) noexcept {
     constexpr std::uint32_t magnitude_mask = 0x7fffffffU;
     const bool truth_counts = counts<policy>(gt);
     const bool prediction_counts = counts<policy>(gp);
@@ -405,38 +406,73 @@ GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil
                                               const GradientRows<float>::Stencil& prediction, std::int64_t cols,
                                               double scale, FusedGradientSums& sums) noexcept {
     using Rows = GradientRows<float>;
-    std::uint32_t common_count = 0, truth_count = 0, prediction_count = 0;
-    std::uint64_t common_truth = 0, common_prediction = 0, own_truth = 0, own_prediction = 0;
-    std::uint32_t largest = 0;
-    std::uint32_t smallest_less_one = 0xffffffffU;
-    unsigned any_scaled = 0;
+    // Each sum is kept per lane of a 16-wide step, so that the vectoriser keeps it in registers across the row
+    // and reduces it once (integer sums, maxima and minima: the same result in any order).
+    constexpr std::int64_t lanes = 16;
     constexpr std::int64_t block = 64;  // four cache lines of each field's row ahead asked for per block
-    for (std::int64_t start = 1; start + 1 < cols; start += block) {
-        Rows::prefetch_ahead(truth, start, block, cols);
-        Rows::prefetch_ahead(prediction, start, block, cols);
-        const std::int64_t end = std::min(start + block, cols - 1);
-        for (std::int64_t j = start; j < end; ++j) {
-            bool truth_scaled = false;
-            bool prediction_scaled = false;
-            const float gt = Rows::interior_magnitude<row_case>(truth, j, truth_scaled);
-            const float gp = Rows::interior_magnitude<row_case>(prediction, j, prediction_scaled);
-            any_scaled |= (truth_scaled | prediction_scaled) ? 1U : 0U;
-            add_gradient_point<policy, common, own>(gt, gp, scale, common_count, common_truth, common_prediction,
-                                                    truth_count, own_truth, prediction_count, own_prediction, largest,
-                                                    smallest_less_one);
+    std::array<std::uint32_t, lanes> common_count{}, truth_count{}, prediction_count{}, largest{};
+    std::array<std::uint64_t, lanes> common_truth{}, common_prediction{}, own_truth{}, own_prediction{};
+    std::array<std::uint32_t, lanes> smallest_less_one;
+    smallest_less_one.fill(0xffffffffU);
+    std::array<unsigned, lanes> any_scaled{};
+    // `active` false: the point adds zero magnitudes (which count under every policy; the caller takes them back
+    // off the counts) and no scaling flag.
+    auto add_point = [&](std::int64_t j, std::size_t l, bool active) __attribute__((always_inline)) {
+        bool truth_scaled = false;
+        bool prediction_scaled = false;
+        const std::uint32_t keep = 0U - static_cast<std::uint32_t>(active);
+        const float gt = std::bit_cast<float>(
+            std::bit_cast<std::uint32_t>(Rows::interior_magnitude<row_case>(truth, j, truth_scaled)) & keep);
+        const float gp = std::bit_cast<float>(
+            std::bit_cast<std::uint32_t>(Rows::interior_magnitude<row_case>(prediction, j, prediction_scaled)) & keep);
+        any_scaled[l] |= ((truth_scaled | prediction_scaled) & active) ? 1U : 0U;
+        add_gradient_point<policy, common, own>(gt, gp, scale, common_count[l], common_truth[l], common_prediction[l],
+                                                truth_count[l], own_truth[l], prediction_count[l], own_prediction[l],
+                                                largest[l], smallest_less_one[l]);
+    };
+    const std::int64_t interior = cols - 2;  // columns 1 .. cols - 2
+    std::int64_t j = 1;
+    for (; j + lanes <= cols - 1; j += lanes) {
+        if ((j - 1) % block == 0) {
+            Rows::prefetch_ahead(truth, j, block, cols);
+            Rows::prefetch_ahead(prediction, j, block, cols);
+        }
+        for (std::int64_t l = 0; l < lanes; ++l) {
+            add_point(j + l, static_cast<std::size_t>(l), true);
         }
     }
-    sums.common_count += common_count;
-    sums.common_truth += common_truth;
-    sums.common_prediction += common_prediction;
-    sums.truth_count += truth_count;
-    sums.own_truth += own_truth;
-    sums.prediction_count += prediction_count;
-    sums.own_prediction += own_prediction;
-    sums.largest = std::max(sums.largest, largest);
-    sums.smallest_less_one = std::min(sums.smallest_less_one, smallest_less_one);
-    sums.any_scaled |= any_scaled;
-    sums.terms += std::max<std::int64_t>(cols - 2, 0);
+    std::int64_t zero_terms = 0;  // inactive lanes' zeros, added to the digit sums (and their biases) as terms
+    if (j < cols - 1) {
+        if (interior >= lanes) {
+            // The last columns as one more whole step ending at column cols - 2, its lanes before j inactive.
+            const std::int64_t first = cols - 1 - lanes;
+            for (std::int64_t l = 0; l < lanes; ++l) {
+                add_point(first + l, static_cast<std::size_t>(l), first + l >= j);
+            }
+            zero_terms = j - first;
+            const auto inactive = static_cast<std::uint32_t>(zero_terms);
+            common_count[0] -= common ? inactive : 0U;
+            truth_count[0] -= own ? inactive : 0U;
+            prediction_count[0] -= own ? inactive : 0U;
+        } else {
+            for (; j < cols - 1; ++j) {
+                add_point(j, 0, true);
+            }
+        }
+    }
+    for (std::size_t l = 0; l < lanes; ++l) {
+        sums.common_count += common_count[l];
+        sums.common_truth += common_truth[l];
+        sums.common_prediction += common_prediction[l];
+        sums.truth_count += truth_count[l];
+        sums.own_truth += own_truth[l];
+        sums.prediction_count += prediction_count[l];
+        sums.own_prediction += own_prediction[l];
+        sums.largest = std::max(sums.largest, largest[l]);
+        sums.smallest_less_one = std::min(sums.smallest_less_one, smallest_less_one[l]);
+        sums.any_scaled |= any_scaled[l];
+    }
+    sums.terms += std::max<std::int64_t>(interior, 0) + zero_terms;
 }
 
 template <ValidityPolicy policy, bool common, bool own>
