@@ -132,7 +132,7 @@ void fixed_point_sum_rows(benchmark::State& state, bool two_digits) {
     const int lowest_bit = 2 * (std::ilogb(smallest) - 23);
     FixedPointGrid grid = FixedPointGrid::for_range(lowest_bit, 2 * (std::ilogb(largest) + 1));
     grid.one_digit = grid.one_digit && !two_digits;
-    const double scale = grid.scale();
+    const double anchor = grid.anchor();
     for (auto _ : state) {
         ExactSum sum;
         for (std::int64_t i = 0; i < quarter_degree.nlat; ++i) {
@@ -141,11 +141,11 @@ void fixed_point_sum_rows(benchmark::State& state, bool two_digits) {
             std::uint64_t low = 0;
             if (grid.one_digit) {
                 for (std::int64_t j = 0; j < cols; ++j) {
-                    fixed_point_add_whole(row[j], scale, high);
+                    fixed_point_add_whole(row[j], anchor, high);
                 }
             } else {
                 for (std::int64_t j = 0; j < cols; ++j) {
-                    fixed_point_add(row[j], scale, high, low);
+                    fixed_point_add(row[j], anchor, high, low);
                 }
             }
             grid.deposit(sum, 1.0, high, low, cols);

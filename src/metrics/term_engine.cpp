@@ -226,11 +226,11 @@ std::optional<FloatRowGrids> float_row_grids(const FloatRowRange& range) noexcep
 
 // Adds a term on a grid of one digit (whole) or two to its digit sums.
 template <bool whole>
-inline void add_term(double value, double scale, std::uint64_t& high, std::uint64_t& low) noexcept {
+inline void add_term(double value, double anchor, std::uint64_t& high, std::uint64_t& low) noexcept {
     if constexpr (whole) {
-        fixed_point_add_whole(value, scale, high);
+        fixed_point_add_whole(value, anchor, high);
     } else {
-        fixed_point_add(value, scale, high, low);
+        fixed_point_add(value, anchor, high, low);
     }
 }
 
@@ -238,14 +238,14 @@ inline void add_term(double value, double scale, std::uint64_t& high, std::uint6
 // prediction_square, difference_square, cross (x for truth, y for prediction): one digit for each value (whole
 // multiples of their grid below 2^50), one or two for the squares and products (`products_whole`) and the
 // squared differences (`differences_whole`); the squares and products only with `moments`, y's terms only with
-// `pair`. `scales` holds the three grids' scales. Each term is the engine's expression in double on the masked
+// `pair`. `anchors` holds the three grids' anchors. Each term is the engine's expression in double on the masked
 // values, the same double the per-row path sums.
 template <ValidityPolicy policy, bool pair, bool moments, bool products_whole, bool differences_whole>
-GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int64_t n, const double* scales,
+GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int64_t n, const double* anchors,
                                         std::uint64_t* __restrict digits) noexcept {
-    const double value_scale = scales[0];
-    const double product_scale = scales[1];
-    const double difference_scale = scales[2];
+    const double value_anchor = anchors[0];
+    const double product_anchor = anchors[1];
+    const double difference_anchor = anchors[2];
     std::uint64_t xh = 0, xl = 0, yh = 0, yl = 0, xxh = 0, xxl = 0, yyh = 0, yyl = 0, ddh = 0, ddl = 0, xyh = 0,
                   xyl = 0;  // the low digits of one-digit terms stay zero
     for (std::int64_t j = 0; j < n; ++j) {
@@ -254,16 +254,16 @@ GRIDSHARD_KERNEL void fixed_point_terms(const float* x, const float* y, std::int
         const bool ok = counts_both<policy>(xv, yv);
         const double xm = ok ? static_cast<double>(xv) : 0.0;
         const double ym = ok ? static_cast<double>(yv) : 0.0;
-        add_term<true>(xm, value_scale, xh, xl);
+        add_term<true>(xm, value_anchor, xh, xl);
         if constexpr (pair) {
-            add_term<true>(ym, value_scale, yh, yl);
+            add_term<true>(ym, value_anchor, yh, yl);
         }
         if constexpr (moments) {
-            add_term<products_whole>(xm * xm, product_scale, xxh, xxl);
+            add_term<products_whole>(xm * xm, product_anchor, xxh, xxl);
             if constexpr (pair) {
-                add_term<products_whole>(ym * ym, product_scale, yyh, yyl);
-                add_term<differences_whole>((ym - xm) * (ym - xm), difference_scale, ddh, ddl);
-                add_term<products_whole>(xm * ym, product_scale, xyh, xyl);
+                add_term<products_whole>(ym * ym, product_anchor, yyh, yyl);
+                add_term<differences_whole>((ym - xm) * (ym - xm), difference_anchor, ddh, ddl);
+                add_term<products_whole>(xm * ym, product_anchor, xyh, xyl);
             }
         }
     }
@@ -282,21 +282,21 @@ struct FixedPointSlots {
 // The instance of fixed_point_terms for a block: the values only, or with the moments on the row's grids.
 template <ValidityPolicy policy>
 void fixed_point_terms_of(const float* x, const float* y, std::int64_t n, bool moments, const FloatRowGrids& grids,
-                          const double* scales, std::uint64_t* digits) noexcept {
+                          const double* anchors, std::uint64_t* digits) noexcept {
     const bool products_whole = grids.products.one_digit;
     const bool differences_whole = grids.differences.one_digit;
     if (!moments) {
-        y != nullptr ? fixed_point_terms<policy, true, false, true, true>(x, y, n, scales, digits)
-                     : fixed_point_terms<policy, false, false, true, true>(x, y, n, scales, digits);
+        y != nullptr ? fixed_point_terms<policy, true, false, true, true>(x, y, n, anchors, digits)
+                     : fixed_point_terms<policy, false, false, true, true>(x, y, n, anchors, digits);
     } else if (y == nullptr) {
-        products_whole ? fixed_point_terms<policy, false, true, true, true>(x, y, n, scales, digits)
-                       : fixed_point_terms<policy, false, true, false, true>(x, y, n, scales, digits);
+        products_whole ? fixed_point_terms<policy, false, true, true, true>(x, y, n, anchors, digits)
+                       : fixed_point_terms<policy, false, true, false, true>(x, y, n, anchors, digits);
     } else if (products_whole) {
-        differences_whole ? fixed_point_terms<policy, true, true, true, true>(x, y, n, scales, digits)
-                          : fixed_point_terms<policy, true, true, true, false>(x, y, n, scales, digits);
+        differences_whole ? fixed_point_terms<policy, true, true, true, true>(x, y, n, anchors, digits)
+                          : fixed_point_terms<policy, true, true, true, false>(x, y, n, anchors, digits);
     } else {
-        differences_whole ? fixed_point_terms<policy, true, true, false, true>(x, y, n, scales, digits)
-                          : fixed_point_terms<policy, true, true, false, false>(x, y, n, scales, digits);
+        differences_whole ? fixed_point_terms<policy, true, true, false, true>(x, y, n, anchors, digits)
+                          : fixed_point_terms<policy, true, true, false, false>(x, y, n, anchors, digits);
     }
 }
 
@@ -316,7 +316,7 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
     if (range.largest == 0) {
         return true;  // every term is zero
     }
-    const std::array<double, 3> scales{grids->values.scale(), grids->products.scale(), grids->differences.scale()};
+    const std::array<double, 3> anchors{grids->values.anchor(), grids->products.anchor(), grids->differences.anchor()};
     const std::array<const FixedPointGrid*, 6> grid_of{&grids->values,   &grids->values,      &grids->products,
                                                        &grids->products, &grids->differences, &grids->products};
     const bool moments = slots.moments();
@@ -324,7 +324,7 @@ bool add_fixed_point_row(PartialSums& sums, const float* x, const float* y, std:
         const std::int64_t length = std::min(fixed_point_block, n - start);
         std::array<std::uint64_t, 12> digits{};
         fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, *grids,
-                                     scales.data(), digits.data());
+                                     anchors.data(), digits.data());
         for (std::size_t k = 0; k < slots.sums.size(); ++k) {
             if (slots.sums[k] >= 0) {
                 sums.add_fixed_point(slots.sums[k], factor, *grid_of[k], digits[2 * k], digits[2 * k + 1], length);
@@ -360,7 +360,7 @@ struct FusedGradientSums {
 // counts its magnitudes; common terms need both). The sums come as separate scalars, so that the vectoriser
 // keeps them in registers.
 template <ValidityPolicy policy, bool common, bool own>
-[[gnu::always_inline]] inline void add_gradient_point(float gt, float gp, double scale, std::uint32_t& common_count,
+[[gnu::always_inline]] inline void add_gradient_point(float gt, float gp, double anchor, std::uint32_t& common_count,
                                                       std::uint64_t& common_truth, std::uint64_t& common_prediction,
                                                       std::uint32_t& truth_count, std::uint64_t& own_truth,
                                                       std::uint32_t& prediction_count, std::uint64_t& own_prediction,
@@ -383,20 +383,20 @@ template <ValidityPolicy policy, bool common, bool own>
     if constexpr (common) {
         const bool both = truth_counts & prediction_counts;
         common_count += both ? 1U : 0U;
-        fixed_point_add_whole(kept(gt, both), scale, common_truth);
-        fixed_point_add_whole(kept(gp, both), scale, common_prediction);
+        fixed_point_add_whole(kept(gt, both), anchor, common_truth);
+        fixed_point_add_whole(kept(gp, both), anchor, common_prediction);
     }
     if constexpr (own) {
         truth_count += truth_counts ? 1U : 0U;
-        fixed_point_add_whole(kept(gt, truth_counts), scale, own_truth);
+        fixed_point_add_whole(kept(gt, truth_counts), anchor, own_truth);
         prediction_count += prediction_counts ? 1U : 0U;
-        fixed_point_add_whole(kept(gp, prediction_counts), scale, own_prediction);
+        fixed_point_add_whole(kept(gp, prediction_counts), anchor, own_prediction);
     }
 }
 
 template <ValidityPolicy policy, bool common, bool own>
-inline void add_gradient_point(float gt, float gp, double scale, FusedGradientSums& f) noexcept {
-    add_gradient_point<policy, common, own>(gt, gp, scale, f.common_count, f.common_truth, f.common_prediction,
+inline void add_gradient_point(float gt, float gp, double anchor, FusedGradientSums& f) noexcept {
+    add_gradient_point<policy, common, own>(gt, gp, anchor, f.common_count, f.common_truth, f.common_prediction,
                                             f.truth_count, f.own_truth, f.prediction_count, f.own_prediction, f.largest,
                                             f.smallest_less_one);
 }
@@ -404,7 +404,7 @@ inline void add_gradient_point(float gt, float gp, double scale, FusedGradientSu
 template <ValidityPolicy policy, GradientRows<float>::RowCase row_case, bool common, bool own>
 GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil& truth,
                                               const GradientRows<float>::Stencil& prediction, std::int64_t cols,
-                                              double scale, FusedGradientSums& sums) noexcept {
+                                              double anchor, FusedGradientSums& sums) noexcept {
     using Rows = GradientRows<float>;
     // Each sum is kept per lane of a 16-wide step, so that the vectoriser keeps it in registers across the row
     // and reduces it once (integer sums, maxima and minima: the same result in any order).
@@ -426,7 +426,7 @@ GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil
         const float gp = std::bit_cast<float>(
             std::bit_cast<std::uint32_t>(Rows::interior_magnitude<row_case>(prediction, j, prediction_scaled)) & keep);
         any_scaled[l] |= ((truth_scaled | prediction_scaled) & active) ? 1U : 0U;
-        add_gradient_point<policy, common, own>(gt, gp, scale, common_count[l], common_truth[l], common_prediction[l],
+        add_gradient_point<policy, common, own>(gt, gp, anchor, common_count[l], common_truth[l], common_prediction[l],
                                                 truth_count[l], own_truth[l], prediction_count[l], own_prediction[l],
                                                 largest[l], smallest_less_one[l]);
     };
@@ -478,25 +478,25 @@ GRIDSHARD_KERNEL void fused_gradient_interior(const GradientRows<float>::Stencil
 template <ValidityPolicy policy, bool common, bool own>
 FusedGradientSums fused_gradient_row(const GradientRows<float>::Stencil& truth,
                                      const GradientRows<float>::Stencil& prediction, std::int64_t cols,
-                                     double scale) noexcept {
+                                     double anchor) noexcept {
     using RowCase = GradientRows<float>::RowCase;
     FusedGradientSums f;
     switch (truth.row_case) {
         case RowCase::first:
-            fused_gradient_interior<policy, RowCase::first, common, own>(truth, prediction, cols, scale, f);
+            fused_gradient_interior<policy, RowCase::first, common, own>(truth, prediction, cols, anchor, f);
             break;
         case RowCase::last:
-            fused_gradient_interior<policy, RowCase::last, common, own>(truth, prediction, cols, scale, f);
+            fused_gradient_interior<policy, RowCase::last, common, own>(truth, prediction, cols, anchor, f);
             break;
         case RowCase::interior:
-            fused_gradient_interior<policy, RowCase::interior, common, own>(truth, prediction, cols, scale, f);
+            fused_gradient_interior<policy, RowCase::interior, common, own>(truth, prediction, cols, anchor, f);
             break;
     }
     // The edge columns (their magnitudes read halo cells; one column when the row has one).
-    add_gradient_point<policy, common, own>(truth.first, prediction.first, scale, f);
+    add_gradient_point<policy, common, own>(truth.first, prediction.first, anchor, f);
     ++f.terms;
     if (cols > 1) {
-        add_gradient_point<policy, common, own>(truth.last, prediction.last, scale, f);
+        add_gradient_point<policy, common, own>(truth.last, prediction.last, anchor, f);
         ++f.terms;
     }
     return f;
@@ -878,10 +878,10 @@ class RowTerms {
             const bool common = terms.needs_common_gradient();
             const bool own = terms.needs_own_gradient();
             const int lowest_bit = *s.gradient_grid;
-            const double scale = std::ldexp(1.0, -lowest_bit);
+            const double anchor = fixed_point_anchor(lowest_bit);
             const auto truth = truth_gradient_->stencil(c, i);
             const auto prediction = prediction_gradient_->stencil(c, i);
-            const FusedGradientSums f = fused_sums(common, own, truth, prediction, row.cols, scale);
+            const FusedGradientSums f = fused_sums(common, own, truth, prediction, row.cols, anchor);
             if (!fused_gradient_fits(f, lowest_bit, s.gradient_grid)) {
                 return false;
             }
@@ -913,13 +913,13 @@ class RowTerms {
 
     template <class Stencil>
     FusedGradientSums fused_sums(bool common, bool own, const Stencil& truth, const Stencil& prediction,
-                                 std::int64_t cols, double scale) const {
+                                 std::int64_t cols, double anchor) const {
         auto with_policy = [&]<ValidityPolicy policy>() {
             if (common && own) {
-                return fused_gradient_row<policy, true, true>(truth, prediction, cols, scale);
+                return fused_gradient_row<policy, true, true>(truth, prediction, cols, anchor);
             }
-            return common ? fused_gradient_row<policy, true, false>(truth, prediction, cols, scale)
-                          : fused_gradient_row<policy, false, true>(truth, prediction, cols, scale);
+            return common ? fused_gradient_row<policy, true, false>(truth, prediction, cols, anchor)
+                          : fused_gradient_row<policy, false, true>(truth, prediction, cols, anchor);
         };
         switch (request_.policy) {
             case ValidityPolicy::propagate:
