@@ -996,7 +996,7 @@ PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<
         GRIDSHARD_PRAGMA(omp for schedule(static))
         for (std::int64_t k = 0; k < items; ++k) {
             const Row<T> row = row_of(k / rows, k % rows);
-            if (k + 1 < items) {
+            if (k + 1 < items && !truth_gradient) {  // the gradient's stencil asks for its rows ahead itself
                 prefetch_row(row.truth + cols, cols);
                 if (row.prediction != nullptr) {
                     prefetch_row(row.prediction + cols, cols);
