@@ -1,7 +1,10 @@
 #include "cf_decoding.hpp"
 
+#include "../core/kernel_dispatch.hpp"
+
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 namespace gridshard::io::detail {
@@ -103,6 +106,27 @@ bool CfDecoding::stored_values_fit() const noexcept {
     }
 }
 
+namespace {
+
+// CfDecoding::apply's general rule for at most two missing values (`first`, `second`; NaN for none), branch-free
+// so that it vectorises: the same expressions, so the same bits. `wrap` is 2^bits for unsigned stored values,
+// else 0.
+template <class T, bool packed>
+GRIDSHARD_KERNEL void decode_values(T* values, std::int64_t n, double first, double second, double wrap, double low,
+                                    double high, double scale, double offset) noexcept {
+    constexpr T nan = std::numeric_limits<T>::quiet_NaN();
+    for (std::int64_t j = 0; j < n; ++j) {
+        double x = static_cast<double>(values[j]);
+        const bool missing = (x == first) | (x == second);
+        x += x < 0.0 ? wrap : 0.0;
+        const bool invalid = !(x >= low && x <= high);
+        const double data = packed ? x * scale + offset : x;
+        values[j] = (missing | invalid) ? nan : static_cast<T>(data);
+    }
+}
+
+}  // namespace
+
 template <class T>
 void CfDecoding::apply(std::span<T> values) const noexcept {
     constexpr T nan = std::numeric_limits<T>::quiet_NaN();
@@ -123,6 +147,17 @@ void CfDecoding::apply(std::span<T> values) const noexcept {
         for (T& v : values) {
             v = (v == first || v == second || !(v >= low && v <= high)) ? nan : v;
         }
+        return;
+    }
+    if (missing_.size() <= 2) {
+        constexpr double no_value = std::numeric_limits<double>::quiet_NaN();
+        const double first = missing_.empty() ? no_value : missing_[0];
+        const double second = missing_.size() < 2 ? no_value : missing_[1];
+        const double wrap = is_unsigned_ ? wrap_ : 0.0;
+        const auto n = static_cast<std::int64_t>(values.size());
+        packed_
+            ? decode_values<T, true>(values.data(), n, first, second, wrap, valid_min_, valid_max_, scale_, offset_)
+            : decode_values<T, false>(values.data(), n, first, second, wrap, valid_min_, valid_max_, scale_, offset_);
         return;
     }
     for (T& v : values) {

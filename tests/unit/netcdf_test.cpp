@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -309,6 +311,55 @@ TEST(NetcdfReader, FillAndMissingValuesBecomeNan) {
     EXPECT_EQ(reader.read<float>("unsigned_bytes", {0, 1}, all), (std::vector<float>{127.5f, 64, 0, 0.5f, 63.5f, 1}));
     // The sub-box reads the same values.
     EXPECT_EQ(reader.read<float>("unsigned_bytes", {0, 1}, {{1, 2}, {1, 3}}), (std::vector<float>{63.5f, 1}));
+}
+
+// Packed values with a fill, missing values and a valid range: the vectorised rule (at most two missing values) and
+// the general one (three) give the same values, NaN where any rule says missing or invalid.
+TEST(NetcdfReader, PackedValuesWithMissingAndValidRange) {
+    TempDir dir;
+    const std::string path = dir / "packed_ranges.nc";
+    const std::vector<double> stored{-1, 7, 150, -101, 100, 5, 8, -100, 0, 3, -7, 99};
+    {
+        Builder b(path);
+        const int y = b.dim("lat", 3);
+        const int x = b.dim("lon", 4);
+        const int lat = b.var("lat", NC_FLOAT, {y});
+        const int lon = b.var("lon", NC_FLOAT, {x});
+        const int two = b.var("two_missing", NC_SHORT, {y, x});
+        const int three = b.var("three_missing", NC_SHORT, {y, x});
+        for (const int v : {two, three}) {
+            b.number(v, "scale_factor", NC_DOUBLE, {0.25});
+            b.number(v, "add_offset", NC_DOUBLE, {-3});
+            b.number(v, "_FillValue", NC_SHORT, {-1});
+            b.number(v, "valid_range", NC_SHORT, {-100, 100});
+        }
+        b.number(two, "missing_value", NC_SHORT, {7});
+        b.number(three, "missing_value", NC_SHORT, {7, 8});
+        b.end();
+        b.put(lat, {-10, 0, 10});
+        b.put(lon, {0, 90, 180, 270});
+        b.put(two, {3, 4}, stored);
+        b.put(three, {3, 4}, stored);
+    }
+    const NetcdfReader reader(path);
+    const Box all{{0, 3}, {0, 4}};
+    const auto two = reader.read<double>("two_missing", {0, 1}, all);
+    const auto three = reader.read<double>("three_missing", {0, 1}, all);
+    ASSERT_EQ(two.size(), stored.size());
+    for (std::size_t k = 0; k < stored.size(); ++k) {
+        const double x = stored[k];
+        const bool missing = x == -1 || x == 7 || x < -100 || x > 100;
+        if (missing) {
+            EXPECT_TRUE(std::isnan(two[k])) << k;
+        } else {
+            EXPECT_EQ(two[k], x * 0.25 - 3) << k;
+        }
+        if (missing || x == 8) {
+            EXPECT_TRUE(std::isnan(three[k])) << k;
+        } else {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(three[k]), std::bit_cast<std::uint64_t>(two[k])) << k;
+        }
+    }
 }
 
 TEST(NetcdfReader, PackedShortsAreUnpacked) {
