@@ -46,8 +46,8 @@ test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm 
 test-fast: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-# The second MPI: a build against Debian's MPICH in $(MPICH_DIR), its unit and 1-, 2- and 4-rank MPI tests, and
-# gridshard eval on 4 ranks against one process (tests/mpich_stage.sh).
+# The second MPI: a build against Debian's MPICH in $(MPICH_DIR), its unit and 1- and 2-rank MPI tests, the
+# 4-rank ones on the 1x2x2 mesh, and gridshard eval on 4 ranks against one process (tests/mpich_stage.sh).
 MPICH_DIR ?= build-mpich
 test-mpich: deps
 	bash tests/mpich_stage.sh $(MPICH_DIR) $(JOBS)

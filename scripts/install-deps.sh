@@ -14,7 +14,7 @@ packages=(
     libcli11-dev nlohmann-json3-dev
     libnetcdf-dev netcdf-bin cdo nco libudunits2-dev libnetcdf-mpi-dev libpnetcdf-dev
     clang-14 libclang-rt-14-dev
-    python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-netcdf4 python3-xarray python3-matplotlib python3-torch python3-venv python3-pip
+    python3 python3-numpy python3-mpi4py python3-pybind11 python3-pytest python3-pytest-xdist python3-netcdf4 python3-xarray python3-matplotlib python3-torch python3-venv python3-pip
     slurm-wlm munge mpich libmpich-dev iproute2
     libfftw3-dev libsharp-dev
 )
