@@ -108,20 +108,25 @@ bool CfDecoding::stored_values_fit() const noexcept {
 
 namespace {
 
-// CfDecoding::apply's general rule for at most two missing values (`first`, `second`; NaN for none), branch-free
-// so that it vectorises: the same expressions, so the same bits. `wrap` is 2^bits for unsigned stored values,
-// else 0.
+// The rule after the missing-value test: unsigned stored values wrapped (`wrap` is 2^bits for them, else 0), the
+// valid range checked, the value unpacked in double and rounded once to T; NaN where missing or invalid.
+template <class T, bool packed>
+inline T decoded_value(double x, bool missing, double wrap, double low, double high, double scale,
+                       double offset) noexcept {
+    x += x < 0.0 ? wrap : 0.0;
+    const bool invalid = !(x >= low && x <= high);
+    const double data = packed ? x * scale + offset : x;
+    return (missing | invalid) ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(data);
+}
+
+// CfDecoding::apply for at most two missing values (`first`, `second`; NaN for none), branch-free so that it
+// vectorises.
 template <class T, bool packed>
 GRIDSHARD_KERNEL void decode_values(T* values, std::int64_t n, double first, double second, double wrap, double low,
                                     double high, double scale, double offset) noexcept {
-    constexpr T nan = std::numeric_limits<T>::quiet_NaN();
     for (std::int64_t j = 0; j < n; ++j) {
-        double x = static_cast<double>(values[j]);
-        const bool missing = (x == first) | (x == second);
-        x += x < 0.0 ? wrap : 0.0;
-        const bool invalid = !(x >= low && x <= high);
-        const double data = packed ? x * scale + offset : x;
-        values[j] = (missing | invalid) ? nan : static_cast<T>(data);
+        const double x = static_cast<double>(values[j]);
+        values[j] = decoded_value<T, packed>(x, (x == first) | (x == second), wrap, low, high, scale, offset);
     }
 }
 
@@ -149,25 +154,22 @@ void CfDecoding::apply(std::span<T> values) const noexcept {
         }
         return;
     }
+    const double wrap = is_unsigned_ ? wrap_ : 0.0;
     if (missing_.size() <= 2) {
         constexpr double no_value = std::numeric_limits<double>::quiet_NaN();
         const double first = missing_.empty() ? no_value : missing_[0];
         const double second = missing_.size() < 2 ? no_value : missing_[1];
-        const double wrap = is_unsigned_ ? wrap_ : 0.0;
         const auto n = static_cast<std::int64_t>(values.size());
         packed_
             ? decode_values<T, true>(values.data(), n, first, second, wrap, valid_min_, valid_max_, scale_, offset_)
             : decode_values<T, false>(values.data(), n, first, second, wrap, valid_min_, valid_max_, scale_, offset_);
         return;
     }
-    for (T& v : values) {
-        double x = static_cast<double>(v);
-        bool missing = std::find(missing_.begin(), missing_.end(), x) != missing_.end();
-        if (is_unsigned_ && x < 0.0) {
-            x += wrap_;
-        }
-        missing = missing || !(x >= valid_min_ && x <= valid_max_);
-        v = missing ? nan : static_cast<T>(packed_ ? x * scale_ + offset_ : x);
+    for (T& v : values) {  // more missing values
+        const double x = static_cast<double>(v);
+        const bool missing = std::find(missing_.begin(), missing_.end(), x) != missing_.end();
+        v = packed_ ? decoded_value<T, true>(x, missing, wrap, valid_min_, valid_max_, scale_, offset_)
+                    : decoded_value<T, false>(x, missing, wrap, valid_min_, valid_max_, scale_, offset_);
     }
 }
 
