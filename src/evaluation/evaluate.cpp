@@ -139,6 +139,8 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
     // `rounds` rounds, reading nothing in those past its own pairs. Round k's reads, into `b`; no MPI calls unless
     // the reads are collective.
+    // A data rank with no pairs (more data ranks than initial conditions, lead times or members to split) only ever
+    // takes part: `pairs() == 0`, and pair_of is never asked for a round it does not have.
     const auto pair_of = [&](std::int64_t round) {
         return std::pair{work.initial_conditions.begin + round / work.leads.size(),
                          work.leads.begin + round % work.leads.size()};
@@ -147,8 +149,8 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         return attempt([&] {
             const bool has_pair = round < pairs;
             // Named values, not a structured binding: the lambdas below capture them (clang 14 cannot).
-            const std::int64_t ic = pair_of(round).first;
-            const std::int64_t lead = pair_of(round).second;
+            const std::int64_t ic = has_pair ? pair_of(round).first : -1;
+            const std::int64_t lead = has_pair ? pair_of(round).second : -1;
             io::ReadRound reads(collective);
             reads.read([&] {
                 if (has_pair) {

@@ -76,6 +76,22 @@ def test_builtin_json_is_bit_identical_across_layouts(tmp_path, mpirun, serial_b
         assert r["mesh"] == {"data": 1, "lat": 2, "lon": 2}  # the default mesh for 4 ranks
 
 
+@pytest.mark.parametrize("ranks,mesh,extra", [
+    (4, "4x1x1", []), (3, "3x1x1", []), (3, "3x1x1", ["--io", "collective"]),
+    (5, "5x1x1", ["--initial-conditions", 2, "--ensemble-size", 2]),
+    (5, "5x1x1", ["--initial-conditions", 2, "--ensemble-size", 2, "--data-split", "lead-times", "--io", "collective"]),
+])
+def test_more_data_ranks_than_work_take_part_idle(tmp_path, run, mpirun, ranks, mesh, extra):
+    """More data ranks than steps (or initial conditions, lead times, members) to split: the surplus ranks hold no
+    pair and take part in every collective; the report is the serial one."""
+    args = ["eval", "--nlat", 19, "--nlon", 36, "--ntime", 2, "--quiet", *extra]
+    serial, out = tmp_path / "serial.json", tmp_path / "out.json"
+    assert run(*args, "--json", serial).returncode == 0
+    result = mpirun(ranks, *args, "--mesh", mesh, "--json", out)
+    assert result.returncode == 0, result.stderr
+    assert report(out)["variables"] == report(serial)["variables"]
+
+
 def test_fast_summation_is_close_to_reproducible(tmp_path, run, serial_builtin):
     out = tmp_path / "fast.json"
     assert run("eval", *BUILTIN, "--summation", "fast", "--json", out).returncode == 0
