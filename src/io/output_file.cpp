@@ -82,6 +82,40 @@ struct Identity {
 constexpr const char* temporary_marker = ".gridshard-tmp-";
 constexpr std::time_t stale_after_s = 24 * 3600;
 
+// The byte a temporary's writer locks while it lives: far past any data, so that no byte-range lock an MPI-IO
+// layer takes on the file's data (ROMIO's, for data sieving) ever meets it.
+constexpr off_t liveness_lock_offset = off_t{1} << 62;
+
+struct flock liveness_lock() {
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = liveness_lock_offset;
+    lock.l_len = 1;
+    return lock;
+}
+
+// Takes the lock that shows other processes this temporary's writer is alive: an open-file-description lock,
+// which the kernel drops when the writer ends however it ends, and which closing another descriptor of the file
+// (a library's, by path) does not drop. A file system without such locks gets none; the host and process rule
+// decides there.
+void hold_liveness_lock(int fd) noexcept {
+    struct flock lock = liveness_lock();
+    (void)::fcntl(fd, F_OFD_SETLK, &lock);
+}
+
+// Whether a live process holds the liveness lock of the temporary at `path`.
+bool writer_is_alive(const fs::path& path) noexcept {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+        return false;
+    }
+    struct flock probe = liveness_lock();
+    const bool held = ::fcntl(fd, F_OFD_GETLK, &probe) == 0 && probe.l_type != F_UNLCK;
+    ::close(fd);
+    return held;
+}
+
 std::string host_name() {
     char name[HOST_NAME_MAX + 1] = {};
     if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') {
@@ -106,9 +140,11 @@ long long trailing_number(const std::string& text, std::size_t& end) {
     return value;
 }
 
-// Removes the temporaries of `target` (".NAME.gridshard-tmp-HOST-PID-N[.SUFFIX]") that no live run can own:
-// those of this host whose process is gone, and any not modified for a day (another host's process cannot be
-// asked). A temporary of a live process of this host is kept, whatever its age.
+// Removes the temporaries of `target` (".NAME.gridshard-tmp-HOST-PID-N[.SUFFIX]") that no live run can own. One
+// whose liveness lock is held is kept, whatever its name says (a container may share this host's name and not its
+// processes). Of the others, those of this host whose process is gone, and any not modified for a day (another
+// host's process cannot be asked, and a file system without locks cannot tell). A temporary of a live process of
+// this host is kept, whatever its age.
 void remove_stale_temporaries(const fs::path& target, const std::string& host) {
     const std::string prefix = "." + target.filename().string() + temporary_marker;
     const fs::path folder = folder_of(target);
@@ -134,6 +170,9 @@ void remove_stale_temporaries(const fs::path& target, const std::string& host) {
         const fs::path path = folder / name;
         struct stat info {};
         if (pid <= 0 || ::lstat(path.c_str(), &info) != 0 || !S_ISREG(info.st_mode)) {
+            continue;
+        }
+        if (writer_is_alive(path)) {
             continue;
         }
         const bool here = owner.substr(0, end) == host;
@@ -204,7 +243,7 @@ void check_output_paths(const std::vector<NamedPath>& inputs, const std::vector<
     }
 }
 
-AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path) {
+AtomicOutput::AtomicOutput(const std::string& path, TemporaryKind kind) : path_(path), target_(path) {
     struct stat info {};
     if (::stat(path.c_str(), &info) == 0 && is_written_through(info)) {
         // A device or a FIFO (through a link too: /dev/fd/N of a pipe) is written, not replaced; a FIFO
@@ -230,35 +269,86 @@ AtomicOutput::AtomicOutput(const std::string& path) : path_(path), target_(path)
             throw ArgumentError("cannot write " + in_quotes(path) + ": it " + problem);
         }
     }
+    remove_stale_temporaries(target_, host_name());
+    if (kind == TemporaryKind::shared || !create_unnamed()) {
+        create_named();
+    }
+}
+
+bool AtomicOutput::create_unnamed() {
+#ifdef O_TMPFILE
+    const int fd = ::open(folder_of(target_).c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        return false;  // no unnamed files on this file system (or the folder's problem, which create_named reports)
+    }
+    std::string by_path = "/proc/self/fd/" + std::to_string(fd);
+    if (::access(by_path.c_str(), W_OK) != 0) {  // no /proc: a library could not write it by path
+        ::close(fd);
+        return false;
+    }
+    hold_liveness_lock(fd);
+    fd_ = fd;
+    temporary_ = std::move(by_path);
+    unnamed_ = true;
+    return true;
+#else
+    return false;
+#endif
+}
+
+namespace {
+
+// Gives a file a new temporary name beside `target` (".NAME.gridshard-tmp-HOST-PID-N"): `make(name)` creates it
+// under that name, returning false with errno set when it cannot; a name taken (a dead process's, PID being this
+// process's own) moves on to the next. The name is registered for removal on a signal before it exists, so that no
+// signal finds it unregistered. Returns the name and its registration; fails as fail_errno does, naming `doing`.
+template <class Make>
+std::pair<std::string, RemovedOnSignal> named_temporary(const std::string& path, const fs::path& target,
+                                                        const char* doing, Make make) {
     static std::atomic<unsigned> counter{0};
     static const std::string host = host_name();
-    const fs::path target(target_);
-    remove_stale_temporaries(target, host);
     for (int attempt = 0;; ++attempt) {
-        const std::string name = "." + target.filename().string() + temporary_marker + host + "-" +
-                                 std::to_string(::getpid()) + "-" + std::to_string(counter++);
-        temporary_ = (folder_of(target) / name).string();
-        // Registered before it exists, so that no signal finds it unregistered (a file of this name that
-        // exists already is a dead process's: PID is this process's own).
-        RemovedOnSignal registered(temporary_);
-        fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd_ >= 0) {
-            removed_on_signal_ = std::move(registered);
-            break;
+        std::string name = (folder_of(target) / ("." + target.filename().string() + temporary_marker + host + "-" +
+                                                 std::to_string(::getpid()) + "-" + std::to_string(counter++)))
+                               .string();
+        RemovedOnSignal registered(name);
+        if (make(name)) {
+            return {std::move(name), std::move(registered)};
         }
         if (errno != EEXIST || attempt == 100) {
-            const int error = errno;
-            temporary_.clear();
-            fail_errno(path, "cannot create a file in folder " + in_quotes(folder_of(target).string()), error);
+            fail_errno(path, std::string(doing) + " in folder " + in_quotes(folder_of(target).string()), errno);
         }
     }
 }
 
-AtomicOutput::~AtomicOutput() {
-    close_descriptor();
-    if (!committed_ && !temporary_.empty()) {
-        ::unlink(temporary_.c_str());
+}  // namespace
+
+void AtomicOutput::create_named() {
+    // Where unnamed files exist, the file is made and locked first and then named: no instant in which it has a
+    // name and no liveness lock.
+    const bool locked_first = create_unnamed();
+    const std::string unnamed = temporary_;
+    auto [name, registered] =
+        named_temporary(path_, fs::path(target_), "cannot create a file", [&](const std::string& candidate) {
+            if (locked_first) {
+                return ::linkat(AT_FDCWD, unnamed.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) == 0;
+            }
+            fd_ = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+            return fd_ >= 0;
+        });
+    if (!locked_first) {
+        hold_liveness_lock(fd_);
     }
+    temporary_ = std::move(name);
+    removed_on_signal_ = std::move(registered);
+    unnamed_ = false;
+}
+
+AtomicOutput::~AtomicOutput() {
+    if (!committed_ && !temporary_.empty() && !unnamed_) {
+        ::unlink(temporary_.c_str());  // before the descriptor (and its liveness lock) goes
+    }
+    close_descriptor();  // an unnamed temporary goes with its last descriptor
 }
 
 AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept
@@ -268,6 +358,7 @@ AtomicOutput::AtomicOutput(AtomicOutput&& other) noexcept
       removed_on_signal_(std::move(other.removed_on_signal_)),
       fd_(std::exchange(other.fd_, -1)),
       direct_(other.direct_),
+      unnamed_(other.unnamed_),
       direct_bytes_(std::move(other.direct_bytes_)),
       committed_(other.committed_) {}
 
@@ -295,11 +386,11 @@ void AtomicOutput::flush() {
     if (::stat(target_.c_str(), &info) == 0) {
         (void)::fchmod(fd_, info.st_mode & 07777);
     }
-    // fsync flushes the file whichever descriptor wrote it (this one, or a library's by path).
+    // fsync flushes the file whichever descriptor wrote it (this one, or a library's by path). The descriptor stays
+    // open until publish(): it holds the liveness lock, and an unnamed temporary's very existence.
     if (::fsync(fd_) != 0) {
         throw SystemError("cannot write " + in_quotes(path_) + ": flushing to disk: " + std::strerror(errno));
     }
-    close_descriptor();
 }
 
 void AtomicOutput::commit() {
@@ -314,11 +405,22 @@ void AtomicOutput::publish() {
         close_descriptor();
         return;
     }
+    if (unnamed_) {
+        // Named only now, for the rename: linked beside the target (still locked), then renamed over it.
+        auto [name, registered] =
+            named_temporary(path_, fs::path(target_), "linking the temporary file", [&](const std::string& candidate) {
+                return ::linkat(AT_FDCWD, temporary_.c_str(), AT_FDCWD, candidate.c_str(), AT_SYMLINK_FOLLOW) == 0;
+            });
+        temporary_ = std::move(name);
+        removed_on_signal_ = std::move(registered);
+        unnamed_ = false;  // from here on a named temporary: removed by the destructor unless renamed
+    }
     if (::rename(temporary_.c_str(), target_.c_str()) != 0) {
         fail_errno(path_, "renaming the temporary file into place", errno);
     }
     committed_ = true;
     removed_on_signal_.release();
+    close_descriptor();
     const int folder = ::open(folder_of(target_).c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (folder >= 0) {
         (void)::fsync(folder);  // makes the rename durable; file systems that cannot are no failure

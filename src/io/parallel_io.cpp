@@ -98,20 +98,24 @@ void write_dataset_collectively(const std::string& temporary_path, const std::st
 void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, const Communicator& comm) {
     const bool root = comm.rank() == 0;
     std::vector<std::unique_ptr<AtomicOutput>> outputs;
-    check_collectively(comm, attempt([&] {
-                           if (root) {
-                               for (const CollectiveOutputJob& job : jobs) {
-                                   outputs.push_back(std::make_unique<AtomicOutput>(job.path));
-                               }
-                           }
-                       }));
-    // Every rank knows every temporary, so that if rank 0 is killed, the others remove its temporaries when
-    // the launcher ends them (rank 0's own remove themselves on a signal).
+    check_collectively(
+        comm, attempt([&] {
+            if (root) {
+                for (const CollectiveOutputJob& job : jobs) {
+                    // Every rank writes into a collective one, by its name; rank 0's own can be
+                    // unnamed.
+                    outputs.push_back(std::make_unique<AtomicOutput>(
+                        job.path, job.fill_collectively ? TemporaryKind::shared : TemporaryKind::unnamed_if_possible));
+                }
+            }
+        }));
+    // Every rank knows every named temporary, so that if rank 0 is killed, the others remove its temporaries when
+    // the launcher ends them (rank 0's own remove themselves on a signal; an unnamed one goes with rank 0).
     std::vector<std::string> temporaries;
     std::vector<RemovedOnSignal> removed_on_signal;
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         temporaries.push_back(broadcast_text(comm, root ? outputs[k]->temporary_path() : std::string()));
-        if (!root) {
+        if (!root && jobs[k].fill_collectively) {
             removed_on_signal.emplace_back(temporaries.back());
         }
     }

@@ -189,7 +189,7 @@ TEST(CollectiveWrites, AreTheBytesOfOneRanksWrite) {
     folder = broadcast(world, folder);
     std::optional<io::AtomicOutput> output;
     if (world.rank() == 0) {
-        output.emplace(folder + "together.nc");
+        output.emplace(folder + "together.nc", io::TemporaryKind::shared);  // every rank opens it
     }
     const std::string temporary = broadcast(world, world.rank() == 0 ? output->temporary_path() : "");
     if (!io::collective_io_available()) {

@@ -5,8 +5,10 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netcdf.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmath>
@@ -547,9 +549,10 @@ TEST(AtomicOutput, ADeviceOrAFifoIsWrittenThroughAndNeverReplaced) {
     EXPECT_EQ(dir.entries(), (std::vector<std::string>{"fifo"}));
 }
 
-TEST(AtomicOutput, TemporariesAreNamedForTheirHostAndProcess) {
+TEST(AtomicOutput, SharedTemporariesAreNamedForTheirHostAndProcess) {
     TempDir dir;
-    AtomicOutput out(dir / "out.json");
+    AtomicOutput out(dir / "out.json", TemporaryKind::shared);
+    EXPECT_FALSE(out.unnamed());
     char host[256] = {};
     ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
     EXPECT_EQ(fs::path(out.temporary_path())
@@ -567,7 +570,10 @@ TEST(AtomicOutput, CommitReplacesTheTargetAndKeepsItsModeAndLinks) {
     fs::create_symlink(target, dir / "link.json");
     {
         AtomicOutput out(dir / "link.json");
-        EXPECT_EQ(fs::path(out.temporary_path()).parent_path(), fs::path(target).parent_path());
+        // An unnamed temporary's /proc/self/fd link reads "FOLDER/#INODE (deleted)".
+        const fs::path temporary =
+            out.unnamed() ? fs::read_symlink(out.temporary_path()) : fs::path(out.temporary_path());
+        EXPECT_EQ(temporary.parent_path(), fs::path(target).parent_path());
         out.write("new");
         EXPECT_EQ(read_text(target), "old");  // nothing visible before the commit
         out.commit();
@@ -595,6 +601,92 @@ TEST(AtomicOutput, AFailureLeavesEveryTargetAsItWasAndNoTemporary) {
     EXPECT_EQ(read_text(first), "first");
     EXPECT_EQ(dir.entries(), (std::vector<std::string>{"first.nc"}));
     EXPECT_TRUE(contains(error_of([&] { AtomicOutput out(dir / "no/such/folder.json"); }), "No such file"));
+}
+
+// The names in `dir` that are temporaries (".NAME.gridshard-tmp-...").
+std::vector<std::string> temporaries_in(const TempDir& dir) {
+    std::vector<std::string> found;
+    for (const std::string& name : dir.entries()) {
+        if (contains(name, ".gridshard-tmp-")) {
+            found.push_back(name);
+        }
+    }
+    return found;
+}
+
+// Runs `write(kill)` in a child process, which calls `kill()` while its output lives: the child is killed outright
+// there (SIGKILL: no handler, no destructor runs).
+template <class Write>
+void killed_while_writing(Write write) {
+    const pid_t child = ::fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        write([] { ::raise(SIGKILL); });
+        ::_exit(0);  // not reached
+    }
+    int status = 0;
+    ASSERT_EQ(::waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+TEST(AtomicOutput, AnUnnamedTemporaryIsNeverSeenAndGoesWithAKilledWriter) {
+    TempDir dir;
+    {
+        AtomicOutput out(dir / "out.nc");
+        ASSERT_TRUE(out.unnamed()) << "this file system has no O_TMPFILE: " << out.temporary_path();
+        // A library writes it by path (netCDF, as the tool's writers do).
+        int ncid = -1;
+        ASSERT_EQ(nc_create(out.temporary_path().c_str(), NC_CLOBBER | NC_64BIT_OFFSET, &ncid), NC_NOERR);
+        ASSERT_EQ(nc_close(ncid), NC_NOERR);
+        EXPECT_EQ(dir.entries(), std::vector<std::string>{});  // nothing in the folder before the commit
+        out.commit();
+    }
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.nc"});
+    EXPECT_EQ(bytes_of(dir / "out.nc").at(3), 2);  // "CDF\2": the 64-bit offset file netCDF wrote by path
+    killed_while_writing([&](auto kill) {
+        AtomicOutput out(dir / "out.nc");
+        out.write("half a file");
+        kill();
+    });
+    EXPECT_EQ(dir.entries(), std::vector<std::string>{"out.nc"});  // no temporary outlives its writer
+    // A shared (named) one is left by a SIGKILL, and the next output of the same target removes it: its
+    // process is gone, and it holds no liveness lock.
+    killed_while_writing([&](auto kill) {
+        AtomicOutput out(dir / "out.nc", TemporaryKind::shared);
+        out.write("half a file");
+        kill();
+    });
+    EXPECT_EQ(temporaries_in(dir).size(), 1u);
+    { AtomicOutput next(dir / "out.nc"); }
+    EXPECT_EQ(temporaries_in(dir), std::vector<std::string>{});
+}
+
+TEST(AtomicOutput, ATemporaryWhoseWriterHoldsItsLockIsKeptWhateverItsName) {
+    // A temporary named for a process of this host that is gone, but locked by a live writer (a container that
+    // shares this host's name and not its processes): kept until the lock goes.
+    TempDir dir;
+    const pid_t gone = ::fork();
+    ASSERT_GE(gone, 0);
+    if (gone == 0) {
+        ::_exit(0);
+    }
+    ASSERT_EQ(::waitpid(gone, nullptr, 0), gone);
+    char host[256] = {};
+    ASSERT_EQ(::gethostname(host, sizeof host - 1), 0);
+    const std::string name = ".out.json.gridshard-tmp-" + std::string(host) + "-" + std::to_string(gone) + "-0";
+    const int fd = ::open((dir / name).c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    ASSERT_GE(fd, 0);
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = off_t{1} << 62;  // the byte every writer locks (output_file.cpp)
+    lock.l_len = 1;
+    ASSERT_EQ(::fcntl(fd, F_OFD_SETLK, &lock), 0);
+    { AtomicOutput next(dir / "out.json"); }
+    EXPECT_EQ(temporaries_in(dir), std::vector<std::string>{name});
+    ::close(fd);  // the writer ends: the lock goes
+    { AtomicOutput next(dir / "out.json"); }
+    EXPECT_EQ(temporaries_in(dir), std::vector<std::string>{});
 }
 
 // --------------------------------------------------------------------------------------------- memory

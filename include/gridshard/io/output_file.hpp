@@ -3,10 +3,17 @@
 /// Outputs that never touch inputs: the checks every output path passes before any work, and the one
 /// atomic writer every output goes through (a temporary beside the target, fsync, rename). No MPI calls.
 ///
-/// Temporaries are named `.NAME.gridshard-tmp-HOST-PID-N` beside NAME. A process ended by a signal (SIGTERM,
-/// SIGINT, SIGHUP, SIGQUIT, SIGXCPU: how mpirun, srun and a user end a job) removes the temporaries it
-/// knows of (RemovedOnSignal); one killed outright (SIGKILL) cannot, and the next AtomicOutput of the same
-/// target removes them: those of its host whose process is gone, and any left untouched for a day.
+/// A temporary is an unnamed file in the target's folder (Linux's O_TMPFILE, written by path through
+/// `/proc/self/fd/N`), which the kernel removes when its writer ends, however it ends (SIGKILL included); it is
+/// named only for the instant between linking it beside the target and renaming it over the target. Where the
+/// file system has no unnamed files, and for a temporary other processes must open (a collective write), it is
+/// named `.NAME.gridshard-tmp-HOST-PID-N` beside NAME. A process ended by a signal (SIGTERM, SIGINT, SIGHUP,
+/// SIGQUIT, SIGXCPU: how mpirun, srun and a user end a job) removes the named temporaries it knows of
+/// (RemovedOnSignal); one killed outright (SIGKILL) cannot, and the next AtomicOutput of the same target removes
+/// them. Every temporary's writer holds an open-file-description lock on it (one byte far past its end) while it
+/// lives, which the kernel drops when the writer ends: a temporary whose lock is held is never removed, whatever
+/// its host name says (containers that share one, ranks of other nodes on a shared file system); one without a
+/// held lock is removed when it is of this host and its process is gone, or untouched for a day.
 ///
 /// @code
 ///   void save(const std::string& truth, const std::string& pred, const std::string& json, const std::string& text) {
@@ -64,6 +71,14 @@ class RemovedOnSignal {
     int slot_ = -1;
 };
 
+/// Whether a temporary may be unnamed (private to this process) or must have a name other processes open.
+enum class TemporaryKind {
+    /// Unnamed where the file system allows (it cannot outlive the process), named otherwise.
+    unnamed_if_possible,
+    /// Named: other processes (the ranks of a collective write) open it by its path.
+    shared,
+};
+
 /// An output under construction: a new temporary file in the target's folder (the folder of the file a
 /// symlink target points to, so the link is kept), removed by the destructor, or by a signal that ends the
 /// process, unless commit() has renamed it over the target. A target that is a character device or a FIFO
@@ -73,7 +88,7 @@ class RemovedOnSignal {
 /// Move-only; no MPI calls.
 class AtomicOutput {
   public:
-    explicit AtomicOutput(const std::string& path);
+    explicit AtomicOutput(const std::string& path, TemporaryKind kind = TemporaryKind::unnamed_if_possible);
     ~AtomicOutput();
     AtomicOutput(AtomicOutput&& other) noexcept;
     AtomicOutput& operator=(AtomicOutput&&) = delete;
@@ -82,20 +97,23 @@ class AtomicOutput {
 
     /// The path the user gave.
     [[nodiscard]] const std::string& path() const noexcept { return path_; }
-    /// The temporary file, for a library that writes by path (netCDF); it exists, empty, from construction.
-    /// Empty for a target written directly.
+    /// The temporary file, for a library that writes by path (netCDF); it exists, empty, from construction. For an
+    /// unnamed temporary `/proc/self/fd/N`, which only this process can open. Empty for a target written directly.
     [[nodiscard]] const std::string& temporary_path() const noexcept { return temporary_; }
+    /// Whether the temporary is unnamed (nothing of it is left in the folder if the process dies).
+    [[nodiscard]] bool unnamed() const noexcept { return unnamed_; }
     /// Whether the target is a device or a FIFO, written directly (no temporary, no rename).
     [[nodiscard]] bool writes_directly() const noexcept { return direct_; }
 
     /// Appends `bytes` to the temporary file.
     void write(std::string_view bytes);
 
-    /// Gives the temporary the target's permissions (when it exists), flushes it to disk (fsync) and
-    /// closes it: after this only the rename is left, which does not fail for want of space.
+    /// Gives the temporary the target's permissions (when it exists; else those the umask leaves of 0666) and
+    /// flushes it to disk (fsync): after this only the rename is left (for an unnamed temporary its link first).
     void flush();
 
-    /// Renames the flushed temporary over the target and syncs the folder (a direct target: writes the bytes).
+    /// Renames the flushed temporary over the target (an unnamed one is first linked beside it) and syncs the
+    /// folder (a direct target: writes the bytes).
     void publish();
 
     /// flush(), then publish().
@@ -103,6 +121,8 @@ class AtomicOutput {
 
   private:
     void close_descriptor() noexcept;
+    void create_named();
+    bool create_unnamed();
 
     std::string path_;
     std::string target_;
@@ -110,6 +130,7 @@ class AtomicOutput {
     RemovedOnSignal removed_on_signal_;
     int fd_ = -1;
     bool direct_ = false;
+    bool unnamed_ = false;
     std::string direct_bytes_;  // what write() gave a direct target, written by publish()
     bool committed_ = false;
 };
