@@ -4,6 +4,8 @@
 #include "gridshard/evaluation/evaluate.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <future>
 #include <memory>
 
@@ -248,6 +250,32 @@ std::vector<io::SourceVariable> chosen_variables(const std::vector<io::SourceVar
     return chosen;
 }
 
+/// `value` in up to 10 significant digits, for messages.
+std::string number_text(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.10g", value);
+    return text;
+}
+
+/// Refuses longitudes that are not whole latitude circles at equal spacing (a regional grid, half the globe), which a
+/// spherical transform would take as whole circles. A spacing may differ from 360 / nlon by a thousandth of itself
+/// (longitudes stored in float).
+void check_whole_circles(const std::vector<double>& lon_deg) {
+    const auto n = static_cast<std::int64_t>(lon_deg.size());
+    const double spacing = 360.0 / static_cast<double>(n);
+    for (std::int64_t j = 0; j < n; ++j) {
+        const double next = j + 1 < n ? lon_deg[static_cast<std::size_t>(j + 1)] : lon_deg.front() + 360.0;
+        const double step = next - lon_deg[static_cast<std::size_t>(j)];
+        if (!(std::abs(step - spacing) <= 1e-3 * spacing)) {
+            throw ArgumentError(
+                "--spectrum: a spherical power spectrum needs whole latitude circles, but the " + std::to_string(n) +
+                " longitudes run from " + number_text(lon_deg.front()) + " to " + number_text(lon_deg.back()) +
+                " degrees, not at equal steps of 360 / " + std::to_string(n) + " = " + number_text(spacing) +
+                " around the globe (step " + std::to_string(j) + " is " + number_text(step) + ")");
+        }
+    }
+}
+
 }  // namespace
 
 MeshShape default_mesh(int ranks) {
@@ -349,6 +377,7 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     if (plan.spectrum) {
         result.spectrum = plan.spectrum;
         check_collectively(world, attempt([&] {
+                               check_whole_circles(g.lon_deg);
                                result.spectrum_degrees = spectrum_size(plan.spectrum->spec, g.shape()).lmax;
                                if (plan.spectrum->fill) {
                                    validate_flood_fill(*plan.spectrum->fill, g.shape());

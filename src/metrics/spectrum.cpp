@@ -712,6 +712,14 @@ SpectrumBiases spectrum_norm_biases(std::span<const double> prediction, std::spa
                             std::to_string(target.size()) + " target degrees");
     }
     SpectrumBiases b;
+    const auto finite = [](double power) { return std::isfinite(power); };
+    if (!std::all_of(prediction.begin(), prediction.end(), finite) ||
+        !std::all_of(target.begin(), target.end(), finite)) {
+        // A spectrum of values that were not finite: no summary can be formed (ACE's sums would skip its NaN
+        // ratios and report 0).
+        const double nan = std::numeric_limits<double>::quiet_NaN();
+        return {nan, nan, nan, nan};
+    }
     const auto degrees = static_cast<double>(target.size());
     for (std::size_t l = 0; l < target.size(); ++l) {
         const double r = prediction[l] / target[l] - 1.0;

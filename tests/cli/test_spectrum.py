@@ -164,6 +164,51 @@ def test_the_options_change_the_transform_and_the_fill(ace_files, mpirun, tmp_pa
     assert np.array_equal(out["one_step"][1]["t2m"].values, out["default"][1]["t2m"].values)  # nothing to fill
 
 
+def test_summaries_of_a_spectrum_that_is_not_finite_are_null(mpirun, tmp_path):
+    """A mean spectrum with a non-finite degree (an all-NaN step the fill cannot fill; NaN or an infinity without the
+    fill) has no summary: all four are null in the JSON and nan in the table, as every other score of such a field;
+    a finite field beside it keeps its numbers. (With the fill, an infinity becomes the largest finite value, as
+    torch's nan_to_num in ACE's fill makes it: a finite spectrum.)"""
+    truth, pred = tmp_path / "truth.nc", tmp_path / "pred.nc"
+    make_files.write(truth, 12, 24, 3, seed=1, with_levels=False)
+    make_files.write(pred, 12, 24, 3, seed=2, shift=0.1, with_levels=False)
+    with netCDF4.Dataset(pred, "a") as ds:
+        ds["t2m"][1] = np.nan  # a whole step missing: nothing to fill it from
+        ds["sst"][2, 3, 4] = np.inf
+    for extra in ([], ["--spectrum-fill", "none"]):
+        out = tmp_path / ("fill" if not extra else "no_fill")
+        out.mkdir()
+        r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--spectrum", *extra, "--json", out / "r.json",
+                   "--vars", "t2m,sst,z")
+        assert r.returncode == 0, r.stderr
+        scores = json.loads((out / "r.json").read_text())["variables"]
+        for name in ("t2m", "sst") if extra else ("t2m",):
+            summaries = scores[name]["power_spectrum"]
+            assert set(summaries) >= {"smallest_scale_norm_bias", "positive_norm_bias", "negative_norm_bias",
+                                      "mean_abs_norm_bias"}
+            assert all(summaries[k] is None for k in summaries if k.endswith("norm_bias")), (name, summaries)
+        assert all(isinstance(v, float) for k, v in scores["z"]["power_spectrum"].items() if k.endswith("bias"))
+        rows = {line.split()[0]: line.split() for line in r.stdout.splitlines()[3:] if line.strip()}
+        assert rows["t2m"][-4:] == ["nan"] * 4 and (rows["sst"][-4:] == ["nan"] * 4) == bool(extra), r.stdout
+
+
+def test_a_spectrum_needs_whole_latitude_circles(mpirun, tmp_path):
+    """Longitudes over half the globe (0 to 174 degrees) are not whole circles: refused in one line naming them."""
+    truth, pred = tmp_path / "truth.nc", tmp_path / "pred.nc"
+    for path, seed in ((truth, 1), (pred, 2)):
+        make_files.write(path, 12, 30, 2, seed=seed, with_levels=False, bounds=False)
+        with netCDF4.Dataset(path, "a") as ds:
+            ds["lon"][:] = 6.0 * np.arange(30)  # 0 .. 174
+    r = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--spectrum", "--json", tmp_path / "r.json")
+    assert r.returncode == 2, r.stderr
+    message = r.stderr.strip().splitlines()[0]  # then mpirun's own note of the exit status
+    assert r.stderr.count("gridshard: error") == 1, r.stderr
+    assert "whole latitude circles" in message and "from 0 to 174 degrees" in message, message
+    assert not (tmp_path / "r.json").exists()
+    without = mpirun(2, "eval", "--truth", truth, "--pred", pred, "--json", tmp_path / "r.json", "--quiet")
+    assert without.returncode == 0, without.stderr  # the other scores need no whole circles
+
+
 @pytest.mark.parametrize("args,message", [
     (["--spectrum-grid", "lobatto"], "--spectrum-grid requires --spectrum"),
     (["--spectrum", "--spectrum-grid", "gaussian"], "grid=\"gaussian\" is not one of legendre-gauss"),

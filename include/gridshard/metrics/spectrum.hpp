@@ -119,8 +119,10 @@ struct SpectrumSize {
 
 /// ACE's summaries of a mean predicted spectrum against the mean target one (fme's power spectrum aggregator,
 /// `_get_spectrum_metrics`): with r_l = prediction_l / target_l - 1 over the L degrees, the smallest scale's r_{L-1},
-/// the sum of the positive r_l over L, the sum of the negative ones over L, and |positive| + |negative|. A NaN r_l
-/// counts in neither sum. No MPI calls.
+/// the sum of the positive r_l over L, the sum of the negative ones over L, and |positive| + |negative|. A NaN r_l of
+/// finite spectra (both powers zero at degree l) counts in neither sum, as in ACE; where either spectrum is not finite
+/// at some degree (values that were not finite, not filled), every summary is NaN, where ACE's sums give 0 for three
+/// of them. No MPI calls.
 struct SpectrumBiases {
     double smallest_scale = 0.0;
     double positive = 0.0;
