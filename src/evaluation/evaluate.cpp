@@ -267,11 +267,11 @@ void check_whole_circles(const std::vector<double>& lon_deg) {
         const double next = j + 1 < n ? lon_deg[static_cast<std::size_t>(j + 1)] : lon_deg.front() + 360.0;
         const double step = next - lon_deg[static_cast<std::size_t>(j)];
         if (!(std::abs(step - spacing) <= 1e-3 * spacing)) {
-            throw ArgumentError(
-                "--spectrum: a spherical power spectrum needs whole latitude circles, but the " + std::to_string(n) +
-                " longitudes run from " + number_text(lon_deg.front()) + " to " + number_text(lon_deg.back()) +
-                " degrees, not at equal steps of 360 / " + std::to_string(n) + " = " + number_text(spacing) +
-                " around the globe (step " + std::to_string(j) + " is " + number_text(step) + ")");
+            throw ArgumentError("--spectrum: a spherical power spectrum needs whole latitude circles, but the " +
+                                std::to_string(n) + " longitudes run from " + number_text(lon_deg.front()) + " to " +
+                                number_text(lon_deg.back()) + " degrees, not at equal steps of 360 / " +
+                                std::to_string(n) + " = " + number_text(spacing) + " around the globe (step " +
+                                std::to_string(j) + " is " + number_text(step) + ")");
         }
     }
 }
