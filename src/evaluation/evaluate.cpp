@@ -263,9 +263,10 @@ std::string number_text(double value) {
 void check_whole_circles(const std::vector<double>& lon_deg) {
     const auto n = static_cast<std::int64_t>(lon_deg.size());
     const double spacing = 360.0 / static_cast<double>(n);
+    const double direction = n > 1 && lon_deg[1] < lon_deg[0] ? -1.0 : 1.0;  // eastward or westward
     for (std::int64_t j = 0; j < n; ++j) {
-        const double next = j + 1 < n ? lon_deg[static_cast<std::size_t>(j + 1)] : lon_deg.front() + 360.0;
-        const double step = next - lon_deg[static_cast<std::size_t>(j)];
+        const double next = j + 1 < n ? lon_deg[static_cast<std::size_t>(j + 1)] : lon_deg.front() + direction * 360.0;
+        const double step = direction * (next - lon_deg[static_cast<std::size_t>(j)]);
         if (!(std::abs(step - spacing) <= 1e-3 * spacing)) {
             throw ArgumentError("--spectrum: a spherical power spectrum needs whole latitude circles, but the " +
                                 std::to_string(n) + " longitudes run from " + number_text(lon_deg.front()) + " to " +
