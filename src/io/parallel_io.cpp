@@ -1,6 +1,11 @@
 #include "gridshard/io/parallel_io.hpp"
 
+#include <fcntl.h>
 #include <mpi.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <memory>
 #include <optional>
@@ -95,6 +100,27 @@ void write_dataset_collectively(const std::string& temporary_path, const std::st
 #endif
 }
 
+namespace {
+
+/// Refuses (ArgumentError) a rank that does not find rank 0's temporary `temporary` of `path`, holding its own name.
+void check_sees_temporary(const std::string& path, const std::string& temporary, int rank) {
+    std::string seen(temporary.size() + 1, '\0');
+    const int fd = ::open(temporary.c_str(), O_RDONLY | O_CLOEXEC);
+    const ssize_t got = fd < 0 ? -1 : ::pread(fd, seen.data(), seen.size(), 0);
+    const int error = errno;
+    if (fd >= 0) {
+        ::close(fd);
+    }
+    if (got != static_cast<ssize_t>(temporary.size()) || seen.compare(0, temporary.size(), temporary) != 0) {
+        throw ArgumentError("cannot write '" + path + "' collectively: rank " + std::to_string(rank) +
+                            " does not see the temporary '" + temporary + "' that rank 0 made (" +
+                            (fd < 0 ? std::string(std::strerror(error)) : std::string("another file of that name")) +
+                            "): every rank must see the output folder on one shared file system");
+    }
+}
+
+}  // namespace
+
 void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, const Communicator& comm) {
     const bool root = comm.rank() == 0;
     std::vector<std::unique_ptr<AtomicOutput>> outputs;
@@ -102,10 +128,13 @@ void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, cons
         comm, attempt([&] {
             if (root) {
                 for (const CollectiveOutputJob& job : jobs) {
-                    // Every rank writes into a collective one, by its name; rank 0's own can be
-                    // unnamed.
+                    // Every rank writes into a collective one, by its name; rank 0's own can be unnamed.
                     outputs.push_back(std::make_unique<AtomicOutput>(
                         job.path, job.fill_collectively ? TemporaryKind::shared : TemporaryKind::unnamed_if_possible));
+                    if (job.fill_collectively) {  // its name in it, for the other ranks to find
+                        outputs.back()->write(outputs.back()->temporary_path());
+                        outputs.back()->flush();
+                    }
                 }
             }
         }));
@@ -119,6 +148,16 @@ void write_outputs_atomically(const std::vector<CollectiveOutputJob>& jobs, cons
             removed_on_signal.emplace_back(temporaries.back());
         }
     }
+    // Every rank must write into rank 0's temporary itself, not into a file of that name on a file system of its own
+    // (a node-local folder), where its part would be lost without an error: rank 0 wrote the temporary's name into it
+    // (flushed) before the broadcast, and every other rank reads it back before anything is written.
+    check_collectively(comm, attempt([&] {
+                           for (std::size_t k = 0; k < jobs.size(); ++k) {
+                               if (jobs[k].fill_collectively && !root) {
+                                   check_sees_temporary(jobs[k].path, temporaries[k], comm.rank());
+                               }
+                           }
+                       }));
     for (std::size_t k = 0; k < jobs.size(); ++k) {
         if (jobs[k].fill_collectively) {
             jobs[k].fill_collectively(temporaries[k]);  // agrees on its own failures

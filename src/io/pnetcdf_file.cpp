@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 #include <vector>
@@ -32,6 +33,29 @@ MPI_Info netcdf_c_alignment() {
     return info;
 }
 
+// Agrees on the outcome of a collective ncmpi_open or ncmpi_create (`status` on this rank; one allreduce) and
+// returns it. Where some ranks failed and others opened the file, those hold a handle that only a collective close
+// (MPI_File_close, inside ncmpi_close or ncmpi_abort) releases, which the failed ranks can never join, and no other
+// collective can be made on it: the job ends here (MPI_Abort over `comm`, docs/design.md §6), the failed ranks' message
+// on stderr first, rather than hanging in the close.
+int agreed_open(MPI_Comm comm, int status, const std::string& doing) {
+    int outcome[2] = {status != NC_NOERR ? 1 : 0, status == NC_NOERR ? 1 : 0};  // ranks that failed, that opened
+    if (MPI_Allreduce(MPI_IN_PLACE, outcome, 2, MPI_INT, MPI_SUM, comm) != MPI_SUCCESS) {
+        MPI_Abort(comm, 1);
+    }
+    if (outcome[0] > 0 && outcome[1] > 0) {
+        if (status != NC_NOERR) {
+            std::fprintf(stderr,
+                         "gridshard: error: %s: %s on %d of %d ranks; the others opened it and cannot close it "
+                         "without them: ending the job (MPI_Abort)\n",
+                         doing.c_str(), ncmpi_strerror(status), outcome[0], outcome[0] + outcome[1]);
+            std::fflush(stderr);
+        }
+        MPI_Abort(comm, 1);
+    }
+    return status;
+}
+
 }  // namespace
 
 std::string pnetcdf_message(int status) {
@@ -39,7 +63,8 @@ std::string pnetcdf_message(int status) {
 }
 
 PnetcdfFile::PnetcdfFile(const std::string& path, MPI_Comm comm) : path_(path) {
-    const int status = ncmpi_open(comm, path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid_);
+    const int status = agreed_open(comm, ncmpi_open(comm, path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid_),
+                                   "netCDF file '" + path + "': opening it collectively (PnetCDF)");
     if (status != NC_NOERR) {
         ncid_ = -1;
         throw NetcdfError("netCDF file '" + path + "': cannot open collectively (PnetCDF): " + pnetcdf_message(status),
@@ -130,7 +155,9 @@ PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& p
                          std::uint64_t file_bytes)
     : PnetcdfCollective(path, comm) {
     MPI_Info info = netcdf_c_alignment();
-    const int status = ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_);
+    const int status =
+        agreed_open(comm, ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_),
+                    "cannot write '" + path + "': creating '" + temporary_path + "' collectively (PnetCDF)");
     MPI_Info_free(&info);
     if (status != NC_NOERR) {
         ncid_ = -1;
@@ -260,7 +287,8 @@ void PnetcdfSink::close() {
 
 PnetcdfReadBack::PnetcdfReadBack(const std::string& temporary_path, const std::string& path, MPI_Comm comm)
     : PnetcdfCollective(path, comm) {
-    const int status = ncmpi_open(comm, temporary_path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid_);
+    const int status = agreed_open(comm, ncmpi_open(comm, temporary_path.c_str(), NC_NOWRITE, MPI_INFO_NULL, &ncid_),
+                                   "cannot write '" + path + "': reading it back collectively (PnetCDF)");
     if (status != NC_NOERR) {
         ncid_ = -1;
         fail("reading it back: " + pnetcdf_message(status) + " (a write was lost)", true);

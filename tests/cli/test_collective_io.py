@@ -227,6 +227,30 @@ def test_a_rank_killed_while_writing_collectively_leaves_no_temporary(tmp_path, 
     check_kill_while_writing(tmp_path, gridshard_bin, "collective", victim)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="a private mount namespace needs root")
+def test_a_rank_that_sees_another_output_folder_is_refused(tmp_path, gridshard_bin):
+    """Rank 1 sees a folder of its own at the output path (a node-local /tmp; here a tmpfs in a mount namespace of
+    its own): its part would go to a file rank 0 never renames, or MPI-IO would wait for it. Refused on every rank in
+    one line before anything is written; the earlier outputs stay as they were."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    (folder / "mean_diagnostics.nc").write_text("old")
+    args = ["eval", "--initial-conditions", 2, "--ensemble-size", 2, "--nlat", 19, "--nlon", 36, "--ntime", 3,
+            "--mesh", "1x1x2", "--io", "collective", "--diagnostics", folder, "--quiet"]
+    command, env = mpi_command(1, gridshard_bin, *args)
+    own = " ".join(["exec", gridshard_bin, *map(str, args)])
+    command += [":", "-n", "1", "unshare", "-m", "--propagation", "private", "sh", "-c",
+                f"mount -t tmpfs tmpfs {folder} && {own}"]
+    r = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
+    if "unshare" in r.stderr and "gridshard: error" not in r.stderr:
+        pytest.skip("no mount namespaces here: " + r.stderr[-200:])
+    assert r.returncode == 2, r.stderr
+    assert r.stderr.count("gridshard: error") == 1, r.stderr
+    assert "rank 1 does not see the temporary" in r.stderr and "shared file system" in r.stderr, r.stderr
+    assert sorted(os.listdir(folder)) == ["mean_diagnostics.nc"]
+    assert (folder / "mean_diagnostics.nc").read_text() == "old"
+
+
 def test_an_unknown_io_mode_is_refused(run):
     r = run("eval", "--io", "parallel", "--quiet")
     assert r.returncode == 2 and "--io" in r.stderr and "parallel" in r.stderr, r.stderr
