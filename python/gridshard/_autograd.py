@@ -22,21 +22,35 @@ import threading
 _STATE = threading.local()
 
 
+# The phase of a library call, in the two lowest bits of its signature (python/src/python_mesh.hpp): a plain call, the
+# forward of a differentiated one, or a backward pass that communicates. Ranks in different phases raise on every
+# rank, with a message that names gradients, instead of leaving each other out of step.
+PLAIN, DIFFERENTIATED, BACKWARD = 0, 1, 2
+
+
 @contextlib.contextmanager
-def _grad_call():
-    """Marks the library calls a differentiated reduction makes: their signature differs from a plain call's, so a
-    rank that differentiates where another does not raises on every rank instead of leaving them out of step."""
-    previous = getattr(_STATE, "grad", False)
-    _STATE.grad = True
+def _phase(phase):
+    previous = getattr(_STATE, "phase", PLAIN)
+    _STATE.phase = phase
     try:
         yield
     finally:
-        _STATE.grad = previous
+        _STATE.phase = previous
 
 
-def in_grad_call():
-    """Whether the current library call belongs to a differentiated one."""
-    return getattr(_STATE, "grad", False)
+def _grad_call():
+    """Marks the library calls a differentiated reduction makes in its forward pass."""
+    return _phase(DIFFERENTIATED)
+
+
+def backward_call():
+    """Marks the library calls a backward pass makes (those that communicate)."""
+    return _phase(BACKWARD)
+
+
+def call_phase():
+    """The phase of the current library call: PLAIN, DIFFERENTIATED or BACKWARD."""
+    return getattr(_STATE, "phase", PLAIN)
 
 
 def _torch():
@@ -58,7 +72,9 @@ class Rule:
     this rank's parts of the sums as torch expressions of its inputs (None for a sum that does not depend on them).
     ``inputs`` are what the method took (tensors, or None); ``grad_of`` the positions of those that may need a
     gradient. A rule whose terms read neighbours gives ``local_grads(coefficients, inputs, needs)`` instead of
-    ``local``: the gradients of ``sum_j c_j s_j`` itself (through a kernel of the library, which may communicate)."""
+    ``local``: the gradients of ``sum_j c_j s_j`` itself (formed in its forward pass, so that the backward makes no
+    collective). A rule whose value is replicated over a group smaller than the spatial one (a zonal mean, over the
+    lon group) gives ``combine_upstream(grad)``: the sum of the replicas' upstream gradients (collective)."""
 
     grad_of = (0,)
 
@@ -99,6 +115,9 @@ def _make_reduction():
             grads = [None] * len(inputs)
             if not needs:
                 return (None, *grads)
+            if hasattr(rule, "combine_upstream"):
+                with backward_call():
+                    grad = rule.combine_upstream(grad)
             with torch.enable_grad():
                 sums = [s.clone().requires_grad_(True) for s in ctx.sums]
                 out = rule.finalize(*sums)
@@ -167,7 +186,8 @@ def _make_elementwise():
         @staticmethod
         def backward(ctx, grad):
             (tensor,) = ctx.saved_tensors
-            return None, None, ctx.adjoint(tensor.detach(), grad.detach())
+            with backward_call():
+                return None, None, ctx.adjoint(tensor.detach(), grad.detach())
 
     return Elementwise
 
@@ -187,7 +207,8 @@ def _make_halo():
 
         @staticmethod
         def backward(ctx, grad):
-            return None, None, ctx.adjoint(grad.detach().contiguous())
+            with backward_call():
+                return None, None, ctx.adjoint(grad.detach().contiguous())
 
     return Halo
 

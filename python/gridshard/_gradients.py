@@ -181,13 +181,19 @@ class Regional(WeightedMean):
 
 class ZonalMean(_autograd.Rule):
     """``sum_lon where(valid, x, 0) / count_lon(valid)`` per row: the count from the library's zonal mean of the
-    validity times the number of longitudes (an integer, recovered exactly)."""
+    validity times the number of longitudes (an integer, recovered exactly). The means are replicated over the lon
+    group, each replica feeding its own rank's part of the loss, so the backward first adds the replicas' upstream
+    gradients over the lon group (the adjoint of the forward's allreduce over lon)."""
 
     def __init__(self, dist):
         self.dist = dist
 
     def value(self, x):
-        return self.dist.zonal_mean(x.detach())
+        self.x = x.detach()
+        return self.dist.zonal_mean(self.x)
+
+    def combine_upstream(self, grad):
+        return self.dist._sum_over_lon(grad, self.x)
 
     def sums(self, x):
         torch = _torch()
@@ -279,9 +285,10 @@ class Ensemble(_autograd.Rule):
 class GradientMagnitudeMean(_autograd.Rule):
     """``G(x) = weighted_nanmean(|grad x|, a)``, and with two fields ``100 (G(p) - G(t)) / G(t)`` (ACE's rule: each
     field over its own valid magnitudes). Per field the sums are ``S = sum where(valid, |grad x|, 0) a`` and
-    ``W = sum valid a``, both from one library call (one halo exchange of both fields); the backward sends
-    ``c_S a`` through the library's adjoint of the magnitude (two halo exchanges), which leaves out the points whose
-    magnitude is not valid."""
+    ``W = sum valid a``, both from one library call (one halo exchange of both fields). The gradient of each ``S``
+    with respect to the rank's shard, the library's adjoint of the magnitude applied to the weights (two halo
+    exchanges; the points whose magnitude is not valid left out), is formed in the forward pass, so the backward is
+    ``c_S`` times it, with no collective: a backward run on some ranks only cannot leave the others waiting."""
 
     def __init__(self, dist, weights, percent_diff, img_shape=None):
         self.dist, self.weights, self.percent_diff, self.img_shape = dist, weights, percent_diff, img_shape
@@ -292,6 +299,7 @@ class GradientMagnitudeMean(_autograd.Rule):
         means, self.weights_of_points, as_result = self.dist._gradient_magnitude_means(
             detached[0], detached[1], _weights_arg(self.weights), (-2, -1), self.img_shape)
         self.means = means
+        self.jacobians = [self._jacobian(f) if f.requires_grad else None for f in fields]
         if self.percent_diff:  # the library's formula on the library's means: the bits of the plain call
             return as_result(_core.percent_difference(means[0].reshape(-1), means[1].reshape(-1)))
         return as_result(means[0])
@@ -314,12 +322,17 @@ class GradientMagnitudeMean(_autograd.Rule):
         s, w = sums
         return s / w
 
+    def _jacobian(self, x):
+        """The gradient of ``sum a |grad x|`` over the valid magnitudes with respect to this rank's ``x``, in its
+        dtype (collective over ``spatial``: two halo exchanges)."""
+        torch = _torch()
+        a = torch.broadcast_to(weights_like(self.weights, x), x.shape).to(x.dtype).contiguous()
+        return self.dist._gradient_magnitude_backward(x.detach(), a)
+
     def local_grads(self, coefficients, inputs, needs):
         out = []
         for k in needs:
-            x = inputs[k]
-            a = weights_like(self.weights, x)
             c = coefficients[2 * k]
-            upstream = (c[..., None, None] * a).to(x.dtype)
-            out.append(self.dist._gradient_magnitude_backward(x.detach(), upstream))
+            jacobian = self.jacobians[k]
+            out.append((c[..., None, None] * jacobian.to(c.dtype)).to(inputs[k].dtype))
         return out

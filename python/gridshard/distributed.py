@@ -39,8 +39,10 @@ def _mesh_sizes_from_env(default=None):
 
 def _signature(*parts):
     """A code of what every rank of a call must give alike (a dtype, leading dims, whether weights are given),
-    the same in every process (a CRC of the parts' repr; Python's own str hash differs between processes)."""
-    return zlib.crc32(repr(parts).encode())
+    the same in every process (a CRC of the parts' repr; Python's own str hash differs between processes), with the
+    call's phase (plain, differentiated, backward: _autograd.call_phase) in its two lowest bits, which the
+    compiled module compares on its own to say when the ranks differ in gradients."""
+    return (zlib.crc32(repr(parts).encode()) << 2) | _autograd.call_phase()
 
 
 _SPATIAL_DIMS_HELP = "gridshard reduces over the two spatial dims, dim=(-2, -1)"
@@ -74,12 +76,15 @@ def _check_spatial_dims(dim, ndim, problems, name="dim"):
 class _Field:
     """A field argument seen as ``(channels, h, w)``: the C-contiguous numpy view, its leading shape and dtype."""
 
-    __slots__ = ("original", "array", "leading", "rows", "cols", "dtype", "buffer")
+    __slots__ = ("original", "array", "leading", "rows", "cols", "dtype", "widened_from", "buffer")
 
     def __init__(self, value, name, problems):
         self.original = value
         self.array = self.buffer = None
         self.leading, self.rows, self.cols, self.dtype = (), 0, 0, np.dtype(np.float64)
+        # A half-precision tensor is computed as float32, but its results differ from a float32 one's in dtype (the
+        # halo exchange's) and so must every rank's: the signature holds what it was widened from.
+        self.widened_from = str(value.dtype) if _arrays.is_half(value) else ""
         with problems.catching(name):  # the copy of a non-contiguous input may fail on this rank alone
             array = _arrays.as_numpy(value, name, problems)
             if array is None:
@@ -101,7 +106,7 @@ class _Field:
     def signature(self, *more):
         """What every rank must share for this field: its dtype and leading dims (and ``more``), and whether the call
         is differentiated (a gradient needs the same calls on every rank)."""
-        return 0 if self.buffer is None else _signature(self.dtype.str, self.leading, _autograd.in_grad_call(), *more)
+        return 0 if self.buffer is None else _signature(self.dtype.str, self.widened_from, self.leading, *more)
 
 
 def _differentiable(dim, *values):
@@ -371,16 +376,20 @@ class Distributed:
     def _agree_arrays(self, problems, group, array):
         """Raises every rank's problem, or a difference of dtype or shape between the ranks' arrays, on every rank
         of ``group`` (one allreduce)."""
-        if isinstance(array, tuple):  # (array, differentiated)
-            array, differentiated = array
-            signature = _signature(array.dtype.str, array.shape, differentiated)
-        else:
-            signature = 0 if array is None else _signature(array.dtype.str, array.shape)
+        signature = 0 if array is None else _signature(array.dtype.str, array.shape)  # and the call's phase
         try:
             self._mesh.agree(problems.text(), group, signature)
         except ArgumentError as error:
             if problems or "must be the same on every rank" not in str(error):
                 raise
+            try:  # every rank is here: one more agreement says whether the ranks differ in gradients
+                self._mesh.agree("", group, 1 + _autograd.call_phase())
+            except ArgumentError:
+                raise ArgumentError(
+                    f"tensor: the ranks differ in whether they differentiate this call over the {group} group: a "
+                    f"tensor that requires grad on some ranks only, torch.no_grad() on some ranks only, or backward() "
+                    f"run on some ranks only"
+                ) from None
             raise ArgumentError(
                 f"tensor: the ranks' arrays differ in dtype or shape over the {group} group "
                 f"(here {array.dtype} {tuple(array.shape)})"
@@ -450,8 +459,7 @@ class Distributed:
         with problems.catching("tensor"):  # the copy, before the agreement
             if array is not None:
                 work = np.array(array, order="C", copy=True)
-        signature = None if problems else (array, _autograd.in_grad_call())
-        self._agree_arrays(problems, "spatial", signature)
+        self._agree_arrays(problems, "spatial", None if problems else array)
         collective(work.reshape(-1))
         return _arrays.like(work, tensor)
 
@@ -935,6 +943,21 @@ class Distributed:
         ok = not problems
         _core.zonal_mean(self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1))
         return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
+
+    def _sum_over_lon(self, grad, data):
+        """``grad`` (``data``'s leading dims and rows, a gradient of a result replicated over the lon group) summed
+        over the lon group, in lon-rank order (the same bits on every rank of it), in ``grad``'s dtype and on its
+        device. Collective over ``spatial`` (the call's agreement, on ``data``'s shards), then over ``lon``."""
+        problems = Problems()
+        field = _Field(data, "data", problems)
+        values = np.zeros(0)
+        torch = _arrays._torch()
+        with problems.catching("the upstream gradient"):  # a copy, before the call's agreement
+            values = np.array(grad.detach().to("cpu", torch.float64).numpy(), dtype=np.float64, order="C")
+        ok = not problems
+        self._mesh.sum_over_lon(problems.text(), field.signature("sum_over_lon"), field.rows, field.cols,
+                                values.reshape(-1) if ok else None)
+        return torch.from_numpy(values).to(device=grad.device, dtype=grad.dtype)
 
     def spherical_power_spectrum(self, data, grid="legendre-gauss", lmax=None, mmax=None, convention="ace",
                                  truncation="torch-harmonics-0.8", mode="automatic"):

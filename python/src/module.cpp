@@ -199,6 +199,27 @@ void bind_mesh(py::module_& m) {
             },
             py::arg("values"), "Elementwise sum over the spatial group, in place. Collective over `spatial`.")
         .def(
+            "sum_over_lon",
+            [](PythonMesh& self, std::string problem, std::int64_t signature, std::int64_t rows, std::int64_t cols,
+               py::object values) {
+                std::span<double> span;
+                if (problem.empty()) {
+                    problem = attempt([&] {
+                                  py::buffer b = values.cast<py::buffer>();
+                                  span = contiguous_span<double>(b, "upstream", true);
+                              }).message;
+                }
+                py::gil_scoped_release release;
+                WeightsForm form = WeightsForm::either;
+                (void)self.grid_of_shards(problem, {rows, cols, signature}, std::nullopt, form);
+                lon_sum_in_rank_order(self.mesh(), span);
+            },
+            py::arg("problem"), py::arg("signature"), py::arg("rows"), py::arg("cols"), py::arg("values"),
+            "The sum over the lon group of every rank's float64 `values` (per row of its rows x cols shards: the "
+            "adjoint of a result replicated over the group, as a zonal mean's), in place, the same bits on every "
+            "rank of the group. Collective over `spatial` (the call's agreement: the shards' grid, the signature), "
+            "then over `lon`.")
+        .def(
             "broadcast_spatial",
             [](const PythonMesh& self, py::buffer values) {
                 in_place(values, [&](auto span) { broadcast_spatial(self.mesh(), span); });

@@ -16,6 +16,19 @@ std::string shape_text(std::int64_t nlat, std::int64_t nlon) {
     return "(" + std::to_string(nlat) + ", " + std::to_string(nlon) + ")";
 }
 
+std::string phase_text(std::int64_t phase) {
+    switch (phase) {
+        case signature_plain:
+            return "'plain'";
+        case signature_differentiated:
+            return "'differentiated'";
+        case signature_backward:
+            return "'backward'";
+        default:
+            return std::to_string(phase);
+    }
+}
+
 }  // namespace
 
 PythonMesh::PythonMesh(MPI_Comm parent, MeshShape shape, SplitRule rule, Summation summation)
@@ -41,14 +54,15 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
     constexpr std::int64_t absent = std::numeric_limits<std::int64_t>::max();
 
     // One MIN-allreduce: [lowest failing rank | per lat index: min rows, min -rows | per lon index: min cols,
-    // min -cols | min and -max of the declared nlat and nlon | min and -max of the signature | 0 if any rank's
-    // weights are per point, 0 if any are per row]. The slots of a mesh row or column take only the ranks in it, so
-    // every rank learns every shard's extent and whether its peers agree.
+    // min -cols | min and -max of the declared nlat and nlon | min and -max of the signature | min and -max of the
+    // call's phase | 0 if any rank's weights are per point, 0 if any are per row]. The slots of a mesh row or column
+    // take only the ranks in it, so every rank learns every shard's extent and whether its peers agree.
     const std::size_t lat_slots = 1;
     const std::size_t lon_slots = lat_slots + 2 * static_cast<std::size_t>(shape.lat);
     const std::size_t declared_slots = lon_slots + 2 * static_cast<std::size_t>(shape.lon);
     const std::size_t signature_slots = declared_slots + 4;
-    const std::size_t form_slots = signature_slots + 2;
+    const std::size_t phase_slots = signature_slots + 2;
+    const std::size_t form_slots = phase_slots + 2;
     std::vector<std::int64_t> buffer(form_slots + 2, absent);
     buffer[form_slots] = weights == WeightsForm::per_point ? 0 : 1;
     buffer[form_slots + 1] = weights == WeightsForm::per_row ? 0 : 1;
@@ -64,8 +78,11 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
         buffer[declared_slots + 1] = -nlat;
         buffer[declared_slots + 2] = nlon;
         buffer[declared_slots + 3] = -nlon;
-        buffer[signature_slots] = shard.signature;
-        buffer[signature_slots + 1] = -shard.signature;
+        const std::int64_t phase = shard.signature & signature_phase_mask;
+        buffer[signature_slots] = shard.signature - phase;
+        buffer[signature_slots + 1] = -(shard.signature - phase);
+        buffer[phase_slots] = phase;
+        buffer[phase_slots + 1] = -phase;
     }
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_INT64_T, MPI_MIN,
                   spatial.native());
@@ -102,6 +119,13 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
                             std::to_string(-buffer[declared_slots + 1]) + ", nlon " +
                             std::to_string(buffer[declared_slots + 2]) + " to " +
                             std::to_string(-buffer[declared_slots + 3]));
+    }
+    if (buffer[phase_slots] != -buffer[phase_slots + 1]) {
+        throw ArgumentError(
+            "the ranks differ in whether they differentiate this call (phases " + phase_text(buffer[phase_slots]) +
+            " and " + phase_text(-buffer[phase_slots + 1]) +
+            "): a tensor that requires grad on some ranks only, torch.no_grad() on some ranks only, or backward() "
+            "run on some ranks only; every rank of the spatial group must make the same calls, gradients alike");
     }
     if (buffer[signature_slots] != -buffer[signature_slots + 1]) {
         throw ArgumentError(

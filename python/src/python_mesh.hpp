@@ -21,8 +21,16 @@ namespace gridshard::python {
 /// must take the same one.
 enum class WeightsForm : std::int64_t { per_point = 0, per_row = 1, either = 2 };
 
+/// The phase of a call, in the two lowest bits of its signature (python/gridshard/_autograd.py): a plain call, the
+/// forward of a differentiated one, or a backward pass that communicates. Ranks in different phases raise on every
+/// rank with a message that names gradients.
+inline constexpr std::int64_t signature_phase_mask = 3;
+inline constexpr std::int64_t signature_plain = 0;
+inline constexpr std::int64_t signature_differentiated = 1;
+inline constexpr std::int64_t signature_backward = 2;
+
 /// A rank's shards in one metric call: their extent, and a code of what every rank must give alike (the
-/// dtype, the leading dims, whether weights are given), which the Python layer computes.
+/// dtype, the leading dims, whether weights are given, the call's phase), which the Python layer computes.
 struct ShardExtent {
     std::int64_t rows = 0;
     std::int64_t cols = 0;
@@ -43,7 +51,7 @@ class PythonMesh {
     /// argument error, if any: it is raised, as ArgumentError, on every rank of the spatial group, as are
     /// shards that do not form a split of one grid. `weights` is this rank's form of the weights, and becomes
     /// the form every rank uses: per point if any rank's are, else per row if any rank's are, else per point.
-    /// Collective over `spatial`: one allreduce of 3 + 2 (lat + lon + 3) int64, and the first time a grid is
+    /// Collective over `spatial`: one allreduce of 3 + 2 (lat + lon + 4) int64, and the first time a grid is
     /// met the ShardedGrid's own set-up. Ranks whose `shard.signature` differs raise on every rank.
     [[nodiscard]] const ShardedGrid& grid_of_shards(const std::string& problem, ShardExtent shard,
                                                     std::optional<GridShape> declared, WeightsForm& weights);

@@ -197,6 +197,23 @@ void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values) {
 }
 
 template <class T>
+void lon_sum_in_rank_order(const ProcessMesh& mesh, std::span<T> values) {
+    const Communicator& lon = mesh.lon();
+    const auto n = static_cast<std::int64_t>(values.size());
+    detail::agree_or_throw(lon, "", {n, element_code<T>()}, "lon_sum_in_rank_order length and element type");
+    std::vector<T> all(values.size() * static_cast<std::size_t>(lon.size()));
+    GRIDSHARD_MPI(MPI_Allgather, values.data(), as_count(n, "lon_sum_in_rank_order"), detail::mpi_datatype<T>(),
+                  all.data(), as_count(n, "lon_sum_in_rank_order"), detail::mpi_datatype<T>(), lon.native());
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        T sum = all[k];
+        for (std::size_t r = 1; r < static_cast<std::size_t>(lon.size()); ++r) {
+            sum += all[r * values.size() + k];
+        }
+        values[k] = sum;
+    }
+}
+
+template <class T>
 void spatial_reduce_max(const ProcessMesh& mesh, std::span<T> values) {
     allreduce_in_place(mesh.spatial(), values, MPI_MAX);
 }
@@ -349,6 +366,7 @@ std::vector<T> scatter_spatial_from_root(const ProcessMesh& mesh, const Decompos
     template void reduce_max<T>(const ProcessMesh&, std::span<T>);                                                     \
     template void spatial_reduce_sum<T>(const ProcessMesh&, std::span<T>);                                             \
     template void spatial_reduce_max<T>(const ProcessMesh&, std::span<T>);                                             \
+    template void lon_sum_in_rank_order<T>(const ProcessMesh&, std::span<T>);                                          \
     template std::vector<T> allgather_data<T>(const ProcessMesh&, std::span<const T>);                                 \
     template void broadcast_spatial<T>(const ProcessMesh&, std::span<T>);                                              \
     template std::vector<T> transpose_over_data<T>(const ProcessMesh&, std::span<const T>, std::int64_t, std::int64_t, \

@@ -182,7 +182,9 @@ def test_weighted_nanmean_and_zonal_mean_leave_nan_points_out(dist, serial):
     x = leaf(local(dist, p))
     rows = dist.get_local_slices((9, 14))[0]
     coefficient = torch.arange(1, 10, dtype=torch.float64, device=DEVICE)
-    loss = dist.weighted_nanmean(x, local(dist, w)).sum() + (dist.zonal_mean(x) * coefficient[rows]).sum()
+    # The rows' part of the loss summed over the spatial group counts each row once per lon rank: / W.
+    zonal_part = dist.spatial_reduce_sum((dist.zonal_mean(x) * coefficient[rows]).sum()) / W
+    loss = dist.weighted_nanmean(x, local(dist, w)).sum() + zonal_part
     loss.backward()
     g = leaf(p)
     valid = ~torch.isnan(g)
@@ -191,6 +193,83 @@ def test_weighted_nanmean_and_zonal_mean_leave_nan_points_out(dist, serial):
     (nanmean.sum() + (zonal * coefficient).sum()).backward()
     close(x.grad, local(dist, g.grad), "nanmean and zonal mean")
     assert not x.grad[~valid[dist.get_local_slices(tuple(p.shape))]].any()
+
+
+def _zonal_fields(grid):
+    """A field with NaN holes in some rows (none all NaN), a per-point coefficient c and a per-row one d."""
+    t, p, w = fields(grid)
+    p[0, 1, 2:4, 3:9] = float("nan")
+    p[1, 2, grid[0] - 1, ::3] = float("nan")
+    rng = np.random.default_rng(11)
+    c = torch.from_numpy(rng.uniform(0.5, 2.0, grid)).to(DEVICE)
+    d = torch.from_numpy(rng.uniform(0.5, 2.0, grid[0])).to(DEVICE)
+    return p, c, d
+
+
+def _global_zonal(x):
+    valid = ~torch.isnan(x)
+    return torch.where(valid, x, 0).sum(-1) / valid.sum(-1)
+
+
+# The losses of a zonal mean that docs/python.md supports: the rows' means (replicated over the lon group) broadcast
+# back over the rank's own columns and reduced by a spatial reduction, or a per-row sum over the spatial group divided
+# by the lon ranks (each row is held by W of them). (distributed loss(dist, x, c, d), global loss(x, c, d))
+ZONAL_LOSSES = [
+    ("global_mean(zonal_mean(x)[..., None] ** 2 * c)",
+     lambda dt, x, c, d: dt.global_mean(dt.zonal_mean(x)[..., None] ** 2 * local(dt, c)).sum(),
+     lambda x, c, d: (_global_zonal(x)[..., None] ** 2 * c).mean(dim=(-2, -1)).sum()),
+    ("spatial_reduce_sum(sum_i d_i zm_i ** 2) / w",
+     lambda dt, x, c, d: dt.spatial_reduce_sum((d[dt.get_local_slices(tuple(c.shape))[0]]
+                                                * dt.zonal_mean(x) ** 2).sum()) / W,
+     lambda x, c, d: (d * _global_zonal(x) ** 2).sum()),
+    ("weighted_mean(zonal_mean(x)[..., None] * c, a)",
+     lambda dt, x, c, d: dt.weighted_mean(dt.zonal_mean(x)[..., None] * local(dt, c), local(dt, c)).sum(),
+     lambda x, c, d: ref_weighted_mean(_global_zonal(x)[..., None] * c, c).sum()),
+]
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("name,loss,reference", ZONAL_LOSSES, ids=[z[0] for z in ZONAL_LOSSES])
+def test_zonal_mean_losses_get_the_global_gradient(dist, grid, name, loss, reference):
+    """Every rank's gradient is that of the global loss with respect to its shard, the lon group's replicas of the
+    rows' means adding their upstream gradients (the adjoint of the forward's allreduce over lon), NaN points left
+    out; against torch.autograd on the gathered field."""
+    p, c, d = _zonal_fields(grid)
+    x = leaf(local(dist, p))
+    value = loss(dist, x, c, d)
+    value.backward()
+    g = leaf(p)
+    want = reference(g, c, d)
+    want.backward()
+    close(value, want, name + ": the loss")
+    close(x.grad, local(dist, g.grad), name + ": the gradient")
+    assert not x.grad[torch.isnan(x.detach())].any(), name
+
+
+class _ShardOf(torch.autograd.Function):
+    """This rank's shard of a global tensor that every rank holds alike; its backward puts the shard's gradient in its
+    place and adds every spatial rank's (an allreduce over the spatial group): the gradient with respect to the global
+    tensor, so torch's gradcheck, perturbing the same global entry on every rank, checks every rank's gradient."""
+
+    @staticmethod
+    def forward(ctx, dist, whole):
+        ctx.dist, ctx.shape = dist, whole.shape
+        return whole[dist.get_local_slices(tuple(whole.shape))].clone()
+
+    @staticmethod
+    def backward(ctx, grad):
+        full = torch.zeros(ctx.shape, dtype=grad.dtype)
+        full[ctx.dist.get_local_slices(tuple(ctx.shape))] = grad.cpu()
+        total = ctx.dist._spatial_comm.allreduce(full.numpy(), op=MPI.SUM)
+        return None, torch.from_numpy(total).to(grad.device)
+
+
+@pytest.mark.parametrize("name,loss,reference", ZONAL_LOSSES, ids=[z[0] for z in ZONAL_LOSSES])
+def test_gradcheck_on_shards(dist, name, loss, reference):
+    p, c, d = _zonal_fields((5, 6))
+    p = p[:1, :2]
+    assert torch.autograd.gradcheck(lambda whole: loss(dist, _ShardOf.apply(dist, whole), c, d), (leaf(p),),
+                                    eps=1e-6, atol=1e-7)
 
 
 def test_gradient_scores_leave_invalid_magnitudes_out(dist, serial):
@@ -302,15 +381,72 @@ def test_gradcheck_serially(serial):
         assert torch.autograd.gradcheck(call, (leaf(p),), eps=1e-6, atol=1e-6)
 
 
-def test_a_rank_that_differentiates_where_another_does_not_raises_on_every_rank(dist):
+CALLS = {"weighted_mean": lambda d, x, w: d.weighted_mean(x, w), "zonal_mean": lambda d, x, w: d.zonal_mean(x),
+         "halo_exchange": lambda d, x, w: d.halo_exchange(x, 1),
+         "gradient_magnitude_percent_diff": lambda d, x, w: d.gradient_magnitude_percent_diff(x.detach(), x, w),
+         "spatial_reduce_sum": lambda d, x, w: d.spatial_reduce_sum(x.sum())}
+
+
+@pytest.mark.parametrize("call", CALLS)
+@pytest.mark.parametrize("how", ["requires_grad", "no_grad"])
+def test_a_rank_that_differentiates_where_another_does_not_raises_on_every_rank(dist, call, how):
+    """requires_grad on spatial rank 0's tensor only, or torch.no_grad() on that rank only: ValueError on every rank,
+    with a message that says the ranks differ in gradients."""
     if dist.world_size == 1 or not dist.has_spatial_parallelism:
         pytest.skip("needs two spatial ranks")
     t, p, w = fields((9, 14))
-    x = local(dist, p)
+    first = dist.rank % (H * W) == 0
+    x = leaf(local(dist, p)) if how == "no_grad" or first else local(dist, p)
+    with pytest.raises(ValueError, match="differentiate"):
+        if how == "no_grad" and first:
+            with torch.no_grad():
+                CALLS[call](dist, x, local(dist, w))
+        else:
+            CALLS[call](dist, x, local(dist, w))
+
+
+def test_a_backward_on_one_rank_only(dist):
+    """The gradient scores' backward makes no collective (their halo exchanges are in the forward pass): a backward
+    run on spatial rank 0 alone gives its gradient, the others go on. One whose backward must communicate (a zonal
+    mean's replicas, a halo's adjoint) meets the others' next call: ValueError on every rank, naming gradients."""
+    if dist.world_size == 1 or not dist.has_spatial_parallelism:
+        pytest.skip("needs two spatial ranks")
+    t, p, w = fields((9, 14))
+    first = dist.rank % (H * W) == 0
+    xt, xp, wl = leaf(local(dist, t)), leaf(local(dist, p)), local(dist, w)
+    everyone = dist.gradient_magnitude_percent_diff(xt, xp, wl).sum()
+    everyone.backward()
+    yt, yp = leaf(local(dist, t)), leaf(local(dist, p))
+    alone = dist.gradient_magnitude_percent_diff(yt, yp, wl).sum()
+    if first:
+        alone.backward()
+        same_bits(yp.grad, xp.grad, "a backward on one rank only")
+        same_bits(yt.grad, xt.grad, "a backward on one rank only")
+    same_bits(dist.weighted_mean(local(dist, p), wl), dist.weighted_mean(local(dist, p), wl), "the next call")
+    for name, loss in (("zonal_mean", lambda x: dist.zonal_mean(x).sum()),
+                       ("halo_exchange", lambda x: dist.halo_exchange(x, 1).sum())):
+        x = leaf(local(dist, p))
+        value = loss(x)
+        with pytest.raises(ValueError, match="differentiate"):
+            if first:
+                value.backward()
+            else:
+                dist.zonal_mean(local(dist, p)) if name == "zonal_mean" else dist.halo_exchange(local(dist, p), 1)
+
+
+def test_the_ranks_dtypes_must_agree(dist):
+    """A bfloat16 tensor on spatial rank 0 and float32 elsewhere: refused on every rank (the results' dtypes would
+    differ), as float32 against float64 is."""
+    if dist.world_size == 1 or not dist.has_spatial_parallelism:
+        pytest.skip("needs two spatial ranks")
+    t, p, w = fields((9, 14))
+    x = local(dist, p).float()
     if dist.rank % (H * W) == 0:
-        x = leaf(x)
-    with pytest.raises(ValueError):
-        dist.weighted_mean(x, local(dist, w))
+        x = x.to(torch.bfloat16)
+    for call in (lambda: dist.weighted_mean(x, local(dist, w)), lambda: dist.halo_exchange(x, 1),
+                 lambda: dist.zonal_mean(x)):
+        with pytest.raises(ValueError, match="dtype"):
+            call()
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

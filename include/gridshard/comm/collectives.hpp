@@ -60,6 +60,13 @@ template <class T>
 template <class T>
 void spatial_reduce_sum(const ProcessMesh& mesh, std::span<T> values);
 
+/// Elementwise sum over the lon group, in place, formed on every rank in lon-rank order from an all-gather: every rank
+/// of the group holds the same bits, whatever order MPI's reductions would take (the adjoint of a result replicated
+/// over the lon group, such as a zonal mean's). Collective over `lon`: one agreement of the length and element type,
+/// one MPI_Allgather.
+template <class T>
+void lon_sum_in_rank_order(const ProcessMesh& mesh, std::span<T> values);
+
 /// Elementwise maximum over the spatial group, in place (a NaN anywhere gives NaN, as MPI_MAX on IEEE values
 /// may; callers pass values without NaN). Collective over `spatial`; all ranks hold the result.
 template <class T>
