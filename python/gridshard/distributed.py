@@ -175,6 +175,22 @@ def _declared_img_shape(img_shape):
     return img, ""
 
 
+def _result_dtype(dtype, field, problems):
+    """The dtype a result is rounded to once: the field's own (None; a half-precision tensor's float32), or the
+    float32 or float64 asked for (a numpy dtype, its name, or a torch dtype)."""
+    if dtype is None:
+        return field.dtype
+    name = str(dtype).replace("torch.", "")
+    try:
+        chosen = np.dtype(name)
+    except TypeError:
+        chosen = None
+    if chosen not in _arrays.FLOATING:
+        problems.add(f"dtype={dtype!r}: expected None (the input's), float32 or float64")
+        return field.dtype
+    return chosen
+
+
 def _result(values, field, keepdim=False):
     """Per-channel float64 results as the field's kind and dtype, shaped like its leading dims."""
     shape = field.leading + ((1, 1) if keepdim else ())
@@ -960,14 +976,15 @@ class Distributed:
         return torch.from_numpy(values).to(device=grad.device, dtype=grad.dtype)
 
     def spherical_power_spectrum(self, data, grid="legendre-gauss", lmax=None, mmax=None, convention="ace",
-                                 truncation="torch-harmonics-0.8", mode="automatic"):
-        """The spherical-harmonic power per degree of each field, ``(..., L)`` in float64 on every spatial rank,
-        the serial answer bit for bit on every mesh (docs/spectrum.md). ``grid``: "legendre-gauss" (ACE's),
-        "equiangular" or "lobatto"; ``convention``: "ace" (m >= 0 once each) or "full" (m > 0 doubled);
-        ``lmax``, ``mmax``: None for the truncation's. Values that are not finite propagate. Collective over
-        ``spatial``."""
+                                 truncation="torch-harmonics-0.8", mode="automatic", dtype=None):
+        """The spherical-harmonic power per degree of each field, ``(..., L)`` on every spatial rank, computed in
+        float64 and rounded once to the input's dtype (``dtype``: float32 or float64 to ask for another), the serial
+        answer bit for bit on every mesh (docs/spectrum.md). ``grid``: "legendre-gauss" (ACE's), "equiangular" or
+        "lobatto"; ``convention``: "ace" (m >= 0 once each) or "full" (m > 0 doubled); ``lmax``, ``mmax``: None for
+        the truncation's. Values that are not finite propagate. Collective over ``spatial``."""
         problems = Problems()
         field = _Field(data, "data", problems)
+        out_dtype = _result_dtype(dtype, field, problems)
         for name, value in (("lmax", lmax), ("mmax", mmax)):
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 problems.add(f"{name}={value!r}: expected a positive int or None")
@@ -983,16 +1000,18 @@ class Distributed:
             self._mesh, problems.text(), field.signature(), field.buffer if ok else None, grid if ok else "",
             truncation if ok else "", (lmax or 0) if ok else 0, (mmax or 0) if ok else 0, convention if ok else "",
             mode if ok else "")
-        values = np.frombuffer(values, dtype=np.float64).copy()
+        values = np.frombuffer(values, dtype=np.float64).astype(out_dtype)
         return _arrays.like(values.reshape(field.leading + (-1,)), data)
 
-    def zonal_power_spectrum(self, data, lat=None, weighting="none"):
-        """The zonal power per wavenumber of each local row, ``(..., h_local, w // 2 + 1)`` in float64:
+    def zonal_power_spectrum(self, data, lat=None, weighting="none", dtype=None):
+        """The zonal power per wavenumber of each local row, ``(..., h_local, w // 2 + 1)``, computed in float64 and
+        rounded once to the input's dtype (``dtype``: float32 or float64 to ask for another):
         ``w_k f_m |rfft(x)_m / w|^2``, f_m = 1 at m = 0 and 2 elsewhere. ``weighting``: "none", "cos-lat"
         (Makani) or "circumference" (WeatherBench 2's zonal energy spectrum), which need ``lat``, the latitudes of
         this rank's rows in degrees. Collective over ``lon``."""
         problems = Problems()
         field = _Field(data, "data", problems)
+        out_dtype = _result_dtype(dtype, field, problems)
         if weighting not in ("none", "cos-lat", "circumference"):
             problems.add(f"weighting={weighting!r}: expected one of none, cos-lat, circumference")
         lat_values = None
@@ -1004,7 +1023,7 @@ class Distributed:
         values = _core.zonal_power_spectrum(self._mesh, problems.text(), field.signature(),
                                             field.buffer if ok else None, weighting if ok else "none",
                                             lat_values if ok else None)
-        values = np.frombuffer(values, dtype=np.float64).copy()
+        values = np.frombuffer(values, dtype=np.float64).astype(out_dtype)
         return _arrays.like(values.reshape(field.leading + (field.rows, -1)), data)
 
     def smooth_flood_fill(self, data, num_steps=4, blur_kernel_size=5, blur_sigma=1.0):

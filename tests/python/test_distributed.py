@@ -252,6 +252,13 @@ def test_power_spectra_are_serial_bits(dist, serial, dtype, kind, grid):
     got = dist.zonal_power_spectrum(x)
     assert got.shape == (2, 3, rows.stop - rows.start, grid[1] // 2 + 1)
     assert_same_bits(got, to_numpy(serial.zonal_power_spectrum(as_kind(truth, kind)))[..., rows, :])
+    # The input's dtype, the float64 result rounded once; float64 on request.
+    for spectrum in (dist.spherical_power_spectrum, dist.zonal_power_spectrum):
+        got, double = to_numpy(spectrum(x)), to_numpy(spectrum(x, dtype=np.float64))
+        assert got.dtype == np.dtype(dtype) and double.dtype == np.float64, spectrum.__name__
+        assert_same_bits(got, double.astype(dtype))
+    with pytest.raises(ValueError, match="dtype="):
+        dist.spherical_power_spectrum(x, dtype="int32")
 
 
 @pytest.mark.parametrize("kind", KINDS)
