@@ -15,6 +15,8 @@ import sys
 
 import numpy as np
 
+from . import _abort
+
 FLOATING = (np.dtype(np.float32), np.dtype(np.float64))
 REDUCIBLE = FLOATING + (np.dtype(np.int32), np.dtype(np.int64))
 HALF = ("torch.bfloat16", "torch.float16")
@@ -29,33 +31,55 @@ def is_tensor(value):
     return torch is not None and isinstance(value, torch.Tensor)
 
 
-class Problems:
-    """This rank's argument problems for one call, raised later on every rank (gridshard's error contract)."""
+# The character that starts a problem's text when it is the system's (memory exhausted), not the arguments':
+# python/src/python_mesh.hpp, system_problem_marker. The compiled module raises such a text as SystemFailure.
+SYSTEM_MARKER = "\x01"
 
-    __slots__ = ("messages",)
+
+class Problems:
+    """This rank's problems for one call, raised later on every rank (gridshard's error contract): its arguments'
+    (ArgumentError) or, memory exhausted while reading them, the system's (SystemFailure)."""
+
+    __slots__ = ("messages", "system")
 
     def __init__(self):
         self.messages = []
+        self.system = False
+        _abort.forget_exit()  # a call: the program went on after any SystemExit it caught
 
-    def add(self, message):
+    def add(self, message, system=False):
         self.messages.append(message)
+        self.system = self.system or system
 
     def __bool__(self):
         return bool(self.messages)
 
     def text(self):
-        return "; ".join(self.messages)
+        """The problems as the compiled module takes them (marked when one is the system's)."""
+        return (SYSTEM_MARKER if self.system else "") + "; ".join(self.messages)
 
     @contextlib.contextmanager
     def catching(self, name):
         """Records any exception raised in the block (an object's ``__array__`` that raises, a MemoryError
         from one copy) as this rank's problem with ``name``, so it is raised on every rank by the call's
-        agreement instead of on this rank alone before it. The block stops at the exception; what it had
-        not assigned keeps the value it had before."""
+        agreement instead of on this rank alone before it: a MemoryError as the system's, anything else as an
+        argument problem. The block stops at the exception; what it had not assigned keeps the value it had
+        before."""
         try:
             yield
+        except MemoryError as error:
+            self.add(f"{name}: out of memory on reading it (MemoryError: {error})", system=True)
         except Exception as error:  # noqa: BLE001 - any failure reading an argument is this rank's problem
             self.add(f"{name}: {type(error).__name__} on reading it: {error}")
+
+
+def agreed_error(text):
+    """The exception every rank raises for a problem ``text`` agreed over a group (a Problems.text())."""
+    from . import _gridshard as core
+
+    if text.startswith(SYSTEM_MARKER):
+        return core.SystemFailure(text[len(SYSTEM_MARKER):])
+    return core.ArgumentError(text)
 
 
 def is_half(value):

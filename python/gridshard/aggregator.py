@@ -109,7 +109,7 @@ class Aggregator:
                                                 tuple(sorted(self._stats.items()))))
         failed = [text for text, *_ in seen if text]
         if failed:
-            raise _core.ArgumentError(failed[0])
+            raise _arrays.agreed_error(failed[0])
         if len({names for _, names, _ in seen}) > 1:
             raise _core.ArgumentError(f"variables: the ranks give different variables, {list(seen[0][1])} on rank 0 "
                                       f"and {self.variables} on rank {distributed.rank}")
@@ -177,7 +177,7 @@ class Aggregator:
                 (problems.text(), int(samples), int(times), int(first_lead), int(first_sample)))
         failed = [text for text, *_ in seen if text]
         if failed:
-            raise _core.ArgumentError(failed[0])
+            raise _arrays.agreed_error(failed[0])
         if len({tuple(window) for _, *window in seen}) > 1:
             raise _core.ArgumentError(f"record: the ranks of a spatial group give different windows (samples, "
                                       f"times, first_lead, first_sample): {[tuple(w) for _, *w in seen]}")

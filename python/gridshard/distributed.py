@@ -496,7 +496,9 @@ class Distributed:
             metas = comm.allgather(meta)
         failed = [(r, m[0]) for r, m in enumerate(metas) if m[0]]
         if failed:
-            raise ArgumentError(f"rank {failed[0][0]}: {failed[0][1]}")
+            rank, text = failed[0]
+            marker = _arrays.SYSTEM_MARKER if text.startswith(_arrays.SYSTEM_MARKER) else ""
+            raise _arrays.agreed_error(f"{marker}rank {rank}: {text[len(marker):]}")
         dtypes = {m[1][1] for m in metas}
         if len(dtypes) > 1:
             raise ArgumentError(f"tensor: dtypes differ between ranks: {sorted(dtypes)}")
@@ -1231,7 +1233,7 @@ def spherical_area_weights(lats, num_lon):
     problems = Problems()
     array = _arrays.as_numpy(lats, "lats", problems, _arrays.REDUCIBLE)
     if problems:
-        raise ArgumentError(problems.text())
+        raise _arrays.agreed_error(problems.text())
     if array.ndim != 1:
         raise ArgumentError(f"lats: shape {tuple(array.shape)}; gridshard takes a 1-D array of latitudes")
     if not isinstance(num_lon, numbers.Integral) or num_lon < 1:

@@ -277,7 +277,7 @@ class PythonAggregator {
                       }).message;
         }
         py::gil_scoped_release release;
-        agree_or_throw(grid_->mesh().spatial(), problem, {initial_condition, lead},
+        agree_or_throw(grid_->mesh().spatial(), problem_of(problem), {initial_condition, lead},
                        "the (initial condition, lead time) the ranks of a spatial group record");
         recorded_[slot(initial_condition, lead)] = true;
         py::gil_scoped_acquire acquire;

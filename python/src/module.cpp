@@ -185,7 +185,7 @@ void bind_mesh(py::module_& m) {
             [](const PythonMesh& self, const std::string& problem, const std::string& group, std::int64_t signature) {
                 const Communicator& comm = group_of(self.mesh(), group);
                 py::gil_scoped_release release;
-                agree_or_throw(comm, problem, {signature}, "the arrays' dtype and shape");
+                agree_or_throw(comm, problem_of(problem), {signature}, "the arrays' dtype and shape");
             },
             py::arg("problem"), py::arg("group"), py::arg("signature") = 0,
             "Raises ArgumentError on every rank of `group` when any rank passes a non-empty problem, or when the "

@@ -87,8 +87,8 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_INT64_T, MPI_MIN,
                   spatial.native());
     if (buffer[0] != absent) {
-        agree_or_throw(spatial, problem);  // every rank took this branch: spreads the message and throws
-        throw ArgumentError(problem);      // not reached: agree_or_throw throws on every rank
+        check_collectively(spatial, problem_of(problem));  // every rank took this branch: spreads it and throws
+        throw ArgumentError(problem);                        // not reached: check_collectively throws on every rank
     }
 
     // From here on every rank sees the same numbers, so every rank throws alike.
@@ -159,7 +159,7 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
 
 const ShardedGrid& PythonMesh::grid_named(const Communicator& group, const std::string& problem, GridShape grid,
                                           std::int64_t element_code) {
-    agree_or_throw(group, problem, {grid.nlat, grid.nlon, element_code},
+    agree_or_throw(group, problem_of(problem), {grid.nlat, grid.nlon, element_code},
                    "img_shape, and the dtype and leading dims of the shards (coded)");
     return cached(grid);
 }

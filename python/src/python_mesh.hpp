@@ -10,6 +10,7 @@
 #include <string>
 #include <utility>
 
+#include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 #include "gridshard/geometry/split.hpp"
 #include "gridshard/metrics/field.hpp"
@@ -28,6 +29,18 @@ inline constexpr std::int64_t signature_phase_mask = 3;
 inline constexpr std::int64_t signature_plain = 0;
 inline constexpr std::int64_t signature_differentiated = 1;
 inline constexpr std::int64_t signature_backward = 2;
+
+/// The character that starts a rank's problem when it is the system's rather than the arguments' (memory exhausted
+/// while the Python layer read an argument: python/gridshard/_arrays.py, Problems). Raised as SystemError.
+inline constexpr char system_problem_marker = '\x01';
+
+/// A rank's problem as the Python layer passes it, as a failure of its kind (the marker removed; empty: none).
+[[nodiscard]] inline LocalFailure problem_of(const std::string& text) {
+    if (!text.empty() && text.front() == system_problem_marker) {
+        return {text.substr(1), ErrorKind::system};
+    }
+    return {text, ErrorKind::argument};
+}
 
 /// A rank's shards in one metric call: their extent, and a code of what every rank must give alike (the
 /// dtype, the leading dims, whether weights are given, the call's phase), which the Python layer computes.

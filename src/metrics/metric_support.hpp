@@ -70,14 +70,15 @@ inline void check_arguments(const ShardedGrid& grid, const std::string& local_er
 // Collective over `spatial`: one allreduce of `sums` (laid out by form_terms), then
 // the total-weight check, which every rank sees alike.
 inline TermSums merge_terms(PartialSums sums, const ShardedGrid& grid, TermSet terms, std::int64_t channels,
-                            const Communicator* also_over = nullptr) {
+                            const Communicator* also_over = nullptr, std::string_view weights_name = "weights") {
     sums.allreduce(grid.mesh().spatial());
     if (also_over != nullptr) {
         sums.allreduce(*also_over);  // exact sums: the same bits however the points were shared
     }
     const double total = sums.value(0);
     if (!(total > 0.0)) {
-        throw ArgumentError("the total weight over the grid must be > 0, got " + std::to_string(total));
+        throw ArgumentError(std::string(weights_name) + ": the total weight over the grid must be > 0, got " +
+                            std::to_string(total));
     }
     return TermSums(std::make_shared<const PartialSums>(std::move(sums)), terms, channels, true);
 }
@@ -122,7 +123,7 @@ TermSums accumulate_terms(const ShardedGrid& grid, FieldShard<T> truth, const Fi
     const ShardInputs<T> inputs{truth.values.data(), prediction != nullptr ? prediction->values.data() : nullptr,
                                 truth.channels, halo ? &*halo : nullptr, gradient};
     return merge_terms(form_terms(grid.grid(), box, inputs, weights, request), grid, request.terms, truth.channels,
-                       also_over);
+                       also_over, request.weights_name);
 }
 
 // One finalizer applied to every channel.

@@ -7,6 +7,7 @@
 // Internal to the metrics layer; form_terms makes no MPI calls.
 
 #include <cstdint>
+#include <string_view>
 
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/metrics/field.hpp"
@@ -21,6 +22,8 @@ struct TermRequest {
     TermSet terms;
     ValidityPolicy policy = ValidityPolicy::propagate;
     Summation summation = Summation::reproducible;
+    /// What the weights are, for the message when their total over the valid points is not positive.
+    std::string_view weights_name = "weights";
 };
 
 /// The inputs of one pass over a rank's box. `prediction` may be null when no term needs it; `halo` and

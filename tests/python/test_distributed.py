@@ -216,6 +216,11 @@ def test_regional_weighted_mean(dist, serial, dtype, kind):
     )
     assert_same_bits(got, serial.regional_weighted_mean(as_kind(truth, kind), weights, region))
     close(got, ref_weighted_mean(truth, weights * region), dtype)
+    # An empty region (zero everywhere) is refused on every rank,
+    # naming the region.
+    with pytest.raises(gridshard.ArgumentError, match="regional_weights .*empty region"):
+        dist.regional_weighted_mean(as_kind(local(dist, truth), kind), as_kind(local(dist, weights), kind),
+                                    as_kind(local(dist, np.zeros((9, 14))), kind))
 
 
 @pytest.mark.parametrize("grid", GRIDS)

@@ -58,11 +58,11 @@ def strided(array):
     return np.repeat(array, 2, axis=-1)[..., ::2]
 
 
-def expect_on_group(dist, call, match):
-    """``call()`` raises ArgumentError matching ``match`` on every rank of the last rank's spatial group and
+def expect_on_group(dist, call, match, error=gridshard.ArgumentError):
+    """``call()`` raises ``error`` matching ``match`` on every rank of the last rank's spatial group and
     returns elsewhere."""
     if in_last_ranks_group(dist):
-        with pytest.raises(gridshard.ArgumentError, match=match):
+        with pytest.raises(error, match=match):
             call()
     else:
         call()
@@ -119,10 +119,13 @@ def test_a_memory_error_in_one_ranks_copy_raises_on_every_rank(dist, kind, copie
     columns = np.linspace(1, 2, t.shape[-1])  # per-longitude weights: copied as a (rows, cols) broadcast view
     if kind == "torch":
         columns = torch.from_numpy(columns)
-    expect_on_group(dist, lambda: dist.weighted_mean(t, columns), "weights: MemoryError.*simulated")
-    expect_on_group(dist, lambda: dist.weighted_mean(strided(t), w), "data: MemoryError.*simulated")
+    # Memory exhausted is the system's failure, not the arguments': SystemFailure (a RuntimeError) on every rank.
+    expect_on_group(dist, lambda: dist.weighted_mean(t, columns), "weights: out of memory.*simulated",
+                    gridshard.SystemFailure)
+    expect_on_group(dist, lambda: dist.weighted_mean(strided(t), w), "data: out of memory.*simulated",
+                    gridshard.SystemFailure)
     # The world's gather copies a strided tensor before it sends: every rank raises.
-    with pytest.raises(gridshard.ArgumentError, match="MemoryError.*simulated"):
+    with pytest.raises(gridshard.SystemFailure, match=f"rank {WORLD.Get_size() - 1}: .*out of memory.*simulated"):
         dist.gather(np.broadcast_to(np.arange(3.0), (2, 3)))
 
 

@@ -54,6 +54,20 @@ def test_an_uncaught_exception_on_one_rank_ends_every_rank(ranks, raiser):
     assert status != 0, (status, seconds)
 
 
+@pytest.mark.parametrize("ranks, raiser", [(2, 1), (3, 0)])
+def test_a_non_zero_exit_on_one_rank_ends_every_rank(ranks, raiser):
+    seconds, status, output = run_job(ranks, raiser, "exit")
+    assert f"gridshard: rank {raiser} of {ranks}: sys.exit(3)" in output, output[-3000:]
+    assert "still running" not in output, output[-3000:]
+    assert status != 0, (status, seconds)
+
+
+def test_a_caught_exit_is_forgotten_once_the_program_goes_on():
+    seconds, status, output = run_job(2, 1, "caught")
+    assert status == 0 and "gridshard: rank" not in output, output[-3000:]
+    assert output.count("ended normally") == 2, output[-3000:]
+
+
 @pytest.mark.parametrize("switch", ["environment", "argument"])
 def test_the_off_switch_leaves_the_other_ranks_running(switch):
     environment = {"GRIDSHARD_ABORT_ON_EXCEPTION": "0"} if switch == "environment" else {}

@@ -1,12 +1,14 @@
-"""One rank raises an exception that no one catches while the others wait for it in a collective
-(test_uncaught_exception.py runs it under mpirun). ``uncaught_case.py RAISER [off]``: world rank RAISER
-raises; ``off`` builds the Distributed with abort_on_exception=False. The waiting ranks give up after
+"""One rank raises an exception that no one catches, or exits with a non-zero status, while the others wait for it
+in a collective (test_uncaught_exception.py runs it under mpirun). ``uncaught_case.py RAISER [off] [exit|caught]``:
+world rank RAISER raises; ``off`` builds the Distributed with abort_on_exception=False; ``exit`` calls sys.exit(3)
+instead; ``caught`` catches a sys.exit(3) first, makes one more gridshard call with the others and ends normally. The waiting ranks give up after
 WAIT_S seconds, print that they were left running, and leave without MPI's finalisation, which ends the job
 in bounded time whether or not gridshard ended it first."""
 import os
 import sys
 import time
 
+import numpy as np
 from mpi4py import MPI
 
 import gridshard
@@ -17,7 +19,19 @@ raiser = int(sys.argv[1])
 options = {"abort_on_exception": False} if "off" in sys.argv[2:] else {}
 dist = gridshard.Distributed(**options)
 dist.barrier()
+if "caught" in sys.argv[2:]:
+    if world.Get_rank() == raiser:
+        try:
+            sys.exit(3)
+        except SystemExit:
+            pass
+    dist.spatial_reduce_sum(np.ones(2))  # the program went on
+    dist.barrier()
+    print(f"rank {world.Get_rank()}: ended normally", flush=True)
+    sys.exit(0)
 if world.Get_rank() == raiser:
+    if "exit" in sys.argv[2:]:
+        sys.exit(3)
     raise RuntimeError("raised on purpose by one rank")
 waiting = world.Ibarrier()  # the raising rank never comes
 start = time.monotonic()
