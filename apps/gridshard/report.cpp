@@ -68,7 +68,9 @@ std::vector<const RegisteredScore*> fixed_policy_scores(const EvaluationResult& 
         return out;
     }
     for (const ScoreSeries& s : result.channels.front().regions.front().per_lead) {
-        if (s.score->policy != PolicyRule::follows_option) {
+        const bool own_differs = own_gradient_policy(result.policy) != result.policy;  // under propagate
+        if (s.score->policy != PolicyRule::follows_option &&
+            (s.score->policy != PolicyRule::own_gradient || own_differs)) {
             out.push_back(s.score);
         }
     }
@@ -240,14 +242,19 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
                       static_cast<long long>(result.grid.shape().nlon), to_string(result.mesh).c_str(),
                       std::string(to_string(result.data_split)).c_str());
         out << cell << "time means over " << time_mean_rows_text(result) << ":\n";
+        // One line per rule that is not --policy's, naming its scores.
         const std::vector<const RegisteredScore*> fixed = fixed_policy_scores(result);
-        if (!fixed.empty()) {
+        for (const PolicyRule rule : {PolicyRule::own_gradient, PolicyRule::all_finite, PolicyRule::nan_fill}) {
             std::string names;
             for (const RegisteredScore* s : fixed) {
-                names += (names.empty() ? "" : ", ") + s->key;
+                if (s->policy == rule) {
+                    names += (names.empty() ? "" : ", ") + s->key;
+                }
             }
-            out << names << ": points where the truth, every member and the climatology are finite (all_finite), "
-                << "not --policy " << to_string(result.policy) << "\n";
+            if (!names.empty()) {
+                out << names << ": " << describe(rule) << " (" << to_string(rule) << "), not --policy "
+                    << to_string(result.policy) << "\n";
+            }
         }
         if (result.channels.empty()) {
             return;

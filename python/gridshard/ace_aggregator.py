@@ -15,10 +15,10 @@ parallelism, naming it and the config field that turns it off. docs/ace.md has t
 
 import dataclasses
 import os
-import tempfile
 
 import numpy as np
 
+from . import _arrays, _outputs
 from . import _gridshard as _core
 from .aggregator import Aggregator, registered_scores
 from .distributed import ArgumentError
@@ -54,6 +54,24 @@ def _gridshard_distributed():
         return Distributed(MPI.COMM_SELF)
     raise ValueError("gridshard's inference aggregator runs on gridshard's ACE backend: set "
                      "FME_DISTRIBUTED_BACKEND=gridshard (gridshard.ace.use_in_ace()) for a run on several ranks")
+
+
+def _mask_provider(dataset_info):
+    """ACE's spatial mask provider of the dataset (its area means take weights times a variable's mask), or None."""
+    from fme.core.dataset_info import MissingDatasetInfo
+
+    try:
+        return dataset_info.spatial_mask_provider
+    except MissingDatasetInfo:
+        return None
+
+
+def _dtype_of(value):
+    """The dtype the aggregator scores a tensor or array in: its own (float32, float64); a 16-bit one widened to
+    float32, as every gridshard call widens it."""
+    if _arrays.is_tensor(value):
+        return np.dtype(np.float32) if _arrays.is_half(value) else np.dtype(str(value.dtype).replace("torch.", ""))
+    return np.asarray(value).dtype
 
 
 def _field_of(config, metric):
@@ -95,6 +113,7 @@ class InferenceEvaluatorAggregator:
         self._lat = np.asarray(coordinates.coords["lat"], dtype=np.float64)
         self._nlon = len(coordinates.coords["lon"])
         self._metadata = getattr(dataset_info, "variable_metadata", None) or {}
+        self._mask_provider = _mask_provider(dataset_info)
 
         metrics = config._get_metrics()
         if not enable_time_series:
@@ -155,18 +174,48 @@ class InferenceEvaluatorAggregator:
             return True
         return bool(built._aggregators) or bool(built._ensemble_aggregators)
 
-    # The aggregators, made at the initial condition, when the variables and the local samples are known.
+    def _local_masks(self, names):
+        """{name: this rank's box of ACE's mask of the variable} for the variables the dataset masks (ACE's provider
+        gives the global mask, or the box of one localised to this rank)."""
+        if self._mask_provider is None:
+            return {}
+        rows, cols = self.distributed.get_local_slices((len(self._lat), self._nlon))
+        box = (rows.stop - rows.start, cols.stop - cols.start)
+        masks = {}
+        for name in names:
+            mask = self._mask_provider.get_mask_tensor_for(name)
+            if mask is None:
+                continue
+            values = np.asarray(mask.detach().cpu().numpy() if _arrays.is_tensor(mask) else mask, dtype=np.float64)
+            if values.shape == (len(self._lat), self._nlon):
+                values = values[rows, cols]
+            elif values.shape != box:
+                raise ValueError(f"the mask of {name!r}: shape {values.shape}, neither the grid's "
+                                 f"{(len(self._lat), self._nlon)} nor this rank's box {box}")
+            masks[name] = values
+        return masks
+
+    # The aggregators, made at the initial condition, when the variables, their dtype and the local samples are known.
     def _start(self, target, prediction):
         names = [n for n in prediction if n in target]
-        samples = int(next(iter(target.values())).shape[0])
-        members = self.n_ensemble_per_ic
-        if samples % members:
-            raise ValueError(f"record: {samples} samples on this rank are not whole ensembles of "
-                             f"n_ensemble_per_ic={members}")
-        local = samples // members  # ACE folds each initial condition's members into consecutive samples
         dist = self.distributed
+        members = self.n_ensemble_per_ic
+        # Everything that can fail on one rank is agreed over the world before the aggregators' collectives.
+        problems, samples, dtype, masks = _arrays.Problems(), 0, np.dtype(np.float32), {}
+        with problems.catching("target"):
+            first = next(iter(target.values()))
+            samples, dtype = int(first.shape[0]), _dtype_of(first)
+            if samples % members:
+                problems.add(f"record: {samples} samples on rank {dist.rank} are not whole ensembles of "
+                             f"n_ensemble_per_ic={members}")
+        with problems.catching("the dataset's masks"):
+            masks = self._local_masks(names)
+        failed = [text for text in dist._comm.allgather(problems.text()) if text]
+        if failed:
+            raise _arrays.agreed_error(failed[0])
+        local = samples // members  # ACE folds each initial condition's members into consecutive samples
         common = dict(lat=self._lat, nlon=self._nlon, initial_conditions=local * dist.total_data_parallel_ranks,
-                      lead_times=1 + self._n_forward_steps, members=members, maps=True,
+                      lead_times=1 + self._n_forward_steps, members=members, maps=True, dtype=dtype,
                       first_initial_condition=dist.data_parallel_rank * local, local_initial_conditions=local,
                       policy="propagate", lead_ensemble=False)  # ACE's sums let a missing value through
         steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
@@ -179,10 +228,11 @@ class InferenceEvaluatorAggregator:
             # transform (legendre-gauss, torch-harmonics 0.8.0's truncation), each order once.
             spectral = [n for n in names if any(m.variables is None or n in m.variables for m in self._spectra)]
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
-                                      spectrum={"variables": spectral} if spectral else None, **common)
+                                      spectrum={"variables": spectral} if spectral else None, masks=masks, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=_NORM_SERIES, ensemble_cell_leads=steps["norm"],
+                                    masks={n: m for n, m in masks.items() if n in norm_names},
                                     **common)  # no gradient: ACE logs none
 
     def _unfolded(self, target, prediction):
@@ -285,6 +335,8 @@ class InferenceEvaluatorAggregator:
     def get_summary(self):
         from fme.core.generics.aggregator import InferenceSummary
 
+        if self._seen == 0:
+            raise RuntimeError("No data recorded")  # ACE's message
         denorm, norm = self._scores()
         logs = {}
         for metric in self._time_means:
@@ -363,17 +415,26 @@ class InferenceEvaluatorAggregator:
         return self.get_summary().logs
 
     def flush_diagnostics(self, subdir=None):
-        """ACE's diagnostics files, written by world rank 0 from the global maps (each to a temporary in the
-        folder, then renamed): ``mean[_norm]_diagnostics.nc`` (forecast_step: the initial condition, then every
-        forward step), ``mean_step_<k>[_norm]_diagnostics.nc``, ``time_mean[_norm]_diagnostics.nc`` (lat, lon) and
-        ``zonal_mean_diagnostics.nc`` (forecast_step, lat: the forward steps, then the initial condition's row
-        empty, as ACE's). Collective over the world (the scores are finished first)."""
+        """ACE's diagnostics files, written by world rank 0 from the global maps through the library's atomic
+        writer (gridshard._outputs: every file to an unnamed temporary in the folder, all flushed, then renamed, in
+        the umask's mode; 64-bit offset netCDF): ``mean[_norm]_diagnostics.nc`` (forecast_step: the initial condition,
+        then every forward step), ``mean_step_<k>[_norm]_diagnostics.nc``, ``time_mean[_norm]_diagnostics.nc``
+        (lat, lon) and ``zonal_mean_diagnostics.nc`` (forecast_step, lat: the forward steps, then the initial
+        condition's row empty, as ACE's). Collective over the world (the scores are finished first); a failure to
+        write (a read-only folder: ArgumentError; a full disk: SystemFailure, naming the file) is raised on every
+        rank. Before any record: ACE's ValueError, on every rank."""
+        if self._seen == 0:
+            raise ValueError("No batches have been recorded.")  # ACE's message
         denorm, norm = self._scores()
-        if self._save_diagnostics and self.distributed.rank == 0:
+        if self._save_diagnostics:
             folder = self._output_dir if subdir is None else os.path.join(self._output_dir, subdir)
-            os.makedirs(folder, exist_ok=True)
-            for name, dataset in self._datasets(denorm, norm).items():
-                _write_atomically(dataset, os.path.join(folder, f"{name}_diagnostics.nc"))
+
+            def jobs():  # on world rank 0, which holds the maps
+                os.makedirs(folder, exist_ok=True)
+                return [(os.path.join(folder, f"{name}_diagnostics.nc"), _netcdf_of(dataset))
+                        for name, dataset in self._datasets(denorm, norm).items()]
+
+            _outputs.write_on_root(self.distributed._comm, jobs)
         if self._ace is not None:
             self._ace.flush_diagnostics(subdir)
 
@@ -436,19 +497,10 @@ class InferenceEvaluatorAggregator:
         return out
 
 
-def _write_atomically(dataset, path):
-    """``dataset`` to ``path`` through a temporary in the same folder, renamed over it once complete: an earlier
-    file stays as it was if the write fails."""
-    handle, temporary = tempfile.mkstemp(dir=os.path.dirname(path) or ".",
-                                         prefix=f".{os.path.basename(path)}.gridshard-tmp-")
-    os.close(handle)
-    try:
-        dataset.to_netcdf(temporary)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+def _netcdf_of(dataset):
+    """The writer of ``dataset`` by path: 64-bit offset netCDF, as the tool's files (an unnamed temporary is written
+    through /proc/self/fd, which netCDF-4's HDF5 layer refuses)."""
+    return lambda path: dataset.to_netcdf(path, format="NETCDF3_64BIT")
 
 
 def build(config, dataset_info, n_ic_steps, n_forward_steps, initial_time, normalize, output_dir=None,

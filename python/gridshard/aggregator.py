@@ -45,14 +45,18 @@ class Aggregator:
     ("torch-harmonics-0.8"), ``lmax``, ``mmax`` (None: the truncation's), ``convention`` ("ace") and ``fill_steps``
     (4; None: no NaN fill), and ``variables`` (default every one): the mean spherical power spectrum over every counted (sample, lead time) of the
     prediction and of the target, after ACE's SmoothFloodFill, under ``"spectra"`` (``{"prediction": (L,),
-    "target": (L,)}``), and ACE's four norm biases among the global time means. Collective over the world:
-    the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
+    "target": (L,)}``), and ACE's four norm biases among the global time means. ``masks``: ``{variable: (h_local,
+    w_local)}`` this rank's box of a multiplier of that variable's area weights (ACE's spatial mask provider: its
+    area means take weights times mask, so a point under a zero mask does not count, a missing value there
+    included); every rank gives a mask for the same variables. Collective over the world: the ranks agree on every
+    argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
-                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None):
+                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None,
+                 masks=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -99,6 +103,15 @@ class Aggregator:
                 if spectral - set(self.variables):
                     problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
                                  f"variables={self.variables!r}")
+        mask_values = {}
+        with problems.catching("masks"):
+            for name, mask in (masks or {}).items():
+                if str(name) not in self.variables:
+                    problems.add(f"masks: {name!r} is not among variables={self.variables!r}")
+                    continue
+                array = _arrays.as_numpy(mask, f"masks[{name!r}]", problems, _arrays.REDUCIBLE)
+                if array is not None:
+                    mask_values[str(name)] = np.ascontiguousarray(array, dtype=np.float64)
         self._stats = {}
         if normalize is not None:
             with problems.catching("normalize"):
@@ -106,31 +119,35 @@ class Aggregator:
                 self._stats = _core.read_normalization(means, stds, self.variables)
         with mpi_errors():
             seen = distributed._comm.allgather((problems.text(), tuple(self.variables),
-                                                tuple(sorted(self._stats.items()))))
+                                                tuple(sorted(self._stats.items())), tuple(sorted(mask_values))))
         failed = [text for text, *_ in seen if text]
         if failed:
             raise _arrays.agreed_error(failed[0])
-        if len({names for _, names, _ in seen}) > 1:
+        if len({names for _, names, _, _ in seen}) > 1:
             raise _core.ArgumentError(f"variables: the ranks give different variables, {list(seen[0][1])} on rank 0 "
                                       f"and {self.variables} on rank {distributed.rank}")
-        if len({stats for *_, stats in seen}) > 1:
+        if len({stats for _, _, stats, _ in seen}) > 1:
             raise _core.ArgumentError("normalize: the ranks read different means or stds from the stats files")
+        if len({masked for *_, masked in seen}) > 1:
+            raise _core.ArgumentError(f"masks: the ranks give masks for different variables, {list(seen[0][3])} on "
+                                      f"rank 0 and {sorted(mask_values)} on rank {distributed.rank}")
         self.first_initial_condition, self.local_initial_conditions = first, local
         self._by_variable, self._normalized = {}, {}
         normalized_keys = [s["key"] for s in registered_scores() if s["report"] == "forecast" and
                            s["family"] == "deterministic" and s["ace_normalized"]]
-        def make(maps, keys, lead_ensemble, cell_leads, spectrum):  # each agrees on the rest (over the world)
+        def make(maps, keys, lead_ensemble, cell_leads, spectrum, mask):  # each agrees on the rest (over the world)
             return _core.Aggregator(distributed._mesh, "", len(lat_values), nlon_value, lat_values,
                                     self.dtype.itemsize, ics, self.members, self.lead_times, 1, first, first + local,
                                     counted, maps, str(policy), str(report), keys, lead_ensemble, cell_leads, alpha,
-                                    **spectrum)
+                                    **spectrum, mask=mask)
 
         with mpi_errors():
             for name in self.variables:
+                mask = mask_values.get(name)
                 self._by_variable[name] = make(bool(maps), keys, bool(lead_ensemble), cell_leads,
-                                               spectrum_arguments if name in spectral else {})
+                                               spectrum_arguments if name in spectral else {}, mask)
                 if self._stats:  # ACE logs no spectrum of the normalised fields
-                    self._normalized[name] = make(False, normalized_keys, False, [], {})
+                    self._normalized[name] = make(False, normalized_keys, False, [], {}, mask)
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         if spectral and distributed.rank == 0:
             grid = spectrum_arguments["spectrum_grid"]

@@ -16,9 +16,7 @@ the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's pyth
 python3-netcdf4); importing gridshard does not import them.
 """
 import argparse
-import os
 import sys
-import tempfile
 from pathlib import Path
 
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
@@ -52,15 +50,11 @@ def _lead_units(path):
 
 
 def _save(figure, path):
-    """Writes the figure to a temporary beside `path`, then renames it over `path`."""
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".png", dir=path.parent)
-    os.close(handle)
-    try:
-        figure.savefig(temporary, dpi=100)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    """Writes the figure through the library's atomic writer (gridshard._outputs): an unnamed temporary beside
+    `path`, flushed, then renamed over it, in the umask's mode."""
+    from . import _outputs
+
+    _outputs.write_all([(path, lambda temporary: figure.savefig(temporary, dpi=100, format="png"))])
 
 
 _HOURS_PER_UNIT = {"microseconds": 1 / 3.6e9, "milliseconds": 1 / 3.6e6, "seconds": 1 / 3600, "minutes": 1 / 60,

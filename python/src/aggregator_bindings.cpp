@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -51,7 +52,30 @@ struct AggregatorArguments {
     // The power spectra: none when `spectrum_grid` is empty; the fill's steps, or -1 for none.
     std::string spectrum_grid, spectrum_truncation, spectrum_convention;
     std::int64_t spectrum_lmax = 0, spectrum_mmax = 0, spectrum_fill_steps = -1;
+    // A multiplier of the area weights on this rank's box, row-major (ACE's mask of the variable), or none.
+    std::optional<std::vector<double>> mask{};
 };
+
+/// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
+/// size or with values that are not finite and non-negative.
+AreaWeights masked_weights(const AreaWeights& weights, const std::vector<double>& mask, const Box& box) {
+    if (static_cast<std::int64_t>(mask.size()) != box.area()) {
+        throw ArgumentError("mask: " + std::to_string(mask.size()) + " values for this rank's box of " +
+                            std::to_string(box.lat.size()) + " x " + std::to_string(box.lon.size()));
+    }
+    AreaWeights out{std::vector<double>(mask.size()), true};
+    for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+        for (std::int64_t j = 0; j < box.lon.size(); ++j) {
+            const auto k = static_cast<std::size_t>(i * box.lon.size() + j);
+            if (!std::isfinite(mask[k]) || mask[k] < 0.0) {
+                throw ArgumentError("mask: values must be finite and non-negative, got " + std::to_string(mask[k]));
+            }
+            const double row = weights.per_point ? weights.values[k] : weights.values[static_cast<std::size_t>(i)];
+            out.values[k] = row * mask[k];
+        }
+    }
+    return out;
+}
 
 /// The power spectra of `args` (none when it asks for none). Throws ArgumentError naming a bad name.
 std::optional<PowerSpectrumOptions> spectrum_of(const AggregatorArguments& args) {
@@ -142,7 +166,8 @@ class PythonAggregator {
     /// Collective over the world: agrees on the arguments (grid, dtype, shape, lead times counted, options, the
     /// latitudes' bits), checks the ranks' ranges of initial conditions, and allocates the aggregator. Raises
     /// ArgumentError alike on every rank.
-    PythonAggregator(PythonMesh& mesh, AggregatorArguments args, py::object lat_deg) : args_(std::move(args)) {
+    PythonAggregator(PythonMesh& mesh, AggregatorArguments args, py::object lat_deg, py::object mask)
+        : args_(std::move(args)) {
         std::vector<double> lat;
         AggregatorOptions options;
         if (args_.problem.empty()) {
@@ -151,6 +176,11 @@ class PythonAggregator {
                     py::buffer b = lat_deg.cast<py::buffer>();
                     const auto span = contiguous_span<const double>(b, "lat", false);
                     lat.assign(span.begin(), span.end());
+                    if (!mask.is_none()) {
+                        py::buffer m = mask.cast<py::buffer>();
+                        const auto values = contiguous_span<const double>(m, "mask", false);
+                        args_.mask.emplace(values.begin(), values.end());
+                    }
                     if (static_cast<std::int64_t>(lat.size()) != args_.nlat) {
                         throw ArgumentError("lat: " + std::to_string(lat.size()) + " latitudes for " +
                                             std::to_string(args_.nlat) + " rows");
@@ -190,6 +220,7 @@ class PythonAggregator {
             chosen.add(lead);
         }
         chosen.add(std::span<const double>(&args_.crps_alpha, 1));
+        chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
             chosen.add(name);
         }
@@ -201,7 +232,7 @@ class PythonAggregator {
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
              args_.maps ? 1 : 0, static_cast<std::int64_t>(options.policy), static_cast<std::int64_t>(options.report)},
             "the aggregator's initial conditions, members, lead times, channels, counted lead times, "
-            "maps, policy, report, latitudes and scores");
+            "maps, policy, report, latitudes, scores and whether a mask is given");
         check_ranges(mesh.mesh(), args_.mine, args_.initial_conditions);
         options.summation = mesh.summation();
         options.counted_leads = args_.counted_leads;
@@ -217,12 +248,13 @@ class PythonAggregator {
             {args_.mine, {0, args_.lead_times}, {0, args_.members}, DataSplit::initial_conditions}};
         grid_ = &grid;
         std::unique_ptr<Aggregator> made;
-        check_collectively(
-            mesh.mesh().world(), attempt([&] {
-                const std::vector<RegionWeights> regions{{"global", cos_lat_weights(lat, args_.nlon, grid.box().lat)}};
-                made = std::make_unique<Aggregator>(grid, shape, regions, options);
-                recorded_.assign(static_cast<std::size_t>(args_.mine.size() * args_.lead_times), false);
-            }));
+        check_collectively(mesh.mesh().world(), attempt([&] {
+                               const AreaWeights area = cos_lat_weights(lat, args_.nlon, grid.box().lat);
+                               const std::vector<RegionWeights> regions{
+                                   {"global", args_.mask ? masked_weights(area, *args_.mask, grid.box()) : area}};
+                               made = std::make_unique<Aggregator>(grid, shape, regions, options);
+                               recorded_.assign(static_cast<std::size_t>(args_.mine.size() * args_.lead_times), false);
+                           }));
         aggregator_ = std::move(made);
     }
 
@@ -401,7 +433,7 @@ void bind_aggregator(py::module_& m) {
                          std::string report, std::vector<std::string> deterministic_keys, bool lead_ensemble_scores,
                          std::vector<std::int64_t> ensemble_cell_leads, double crps_alpha, std::string spectrum_grid,
                          std::string spectrum_truncation, std::string spectrum_convention, std::int64_t spectrum_lmax,
-                         std::int64_t spectrum_mmax, std::int64_t spectrum_fill_steps) {
+                         std::int64_t spectrum_mmax, std::int64_t spectrum_fill_steps, py::object mask) {
                  AggregatorArguments args{std::move(problem),
                                           nlat,
                                           nlon,
@@ -425,7 +457,7 @@ void bind_aggregator(py::module_& m) {
                                           spectrum_lmax,
                                           spectrum_mmax,
                                           spectrum_fill_steps};
-                 return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg));
+                 return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg), std::move(mask));
              }),
              py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
              py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
@@ -433,8 +465,9 @@ void bind_aggregator(py::module_& m) {
              py::arg("policy"), py::arg("report"), py::arg("deterministic_keys"), py::arg("lead_ensemble_scores"),
              py::arg("ensemble_cell_leads"), py::arg("crps_alpha"), py::arg("spectrum_grid") = "",
              py::arg("spectrum_truncation") = "", py::arg("spectrum_convention") = "", py::arg("spectrum_lmax") = 0,
-             py::arg("spectrum_mmax") = 0, py::arg("spectrum_fill_steps") = -1,
-             "Collective over the world (agreement, one allreduce of the ranges, the allocation).")
+             py::arg("spectrum_mmax") = 0, py::arg("spectrum_fill_steps") = -1, py::arg("mask") = py::none(),
+             "Collective over the world (agreement, one allreduce of the ranges, the allocation). `mask`: float64 "
+             "values of this rank's box that multiply the area weights (ACE's mask of the variable), or None.")
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
              py::arg("truth"), py::arg("members"), "Collective over the spatial group.")

@@ -14,4 +14,7 @@ void bind_aggregator(pybind11::module_& m);
 /// The padded halo exchange and its adjoint (halo_bindings.cpp).
 void bind_halo(pybind11::module_& m);
 
+/// The atomic writer of the Python layer's files (output_bindings.cpp).
+void bind_outputs(pybind11::module_& m);
+
 }  // namespace gridshard::python

@@ -289,4 +289,5 @@ PYBIND11_MODULE(_gridshard, m) {
     gp::bind_metrics(m);
     gp::bind_aggregator(m);
     gp::bind_halo(m);
+    gp::bind_outputs(m);
 }

@@ -88,7 +88,7 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
                   spatial.native());
     if (buffer[0] != absent) {
         check_collectively(spatial, problem_of(problem));  // every rank took this branch: spreads it and throws
-        throw ArgumentError(problem);                        // not reached: check_collectively throws on every rank
+        throw ArgumentError(problem);                      // not reached: check_collectively throws on every rank
     }
 
     // From here on every rank sees the same numbers, so every rank throws alike.

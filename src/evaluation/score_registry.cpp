@@ -117,6 +117,7 @@ std::vector<RegisteredScore> make_registry() {
     forecast({.key = "weighted_grad_mag_percent_diff",
               .label = "grad%",
               .ace_key = "mean/weighted_grad_mag_percent_diff/{var}",
+              .policy = PolicyRule::own_gradient,
               .source = "grad_mag_percent_diff_own_points",
               .table_order = 3});
     // Ensemble, per lead time: the values of each initial condition's members (metrics/ensemble.hpp).
@@ -231,12 +232,28 @@ std::string_view to_string(PolicyRule rule) noexcept {
     switch (rule) {
         case PolicyRule::follows_option:
             return "follows --policy";
+        case PolicyRule::own_gradient:
+            return "own magnitudes not NaN";
         case PolicyRule::all_finite:
             return "all_finite";
         case PolicyRule::nan_fill:
             return "nan_fill";
     }
     return "follows --policy";
+}
+
+std::string_view describe(PolicyRule rule) noexcept {
+    switch (rule) {
+        case PolicyRule::follows_option:
+            return "the points --policy counts";
+        case PolicyRule::own_gradient:
+            return "each field's own gradient magnitudes that are not NaN, as ACE's weighted_nanmean";
+        case PolicyRule::all_finite:
+            return "points where the truth, every member and the climatology are finite";
+        case PolicyRule::nan_fill:
+            return "every point, NaN filled before the transform";
+    }
+    return "the points --policy counts";
 }
 
 std::string ace_key_of(const RegisteredScore& score, const std::string& variable, bool normalized, std::int64_t step) {

@@ -44,16 +44,19 @@ std::string pair_error(const FieldShard<T>& truth, const FieldShard<T>& predicti
 }
 
 // `terms` and the weight terms `policy` needs: under propagate every point of non-zero weight counts, so
-// the weights of the valid points are the total weight and are not formed again.
+// the weights of the valid points are the total weight and are not formed again (but those of the own-points
+// gradient terms, whose rule leaves NaN out: own_gradient_policy).
 inline TermSet weight_and(ValidityPolicy policy, TermSet terms) {
-    if (policy == ValidityPolicy::propagate) {
+    if (policy != ValidityPolicy::propagate) {
+        if (terms.needs_point_values()) {
+            terms = terms.with(Term::weight);
+        }
+        if (terms.contains(Term::truth_gradient) || terms.contains(Term::prediction_gradient)) {
+            terms = terms.with(Term::gradient_weight);
+        }
+    }
+    if (own_gradient_policy(policy) == ValidityPolicy::propagate) {
         return terms;
-    }
-    if (terms.needs_point_values()) {
-        terms = terms.with(Term::weight);
-    }
-    if (terms.contains(Term::truth_gradient) || terms.contains(Term::prediction_gradient)) {
-        terms = terms.with(Term::gradient_weight);
     }
     if (terms.contains(Term::truth_own_gradient)) {
         terms = terms.with(Term::truth_own_gradient_weight);

@@ -797,17 +797,17 @@ class RowTerms {
         T* masked_p = s.prediction.data();
         double* weight = s.weight.data();
         double* work = s.term.data();
-        // The terms of x (and y, unless null) over the points the policy counts in both.
-        auto add_masked = [&](const T* x, const T* y, Term weight_term, Term x_term, Term y_term) {
+        // The terms of x (and y, unless null) over the points `policy` counts in both.
+        auto add_masked = [&](const T* x, const T* y, Term weight_term, Term x_term, Term y_term,
+                              ValidityPolicy policy) {
             FixedPointSlots fixed;
             fixed.weight = terms.contains(weight_term) ? slot(weight_term) : -1;
             fixed.sums[0] = terms.contains(x_term) ? slot(x_term) : -1;
             fixed.sums[1] = y != nullptr && terms.contains(y_term) ? slot(y_term) : -1;
-            if (try_fixed_point_row(request_.policy, sums, x, y, row, fixed)) {
+            if (try_fixed_point_row(policy, sums, x, y, row, fixed)) {
                 return;
             }
-            const std::int64_t valid =
-                mask(request_.policy, x, y, row.point_weights, row.cols, masked_t, masked_p, weight);
+            const std::int64_t valid = mask(policy, x, y, row.point_weights, row.cols, masked_t, masked_p, weight);
             if (terms.contains(weight_term)) {
                 add_valid_weight(sums, slot(weight_term), row, weight, valid);
             }
@@ -820,15 +820,15 @@ class RowTerms {
         };
         if (terms.needs_common_gradient()) {
             add_masked(gt, terms.contains(Term::prediction_gradient) ? gp : nullptr, Term::gradient_weight,
-                       Term::truth_gradient, Term::prediction_gradient);
+                       Term::truth_gradient, Term::prediction_gradient, request_.policy);
         }
         if (terms.contains(Term::truth_own_gradient) || terms.contains(Term::truth_own_gradient_weight)) {
-            add_masked(gt, nullptr, Term::truth_own_gradient_weight, Term::truth_own_gradient,
-                       Term::truth_own_gradient);
+            add_masked(gt, nullptr, Term::truth_own_gradient_weight, Term::truth_own_gradient, Term::truth_own_gradient,
+                       own_gradient_policy(request_.policy));
         }
         if (terms.contains(Term::prediction_own_gradient) || terms.contains(Term::prediction_own_gradient_weight)) {
             add_masked(gp, nullptr, Term::prediction_own_gradient_weight, Term::prediction_own_gradient,
-                       Term::prediction_own_gradient);
+                       Term::prediction_own_gradient, own_gradient_policy(request_.policy));
         }
     }
 
@@ -839,7 +839,8 @@ class RowTerms {
         const TermSet terms = request_.terms;
         return std::is_same_v<T, float> && sums.exact_mode() && row.point_weights == nullptr &&
                terms.needs_prediction_gradient() &&
-               (!terms.needs_common_gradient() || terms.contains(Term::prediction_gradient));
+               (!terms.needs_common_gradient() || terms.contains(Term::prediction_gradient)) &&
+               (!terms.needs_own_gradient() || own_gradient_policy(request_.policy) == request_.policy);
     }
 
     // The grid guess from a row of stored magnitudes (the first row, or one after a failed guess).

@@ -63,10 +63,12 @@ std::vector<double> regional_weighted_mean(const ShardedGrid& grid, FieldShard<T
             }
         }
     }
-    const TermSums sums = accumulate_terms<T>(
-        grid, x, nullptr, Weights{combined, true},
-        {{Term::truth}, ValidityPolicy::propagate, summation, "regional_weights (the region times the weights: an empty region?)"},
-        nullptr, error);
+    const TermSums sums = accumulate_terms<T>(grid, x, nullptr, Weights{combined, true},
+                                              {{Term::truth},
+                                               ValidityPolicy::propagate,
+                                               summation,
+                                               "regional_weights (the region times the weights: an empty region?)"},
+                                              nullptr, error);
     return per_channel(sums, [&](std::int64_t c) { return sums.mean(c, Term::truth); });
 }
 

@@ -10,7 +10,8 @@ Both build the aggregator through ACE's own `InferenceEvaluatorAggregatorConfig(
 members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and logs.json (rank 0: every scalar, float
 hex; the per-window rows too). Under spatial parallelism a config with ACE's histogram on (a metric gridshard does
 not implement) is refused first, and the message is kept in logs.json; the power spectrum is gridshard's there, of
-variable "b" only (ACE's `variables` filter), and of every variable elsewhere.
+variable "b" only (ACE's `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's
+loop in float64), --masked a variable "sst" missing over land with the dataset's mask of it (ACE's mask provider).
 """
 import argparse
 import datetime
@@ -25,8 +26,13 @@ import xarray as xr
 parser = argparse.ArgumentParser()
 parser.add_argument("out")
 parser.add_argument("--ace", action="store_true", help="ACE's own aggregator (one process)")
-parser.add_argument("--float64", action="store_true", help="tensors in float64 (ACE's own only)")
+parser.add_argument("--float64", action="store_true", help="tensors in float64")
 parser.add_argument("--no-zonal-mean", action="store_true", help="leave the zonal mean out")
+parser.add_argument("--masked", action="store_true",
+                    help="a third variable, 'sst', missing over land, with the dataset's mask_sst (0 there)")
+parser.add_argument("--outcomes", help="a folder: each rank writes there what the run raised (or 'ok'), and goes on")
+parser.add_argument("--flush-first", action="store_true", help="flush_diagnostics before any record")
+parser.add_argument("--uneven", action="store_true", help="the last data rank records one sample fewer")
 args = parser.parse_args()
 
 if not args.ace:
@@ -44,15 +50,21 @@ from fme.ace.data_loading.batch_data import PairedData  # noqa: E402
 from fme.core.coordinates import LatLonCoordinates  # noqa: E402
 from fme.core.dataset_info import DatasetInfo  # noqa: E402
 from fme.core.distributed import Distributed  # noqa: E402
+from fme.core.spatial_mask_provider import SpatialMaskProvider  # noqa: E402
 
 NLAT, NLON, ICS, MEMBERS, FORWARD = 10, 16, 2, 4, 3
-NAMES = ["a", "b"]
+NAMES = ["a", "b"] + (["sst"] if args.masked else [])
 dtype = torch.float64 if args.float64 else torch.float32
 rng = np.random.default_rng(3)
 lat = np.linspace(-81.0, 81.0, NLAT).astype(np.float32)
 lon = (np.arange(NLON) * 360.0 / NLON).astype(np.float32)
 la = np.deg2rad(lat)[:, None]
 lo = np.deg2rad(lon)[None, :]
+# A continent, a polar cap and a coastal point: the land of "sst" (its mask is 0 there).
+LAND = np.zeros((NLAT, NLON), dtype=bool)
+LAND[3:7, 4:9] = True
+LAND[NLAT - 1, :] = True
+LAND[1, 12] = True
 samples = ICS * MEMBERS
 truth, pred = {}, {}
 for k, name in enumerate(NAMES):
@@ -63,6 +75,9 @@ for k, name in enumerate(NAMES):
     if name == "b":
         t[:, :, 0, :3] = np.nan  # a few missing target points
         p[:, :, 0, :3] = np.nan
+    if name == "sst":  # missing over land in both, where the dataset's mask is 0
+        t[:, :, LAND] = np.nan
+        p[:, :, LAND] = np.nan
     truth[name], pred[name] = t.astype(np.float32), p.astype(np.float32)
 means = {n: 260.0 + 10 * k for k, n in enumerate(NAMES)}
 stds = {n: 15.0 + 5 * k for k, n in enumerate(NAMES)}
@@ -92,11 +107,13 @@ t0 = cftime.DatetimeJulian(2000, 1, 1)
 
 def times(first, n):
     row = [t0 + datetime.timedelta(hours=6 * (first + k)) for k in range(n)]
-    return xr.DataArray([row] * local, dims=["sample", "time"])
+    return xr.DataArray([row] * (mine.stop - mine.start), dims=["sample", "time"])
 
 
+masks = SpatialMaskProvider({"mask_sst": torch.from_numpy((~LAND).astype(np.float32)).to(dtype)}) \
+    if args.masked else None
 info = DatasetInfo(horizontal_coordinates=LatLonCoordinates(lat=torch.from_numpy(lat), lon=torch.from_numpy(lon)),
-                   timestep=datetime.timedelta(hours=6))
+                   timestep=datetime.timedelta(hours=6), spatial_mask_provider=masks)
 build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_time=times(0, 1).isel(time=0),
              normalize=normalize, output_dir=args.out, n_ensemble_per_ic=MEMBERS)
 out = {"refused": None}
@@ -113,21 +130,41 @@ config = InferenceEvaluatorAggregatorConfig(
     power_spectrum=PowerSpectrumMetricConfig(variables=NAMES if args.ace or not spatial else ["b"]),
     zonal_mean=ZonalMeanMetricConfig(enabled=not args.no_zonal_mean))
 aggregator = config.build(**build)
-ic = tensors(truth, slice(0, 1))
-rows_out = list(aggregator.record_initial_condition(PairedData(prediction=tensors(pred, slice(0, 1)), reference=ic,
+if args.uneven and d_rank == d_size - 1:  # this rank's samples are not whole ensembles
+    mine = slice(mine.start, mine.stop - 1)
+
+
+def run():
+    if args.flush_first:
+        aggregator.flush_diagnostics()
+    ic = tensors(truth, slice(0, 1))
+    rows = list(aggregator.record_initial_condition(PairedData(prediction=tensors(pred, slice(0, 1)), reference=ic,
                                                                time=times(0, 1))))
-for first, n in ((1, 2), (3, 1)):
-    window = slice(first, first + n)
-    data = PairedData(prediction=tensors(pred, window), reference=tensors(truth, window), time=times(first, n),
-                      n_ensemble=MEMBERS)
-    rows_out += aggregator.record_batch(data)
-try:
-    aggregator.flush_diagnostics()
-except ValueError as error:  # ACE's own on shards: its tiles against the global coordinates (kept, not raised)
-    if not args.ace:
-        raise
-    out["flush_error"] = str(error).splitlines()[0]
-summary = aggregator.get_summary_logs()
+    for first, n in ((1, 2), (3, 1)):
+        window = slice(first, first + n)
+        data = PairedData(prediction=tensors(pred, window), reference=tensors(truth, window), time=times(first, n),
+                          n_ensemble=MEMBERS)
+        rows += aggregator.record_batch(data)
+    try:
+        aggregator.flush_diagnostics()
+    except ValueError as error:  # ACE's own on shards: its tiles against the global coordinates (kept, not raised)
+        if not args.ace:
+            raise
+        out["flush_error"] = str(error).splitlines()[0]
+    return rows, aggregator.get_summary_logs()
+
+
+if args.outcomes:  # a fault case: what each rank raised, then the end (the launcher sees every rank return)
+    try:
+        run()
+        outcome = "ok"
+    except Exception as error:  # noqa: BLE001 - recorded for the test
+        outcome = f"{type(error).__name__}: {error}"
+    with open(os.path.join(args.outcomes, f"rank-{dist.rank}.txt"), "w") as f:
+        f.write(outcome)
+    stack.close()
+    raise SystemExit(0)
+rows_out, summary = run()
 
 
 def scalar(value):

@@ -2,7 +2,8 @@
 one synthetic run (ace_loop_case.py: 2 initial conditions x 4 members, 10 x 16 grid, 3 forward steps in windows of
 2 and 1, a variable with missing points), built through ACE's own `InferenceEvaluatorAggregatorConfig.build` and fed
 through `record_initial_condition` and `record_batch`, ACE's own serially in float32 and float64, gridshard's
-serially and under mpirun at 1x2x2, 2x1x2 and 1x1x3 (uneven longitude shards: 6, 6, 4).
+serially and under mpirun at 1x2x2, 2x1x2 and 1x1x3 (uneven longitude shards: 6, 6, 4); then ACE's loop in float64
+with a variable missing over land and ACE's mask provider's mask of it, ACE's own against the drop-in at every mesh.
 
 - gridshard's keys (the mean time series, mean_step_k, time_mean, time_mean_norm and their channel mean, and the
   ensemble's at step 2 and, normalised with their channel mean, at step 3: ACE's almost-fair CRPS, ensemble-mean
@@ -16,9 +17,10 @@ serially and under mpirun at 1x2x2, 2x1x2 and 1x1x3 (uneven longitude shards: 6,
   it), its `variables` filter honoured (variable "b" only on shards); within ACE's float32 transform of ACE's numbers.
 - Under spatial parallelism a metric gridshard does not implement (here ACE's histogram) is refused at build time,
   naming it and the field that turns it off; on one process it would be ACE's own.
-- The documented differences, both where a target is missing: ACE's gradient score leaves missing points out while
-  its other sums let them through, and its spread-skill ratio bias counts a missing cell as -1; gridshard follows
-  the sums (NaN) for all.
+- ACE's gradient score leaves missing points out while its other sums let them through (a weighted_nanmean of each
+  magnitude): gridshard's own-points gradient score does the same (metrics/field.hpp, own_gradient_policy).
+- The documented difference, where a target is missing: ACE's spread-skill ratio bias counts a missing cell as -1;
+  gridshard follows its sums (NaN).
 
 Run by run_ace_tests.py in ACE's venv, in a process of its own (it starts mpirun itself)."""
 import json
@@ -122,9 +124,10 @@ def test_the_same_bits_at_every_mesh(runs):
 
 
 def documented_difference(key):
-    """The keys where ACE leaves a missing target's points out (its gradient score) or counts them as -1 (its
-    spread-skill ratio bias, and so the channel mean of the normalised one), and gridshard's sums give NaN."""
-    return key.endswith((f"grad_mag_percent_diff/{MISSING}", f"ssr_bias/{MISSING}", "ssr_bias/channel_mean"))
+    """The keys where ACE counts a missing target's cells as -1 (its spread-skill ratio bias, and so the channel mean
+    of the normalised one) and gridshard's sums give NaN. (ACE's gradient score leaves missing points out, a
+    weighted_nanmean of each magnitude: gridshard's own-points gradient score does too, and is compared.)"""
+    return key.endswith((f"ssr_bias/{MISSING}", "ssr_bias/channel_mean"))
 
 
 def test_ace_keys_and_numbers(runs):
@@ -154,8 +157,6 @@ def test_ace_keys_and_numbers(runs):
         for row, ace_row in zip(runs[mesh]["rows"], runs["ace32"]["rows"]):
             assert sorted(row) == sorted(ace_row), mesh
             for key, value in row.items():
-                if key.endswith(f"grad_mag_percent_diff/{MISSING}"):
-                    continue
                 if np.isnan(ace_row[key]):
                     assert np.isnan(value), (mesh, key)
                 else:
@@ -171,12 +172,117 @@ def test_the_files_are_aces_with_global_maps(runs):
             for variable, (dims, values) in mine[name].items():
                 ace_dims, ace_values = ace[name][variable]
                 assert set(dims) == set(ace_dims) and values.shape == ace_values.shape, (mesh, name, variable)
-                if "grad_mag_percent_diff" in variable and variable.endswith(MISSING):
-                    continue
                 assert np.array_equal(np.isnan(values), np.isnan(ace_values)), (mesh, name, variable)
                 assert np.allclose(values, ace_values, rtol=1e-4, atol=1e-5, equal_nan=True), (mesh, name, variable)
         assert mine["time_mean"]["gen_map-a"][1].shape == (10, 16)  # the global map, at every mesh
         assert mine["mean"]["weighted_rmse-a"][1].shape == (4,)  # the initial condition and 3 forward steps
+
+
+@pytest.fixture(scope="module")
+def float64_runs(tmp_path_factory):
+    """ACE's loop in float64 with a variable missing over land and the dataset's mask of it ("sst", mask_sst): ACE's
+    own aggregator serially, gridshard's drop-in at every mesh."""
+    root = tmp_path_factory.mktemp("ace_loop_float64")
+    out = {"ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--masked"])}
+    for ranks, h, w in MESHES:
+        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, float64=True,
+                                      flags=["--masked"])
+    return out
+
+
+def test_float64_and_a_masked_variable_are_aces(float64_runs):
+    """ACE's loop in float64 (which the drop-in refused) with ACE's mask provider (which it ignored: the masked
+    variable's scores were NaN where ACE's are numbers): every key ACE logs is ACE's float64 number to 1e-7, the masked
+    variable's included, but the documented difference and ACE's float32 spectral transform (1e-4); the same bits at
+    every mesh; the time-mean maps ACE's, global."""
+    ace = ours(float64_runs["ace64"]["summary"])
+    serial = float64_runs[(1, 1, 1)]
+    assert any(k.endswith("/sst") for k in ace) and all(np.isfinite(v) for k, v in ace.items() if k.endswith("/sst"))
+    for mesh in MESHES:
+        run = float64_runs[mesh]
+        mine = ours(run["summary"])
+        assert sorted(mine) == sorted(ace), mesh
+        for key, value in mine.items():
+            assert same_bits(np.float64(value), np.float64(ours(serial["summary"])[key])), (mesh, key)
+            if documented_difference(key):
+                assert np.isnan(value) and np.isfinite(ace[key]), key
+                continue
+            assert (np.isnan(value) and np.isnan(ace[key])) or value == pytest.approx(ace[key], rel=1e-7, abs=1e-9), \
+                (mesh, key, value, ace[key])
+        spectra = {k: v for k, v in run["summary"].items() if k.startswith("power_spectrum/")}
+        for key, value in spectra.items():  # fme's RealSHT is float32 in ACE's float64 loop
+            assert value == pytest.approx(float64_runs["ace64"]["summary"][key], rel=1e-4, abs=1e-6), (mesh, key)
+        for row, ace_row in zip(run["rows"], float64_runs["ace64"]["rows"]):
+            assert sorted(row) == sorted(ace_row), mesh
+            for key, value in row.items():
+                assert (np.isnan(value) and np.isnan(ace_row[key])) or \
+                    value == pytest.approx(ace_row[key], rel=1e-7, abs=1e-9), (mesh, key)
+        theirs = files(float64_runs["ace64"]["folder"])
+        for name, variables in files(run["folder"]).items():
+            for variable, (dims, values) in variables.items():
+                assert np.allclose(values, theirs[name][variable][1], rtol=1e-7, atol=1e-9, equal_nan=True), \
+                    (mesh, name, variable)
+        assert files(run["folder"])["time_mean"]["gen_map-sst"][1].shape == (10, 16)
+
+
+def run_fault(out, ranks, h, w, flags=(), umask=None):
+    """ace_loop_case.py with --outcomes: what each rank of the drop-in raised (or "ok"), in rank order; the job must
+    end (every rank returns) within the timeout."""
+    outcomes = out.parent / (out.name + "-outcomes")
+    outcomes.mkdir()
+    env = dict(os.environ, FME_FORCE_CPU="1", OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+               OMPI_MCA_mpi_yield_when_idle="1", FME_DISTRIBUTED_BACKEND="gridshard", FME_DISTRIBUTED_H=str(h),
+               FME_DISTRIBUTED_W=str(w), TMPDIR=str(outcomes))
+    build = os.environ.get("GRIDSHARD_BUILD_DIR")
+    if build:
+        env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(build) / "python"), env.get("PYTHONPATH", "")])
+    command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe", sys.executable, str(CASE),
+               str(out), "--outcomes", str(outcomes), *flags]
+    r = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env,
+                       preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
+    assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
+    return [(outcomes / f"rank-{k}.txt").read_text() for k in range(ranks)]
+
+
+def test_the_drop_in_fails_alike_on_every_rank(tmp_path):
+    """What failed on one rank, or only on world rank 0 (the writer), is raised on every rank, never a hang: a flush
+    before any record (ACE's ValueError), a data rank whose samples are not whole ensembles, a read-only output
+    folder (ArgumentError) and a full disk (SystemFailure, named as one)."""
+    first = tmp_path / "first"
+    first.mkdir()
+    assert run_fault(first, 2, 1, 2, ["--flush-first"]) == ["ValueError: No batches have been recorded."] * 2
+    uneven = tmp_path / "uneven"
+    uneven.mkdir()
+    outcomes = run_fault(uneven, 2, 1, 1, ["--uneven"])  # two data ranks
+    assert len(set(outcomes)) == 1 and "ArgumentError" in outcomes[0], outcomes
+    assert "not whole ensembles of n_ensemble_per_ic=4" in outcomes[0], outcomes
+    if os.geteuid() != 0:
+        pytest.skip("mounting a read-only or a full tmpfs needs root")
+    for name, options, kind, needle in (("read_only", "ro", "ArgumentError", "Read-only file system"),
+                                        ("full", "size=4k", "SystemFailure", "No space left on device")):
+        folder = tmp_path / name
+        folder.mkdir()
+        if subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(folder)]).returncode != 0:
+            pytest.skip("cannot mount a tmpfs here")
+        try:
+            outcomes = run_fault(folder, 2, 1, 2)
+        finally:
+            subprocess.run(["umount", str(folder)], check=True)
+        assert len(set(outcomes)) == 1, outcomes
+        assert outcomes[0].startswith(kind) and needle in outcomes[0] and "diagnostics.nc" in outcomes[0], outcomes
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o027])
+def test_the_drop_ins_files_follow_the_umask(tmp_path, umask):
+    """The diagnostics files get the mode the umask leaves of 0666, as the tool's do (the temporary's 0600 before)."""
+    out = tmp_path / "out"
+    out.mkdir()
+    assert run_fault(out, 2, 1, 2, umask=umask) == ["ok", "ok"]
+    written = sorted(out.glob("*_diagnostics.nc"))
+    assert written and all(os.stat(p).st_mode & 0o777 == 0o666 & ~umask for p in written), \
+        [(p.name, oct(os.stat(p).st_mode)) for p in written]
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no temporary left
 
 
 def test_aces_own_maps_on_shards_are_tiles(runs):

@@ -71,6 +71,26 @@ def ace_files(forecast, tmp_path_factory):
     return truth, pred
 
 
+def test_the_gradient_score_leaves_nan_out_under_propagate(ace_files, reference, mpirun, tmp_path):
+    """Under --policy propagate the means of 'sst' (NaN over land, under non-zero weights) are NaN, as ACE's, but its
+    gradient score is ACE's weighted_nanmean of each field's magnitudes: the reference's numbers, the same bits at two
+    meshes, and the report says its rule differs from --policy."""
+    truth, pred = ace_files
+    reports = []
+    for ranks, mesh in ((1, "1x1x1"), (4, "2x1x2")):
+        out = tmp_path / f"{mesh}.json"
+        r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--policy", "propagate", "--mesh", mesh,
+                   "--json", out, "--quiet")
+        assert r.returncode == 0, r.stderr
+        reports.append(load(out))
+    assert numbers(reports[0]) == numbers(reports[1])
+    sst = reports[0]["variables"]["sst"]["regions"]["global"]["per_step"]
+    assert all(v is None for v in sst["weighted_rmse"])
+    close(sst["weighted_grad_mag_percent_diff"], reference["sst"]["per_step"]["weighted_grad_mag_percent_diff"],
+          "sst gradient score under propagate", **tolerance("grad_mag"))
+    assert reports[0]["forecast"]["score_policies"]["weighted_grad_mag_percent_diff"] == "own magnitudes not NaN"
+
+
 def test_ace_layout_matches_the_reference_and_every_mesh(ace_files, reference, mpirun, tmp_path):
     truth, pred = ace_files
     first = None

@@ -48,12 +48,16 @@ enum class SampleCombination {
 /// Which points a score counts.
 enum class PolicyRule {
     follows_option,  ///< the evaluation's ValidityPolicy (the fused evaluation's one masking rule)
+    own_gradient,    ///< each field's own magnitudes under that policy, NaN left out even under propagate
+                     ///< (own_gradient_policy, metrics/field.hpp: ACE's weighted_nanmean beside propagating means)
     all_finite,      ///< points where the truth, every member (and the climatology) are finite, whatever the option
     nan_fill,        ///< every point: NaN filled before the transform (PowerSpectrumOptions::fill), else propagated
 };
 
 [[nodiscard]] std::string_view to_string(ScoreFamily family) noexcept;
 [[nodiscard]] std::string_view to_string(PolicyRule rule) noexcept;
+/// Which points `rule` counts, in words (for the report's line naming the scores whose rule is not --policy's).
+[[nodiscard]] std::string_view describe(PolicyRule rule) noexcept;
 [[nodiscard]] std::string_view to_string(SampleCombination combination) noexcept;
 
 /// One score of one report.

@@ -47,6 +47,14 @@ enum class ValidityPolicy {
     skip_invalid_pairs,
 };
 
+/// The validity policy of the own-points gradient terms (ACE's gradient score: a `weighted_nanmean` of each field's
+/// magnitudes, metrics/terms.hpp) under a run's `policy`: NaN magnitudes are left out even where the run's other sums
+/// propagate them (propagate gives skip_nan, as ACE's score does beside its propagating means); otherwise the run's
+/// policy.
+[[nodiscard]] constexpr ValidityPolicy own_gradient_policy(ValidityPolicy policy) noexcept {
+    return policy == ValidityPolicy::propagate ? ValidityPolicy::skip_nan : policy;
+}
+
 /// "reproducible" or "fast".
 [[nodiscard]] std::string_view to_string(Summation summation) noexcept;
 /// Parses "reproducible" or "fast"; throws ArgumentError naming the value otherwise.
