@@ -18,7 +18,7 @@ def _failure(path, error):
     if isinstance(error, (_core.ArgumentError, _core.SystemFailure)):
         return error
     if isinstance(error, OSError) and error.errno is not None:
-        message = f"cannot write '{path}': {error.strerror or error}"
+        message = f"cannot write '{error.filename or path}': {error.strerror or error}"
         if error.errno in _SYSTEM_ERRNOS:
             return _core.SystemFailure(message)
         return _core.ArgumentError(message)

@@ -270,8 +270,13 @@ AtomicOutput::AtomicOutput(const std::string& path, TemporaryKind kind) : path_(
         }
     }
     remove_stale_temporaries(target_, host_name());
-    if (kind == TemporaryKind::shared || !create_unnamed()) {
-        create_named();
+    try {
+        if (kind == TemporaryKind::shared || !create_unnamed()) {
+            create_named();
+        }
+    } catch (...) {
+        close_descriptor();  // no destructor runs for an object whose constructor throws
+        throw;
     }
 }
 
