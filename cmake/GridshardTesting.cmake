@@ -1,5 +1,5 @@
-# gridshard_add_mpi_test(<name> [RANKS n...] [TIMEOUT seconds] [ENVIRONMENT VAR=value...]
-#                        [FIXTURES_REQUIRED fixture] [COMMAND program args...])
+# gridshard_add_mpi_test(<name> [RANKS n...] [SKIP_MESHES DxHxW... tcp.npN...] [TIMEOUT seconds]
+#                        [ENVIRONMENT VAR=value...] [FIXTURES_REQUIRED fixture] [COMMAND program args...])
 #
 # Registers the MPI test binary <name> (or, with COMMAND, that command line: a pytest suite, say) once per
 # (rank count, mesh shape): one ctest entry each, named <name>.np<N>.<DxHxW>, run as
@@ -7,7 +7,8 @@
 # 1 2 3 4 6 8 with several mesh shapes each, odd ones included. Open MPI gets --oversubscribe (the
 # machines have fewer cores than ranks) and may run as root; busy polling is never forced. With Open MPI,
 # the 4- and 8-rank runs are registered once more on their first mesh with TCP as the only transport
-# (<name>.tcp.np<N>.<DxHxW>), as ranks on different nodes talk.
+# (<name>.tcp.np<N>.<DxHxW>), as ranks on different nodes talk. SKIP_MESHES leaves out meshes (and TCP runs,
+# tcp.npN) that a slow suite's other meshes already cover.
 include_guard(GLOBAL)
 
 set(GRIDSHARD_TEST_MESHES_1 "1x1x1")
@@ -56,7 +57,7 @@ function(_gridshard_add_mpi_run name ranks mesh program flags labels timeout env
 endfunction()
 
 function(gridshard_add_mpi_test target)
-    cmake_parse_arguments(ARG "" "TIMEOUT;FIXTURES_REQUIRED" "RANKS;ENVIRONMENT;COMMAND" ${ARGN})
+    cmake_parse_arguments(ARG "" "TIMEOUT;FIXTURES_REQUIRED" "RANKS;SKIP_MESHES;ENVIRONMENT;COMMAND" ${ARGN})
     if(ARG_COMMAND)
         set(program ${ARG_COMMAND})
     else()
@@ -70,12 +71,15 @@ function(gridshard_add_mpi_test target)
     endif()
     foreach(ranks IN LISTS ARG_RANKS)
         foreach(mesh IN LISTS GRIDSHARD_TEST_MESHES_${ranks})
+            if(mesh IN_LIST ARG_SKIP_MESHES)
+                continue()
+            endif()
             _gridshard_add_mpi_run(${target}.np${ranks}.${mesh} ${ranks} ${mesh} "${program}" "" "mpi;np${ranks}"
                                    ${ARG_TIMEOUT} "${ARG_ENVIRONMENT}" "${ARG_FIXTURES_REQUIRED}")
         endforeach()
         # At 4 and 8 ranks, the first mesh again with the ranks talking over TCP only (Open MPI).
         list(GET GRIDSHARD_TEST_MESHES_${ranks} 0 first_mesh)
-        if(GRIDSHARD_TCP_FLAGS AND (ranks EQUAL 4 OR ranks EQUAL 8))
+        if(GRIDSHARD_TCP_FLAGS AND (ranks EQUAL 4 OR ranks EQUAL 8) AND NOT "tcp.np${ranks}" IN_LIST ARG_SKIP_MESHES)
             _gridshard_add_mpi_run(${target}.tcp.np${ranks}.${first_mesh} ${ranks} ${first_mesh} "${program}"
                                    "${GRIDSHARD_TCP_FLAGS}" "mpi;tcp;np${ranks}" ${ARG_TIMEOUT} "${ARG_ENVIRONMENT}"
                                    "${ARG_FIXTURES_REQUIRED}")

@@ -18,7 +18,8 @@ def _failure(path, error):
     if isinstance(error, (_core.ArgumentError, _core.SystemFailure)):
         return error
     if isinstance(error, OSError) and error.errno is not None:
-        message = f"cannot write '{error.filename or path}': {error.strerror or error}"
+        named = error.filename if error.filename and not str(error.filename).startswith("/proc/") else path
+        message = f"cannot write '{named}': {error.strerror or error}"
         if error.errno in _SYSTEM_ERRNOS:
             return _core.SystemFailure(message)
         return _core.ArgumentError(message)
