@@ -840,13 +840,20 @@ class RowTerms {
         return std::is_same_v<T, float> && sums.exact_mode() && row.point_weights == nullptr &&
                terms.needs_prediction_gradient() &&
                (!terms.needs_common_gradient() || terms.contains(Term::prediction_gradient)) &&
-               (!terms.needs_own_gradient() || own_gradient_policy(request_.policy) == request_.policy);
+               (!terms.needs_common_gradient() || !terms.needs_own_gradient() ||
+                own_gradient_policy(request_.policy) == request_.policy);
+    }
+
+    // The one policy of the fused pass's gradient terms: the common terms' (the request's), or with own terms alone
+    // theirs (own_gradient_policy); fused_gradient_applies leaves out a pass that needs both where they differ.
+    ValidityPolicy fused_gradient_policy() const {
+        return request_.terms.needs_common_gradient() ? request_.policy : own_gradient_policy(request_.policy);
     }
 
     // The grid guess from a row of stored magnitudes (the first row, or one after a failed guess).
     std::optional<int> gradient_grid_of(std::int64_t cols, const float* gt, const float* gp) const {
         FloatRowRange range;
-        switch (request_.policy) {
+        switch (fused_gradient_policy()) {
             case ValidityPolicy::propagate:
                 range = float_row_range<ValidityPolicy::propagate>(gt, gp, cols);
                 break;
@@ -922,7 +929,7 @@ class RowTerms {
             return common ? fused_gradient_row<policy, true, false>(truth, prediction, cols, anchor)
                           : fused_gradient_row<policy, false, true>(truth, prediction, cols, anchor);
         };
-        switch (request_.policy) {
+        switch (fused_gradient_policy()) {
             case ValidityPolicy::propagate:
                 return with_policy.template operator()<ValidityPolicy::propagate>();
             case ValidityPolicy::skip_nan:

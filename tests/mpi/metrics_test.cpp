@@ -1037,6 +1037,14 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
         expect_identical(all_scores(per_row.evaluate<float>({t, channels}, {p, channels})),
                          all_scores(per_point.evaluate<float>({t, channels}, {p, channels})),
                          what + ", row vs point weights");
+        // ACE's own-points gradient score alone: the fused pass takes its rule (own_gradient_policy), which under
+        // propagate is not the request's.
+        options.scores = {score_definition("grad_mag_percent_diff_own_points")};
+        Evaluator own_per_row(g, channels, {powers, false}, options);
+        Evaluator own_per_point(g, channels, {point_powers, true}, options);
+        expect_identical(all_scores(own_per_row.evaluate<float>({t, channels}, {p, channels})),
+                         all_scores(own_per_point.evaluate<float>({t, channels}, {p, channels})),
+                         what + ", own-points gradient, row vs point weights");
     }
     // The fused gradient pass's own-points terms (ACE's definition; the Evaluator's above are the common ones).
     for (const bool periodic : {false, true}) {
