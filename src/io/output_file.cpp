@@ -116,15 +116,19 @@ bool writer_is_alive(const fs::path& path) noexcept {
     return held;
 }
 
-std::string host_name() {
-    char name[HOST_NAME_MAX + 1] = {};
-    if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') {
-        return "localhost";
-    }
-    std::string host(name);
-    for (char& c : host) {
-        c = c == '/' ? '_' : c;
-    }
+// This host's name as temporaries carry it ('/' made '_'), read once.
+const std::string& host_name() {
+    static const std::string host = [] {
+        char name[HOST_NAME_MAX + 1] = {};
+        if (::gethostname(name, sizeof name - 1) != 0 || name[0] == '\0') {
+            return std::string("localhost");
+        }
+        std::string text(name);
+        for (char& c : text) {
+            c = c == '/' ? '_' : c;
+        }
+        return text;
+    }();
     return host;
 }
 
@@ -311,7 +315,7 @@ template <class Make>
 std::pair<std::string, RemovedOnSignal> named_temporary(const std::string& path, const fs::path& target,
                                                         const char* doing, Make make) {
     static std::atomic<unsigned> counter{0};
-    static const std::string host = host_name();
+    const std::string& host = host_name();
     for (int attempt = 0;; ++attempt) {
         std::string name = (folder_of(target) / ("." + target.filename().string() + temporary_marker + host + "-" +
                                                  std::to_string(::getpid()) + "-" + std::to_string(counter++)))

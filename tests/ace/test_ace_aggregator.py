@@ -51,25 +51,31 @@ def free_port():
         return s.getsockname()[1]
 
 
-def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
-    out.mkdir()
+def case_command(out, ranks, h, w, ace, arguments, scratch):
+    """The command line and environment of ace_loop_case.py OUT ARGUMENTS: ACE's own aggregator (``ace``; on one
+    process, or on ACE's model backend over gloo) or the drop-in on gridshard's backend, under mpirun at ``ranks``
+    on an ``h x w`` spatial mesh; Open MPI's session files under ``scratch``."""
     env = dict(os.environ, FME_FORCE_CPU="1", OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMPI_MCA_mpi_yield_when_idle="1", TMPDIR=str(out))
+               OMPI_MCA_mpi_yield_when_idle="1", TMPDIR=str(scratch))
     build = os.environ.get("GRIDSHARD_BUILD_DIR")
     if build:
         env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(build) / "python"), env.get("PYTHONPATH", "")])
-    command = [sys.executable, str(CASE), str(out)] + (["--ace"] if ace else []) + (["--float64"] if float64 else []) \
-        + list(flags)
+    command = [sys.executable, str(CASE), str(out)] + (["--ace"] if ace else []) + list(arguments)
     if ace and ranks == 1:
         env["FME_DISTRIBUTED_BACKEND"] = "none"
-    elif ace:  # ACE's own ModelTorchDistributed over gloo
+        return command, env
+    if ace:  # ACE's own ModelTorchDistributed over gloo
         env.update(FME_DISTRIBUTED_BACKEND="model", FME_DISTRIBUTED_H=str(h), FME_DISTRIBUTED_W=str(w),
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()))
-        command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe"] + command
     else:
         env.update(FME_DISTRIBUTED_BACKEND="gridshard", FME_DISTRIBUTED_H=str(h), FME_DISTRIBUTED_W=str(w))
-        command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe"] + command
+    return [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe"] + command, env
+
+
+def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
+    out.mkdir()
+    command, env = case_command(out, ranks, h, w, ace, (["--float64"] if float64 else []) + list(flags), out)
     r = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     assert r.returncode == 0, (ranks, h, w, r.stdout[-2000:], r.stderr[-4000:])
     logs = json.loads((out / "logs.json").read_text())
@@ -234,15 +240,7 @@ def run_fault(out, ranks, h, w, flags=(), umask=None):
     end (every rank returns) within the timeout."""
     outcomes = out.parent / (out.name + "-outcomes")
     outcomes.mkdir()
-    env = dict(os.environ, FME_FORCE_CPU="1", OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1",
-               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMPI_MCA_mpi_yield_when_idle="1", FME_DISTRIBUTED_BACKEND="gridshard", FME_DISTRIBUTED_H=str(h),
-               FME_DISTRIBUTED_W=str(w), TMPDIR=str(outcomes))
-    build = os.environ.get("GRIDSHARD_BUILD_DIR")
-    if build:
-        env["PYTHONPATH"] = os.pathsep.join([str(pathlib.Path(build) / "python"), env.get("PYTHONPATH", "")])
-    command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe", sys.executable, str(CASE),
-               str(out), "--outcomes", str(outcomes), *flags]
+    command, env = case_command(out, ranks, h, w, False, ["--outcomes", str(outcomes), *flags], outcomes)
     r = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env,
                        preexec_fn=(lambda: os.umask(umask)) if umask is not None else None)
     assert r.returncode == 0, (r.stdout[-2000:], r.stderr[-4000:])
