@@ -213,8 +213,8 @@ Runner add_eval_command(CLI::App& app) {
     command->add_option("--zonal", options->zonal, "Write the zonal means as CF netCDF to this file");
     command->add_flag("--quiet", options->quiet, "No progress on stderr");
     command->add_flag("--timings", options->timings,
-                      "Two-field eval: add every rank's seconds per phase (read, agreement, halo, compute, allreduce, "
-                      "zonal, time_sums, final, total) to the JSON report");
+                      "Add every rank's seconds per phase (read, agreement, halo, compute, allreduce, zonal, "
+                      "time_sums, final, total) and the pairs it scored to the JSON report");
     command->add_option("--io", options->io,
                         "How the ranks read the netCDF inputs and write the diagnostics maps: auto (default: netCDF-4 "
                         "inputs read collectively, classic ones independently, the diagnostics written by rank 0), "

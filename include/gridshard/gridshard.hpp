@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Everything public in gridshard, one block per layer, lowest first.
+/// Everything public in gridshard, one block per layer, lowest first (the layering check keeps it complete).
 
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
@@ -11,16 +11,24 @@
 #include "gridshard/geometry/halo_geometry.hpp"
 #include "gridshard/geometry/regions.hpp"
 #include "gridshard/geometry/split.hpp"
+#include "gridshard/geometry/work_split.hpp"
 
 #include "gridshard/numerics/double_double.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
+#include "gridshard/numerics/fixed_point.hpp"
 
 #include "gridshard/io/calendar.hpp"
 #include "gridshard/io/dataset_writer.hpp"
 #include "gridshard/io/file_extent.hpp"
+#include "gridshard/io/forecast_inputs.hpp"
+#include "gridshard/io/forecast_source.hpp"
 #include "gridshard/io/grid_info.hpp"
+#include "gridshard/io/io_mode.hpp"
+#include "gridshard/io/netcdf_error.hpp"
 #include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/normalization.hpp"
 #include "gridshard/io/output_file.hpp"
+#include "gridshard/io/parallel_io.hpp"
 #include "gridshard/io/units.hpp"
 #include "gridshard/io/zonal_writer.hpp"
 
@@ -30,6 +38,7 @@
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/comm/memory_check.hpp"
+#include "gridshard/comm/mpi_check.hpp"
 #include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 #include "gridshard/comm/threads.hpp"
@@ -43,3 +52,7 @@
 #include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/terms.hpp"
 #include "gridshard/metrics/time_mean.hpp"
+
+#include "gridshard/evaluation/aggregator.hpp"
+#include "gridshard/evaluation/evaluate.hpp"
+#include "gridshard/evaluation/score_registry.hpp"

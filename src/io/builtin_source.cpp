@@ -1,4 +1,4 @@
-// The built-in analytic case of `gridshard eval` (see field_source.hpp).
+// The built-in analytic cases of `gridshard eval`: make_builtin_pair and make_builtin_forecast (forecast_source.hpp).
 
 #include <cmath>
 #include <numbers>

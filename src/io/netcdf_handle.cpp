@@ -9,7 +9,7 @@
 #include <utility>
 
 #include "gridshard/core/memory.hpp"
-#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/netcdf_error.hpp"
 
 namespace gridshard::io::detail {
 namespace {
@@ -29,7 +29,10 @@ void fail(const std::string& path, const std::string& problem, int status) {
         message += ": ";
         message += nc_strerror(status);
     }
-    throw NetcdfError(message, status);
+    if (status == NC_NOERR) {
+        throw NetcdfError(message);
+    }
+    throw_netcdf_failure(status, message);
 }
 
 void check(int status, const std::string& path, std::string_view doing) {

@@ -206,8 +206,7 @@ OpenFile::OpenFile(const std::string& file_path, const Communicator& comm, IoMod
 
 NetcdfHandle OpenFile::opened_collectively(const std::string& file_path, const Communicator& comm, IoMode mode) {
     if (mode == IoMode::collective && !collective_io_available()) {
-        throw ArgumentError("netCDF file '" + file_path + "': collective I/O is unavailable in this build " +
-                            "(it needs libnetcdf-mpi-dev and libpnetcdf-dev for its MPI)");
+        throw ArgumentError("netCDF file '" + file_path + "': " + std::string(collective_io_unavailable_reason()));
     }
     const LocalFailure failure = attempt([&] { opened_complete(file_path); });
     gridshard::detail::agree_or_throw(
@@ -600,7 +599,8 @@ void VariableReader::read_into(std::span<const std::int64_t> position, bool by_s
             nothing ? "reading nothing of variable '" + shape_.name + "' collectively" : context();
 #if GRIDSHARD_PARALLEL_IO
         if (plan_->pnetcdf_varid >= 0) {
-            throw NetcdfError("netCDF file '" + path + "': " + doing + ": " + detail::pnetcdf_message(status), status);
+            throw_netcdf_failure(status,
+                                 "netCDF file '" + path + "': " + doing + ": " + detail::pnetcdf_message(status));
         }
 #endif
         detail::fail(path, doing, status);

@@ -22,10 +22,6 @@
 namespace gridshard::io {
 namespace {
 
-const char* const unavailable =
-    "collective I/O is unavailable in this build (it needs libnetcdf-mpi-dev and libpnetcdf-dev built for its MPI; "
-    "docs/io.md)";
-
 // Rank 0's `text`, on every rank of `comm`. Collective.
 std::string broadcast_text(const Communicator& comm, const std::string& text) {
     std::int64_t size = static_cast<std::int64_t>(text.size());
@@ -37,40 +33,13 @@ std::string broadcast_text(const Communicator& comm, const std::string& text) {
 
 }  // namespace
 
-std::string_view to_string(IoMode mode) noexcept {
-    return mode == IoMode::collective ? "collective" : mode == IoMode::automatic ? "auto" : "independent";
-}
-
-IoMode parse_io_mode(std::string_view text, std::string_view option) {
-    if (text == "independent") {
-        return IoMode::independent;
-    }
-    if (text == "auto") {
-        return IoMode::automatic;
-    }
-    if (text == "collective") {
-        if (!collective_io_available()) {
-            throw ArgumentError(std::string(option) + " collective: " + unavailable);
-        }
-        return IoMode::collective;
-    }
-    throw ArgumentError(std::string(option) + ": '" + std::string(text) + "' is not auto, independent or collective");
-}
-
-bool collective_io_available() noexcept {
-#if GRIDSHARD_PARALLEL_IO
-    return true;
-#else
-    return false;
-#endif
-}
-
 void write_dataset_collectively(const std::string& temporary_path, const std::string& path, const Dataset& dataset,
                                 const Communicator& comm) {
     // The sizes and parts first, agreed: a rank whose part does not fit stops every rank before any write.
     check_collectively(comm, attempt([&] {
                            if (!collective_io_available()) {
-                               throw ArgumentError("cannot write '" + path + "' collectively: " + unavailable);
+                               throw ArgumentError("cannot write '" + path + "' collectively: " +
+                                                   std::string(collective_io_unavailable_reason()));
                            }
                            detail::check_dataset(dataset, path, true);
                        }));

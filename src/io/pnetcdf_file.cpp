@@ -11,9 +11,17 @@
 #include <utility>
 #include <vector>
 
-#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/comm/mpi_check.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/io/netcdf_error.hpp"
 
 namespace gridshard::io::detail {
+
+static_assert(pnetcdf_status::file == NC_EFILE && pnetcdf_status::read == NC_EREAD &&
+                  pnetcdf_status::write == NC_EWRITE && pnetcdf_status::open == NC_EOFILE &&
+                  pnetcdf_status::no_space == NC_ENO_SPACE && pnetcdf_status::quota == NC_EQUOTA,
+              "gridshard/io/netcdf_error.hpp names PnetCDF's codes by value");
+
 namespace {
 
 std::vector<MPI_Offset> offsets(const std::size_t* values, int n) {
@@ -24,14 +32,34 @@ std::vector<MPI_Offset> offsets(std::span<const std::int64_t> values) {
 }
 
 // netCDF-C's layout of a new classic file: the header and every variable aligned to 4 bytes (PnetCDF's
-// default is 512), so both libraries write the same bytes.
-MPI_Info netcdf_c_alignment() {
-    MPI_Info info = MPI_INFO_NULL;
-    MPI_Info_create(&info);
-    MPI_Info_set(info, "nc_header_align_size", "4");
-    MPI_Info_set(info, "nc_var_align_size", "4");
-    return info;
-}
+// default is 512), so both libraries write the same bytes. Where MPI cannot make the hints, `failure` says why and
+// the info is MPI_INFO_NULL: the caller notes the failure after the collective create, which every rank must join.
+class NetcdfCAlignment {
+  public:
+    NetcdfCAlignment() {
+        try {
+            GRIDSHARD_MPI(MPI_Info_create, &info_);
+            GRIDSHARD_MPI(MPI_Info_set, info_, "nc_header_align_size", "4");
+            GRIDSHARD_MPI(MPI_Info_set, info_, "nc_var_align_size", "4");
+        } catch (const MpiError& e) {
+            failure_ = e.what();
+        }
+    }
+    ~NetcdfCAlignment() {
+        if (info_ != MPI_INFO_NULL) {
+            MPI_Info_free(&info_);  // a destructor cannot throw; a failed free only leaks the hints
+        }
+    }
+    NetcdfCAlignment(const NetcdfCAlignment&) = delete;
+    NetcdfCAlignment& operator=(const NetcdfCAlignment&) = delete;
+
+    [[nodiscard]] MPI_Info info() const noexcept { return failure_.empty() ? info_ : MPI_INFO_NULL; }
+    [[nodiscard]] const std::string& failure() const noexcept { return failure_; }
+
+  private:
+    MPI_Info info_ = MPI_INFO_NULL;
+    std::string failure_;
+};
 
 // Agrees on the outcome of a collective ncmpi_open or ncmpi_create (`status` on this rank; one allreduce) and
 // returns it. Where some ranks failed and others opened the file, those hold a handle that only a collective close
@@ -67,8 +95,8 @@ PnetcdfFile::PnetcdfFile(const std::string& path, MPI_Comm comm) : path_(path) {
                                    "netCDF file '" + path + "': opening it collectively (PnetCDF)");
     if (status != NC_NOERR) {
         ncid_ = -1;
-        throw NetcdfError("netCDF file '" + path + "': cannot open collectively (PnetCDF): " + pnetcdf_message(status),
-                          status);
+        throw_netcdf_failure(
+            status, "netCDF file '" + path + "': cannot open collectively (PnetCDF): " + pnetcdf_message(status));
     }
 }
 
@@ -95,9 +123,8 @@ PnetcdfFile& PnetcdfFile::operator=(PnetcdfFile&& other) noexcept {
 int PnetcdfFile::varid(const std::string& name) const {
     int id = -1;
     if (const int status = ncmpi_inq_varid(ncid_, name.c_str(), &id); status != NC_NOERR) {
-        throw NetcdfError(
-            "netCDF file '" + path_ + "': PnetCDF does not see variable '" + name + "': " + pnetcdf_message(status),
-            status);
+        throw_netcdf_failure(status, "netCDF file '" + path_ + "': PnetCDF does not see variable '" + name +
+                                         "': " + pnetcdf_message(status));
     }
     return id;
 }
@@ -120,10 +147,7 @@ void PnetcdfCollective::note(int status, const std::string& doing) {
     if (status == NC_NOERR) {
         return;
     }
-    // PnetCDF reports the system's failures (a full disk, an I/O error) as its file and MPI-IO codes.
-    fail(doing + ": " + pnetcdf_message(status), status == NC_EFILE || status == NC_EWRITE || status == NC_EREAD ||
-                                                     status == NC_EIO || status == NC_ENO_SPACE ||
-                                                     status == NC_EQUOTA || status == NC_EMPI || status > 0);
+    fail(doing + ": " + pnetcdf_message(status), classify_netcdf_status(status) == NetcdfFailure::system);
 }
 
 void PnetcdfCollective::fail(const std::string& what, bool system) {
@@ -154,20 +178,22 @@ bool PnetcdfCollective::carry_on() {
 PnetcdfSink::PnetcdfSink(const std::string& temporary_path, const std::string& path, MPI_Comm comm,
                          std::uint64_t file_bytes)
     : PnetcdfCollective(path, comm) {
-    MPI_Info info = netcdf_c_alignment();
-    const int status =
-        agreed_open(comm, ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, info, &ncid_),
-                    "cannot write '" + path + "': creating '" + temporary_path + "' collectively (PnetCDF)");
-    MPI_Info_free(&info);
+    const NetcdfCAlignment alignment;
+    const int status = agreed_open(
+        comm, ncmpi_create(comm, temporary_path.c_str(), NC_CLOBBER | NC_64BIT_OFFSET, alignment.info(), &ncid_),
+        "cannot write '" + path + "': creating '" + temporary_path + "' collectively (PnetCDF)");
     if (status != NC_NOERR) {
         ncid_ = -1;
     }
     note(status, "creating '" + temporary_path + "'");
+    if (!alignment.failure().empty()) {
+        fail("setting netCDF-C's alignment: " + alignment.failure(), true);
+    }
     if (carry_on()) {
         int previous = 0;
         note(ncmpi_set_fill(ncid_, NC_FILL, &previous), "setting fill mode");  // netCDF-C's default
         int rank = 0;
-        MPI_Comm_rank(comm, &rank);
+        GRIDSHARD_MPI(MPI_Comm_rank, comm, &rank);
         if (rank == 0) {
             reserve(temporary_path, file_bytes);  // after ncmpi_create, which truncates the file
         }

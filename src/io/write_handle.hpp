@@ -8,23 +8,18 @@
 #include <utility>
 
 #include "gridshard/core/error.hpp"
-#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/netcdf_error.hpp"
 #include "gridshard/io/output_file.hpp"
 #include "netcdf_handle.hpp"
 
 namespace gridshard::io::detail {
 
-// Every netCDF return code of a write. netCDF reports the system's failures (a full disk, an I/O error) as
-// positive errno values: SystemError; its own codes (a bad or repeated variable name) are the caller's.
+// Every netCDF return code of a write, classed by the one rule (gridshard/io/netcdf_error.hpp).
 inline void check_write(int status, const std::string& path, const std::string& doing) {
     if (status == NC_NOERR) {
         return;
     }
-    const std::string message = "cannot write '" + path + "': " + doing + ": " + nc_strerror(status);
-    if (status > 0) {
-        throw SystemError(message);
-    }
-    throw NetcdfError(message, status);
+    throw_netcdf_failure(status, "cannot write '" + path + "': " + doing + ": " + nc_strerror(status));
 }
 
 // The netCDF file being written into an AtomicOutput's temporary; aborted unless closed.

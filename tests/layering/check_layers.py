@@ -7,6 +7,8 @@
    layers in LAYERS below. A layer folder not declared in LAYERS is an error, so a new layer is declared here.
 2. The front ends (apps/, python/; C++ files only) use the public API: no `gridshard::detail` or `detail::`
    outside comments and string literals, and no private header of src/.
+3. The umbrella header include/gridshard/gridshard.hpp includes every public header, so the consumer test, which
+   compiles it from the installed tree, sees them all.
 
 Usage: check_layers.py [--root REPO]    (exit status 1 with each offending file:line on stderr)
        check_layers.py --self-test      (builds a small tree with one violation of each kind and checks both
@@ -172,6 +174,15 @@ def check(root):
                                     f"(layer '{target_layer}'); '{layer}' may include "
                                     f"{', '.join(sorted(allowed)) or 'only itself'}")
 
+    # 3. The umbrella header is complete.
+    umbrella = os.path.join(include_dir, UMBRELLA)
+    if os.path.isfile(umbrella):
+        included = {target for _, _, target in includes(umbrella)}
+        for path in cpp_files(include_dir):
+            name = "gridshard/" + os.path.relpath(path, include_dir).replace(os.sep, "/")
+            if name != "gridshard/" + UMBRELLA and name not in included:
+                problems.append(f"{rel(umbrella)}:1: the umbrella header omits the public header {name}")
+
     # 2. The front ends.
     for front in FRONT_ENDS:
         folder = os.path.join(root, front)
@@ -204,6 +215,9 @@ def check(root):
 def self_test():
     files = {
         "include/gridshard/core/error.hpp": "#pragma once\n",
+        # The umbrella header, which omits one public header (core/bad.hpp).
+        "include/gridshard/gridshard.hpp": '#pragma once\n#include "gridshard/core/error.hpp"\n'
+                                           '#include "gridshard/numerics/sum.hpp"\n',
         "include/gridshard/numerics/sum.hpp": '#pragma once\n#include "gridshard/core/error.hpp"\n',
         # The upward arrow: core includes numerics.
         "include/gridshard/core/bad.hpp": '#pragma once\n#include "gridshard/numerics/sum.hpp"\n',
@@ -221,7 +235,9 @@ def self_test():
             with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
                 handle.write(text)
         problems = check(root)
-        expected = ["include/gridshard/core/bad.hpp:2: upward include", "apps/tool/main.cpp:3: front end uses"]
+        expected = ["include/gridshard/core/bad.hpp:2: upward include", "apps/tool/main.cpp:3: front end uses",
+                    "include/gridshard/gridshard.hpp:1: the umbrella header omits the public header "
+                    "gridshard/core/bad.hpp"]
         missing = [e for e in expected if not any(p.startswith(e) for p in problems)]
         extra = [p for p in problems if not any(p.startswith(e) for e in expected)]
         # A private header and an unknown layer are reported too.
@@ -240,8 +256,8 @@ def self_test():
         for p in extra:
             print(f"check_layers self-test: reported wrongly: {p}", file=sys.stderr)
         return 1
-    print("check_layers self-test: the upward include, the detail:: use, the private header and the unknown "
-          "layer are reported")
+    print("check_layers self-test: the upward include, the detail:: use, the private header, the unknown layer and "
+          "the umbrella header's omission are reported")
     return 0
 
 
@@ -258,7 +274,8 @@ def main():
     if problems:
         print(f"check_layers: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print("check_layers: every include points down; the front ends use the public API only")
+    print("check_layers: every include points down; the front ends use the public API only; the umbrella header "
+          "is complete")
     return 0
 
 

@@ -10,7 +10,9 @@
 namespace gridshard::detail {
 
 /// Throws MpiError carrying MPI's own message when `return_code` is not MPI_SUCCESS.
-/// Every MPI call of gridshard goes through here. No MPI communication.
+/// Every MPI call of gridshard goes through here, except those that must not throw: in destructors (MPI_Finalized,
+/// MPI_Comm_free, MPI_Info_free) and where a failed call is itself agreed or ends the job (the agreements' own
+/// allreduce, MPI_Abort). No MPI communication.
 void check_mpi(int return_code, std::string_view call);
 
 /// The MPI datatype of an element type gridshard communicates.

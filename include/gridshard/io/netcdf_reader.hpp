@@ -32,33 +32,16 @@
 #include <string>
 #include <vector>
 
-#include "gridshard/core/error.hpp"
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/io/grid_info.hpp"
+#include "gridshard/io/io_mode.hpp"
+#include "gridshard/io/netcdf_error.hpp"
 
 namespace gridshard {
 class Communicator;
 }
 
 namespace gridshard::io {
-
-/// How the ranks reach their hyperslabs (parallel_io.hpp): each opening the file itself, all together in
-/// collective MPI-IO, or (automatic) collectively for netCDF-4/HDF5 files and independently for classic ones.
-enum class IoMode { independent, collective, automatic };
-
-/// A netCDF file cannot be read or written as asked: missing or unreadable, not netCDF, truncated, no
-/// latitude or longitude coordinate, a missing or misshapen variable, a name netCDF refuses. The one-line message names
-/// the file and the problem, and carries netCDF's own message (nc_strerror) when a netCDF call failed.
-class NetcdfError : public ArgumentError {
-  public:
-    /// `nc_status` is the netCDF return code that caused the error, or 0 (NC_NOERR) when none did.
-    explicit NetcdfError(const std::string& what, int nc_status = 0) : ArgumentError(what), nc_status_(nc_status) {}
-    /// The netCDF return code (0 when the error was not a failed netCDF call).
-    [[nodiscard]] int nc_status() const noexcept { return nc_status_; }
-
-  private:
-    int nc_status_;
-};
 
 namespace detail {
 struct OpenFile;
@@ -76,7 +59,8 @@ struct WholeVariable {
 class VariableReader;
 
 /// An open netCDF file: its grid, its field variables, and read plans for them. Move-only; the plans it
-/// makes share the open file, so they stay valid when the reader is gone. No MPI calls.
+/// makes share the open file, so they stay valid when the reader is gone. No MPI calls when opened with a path
+/// alone; opened with a communicator, its opening, its closing and every read of its plans are collective over it.
 class NetcdfReader {
   public:
     /// Opens `path` (which must be a regular file), checks that it holds every byte its header declares,

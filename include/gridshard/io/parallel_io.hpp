@@ -19,24 +19,14 @@
 
 #include <functional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/io/dataset_writer.hpp"
-#include "gridshard/io/netcdf_reader.hpp"
+#include "gridshard/io/io_mode.hpp"
 #include "gridshard/io/output_file.hpp"
 
 namespace gridshard::io {
-
-/// "independent", "collective" or "auto" (IoMode, netcdf_reader.hpp).
-[[nodiscard]] std::string_view to_string(IoMode mode) noexcept;
-/// "independent", "collective" or "auto"; throws ArgumentError naming `option` and the text otherwise, and
-/// for "collective" in a build without parallel netCDF.
-[[nodiscard]] IoMode parse_io_mode(std::string_view text, std::string_view option = "--io");
-
-/// Whether this build has collective I/O (parallel netCDF and PnetCDF for the build's MPI). No MPI calls.
-[[nodiscard]] bool collective_io_available() noexcept;
 
 /// Writes `dataset` into `temporary_path` (an AtomicOutput's temporary on rank 0, its path broadcast) as
 /// netCDF 64-bit offset, collectively over `comm`: the same header and the same bytes as write_dataset(). Each
