@@ -15,16 +15,25 @@
 namespace gridshard {
 namespace {
 
-// The EnsembleScores member a registered ensemble score takes, as a slot of the per-sample values.
-constexpr const char* ensemble_slots[] = {"ensemble_mean_rmse", "spread", "spread_skill_ratio", "crps", "fair_crps"};
+// The per-initial-condition values of the ensemble scores: one slot per EnsembleValue, in its order.
+constexpr std::int64_t ensemble_values = 4;
 
-std::int64_t ensemble_slot(const std::string& source) {
-    for (std::int64_t k = 0; k < 5; ++k) {
-        if (source == ensemble_slots[k]) {
-            return k;
-        }
+std::int64_t ensemble_slot(EnsembleValue value) {
+    return static_cast<std::int64_t>(value);
+}
+
+double ensemble_value(const EnsembleScores& e, EnsembleValue value, std::size_t channel) {
+    switch (value) {
+        case EnsembleValue::ensemble_mean_rmse:
+            return e.ensemble_mean_rmse[channel];
+        case EnsembleValue::spread:
+            return e.spread[channel];
+        case EnsembleValue::crps:
+            return e.crps[channel];
+        case EnsembleValue::fair_crps:
+            return e.fair_crps[channel];
     }
-    throw ArgumentError("score registry: no ensemble score '" + source + "'");
+    return std::numeric_limits<double>::quiet_NaN();
 }
 
 bool per_lead(const RegisteredScore& s) {
@@ -183,7 +192,7 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     for (const RegisteredScore* s : scores_) {
         if (s->family == ScoreFamily::deterministic) {
             deterministic_.push_back(s);
-            evaluation.scores.push_back(score_definition(s->source));
+            evaluation.scores.push_back(*std::get<const ScoreDefinition*>(s->source));
         }
     }
     const auto nregions = static_cast<std::int64_t>(regions_.size());
@@ -191,7 +200,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     const std::int64_t samples = e.initial_conditions * e.members;
     const std::int64_t nlat = grid_.grid().nlat;
     det_ = {samples, e.lead_times, nregions, det_count, channels};
-    ens_ = {e.initial_conditions, e.lead_times, nregions, ensemble && options_.lead_ensemble_scores ? 5 : 0, channels};
+    ens_ = {e.initial_conditions, e.lead_times, nregions,
+            ensemble && options_.lead_ensemble_scores ? ensemble_values : 0, channels};
     zonal_prediction_ = {samples, e.lead_times, 1, channels, nlat};
     zonal_truth_ = {e.initial_conditions, e.lead_times, 1, channels, nlat};
     const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
@@ -302,8 +312,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
             for (std::int64_t c = 0; c < channels; ++c) {
                 const auto mc = static_cast<std::size_t>(m * channels + c);
                 for (std::int64_t k = 0; k < det_count; ++k) {
-                    det_values_[det_.at(sample, lead, region, k, c)] =
-                        s[deterministic_[static_cast<std::size_t>(k)]->source][mc];
+                    det_values_[det_.at(sample, lead, region, k, c)] = s.at(static_cast<std::size_t>(k))[mc];
                 }
                 if (c_all) {
                     det_values_[det_.at(sample, lead, region, det_count, c)] = acc[mc];
@@ -316,11 +325,9 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
                                          ? ensemble_scores_over_data<T>(grid_, truth, held, w, options_.summation)
                                          : ensemble_scores<T>(grid_, truth, held, w, options_.summation);
             for (std::int64_t c = 0; c < channels && ensemble_owner; ++c) {
-                const auto cc = static_cast<std::size_t>(c);
-                const double values[] = {e.ensemble_mean_rmse[cc], e.spread[cc], e.spread_skill_ratio[cc], e.crps[cc],
-                                         e.fair_crps[cc]};
-                for (std::int64_t k = 0; k < 5; ++k) {
-                    ens_values_[ens_.at(initial_condition, lead, region, k, c)] = values[k];
+                for (std::int64_t k = 0; k < ensemble_values; ++k) {
+                    ens_values_[ens_.at(initial_condition, lead, region, k, c)] =
+                        ensemble_value(e, static_cast<EnsembleValue>(k), static_cast<std::size_t>(c));
                 }
             }
         }
@@ -435,15 +442,26 @@ void Aggregator::finish_spectra(VariableScores& out) {
             if (s->family != ScoreFamily::power_spectrum) {
                 continue;
             }
-            if (s->combination != SampleCombination::ratio_of_means) {
-                out[c].spectra.push_back({s, spectrum_degrees_, s->source == "prediction" ? prediction : truth});
-                continue;
+            switch (std::get<SpectrumValue>(s->source)) {
+                case SpectrumValue::prediction:
+                    out[c].spectra.push_back({s, spectrum_degrees_, prediction});
+                    break;
+                case SpectrumValue::truth:
+                    out[c].spectra.push_back({s, spectrum_degrees_, truth});
+                    break;
+                case SpectrumValue::smallest_scale:
+                    out[c].regions.front().time_means.push_back({s, biases.smallest_scale});
+                    break;
+                case SpectrumValue::positive:
+                    out[c].regions.front().time_means.push_back({s, biases.positive});
+                    break;
+                case SpectrumValue::negative:
+                    out[c].regions.front().time_means.push_back({s, biases.negative});
+                    break;
+                case SpectrumValue::mean_abs:
+                    out[c].regions.front().time_means.push_back({s, biases.mean_abs});
+                    break;
             }
-            const double value = s->source == "smallest_scale" ? biases.smallest_scale
-                                 : s->source == "positive"     ? biases.positive
-                                 : s->source == "negative"     ? biases.negative
-                                                               : biases.mean_abs;
-            out[c].regions.front().time_means.push_back({s, value});
         }
     }
 }
@@ -510,9 +528,9 @@ VariableScores Aggregator::finish(const std::string& variable) {
         const Weights w = regions_[r].weights.view();
         std::vector<std::vector<double>> statistics;  // per cell-statistic score, per channel (collective)
         for (const RegisteredScore* s : scores_) {
-            if (s->family == ScoreFamily::time_mean) {
+            if (const auto* statistic = std::get_if<TimeMeanStatistic>(&s->source)) {
                 statistics.push_back(
-                    s->source == "rmse_of_time_mean"
+                    *statistic == TimeMeanStatistic::rmse_of_time_mean
                         ? error_sums_->rmse_of_time_mean(w, options_.policy, options_.summation)
                         : error_sums_->time_and_global_mean_bias(w, options_.policy, options_.summation));
             }
@@ -536,12 +554,13 @@ VariableScores Aggregator::finish(const std::string& variable) {
                         value = det_.sample_mean(det_values_, l, region, k, c);
                     } else if (s->family == ScoreFamily::anomaly_correlation) {
                         value = det_.sample_mean(det_values_, l, region, det_count, c);
-                    } else if (s->combination == SampleCombination::ratio_of_means) {
+                    } else if (const auto* ratio = std::get_if<EnsembleRatio>(&s->source)) {
                         // The ratio of the means over initial conditions, as WeatherBench 2 forms it.
-                        value = ens_.sample_mean(ens_values_, l, region, ensemble_slot(s->source), c) /
-                                ens_.sample_mean(ens_values_, l, region, ensemble_slot(s->denominator), c);
+                        value = ens_.sample_mean(ens_values_, l, region, ensemble_slot(ratio->numerator), c) /
+                                ens_.sample_mean(ens_values_, l, region, ensemble_slot(ratio->denominator), c);
                     } else {
-                        value = ens_.sample_mean(ens_values_, l, region, ensemble_slot(s->source), c);
+                        value = ens_.sample_mean(ens_values_, l, region,
+                                                 ensemble_slot(std::get<EnsembleValue>(s->source)), c);
                     }
                     series.values[static_cast<std::size_t>(l)] = value;
                 }
@@ -579,10 +598,11 @@ VariableScores Aggregator::finish(const std::string& variable) {
                 for (std::int64_t i = 0; i < nlat; ++i) {
                     const double prediction = zonal_prediction_.sample_mean(zonal_prediction_values_, l, 0, c, i);
                     const double truth = zonal_truth_.sample_mean(zonal_truth_values_, l, 0, c, i);
-                    profile.values[static_cast<std::size_t>(l * nlat + i)] = s->source == "prediction" ? prediction
-                                                                             : s->source == "truth"
-                                                                                 ? truth
-                                                                                 : prediction - truth;
+                    const ZonalProfile which = std::get<ZonalProfile>(s->source);
+                    profile.values[static_cast<std::size_t>(l * nlat + i)] =
+                        which == ZonalProfile::prediction ? prediction
+                        : which == ZonalProfile::truth    ? truth
+                                                          : prediction - truth;
                 }
             }
             out[static_cast<std::size_t>(c)].profiles.push_back(std::move(profile));
@@ -638,8 +658,8 @@ std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
     sums.squared_error.merge_over_data();  // collective over data, each (initial condition, lead) added once
     sums.variance.merge_over_data();
     sums.crps.merge_over_data();
-    // Per cell the means over initial conditions, then the three maps stacked: the almost-fair CRPS, the RMSE of
-    // the ensemble mean, the spread-skill ratio bias.
+    // Per cell the means over initial conditions, then the three maps stacked in CellStatistic's order: the
+    // almost-fair CRPS, the RMSE of the ensemble mean, the spread-skill ratio bias.
     const std::vector<double> squared_error = sums.squared_error.mean_difference(options_.policy);
     const std::vector<double> variance = sums.variance.mean_difference(options_.policy);
     const std::vector<double> crps = sums.crps.mean_difference(options_.policy);
@@ -663,7 +683,7 @@ std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
     std::vector<const RegisteredScore*> stacked(3, nullptr);  // the registry's entries, in the maps' order
     for (const RegisteredScore* s : scores_) {
         if (ensemble_cells(*s)) {
-            stacked[s->source == "almost_fair_crps" ? 0 : s->source == "ensemble_mean_rmse" ? 1 : 2] = s;
+            stacked[static_cast<std::size_t>(std::get<CellStatistic>(s->source))] = s;
         }
     }
     std::vector<std::vector<ScoreAtLead>> out;

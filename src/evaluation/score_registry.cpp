@@ -14,71 +14,57 @@ using C = SampleCombination;
 // ACE's names (fme's inference spectrum aggregator, power_spectrum/<summary>/<var>), in the table after the others.
 void add_power_spectrum(std::vector<RegisteredScore>& scores, ReportKind report, int width, int digits) {
     const int order = 100;  // after every other column, in both tables
-    scores.push_back({.report = report,
-                      .key = "prediction",
-                      .family = F::power_spectrum,
-                      .policy = PolicyRule::nan_fill,
-                      .source = "prediction"});
-    scores.push_back({.report = report,
-                      .key = "target",
-                      .family = F::power_spectrum,
-                      .policy = PolicyRule::nan_fill,
-                      .source = "truth"});
+    scores.push_back(
+        {.report = report, .key = "prediction", .source = SpectrumValue::prediction, .policy = PolicyRule::nan_fill});
+    scores.push_back(
+        {.report = report, .key = "target", .source = SpectrumValue::truth, .policy = PolicyRule::nan_fill});
     const struct {
         const char* key;
         const char* label;
-        const char* source;
-    } summaries[] = {{"smallest_scale_norm_bias", "ps_smallest", "smallest_scale"},
-                     {"positive_norm_bias", "ps_positive", "positive"},
-                     {"negative_norm_bias", "ps_negative", "negative"},
-                     {"mean_abs_norm_bias", "ps_mean_abs", "mean_abs"}};
+        SpectrumValue value;
+    } summaries[] = {{"smallest_scale_norm_bias", "ps_smallest", SpectrumValue::smallest_scale},
+                     {"positive_norm_bias", "ps_positive", SpectrumValue::positive},
+                     {"negative_norm_bias", "ps_negative", SpectrumValue::negative},
+                     {"mean_abs_norm_bias", "ps_mean_abs", SpectrumValue::mean_abs}};
     for (int k = 0; k < 4; ++k) {
         scores.push_back({.report = report,
                           .key = summaries[k].key,
                           .label = summaries[k].label,
                           .ace_key = std::string("power_spectrum/") + summaries[k].key + "/{var}",
-                          .family = F::power_spectrum,
-                          .combination = C::ratio_of_means,
+                          .source = summaries[k].value,
                           .policy = PolicyRule::nan_fill,
-                          .source = summaries[k].source,
-                          .denominator = "target",
                           .table_width = width,
                           .table_digits = digits,
                           .table_order = order + k});
     }
 }
 
-// The registry: the pair's scores come from the fused evaluation's own (metrics/scores.hpp), under their names;
-// the forecast's under ACE's.
+// The registry: the pair's scores are the fused evaluation's own (metrics/scores.hpp), under their names; the
+// forecast's under ACE's. Each entry names its value; its family and combination follow from it.
 std::vector<RegisteredScore> make_registry() {
     std::vector<RegisteredScore> scores;
     for (const ScoreDefinition& d : evaluation_scores()) {
         scores.push_back({.report = ReportKind::pair,
                           .key = d.name,
                           .label = d.label,
-                          .family = F::deterministic,
-                          .source = d.name,
+                          .source = &d,
                           .table_width = d.table_width,
                           .table_digits = d.table_digits});
     }
     scores.push_back({.report = ReportKind::pair,
                       .key = "rmse_of_time_mean",
                       .label = "rmse(tmean)",
-                      .family = F::time_mean,
-                      .combination = C::cell_statistic,
-                      .source = "rmse_of_time_mean"});
+                      .source = TimeMeanStatistic::rmse_of_time_mean});
     scores.push_back({.report = ReportKind::pair,
                       .key = "time_and_global_mean_bias",
                       .label = "bias(tmean)",
-                      .family = F::time_mean,
-                      .combination = C::cell_statistic,
-                      .source = "time_and_global_mean_bias"});
-    scores.push_back({.report = ReportKind::pair, .key = "truth", .family = F::zonal_mean, .source = "truth"});
-    scores.push_back({.report = ReportKind::pair, .key = "pred", .family = F::zonal_mean, .source = "prediction"});
+                      .source = TimeMeanStatistic::time_and_global_mean_bias});
+    scores.push_back({.report = ReportKind::pair, .key = "truth", .source = ZonalProfile::truth});
+    scores.push_back({.report = ReportKind::pair, .key = "pred", .source = ZonalProfile::prediction});
     add_power_spectrum(scores, ReportKind::pair, 12, 4);
 
     for (std::size_t k = 0; k < scores.size(); ++k) {
-        if (scores[k].family != F::power_spectrum) {
+        if (!std::holds_alternative<SpectrumValue>(scores[k].source)) {
             scores[k].table_order = static_cast<int>(k);  // the pair's table follows the registry
         }
     }
@@ -93,110 +79,123 @@ std::vector<RegisteredScore> make_registry() {
     forecast({.key = "weighted_rmse",
               .label = "rmse",
               .ace_key = "mean/weighted_rmse/{var}",
-              .source = "rmse",
+              .source = &score_definition(EvaluatorScore::rmse),
               .ace_normalized = true,
               .table_order = 1});
     forecast({.key = "weighted_bias",
               .label = "bias",
               .ace_key = "mean/weighted_bias/{var}",
-              .source = "bias",
+              .source = &score_definition(EvaluatorScore::bias),
               .ace_normalized = true,
               .table_order = 2});
     forecast({.key = "weighted_mean_gen",
               .ace_key = "mean/weighted_mean_gen/{var}",
-              .source = "mean_pred",
+              .source = &score_definition(EvaluatorScore::mean_pred),
               .ace_normalized = true});
     forecast({.key = "weighted_mean_target",
               .ace_key = "mean/weighted_mean_target/{var}",
-              .source = "mean_truth",
+              .source = &score_definition(EvaluatorScore::mean_truth),
               .ace_normalized = true});
     forecast({.key = "weighted_std_gen",
               .ace_key = "mean/weighted_std_gen/{var}",
-              .source = "std_pred",
+              .source = &score_definition(EvaluatorScore::std_pred),
               .ace_normalized = true});
     forecast({.key = "weighted_grad_mag_percent_diff",
               .label = "grad%",
               .ace_key = "mean/weighted_grad_mag_percent_diff/{var}",
+              .source = &score_definition(EvaluatorScore::grad_mag_percent_diff_own_points),
               .policy = PolicyRule::own_gradient,
-              .source = "grad_mag_percent_diff_own_points",
               .table_order = 3});
     // Ensemble, per lead time: the values of each initial condition's members (metrics/ensemble.hpp).
     forecast({.key = "ensemble_mean_rmse",
               .label = "ens_rmse",
-              .family = F::ensemble,
+              .source = EnsembleValue::ensemble_mean_rmse,
               .policy = PolicyRule::all_finite,
-              .source = "ensemble_mean_rmse",
               .table_order = 6});
-    forecast({.key = "spread", .family = F::ensemble, .policy = PolicyRule::all_finite, .source = "spread"});
+    forecast({.key = "spread", .source = EnsembleValue::spread, .policy = PolicyRule::all_finite});
     forecast({.key = "spread_skill_ratio",
               .label = "ssr",
-              .family = F::ensemble,
-              .combination = C::ratio_of_means,
+              .source = EnsembleRatio{EnsembleValue::spread, EnsembleValue::ensemble_mean_rmse},
               .policy = PolicyRule::all_finite,
-              .source = "spread",
-              .denominator = "ensemble_mean_rmse",
               .table_order = 7});
     forecast({.key = "crps",
               .label = "crps",
-              .family = F::ensemble,
+              .source = EnsembleValue::crps,
               .policy = PolicyRule::all_finite,
-              .source = "crps",
               .table_order = 8});
     forecast({.key = "fair_crps",
               .label = "fair_crps",
-              .family = F::ensemble,
+              .source = EnsembleValue::fair_crps,
               .policy = PolicyRule::all_finite,
-              .source = "fair_crps",
               .table_order = 9});
     // ACE's ensemble scores at a lead time (fme's one-step ensemble aggregator, ensemble_step_<k>): per grid cell a
     // statistic of the members over every initial condition, then its area mean; only at the lead times
     // AggregatorOptions::ensemble_cell_leads names.
     forecast({.key = "almost_fair_crps",
               .ace_key = "ensemble_step_{step}/crps/{var}",
-              .family = F::ensemble,
-              .combination = C::cell_statistic,
-              .source = "almost_fair_crps"});
+              .source = CellStatistic::almost_fair_crps});
     forecast({.key = "cell_ensemble_mean_rmse",
               .ace_key = "ensemble_step_{step}/ensemble_mean_rmse/{var}",
-              .family = F::ensemble,
-              .combination = C::cell_statistic,
-              .source = "ensemble_mean_rmse"});
-    forecast({.key = "ssr_bias",
-              .ace_key = "ensemble_step_{step}/ssr_bias/{var}",
-              .family = F::ensemble,
-              .combination = C::cell_statistic,
-              .source = "ssr_bias"});
+              .source = CellStatistic::ensemble_mean_rmse});
+    forecast({.key = "ssr_bias", .ace_key = "ensemble_step_{step}/ssr_bias/{var}", .source = CellStatistic::ssr_bias});
     forecast({.key = "acc",
               .label = "acc",
-              .family = F::anomaly_correlation,
+              .source = AnomalyCorrelationValue{},
               .policy = PolicyRule::all_finite,
-              .source = "acc",
               .table_order = 10});
     // Time means of the maps (ACE's time_mean/rmse and time_mean/bias), then every per-lead score's mean over
     // the counted lead times (no entry of its own: the writers add it to each per-lead score).
     forecast({.key = "rmse",
               .label = "rmse(tmean)",
               .ace_key = "time_mean/rmse/{var}",
-              .family = F::time_mean,
-              .combination = C::cell_statistic,
-              .source = "rmse_of_time_mean",
+              .source = TimeMeanStatistic::rmse_of_time_mean,
               .ace_normalized = true,
               .table_order = 4});
     forecast({.key = "bias",
               .label = "bias(tmean)",
               .ace_key = "time_mean/bias/{var}",
-              .family = F::time_mean,
-              .combination = C::cell_statistic,
-              .source = "time_and_global_mean_bias",
+              .source = TimeMeanStatistic::time_and_global_mean_bias,
               .table_order = 5});
     // Zonal means over (lead time, latitude), ACE's ZonalMeanAggregator's gen and error.
-    forecast({.key = "gen", .family = F::zonal_mean, .source = "prediction"});
-    forecast({.key = "error", .family = F::zonal_mean, .source = "error"});
+    forecast({.key = "gen", .source = ZonalProfile::prediction});
+    forecast({.key = "error", .source = ZonalProfile::error});
     add_power_spectrum(scores, ReportKind::forecast, 11, 5);
+    for (RegisteredScore& s : scores) {
+        s.family = family_of(s.source);
+        s.combination = combination_of(s.source);
+    }
     return scores;
 }
 
 }  // namespace
+
+ScoreFamily family_of(const ScoreSource& source) noexcept {
+    struct {
+        F operator()(const ScoreDefinition*) const { return F::deterministic; }
+        F operator()(EnsembleValue) const { return F::ensemble; }
+        F operator()(EnsembleRatio) const { return F::ensemble; }
+        F operator()(CellStatistic) const { return F::ensemble; }
+        F operator()(TimeMeanStatistic) const { return F::time_mean; }
+        F operator()(AnomalyCorrelationValue) const { return F::anomaly_correlation; }
+        F operator()(ZonalProfile) const { return F::zonal_mean; }
+        F operator()(SpectrumValue) const { return F::power_spectrum; }
+    } family;
+    return std::visit(family, source);
+}
+
+SampleCombination combination_of(const ScoreSource& source) noexcept {
+    if (std::holds_alternative<EnsembleRatio>(source)) {
+        return C::ratio_of_means;
+    }
+    if (std::holds_alternative<CellStatistic>(source) || std::holds_alternative<TimeMeanStatistic>(source)) {
+        return C::cell_statistic;
+    }
+    if (const auto* value = std::get_if<SpectrumValue>(&source)) {
+        return *value == SpectrumValue::prediction || *value == SpectrumValue::truth ? C::mean_of_samples
+                                                                                     : C::ratio_of_means;
+    }
+    return C::mean_of_samples;
+}
 
 std::string_view to_string(ScoreFamily family) noexcept {
     switch (family) {

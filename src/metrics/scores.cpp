@@ -11,69 +11,70 @@ namespace gridshard {
 
 namespace {
 
-// Every score the Evaluator can finalize, those of the two-field evaluation in report order.
+// Every score the Evaluator can finalize, in EvaluatorScore's order: those of the two-field evaluation in report
+// order, then the own-points gradient score.
 const std::vector<ScoreDefinition>& all_scores() {
     using T = Term;
     using S = const TermSums&;
     using C = std::int64_t;
     static const std::vector<ScoreDefinition> scores = {
-        {"mean_truth",
-         "mean_truth",
-         "weighted mean of the truth over the valid points",
-         14,
-         6,
-         {T::truth},
-         [](S s, C c) { return s.mean(c, T::truth); }},
-        {"mean_pred",
-         "mean_pred",
-         "weighted mean of the prediction over the valid points",
-         14,
-         6,
-         {T::prediction},
-         [](S s, C c) { return s.mean(c, T::prediction); }},
-        {"bias",
-         "bias",
-         "weighted mean of (pred - truth)",
-         12,
-         4,
-         {T::truth, T::prediction},
-         [](S s, C c) { return s.bias(c); }},
-        {"rmse",
-         "rmse",
-         "sqrt of the weighted mean of (pred - truth)^2",
-         12,
-         4,
-         {T::difference_square},
-         [](S s, C c) { return s.rmse(c); }},
-        {"std_truth",
-         "std_truth",
-         "weighted population std of the truth about its own mean",
-         12,
-         4,
-         {T::truth, T::truth_square},
-         [](S s, C c) { return s.std_dev(c); }},
-        {"std_pred",
-         "std_pred",
-         "weighted population std of the prediction about its own mean",
-         12,
-         4,
-         {T::prediction, T::prediction_square},
-         [](S s, C c) { return s.std_dev(c, true); }},
-        {"grad_mag_percent_diff",
-         "grad_%diff",
-         "100 (G(pred) - G(truth)) / G(truth), G the weighted mean of the gradient magnitude over the valid points",
-         12,
-         4,
-         {T::truth_gradient, T::prediction_gradient},
-         [](S s, C c) { return s.gradient_percent_diff(c); }},
-        {"grad_mag_percent_diff_own_points",
-         "grad_%diff_own",
-         "100 (G(pred) - G(truth)) / G(truth), each G over its own field's valid points (ACE's definition)",
-         12,
-         4,
-         {T::truth_own_gradient, T::prediction_own_gradient},
-         [](S s, C c) { return s.gradient_percent_diff(c, GradientPoints::own); },
-         false},
+        // weighted mean of the truth over the valid points
+        {.name = "mean_truth",
+         .label = "mean_truth",
+         .table_width = 14,
+         .table_digits = 6,
+         .terms = {T::truth},
+         .finalize = [](S s, C c) { return s.mean(c, T::truth); }},
+        // weighted mean of the prediction over the valid points
+        {.name = "mean_pred",
+         .label = "mean_pred",
+         .table_width = 14,
+         .table_digits = 6,
+         .terms = {T::prediction},
+         .finalize = [](S s, C c) { return s.mean(c, T::prediction); }},
+        // weighted mean of (pred - truth)
+        {.name = "bias",
+         .label = "bias",
+         .table_width = 12,
+         .table_digits = 4,
+         .terms = {T::truth, T::prediction},
+         .finalize = [](S s, C c) { return s.bias(c); }},
+        // sqrt of the weighted mean of (pred - truth)^2
+        {.name = "rmse",
+         .label = "rmse",
+         .table_width = 12,
+         .table_digits = 4,
+         .terms = {T::difference_square},
+         .finalize = [](S s, C c) { return s.rmse(c); }},
+        // weighted population std of the truth about its own mean
+        {.name = "std_truth",
+         .label = "std_truth",
+         .table_width = 12,
+         .table_digits = 4,
+         .terms = {T::truth, T::truth_square},
+         .finalize = [](S s, C c) { return s.std_dev(c); }},
+        // weighted population std of the prediction about its own mean
+        {.name = "std_pred",
+         .label = "std_pred",
+         .table_width = 12,
+         .table_digits = 4,
+         .terms = {T::prediction, T::prediction_square},
+         .finalize = [](S s, C c) { return s.std_dev(c, true); }},
+        // 100 (G(pred) - G(truth)) / G(truth), G the weighted mean of the gradient magnitude over the valid points
+        {.name = "grad_mag_percent_diff",
+         .label = "grad_%diff",
+         .table_width = 12,
+         .table_digits = 4,
+         .terms = {T::truth_gradient, T::prediction_gradient},
+         .finalize = [](S s, C c) { return s.gradient_percent_diff(c); }},
+        // 100 (G(pred) - G(truth)) / G(truth), each G over its own field's valid points (ACE's definition)
+        {.name = "grad_mag_percent_diff_own_points",
+         .label = "grad_%diff_own",
+         .table_width = 12,
+         .table_digits = 4,
+         .terms = {T::truth_own_gradient, T::prediction_own_gradient},
+         .finalize = [](S s, C c) { return s.gradient_percent_diff(c, GradientPoints::own); },
+         .two_field = false},
     };
     return scores;
 }
@@ -90,13 +91,8 @@ const std::vector<ScoreDefinition>& evaluation_scores() {
     return scores;
 }
 
-const ScoreDefinition& score_definition(std::string_view name) {
-    for (const ScoreDefinition& d : all_scores()) {
-        if (d.name == name) {
-            return d;
-        }
-    }
-    throw ArgumentError("no score definition '" + std::string(name) + "'");
+const ScoreDefinition& score_definition(EvaluatorScore id) {
+    return all_scores().at(static_cast<std::size_t>(id));
 }
 
 Scores::Scores(std::vector<std::string> names, std::int64_t channels)

@@ -295,10 +295,11 @@ TEST(Aggregator, PowerSpectraAreTheMeanOfEveryPairsSpectrumAndTheBitsOfOneRank) 
                 }
                 ++summaries;
                 EXPECT_EQ(v.score->ace_key.rfind("power_spectrum/", 0), 0u);
-                const double want = v.score->source == "smallest_scale" ? biases.smallest_scale
-                                    : v.score->source == "positive"     ? biases.positive
-                                    : v.score->source == "negative"     ? biases.negative
-                                                                        : biases.mean_abs;
+                const std::string& key = v.score->key;
+                const double want = key == "smallest_scale_norm_bias" ? biases.smallest_scale
+                                    : key == "positive_norm_bias"     ? biases.positive
+                                    : key == "negative_norm_bias"     ? biases.negative
+                                                                      : biases.mean_abs;
                 if (!fill && c == 1) {
                     continue;
                 }
@@ -339,7 +340,7 @@ TEST(Aggregator, APairIsOneInitialConditionOfOneMemberWithEveryStepCounted) {
         const Scores s = evaluator.evaluate(FieldShard<float>{t, k.channels}, FieldShard<float>{p, k.channels});
         for (const ScoreSeries& series : global.per_lead) {
             EXPECT_EQ(std::bit_cast<std::uint64_t>(series.values[static_cast<std::size_t>(l)]),
-                      std::bit_cast<std::uint64_t>(s[series.score->source][0]))
+                      std::bit_cast<std::uint64_t>(s[std::get<const ScoreDefinition*>(series.score->source)->name][0]))
                 << series.score->key << " step " << l;
         }
     }

@@ -827,10 +827,9 @@ TEST_F(Metrics, ARegisteredScoreIsComputedByTheEvaluator) {
             const auto t = shard_of(k.truth, k.grid, box, k.channels);
             const auto p = shard_of(k.prediction, k.grid, box, k.channels);
             EvaluationOptions options;
-            options.scores.push_back(
+            options.scores.push_back(  // the weighted mean of truth^2
                 {"mean_square_truth",
                  "msq_truth",
-                 "weighted mean of truth^2",
                  12,
                  4,
                  {Term::truth_square},
@@ -841,9 +840,8 @@ TEST_F(Metrics, ARegisteredScoreIsComputedByTheEvaluator) {
             EXPECT_THROW((void)s["no_such_score"], ArgumentError);
             // A finalizer that reads a term its score did not declare is refused, not given another slot.
             EvaluationOptions undeclared;
-            undeclared.scores = {{"cross_mean",
+            undeclared.scores = {{"cross_mean",  // reads an undeclared term
                                   "cross",
-                                  "reads an undeclared term",
                                   12,
                                   4,
                                   {Term::truth},
@@ -1039,7 +1037,7 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
                          what + ", row vs point weights");
         // ACE's own-points gradient score alone: the fused pass takes its rule (own_gradient_policy), which under
         // propagate is not the request's.
-        options.scores = {score_definition("grad_mag_percent_diff_own_points")};
+        options.scores = {score_definition(EvaluatorScore::grad_mag_percent_diff_own_points)};
         Evaluator own_per_row(g, channels, {powers, false}, options);
         Evaluator own_per_point(g, channels, {point_powers, true}, options);
         expect_identical(all_scores(own_per_row.evaluate<float>({t, channels}, {p, channels})),

@@ -19,7 +19,7 @@ const RegisteredScore& extra_score() {
     static const RegisteredScore extra{.report = ReportKind::pair,
                                        .key = "extra_score",
                                        .label = "extra",
-                                       .source = "extra",
+                                       .source = &score_definition(EvaluatorScore::rmse),
                                        .table_width = 10,
                                        .table_digits = 3,
                                        .table_order = 100};
@@ -110,9 +110,8 @@ TEST(ScoreRegistry, EveryForecastScoreHasOneKeyAndTheForecastTableItsColumns) {
         for (std::size_t b = a + 1; b < all.size(); ++b) {
             EXPECT_NE(all[a]->key, all[b]->key);
         }
-        if (all[a]->family == ScoreFamily::deterministic) {
-            EXPECT_NO_THROW((void)score_definition(all[a]->source)) << all[a]->key;
-        }
+        EXPECT_EQ(all[a]->family, family_of(all[a]->source)) << all[a]->key;
+        EXPECT_EQ(all[a]->combination, combination_of(all[a]->source)) << all[a]->key;
     }
     std::vector<std::string> columns;
     for (const RegisteredScore* s :

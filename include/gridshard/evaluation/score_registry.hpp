@@ -1,10 +1,11 @@
 #pragma once
 /// @file
 /// Every score an evaluation reports, declared once: its names (the key in the report, the table label, ACE's
-/// log key), its family, how the values of several samples combine, and the validity rule it follows. The
-/// aggregator computes what the registry lists for a report, and every writer (the table, the JSON report, the
-/// netCDF files) iterates it, so adding a scalar score is one entry here and, for a new kind of value, one
-/// finaliser in the aggregator (docs/evaluation.md). No MPI calls.
+/// log key), the value it takes (a typed selector, ScoreSource, from which its family and how the values of several
+/// samples combine follow), and the validity rule it follows. The aggregator computes what the registry lists for a
+/// report, and every writer (the table, the JSON report, the netCDF files) iterates it, so adding a score whose value
+/// the aggregator already forms (an Evaluator score, an ensemble value, a statistic) is one entry here; a new kind of
+/// value is one selector and its finaliser in the aggregator (docs/evaluation.md). No MPI calls.
 ///
 /// @code
 ///   for (const gridshard::RegisteredScore* s : gridshard::report_scores(gridshard::ReportKind::forecast,
@@ -16,7 +17,10 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
+
+#include "gridshard/metrics/scores.hpp"
 
 namespace gridshard {
 
@@ -54,6 +58,35 @@ enum class PolicyRule {
     nan_fill,        ///< every point: NaN filled before the transform (PowerSpectrumOptions::fill), else propagated
 };
 
+/// WeatherBench 2's ensemble values of one initial condition's members at a lead time (metrics/ensemble.hpp).
+enum class EnsembleValue { ensemble_mean_rmse, spread, crps, fair_crps };
+/// The mean over initial conditions of one ensemble value over the mean of another (WeatherBench 2's spread-skill
+/// ratio).
+struct EnsembleRatio {
+    EnsembleValue numerator;
+    EnsembleValue denominator;
+};
+/// ACE's per-cell ensemble statistics over every initial condition at a lead time, then their area means.
+enum class CellStatistic { almost_fair_crps, ensemble_mean_rmse, ssr_bias };
+/// The statistics of the time-mean maps (metrics/time_mean.hpp).
+enum class TimeMeanStatistic { rmse_of_time_mean, time_and_global_mean_bias };
+/// The anomaly correlation against the climatology of each sample.
+struct AnomalyCorrelationValue {};
+/// The zonal-mean profiles, averaged over samples.
+enum class ZonalProfile { truth, prediction, error };
+/// The mean power spectra and ACE's summaries of their ratio (metrics/spectrum.hpp, SpectrumBiases).
+enum class SpectrumValue { prediction, truth, smallest_scale, positive, negative, mean_abs };
+
+/// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
+/// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
+/// must outlive the registry).
+using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
+                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue>;
+
+/// The family and the combination over samples a source implies.
+[[nodiscard]] ScoreFamily family_of(const ScoreSource& source) noexcept;
+[[nodiscard]] SampleCombination combination_of(const ScoreSource& source) noexcept;
+
 [[nodiscard]] std::string_view to_string(ScoreFamily family) noexcept;
 [[nodiscard]] std::string_view to_string(PolicyRule rule) noexcept;
 /// Which points `rule` counts, in words (for the report's line naming the scores whose rule is not --policy's).
@@ -67,17 +100,11 @@ struct RegisteredScore {
     std::string label{};    ///< its table column ("" when the table leaves it out)
     std::string ace_key{};  ///< ACE's log key (fme 2026.10.0) with {var} for the variable (and {step} for the lead
                             ///< time of a cell statistic), or "" when ACE has none
+    ScoreSource source{};   ///< the value it takes
+    PolicyRule policy = PolicyRule::follows_option;
+    /// family_of(source) and combination_of(source), filled in by the registry.
     ScoreFamily family = ScoreFamily::deterministic;
     SampleCombination combination = SampleCombination::mean_of_samples;
-    PolicyRule policy = PolicyRule::follows_option;
-    /// The value it takes: the Evaluator score (deterministic), the EnsembleScores member (ensemble; with
-    /// cell_statistic "almost_fair_crps", "ensemble_mean_rmse" or "ssr_bias" of the cells' statistics), the
-    /// accumulator statistic (time_mean: "rmse_of_time_mean" or "time_and_global_mean_bias"), the profile
-    /// (zonal_mean: "truth", "prediction" or "error"), the mean spectrum (power_spectrum: "prediction" or "truth") or
-    /// the summary of their ratio (power_spectrum with ratio_of_means: a SpectrumBiases member, "smallest_scale",
-    /// "positive", "negative" or "mean_abs"); for ratio_of_means of ensemble scores the numerator's key.
-    std::string source{};
-    std::string denominator{};  ///< for ratio_of_means: the denominator's key
     /// ACE logs it on the normalised fields too (mean_norm/..., time_mean_norm/...: `--normalize`).
     bool ace_normalized = false;
     int table_width = 12;

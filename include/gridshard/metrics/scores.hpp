@@ -1,9 +1,9 @@
 #pragma once
 /// @file
-/// The scores of the fused evaluation, declared once each: a name, a table label, a definition and a
-/// finalizer over the merged sums of one channel. The Evaluator computes every registered score, and the
-/// tool's table, JSON report and any later writer iterate the same registry, so adding a score is one
-/// entry here (docs/design.md §3). No MPI calls.
+/// The scores of the fused evaluation, declared once each: a typed id, a name, a table label, the terms it reads and
+/// a finalizer over the merged sums of one channel. The Evaluator computes the definitions it is given; the
+/// evaluation layer's score registry (evaluation/score_registry.hpp) names which ones a report holds, and under
+/// which keys (docs/evaluation.md). No MPI calls.
 ///
 /// @code
 ///   #include "gridshard/metrics/evaluation.hpp"
@@ -26,14 +26,25 @@
 
 namespace gridshard {
 
-/// One score: `name` is its key in Scores and in the JSON report, `label` its column header in the table
-/// (with `table_width` characters and `table_digits` significant digits), `definition` one line for
-/// readers, `terms` the per-point terms it reads, and `finalize` its value for one channel from the merged
-/// sums (NaN where the channel has no valid point). The weight terms are added by the policy.
+/// The scores gridshard defines (src/metrics/scores.cpp); a caller may give the Evaluator definitions of its own.
+enum class EvaluatorScore {
+    mean_truth,
+    mean_pred,
+    bias,
+    rmse,
+    std_truth,
+    std_pred,
+    grad_mag_percent_diff,
+    grad_mag_percent_diff_own_points,
+};
+
+/// One score: `name` its key in Scores and in the JSON report, `label` its column header in the table (with
+/// `table_width` characters and `table_digits` significant digits), `terms` the per-point terms it reads, and
+/// `finalize` its value for one channel from the merged sums (NaN where the channel has no valid point). The weight
+/// terms are added by the policy.
 struct ScoreDefinition {
     std::string name;
     std::string label;
-    std::string definition;
     int table_width = 12;
     int table_digits = 4;
     TermSet terms;
@@ -46,10 +57,10 @@ struct ScoreDefinition {
 /// std_truth, std_pred, grad_mag_percent_diff.
 [[nodiscard]] const std::vector<ScoreDefinition>& evaluation_scores();
 
-/// Any registered score by name: those of evaluation_scores() and grad_mag_percent_diff_own_points (ACE's
+/// The definition of `id`: those of evaluation_scores() and grad_mag_percent_diff_own_points (ACE's
 /// gradient_magnitude_percent_diff, each field's mean over its own valid points, which the forecast
-/// evaluation reports under ACE's name). Throws ArgumentError naming an unknown score.
-[[nodiscard]] const ScoreDefinition& score_definition(std::string_view name);
+/// evaluation reports under ACE's name).
+[[nodiscard]] const ScoreDefinition& score_definition(EvaluatorScore id);
 
 /// Per-channel values of named scores, in the order of the registry they came from.
 class Scores {
