@@ -11,9 +11,11 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "bindings.hpp"
@@ -495,6 +497,46 @@ void bind_aggregator(py::module_& m) {
             return out;
         },
         "Every score of the registry (evaluation/score_registry.hpp), in order, as dicts.");
+    m.def(
+        "register_score",
+        [](const std::string& report, const std::string& key, const std::string& definition, const std::string& label,
+           const std::string& ace_key, const std::string& policy, bool ace_normalized, int table_order) {
+            RegisteredScore score{.key = key, .label = label, .ace_key = ace_key};
+            if (report != "pair" && report != "forecast") {
+                throw ArgumentError("register_score: report '" + report + "' is not pair or forecast");
+            }
+            score.report = report == "forecast" ? ReportKind::forecast : ReportKind::pair;
+            for (int k = 0;; ++k) {  // every EvaluatorScore, in order
+                const auto id = static_cast<EvaluatorScore>(k);
+                if (k > static_cast<int>(EvaluatorScore::grad_mag_percent_diff_own_points)) {
+                    throw ArgumentError("register_score: definition '" + definition +
+                                        "' is not one of the Evaluator's scores");
+                }
+                if (score_definition(id).name == definition) {
+                    score.source = &score_definition(id);
+                    break;
+                }
+            }
+            const std::pair<const char*, PolicyRule> rules[] = {{"follows_option", PolicyRule::follows_option},
+                                                                {"own_gradient", PolicyRule::own_gradient},
+                                                                {"all_finite", PolicyRule::all_finite},
+                                                                {"nan_fill", PolicyRule::nan_fill}};
+            const auto* rule =
+                std::find_if(std::begin(rules), std::end(rules), [&](const auto& r) { return policy == r.first; });
+            if (rule == std::end(rules)) {
+                throw ArgumentError("register_score: policy '" + policy +
+                                    "' is not follows_option, own_gradient, all_finite or nan_fill");
+            }
+            score.policy = rule->second;
+            score.ace_normalized = ace_normalized;
+            score.table_order = table_order;
+            (void)register_score(std::move(score));
+        },
+        py::arg("report"), py::arg("key"), py::arg("definition"), py::arg("label") = "", py::arg("ace_key") = "",
+        py::arg("policy") = "follows_option", py::arg("ace_normalized") = false, py::arg("table_order") = 1000,
+        "Adds a deterministic score of the Evaluator's definition `definition` (metrics/scores.hpp, e.g. 'rmse') to "
+        "the registry under `key` (register_score, evaluation/score_registry.hpp): every Aggregator built afterwards "
+        "forms it. Call it on every rank alike, before building aggregators. No MPI calls.");
     m.def(
         "read_normalization",
         [](const std::string& means, const std::string& stds, const std::vector<std::string>& names) {

@@ -1,7 +1,9 @@
 #include "gridshard/evaluation/score_registry.hpp"
 
 #include <algorithm>
+#include <deque>
 
+#include "gridshard/core/error.hpp"
 #include "gridshard/metrics/scores.hpp"
 
 namespace gridshard {
@@ -40,8 +42,9 @@ void add_power_spectrum(std::vector<RegisteredScore>& scores, ReportKind report,
 }
 
 // The registry: the pair's scores are the fused evaluation's own (metrics/scores.hpp), under their names; the
-// forecast's under ACE's. Each entry names its value; its family and combination follow from it.
-std::vector<RegisteredScore> make_registry() {
+// forecast's under ACE's. Each entry names its value; its family and combination follow from it. A deque, so that
+// register_score() keeps every entry where the aggregators point.
+std::deque<RegisteredScore> make_registry() {
     std::vector<RegisteredScore> scores;
     for (const ScoreDefinition& d : evaluation_scores()) {
         scores.push_back({.report = ReportKind::pair,
@@ -164,6 +167,11 @@ std::vector<RegisteredScore> make_registry() {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
     }
+    return {scores.begin(), scores.end()};
+}
+
+std::deque<RegisteredScore>& registry() {
+    static std::deque<RegisteredScore> scores = make_registry();
     return scores;
 }
 
@@ -273,9 +281,27 @@ std::string ace_key_of(const RegisteredScore& score, const std::string& variable
     return key;
 }
 
-const std::vector<RegisteredScore>& registered_scores() {
-    static const std::vector<RegisteredScore> scores = make_registry();
-    return scores;
+const std::deque<RegisteredScore>& registered_scores() {
+    return registry();
+}
+
+const RegisteredScore& register_score(RegisteredScore score) {
+    const std::string report = score.report == ReportKind::forecast ? "forecast" : "pair";
+    std::string why;
+    if (score.key.empty()) {
+        why = "a score needs a key";
+    } else if (std::any_of(registry().begin(), registry().end(),
+                           [&](const RegisteredScore& s) { return s.report == score.report && s.key == score.key; })) {
+        why = "the " + report + " report already has a score '" + score.key + "'";
+    } else if (const auto* d = std::get_if<const ScoreDefinition*>(&score.source); d != nullptr && *d == nullptr) {
+        why = "score '" + score.key + "' names no ScoreDefinition";
+    }
+    if (!why.empty()) {
+        throw ArgumentError("register_score: " + why);
+    }
+    score.family = family_of(score.source);
+    score.combination = combination_of(score.source);
+    return registry().emplace_back(std::move(score));
 }
 
 std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContents contents) {

@@ -95,9 +95,10 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     }
     Scores scores(std::move(names), channels_);
     for (std::int64_t c = 0; c < channels_; ++c) {
-        for (const ScoreDefinition& d : options_.scores) {
+        for (std::size_t k = 0; k < options_.scores.size(); ++k) {  // by position: a definition may repeat
+            const ScoreDefinition& d = options_.scores[k];
             const bool formed = !d.terms.needs_gradient() || terms_.needs_gradient();  // gradient off: NaN
-            scores[d.name][static_cast<std::size_t>(c)] = formed ? d.finalize(sums, c) : detail::nan;
+            scores.at(k)[static_cast<std::size_t>(c)] = formed ? d.finalize(sums, c) : detail::nan;
         }
     }
     const double finished = MPI_Wtime();

@@ -15,6 +15,7 @@
 /// @endcode
 
 #include <cstdint>
+#include <deque>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -125,8 +126,16 @@ struct ReportContents {
 [[nodiscard]] std::string ace_key_of(const RegisteredScore& score, const std::string& variable, bool normalized,
                                      std::int64_t step = 0);
 
-/// Every registered score, in report order.
-[[nodiscard]] const std::vector<RegisteredScore>& registered_scores();
+/// Every registered score, in report order: gridshard's own, then those register_score() added.
+[[nodiscard]] const std::deque<RegisteredScore>& registered_scores();
+
+/// Adds `score` to the registry after every entry there (its family and combination filled in from its source) and
+/// returns it: a score of the caller's own, which every aggregator built afterwards forms and every writer reports
+/// (the table when it has a label, the JSON report, the Python module, the ACE drop-in's logs under its ace_key).
+/// A deterministic score's ScoreDefinition must outlive every aggregator. Call it before building aggregators, on
+/// every rank alike; not thread-safe. Throws ArgumentError for an empty key, a key its report already has, or a
+/// deterministic source that names no definition.
+const RegisteredScore& register_score(RegisteredScore score);
 
 /// The scores of `kind` with `contents`, in report order.
 [[nodiscard]] std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContents contents);

@@ -74,8 +74,9 @@ class Scores {
     [[nodiscard]] std::vector<double>& operator[](std::string_view name);
     /// The score names, in order.
     [[nodiscard]] const std::vector<std::string>& names() const noexcept { return names_; }
-    /// The values of the score at position `k` of names().
+    /// The values of the score at position `k` of names() (a name may repeat: the same definition asked twice).
     [[nodiscard]] const std::vector<double>& at(std::size_t k) const { return values_.at(k); }
+    [[nodiscard]] std::vector<double>& at(std::size_t k) { return values_.at(k); }
 
   private:
     [[nodiscard]] std::size_t index_of(std::string_view name) const;
