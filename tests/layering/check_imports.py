@@ -53,7 +53,8 @@ def edges(name, path, known):
         if node.level == 0:
             target = node.module
         else:
-            base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
+            parts = package.split(".")
+            base = parts[: len(parts) - node.level + 1]  # level 1: this package, 2: the one above, ...
             target = ".".join(base + ([node.module] if node.module else []))
         if target not in known:
             continue
@@ -65,8 +66,8 @@ def edges(name, path, known):
 
 
 def circles(graph):
-    """Each strongly connected set of modules with more than one member (or an edge to itself), as a list of
-    modules in the order of one circle through them."""
+    """Each strongly connected set of more than one module (Tarjan's algorithm), as the modules of one circle
+    through them, in order, the first one again at the end."""
     index, low, stack, on_stack, found = {}, {}, [], set(), []
     counter = [0]
 
