@@ -37,7 +37,7 @@ demo-forecast: build
 	    --region southern_extratropics --diagnostics $(DEMO_FORECAST_DIR) --json $(DEMO_FORECAST_DIR)/report.json
 	PYTHONPATH=$(BUILD_DIR)/python /usr/bin/python3 -m gridshard.plot $(DEMO_FORECAST_DIR)
 
-# The whole suite: formatting, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
+# The whole suite: formatting and the Python linter, the release build's tests, the sanitizer build's tests, a bounded fuzz run, the
 # baseline-instruction-set build's bits, the MPICH build's tests, a one-node Slurm cluster's srun and sbatch, ranks
 # in network namespaces of their own, ACE's own tests on gridshard's ACE backend, the wheel, and the GPU check (which
 # says it is skipped where no CUDA device is present).
@@ -122,8 +122,10 @@ bench: build
 format:
 	@git ls-files --cached --others --exclude-standard '*.hpp' '*.cpp' | xargs clang-format -i
 
+# The C++ against .clang-format, and the Python of python/, bench/ and tests/ through Debian's flake8 (.flake8).
 format-check: deps
 	@git ls-files --cached --others --exclude-standard '*.hpp' '*.cpp' | xargs clang-format --dry-run --Werror && echo "format-check: clean"
+	@flake8 python bench tests && echo "flake8: clean"
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)

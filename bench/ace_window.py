@@ -181,7 +181,8 @@ def run_side(side, args):
                               timeout=args.timeout)
         rc, text = proc.returncode, proc.stdout
     except subprocess.TimeoutExpired as e:
-        rc, text = "timeout", (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        output = e.stdout or ""
+        rc, text = "timeout", output.decode(errors="replace") if isinstance(output, bytes) else output
     wall = time.perf_counter() - start
     ranks = []
     for r in range(n):
@@ -194,9 +195,9 @@ def run_side(side, args):
         result["error"] = text[-4000:]
     else:
         per_window = [max(r["seconds"][w] for r in ranks) for w in range(args.repetitions)]
-        result.update(seconds_per_window=per_window, median_s=sorted(per_window)[len(per_window) // 2]
-                      if len(per_window) % 2 else 0.5 * sum(sorted(per_window)[len(per_window) // 2 - 1:
-                                                                                 len(per_window) // 2 + 1]),
+        ordered, half = sorted(per_window), len(per_window) // 2
+        median = ordered[half] if len(ordered) % 2 else 0.5 * (ordered[half - 1] + ordered[half])
+        result.update(seconds_per_window=per_window, median_s=median,
                       backend=ranks[0]["backend"], ranks=ranks,
                       peak_rss_mib_per_rank=[r["vmhwm_kib"] / 1024 for r in ranks],
                       peak_rss_before_build_mib_per_rank=[r["vmhwm_before_build_kib"] / 1024 for r in ranks])

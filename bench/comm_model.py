@@ -98,11 +98,13 @@ def main():
             m = model(args.gridshard, nlat, nlon, mesh)
             g, a = m["gridshard"], m["gather"]
             row = {"grid": grid_name, **{k: m[k] for k in ("mesh", "ranks", "box", "neighbours")},
-                   "gridshard_bytes": sum(b for _, b in g.values()), "gridshard_messages": sum(n for n, _ in g.values()),
+                   "gridshard_bytes": sum(b for _, b in g.values()),
+                   "gridshard_messages": sum(n for n, _ in g.values()),
                    "halo_bytes": g["halo"][1], "evaluation_allreduce_bytes": g["evaluation_allreduce"][1],
                    "zonal_allreduce_bytes": g["zonal_allreduce"][1],
                    "gather_bytes": a["allgather"][1], "gather_messages": a["allgather"][0],
-                   "memory_gridshard_bytes": m["memory_gridshard_bytes"], "memory_gather_bytes": m["memory_gather_bytes"],
+                   "memory_gridshard_bytes": m["memory_gridshard_bytes"],
+                   "memory_gather_bytes": m["memory_gather_bytes"],
                    "compute_s": m["compute_s"]}
             for name, (alpha, beta) in networks.items():
                 row[f"t_gridshard[{name}]"] = seconds(g, alpha, beta)
@@ -112,11 +114,12 @@ def main():
         print(json.dumps({"networks": networks, "rows": rows}, indent=2))
         return
     mb = 1e6
-    print("| grid | mesh (ranks) | box | halo | eval allreduce | zonal allreduce | gridshard total (msgs) | gather (msgs) "
-          "| memory gridshard / gather |")
+    print("| grid | mesh (ranks) | box | halo | eval allreduce | zonal allreduce | gridshard total (msgs) "
+          "| gather (msgs) | memory gridshard / gather |")
     print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['grid']} | {r['mesh']} ({r['ranks']}) | {r['box'][0]} x {r['box'][1]} | {r['halo_bytes'] / mb:.3f} MB "
+        print(f"| {r['grid']} | {r['mesh']} ({r['ranks']}) | {r['box'][0]} x {r['box'][1]} "
+              f"| {r['halo_bytes'] / mb:.3f} MB "
               f"| {r['evaluation_allreduce_bytes'] / mb:.3f} MB | {r['zonal_allreduce_bytes'] / mb:.3f} MB "
               f"| {r['gridshard_bytes'] / mb:.3f} MB ({r['gridshard_messages']}) "
               f"| {r['gather_bytes'] / mb:.1f} MB ({r['gather_messages']}) "

@@ -39,8 +39,8 @@ def fill(x):
     for c in range(channels):
         for r0 in range(0, rows, BLOCK_ROWS):
             r = np.arange(r0, min(r0 + BLOCK_ROWS, rows), dtype=np.float32)[:, None]
-            np.multiply(wave, np.float32(10.0), out=x[c, r0 : r0 + r.shape[0]])
-            x[c, r0 : r0 + r.shape[0]] += np.float32(250.0 + c) + np.float32(40.0 / rows) * r
+            np.multiply(wave, np.float32(10.0), out=x[c, r0:r0 + r.shape[0]])
+            x[c, r0:r0 + r.shape[0]] += np.float32(250.0 + c) + np.float32(40.0 / rows) * r
 
 
 def reference(x, row_weights):
@@ -50,8 +50,8 @@ def reference(x, row_weights):
     for c in range(channels):
         total = 0.0
         for r0 in range(0, rows, BLOCK_ROWS):
-            block = x[c, r0 : r0 + BLOCK_ROWS].astype(np.float64)
-            total += float(row_weights[r0 : r0 + BLOCK_ROWS] @ block.sum(axis=1))
+            block = x[c, r0:r0 + BLOCK_ROWS].astype(np.float64)
+            total += float(row_weights[r0:r0 + BLOCK_ROWS] @ block.sum(axis=1))
         out.append(total / (float(row_weights.sum()) * x.shape[2]))
     return out
 

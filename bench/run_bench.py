@@ -61,7 +61,8 @@ ROOT = BENCH_DIR.parent
 
 # (key, target, comparison, what it is); the order of the printed table.
 TARGETS = [
-    ("fused_suite_fraction_of_read_bandwidth", 0.50, ">=", "t_read / t_suite, reproducible, (8,721,1440) f32, 1 thread"),
+    ("fused_suite_fraction_of_read_bandwidth", 0.50, ">=",
+     "t_read / t_suite, reproducible, (8,721,1440) f32, 1 thread"),
     ("fused_suite_fast_fraction_of_read_bandwidth", None, None, "t_read / t_suite, Summation::fast"),
     ("fused_suite_threads_speedup", 1.7, ">=", "t_suite 1 thread / t_suite all cores, reproducible, one rank"),
     ("reproducible_overhead", 0.15, "<=", "t_suite_reproducible / t_suite_fast - 1"),
@@ -673,7 +674,8 @@ def spectrum_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions=5)
         th = load(out)
         figures["spectrum_speedup_vs_torch_harmonics"] = th["spectrum_speedup_vs_torch_harmonics"]
         figures["spectrum_speedup_vs_torch_harmonics_16_fields"] = th["spectrum_speedup_vs_torch_harmonics_16_fields"]
-        figures["spectrum_memory_fraction_of_torch_harmonics"] = th["gridshard_peak_fraction_of_torch_harmonics_16_fields"]
+        figures["spectrum_memory_fraction_of_torch_harmonics"] = \
+            th["gridshard_peak_fraction_of_torch_harmonics_16_fields"]
         details["spectrum_vs_torch_harmonics"] = th
         for channels in (1, 16):
             difference = th[f"fields_{channels}"]["largest_difference_relative_to_largest_power"]

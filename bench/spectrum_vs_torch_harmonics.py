@@ -131,7 +131,7 @@ def main():
                 f"{label}speedup": statistics.median(theirs) / statistics.median(ours),
                 f"{label}largest_difference_relative_to_largest_power":
                     float(np.max(np.abs(ours_value - theirs_value) / scale))})
-        del sht
+        sht = None  # this table freed before the next is built
     for channels in (1, 16):
         for which in ("gridshard", "torch_harmonics"):
             r = subprocess.run([sys.executable, __file__, "--threads", str(args.threads), "--memory-run", which,

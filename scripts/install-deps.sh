@@ -2,13 +2,14 @@
 # Installs the Debian packages gridshard needs to build, test and run (torch: the Python module's tests take
 # tensors, and `make bench` compares with it; Slurm and munge: `make test-slurm` brings up a one-node cluster;
 # MPICH beside Open MPI, which stays the default: `make test-mpich`; parallel netCDF and PnetCDF: `eval --io
-# collective`; iproute2: `make test-netns`; FFTW: the power spectrum; libsharp: the tests' reference for it).
+# collective`; iproute2: `make test-netns`; FFTW: the power spectrum; libsharp: the tests' reference for it; flake8:
+# the Python linter of `make format-check`).
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
 set -euo pipefail
 
 packages=(
     build-essential cmake make pkg-config
-    clang-format
+    clang-format flake8
     libgtest-dev libbenchmark-dev
     openmpi-bin libopenmpi-dev
     libcli11-dev nlohmann-json3-dev

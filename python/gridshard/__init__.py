@@ -11,5 +11,6 @@ from ._gridshard import ArgumentError, MpiError, SystemFailure
 from .aggregator import Aggregator, registered_scores
 from .distributed import Distributed, spherical_area_weights
 
-__all__ = ["Aggregator", "ArgumentError", "Distributed", "MpiError", "SystemFailure", "registered_scores", "spherical_area_weights"]
+__all__ = ["Aggregator", "ArgumentError", "Distributed", "MpiError", "SystemFailure", "registered_scores",
+           "spherical_area_weights"]
 __version__ = "0.1.0"

@@ -155,8 +155,3 @@ def write_back(template, array):
     a half-precision one), on the current stream; nothing for a numpy array or a CPU tensor's own view."""
     if is_tensor(template) and (template.device.type != "cpu" or str(template.dtype) in HALF):
         template.copy_(_torch().from_numpy(array).reshape(template.shape))
-
-
-def same_kind_copy(template, array):
-    """A new array or tensor of ``template``'s kind holding ``array``'s values."""
-    return like(np.array(array, copy=True), template)

@@ -1,11 +1,15 @@
 """The gradient rules of gridshard.Distributed's reductions (see _autograd.py for how a rule is used): for each, the
 global sums its value is a function of, that function, and this rank's parts of the sums as torch expressions.
-Values always come from the library (the exact forward); these expressions only give the derivatives."""
+Values always come from the library (the exact forward); these expressions only give the derivatives. Beside the
+rules, the library calls only a gradient makes: the replicas' upstream gradients summed over the lon group, and the
+gradient magnitude's means and adjoint."""
 
 import numpy as np
 
-from . import _autograd
+from . import _arrays, _autograd
 from . import _gridshard as _core
+from ._arrays import Problems
+from ._fields import Field, check_spatial_dims, declared_img_shape, metric_result, weights_buffer
 
 
 def _torch():
@@ -33,11 +37,6 @@ def weights_like(weights, x):
     return torch.broadcast_to(w, (rows, cols))
 
 
-def _host(x):
-    """A detached tensor as the library takes it (the library stages device tensors itself)."""
-    return x.detach()
-
-
 def _leading(value, keepdim):
     return value.reshape(value.shape[:-2]) if keepdim else value
 
@@ -59,6 +58,66 @@ def _total_weight(dist, weights, x, where=None):
 def _weights_arg(weights):
     torch = _torch()
     return weights.detach() if isinstance(weights, torch.Tensor) else weights
+
+
+# ----- the library calls only a gradient makes -----
+
+
+def sum_over_lon(dist, grad, data):
+    """``grad`` (``data``'s leading dims and rows, a gradient of a result replicated over the lon group) summed
+    over the lon group, in lon-rank order (the same bits on every rank of it), in ``grad``'s dtype and on its
+    device. Collective over ``spatial`` (the call's agreement, on ``data``'s shards), then over ``lon``."""
+    problems = Problems()
+    field = Field(data, "data", problems)
+    values = np.zeros(0)
+    torch = _arrays._torch()
+    with problems.catching("the upstream gradient"):  # a copy, before the call's agreement
+        values = np.array(grad.detach().to("cpu", torch.float64).numpy(), dtype=np.float64, order="C")
+    ok = not problems
+    dist._mesh.sum_over_lon(problems.text(), field.signature("sum_over_lon"), field.rows, field.cols,
+                            values.reshape(-1) if ok else None)
+    return torch.from_numpy(values).to(device=grad.device, dtype=grad.dtype)
+
+
+def gradient_magnitude_means(dist, truth, predicted, weights, dim, img_shape):
+    """Per field (the truth, then the prediction unless None) its weighted mean gradient magnitude over its valid
+    magnitudes and the weight of those points, float64 ``(fields, *leading)`` each; and a function that gives a
+    per-channel float64 result the kind, dtype and shape of the metrics' results. Collective over ``spatial``
+    (one halo exchange of the fields, one allreduce)."""
+    problems = Problems()
+    img, problem = declared_img_shape(img_shape)
+    if problem:
+        problems.add(problem)
+    t = Field(truth, "truth", problems)
+    p = Field(predicted, "predicted", problems) if predicted is not None else None
+    if t.buffer is not None:
+        check_spatial_dims(dim, t.array.ndim, problems)
+        if p is not None and p.buffer is not None and (t.array.shape != p.array.shape or t.dtype != p.dtype):
+            problems.add(f"predicted: {tuple(p.array.shape)} {p.dtype} differs from truth's "
+                         f"{tuple(t.array.shape)} {t.dtype}")
+    w, form = weights_buffer(weights, t, problems)
+    fields = 1 if p is None else 2
+    out = np.empty(2 * fields * t.channels if not problems else 0, dtype=np.float64)
+    ok = not problems
+    _core.gradient_magnitude_means(dist._mesh, problems.text(), t.signature(weights is None),
+                                   t.buffer if ok else None, p.buffer if ok and p is not None else None, w, form,
+                                   img, out)
+    means, totals = out.reshape((2, fields) + t.leading)
+    return means, totals, lambda values: metric_result(np.asarray(values, dtype=np.float64), t)
+
+
+def gradient_magnitude_backward(dist, tensor, upstream):
+    """The gradient of ``sum(upstream * gradient_magnitude(tensor))`` with respect to this rank's ``tensor``, in its
+    dtype and on its device (the library's adjoint kernel). Collective over ``spatial`` (two halo exchanges)."""
+    problems = Problems()
+    field = Field(tensor, "tensor", problems)
+    given = Field(upstream, "upstream", problems)
+    ok = not problems
+    grads = np.empty(field.array.shape if ok else (0,), dtype=field.dtype)
+    _core.gradient_magnitude_backward(dist._mesh, problems.text(), field.signature(), field.buffer if ok else None,
+                                      given.buffer if ok else None, grads, False)
+    out = _arrays.like(grads, tensor)
+    return out.to(tensor.dtype) if _arrays.is_half(tensor) else out
 
 
 class WeightedSum(_autograd.Rule):
@@ -193,7 +252,7 @@ class ZonalMean(_autograd.Rule):
         return self.dist.zonal_mean(self.x)
 
     def combine_upstream(self, grad):
-        return self.dist._sum_over_lon(grad, self.x)
+        return sum_over_lon(self.dist, grad, self.x)
 
     def sums(self, x):
         torch = _torch()
@@ -237,7 +296,6 @@ class Ensemble(_autograd.Rule):
         return torch.isfinite(truth) & torch.isfinite(members).all(dim=0)
 
     def sums(self, truth, ensemble):
-        torch = _torch()
         members = self._members(ensemble.detach())
         total = _total_weight(self.dist, self.weights, truth, self._valid(truth.detach(), members))
         if self.score == "spread_skill_ratio":
@@ -250,7 +308,6 @@ class Ensemble(_autograd.Rule):
             return [spread * spread * total, skill * skill * total]
         value = _as_float64(self.value(truth, ensemble), truth)
         squared = self.score in ("spread", "ensemble_mean_rmse")
-        del torch
         return [(value * value if squared else value) * total, total]
 
     def finalize(self, s, other):
@@ -296,8 +353,8 @@ class GradientMagnitudeMean(_autograd.Rule):
 
     def value(self, *fields):
         detached = [f.detach() for f in fields] + [None] * (2 - len(fields))
-        means, self.weights_of_points, as_result = self.dist._gradient_magnitude_means(
-            detached[0], detached[1], _weights_arg(self.weights), (-2, -1), self.img_shape)
+        means, self.weights_of_points, as_result = gradient_magnitude_means(
+            self.dist, detached[0], detached[1], _weights_arg(self.weights), (-2, -1), self.img_shape)
         self.means = means
         self.jacobians = [self._jacobian(f) if f.requires_grad else None for f in fields]
         if self.percent_diff:  # the library's formula on the library's means: the bits of the plain call
@@ -327,7 +384,7 @@ class GradientMagnitudeMean(_autograd.Rule):
         dtype (collective over ``spatial``: two halo exchanges)."""
         torch = _torch()
         a = torch.broadcast_to(weights_like(self.weights, x), x.shape).to(x.dtype).contiguous()
-        return self.dist._gradient_magnitude_backward(x.detach(), a)
+        return gradient_magnitude_backward(self.dist, x.detach(), a)
 
     def local_grads(self, coefficients, inputs, needs):
         out = []

@@ -43,13 +43,13 @@ class Aggregator:
     ``time_mean_norm/rmse/...``); ``normalized_channel_mean`` is ACE's checkpoint loss. ``spectrum``: ACE's
     power_spectrum metric, ``True`` for ACE's settings or a dict of ``grid`` ("legendre-gauss"), ``truncation``
     ("torch-harmonics-0.8"), ``lmax``, ``mmax`` (None: the truncation's), ``convention`` ("ace") and ``fill_steps``
-    (4; None: no NaN fill), and ``variables`` (default every one): the mean spherical power spectrum over every counted (sample, lead time) of the
-    prediction and of the target, after ACE's SmoothFloodFill, under ``"spectra"`` (``{"prediction": (L,),
-    "target": (L,)}``), and ACE's four norm biases among the global time means. ``masks``: ``{variable: (h_local,
-    w_local)}`` this rank's box of a multiplier of that variable's area weights (ACE's spatial mask provider: its
-    area means take weights times mask, so a point under a zero mask does not count, a missing value there
-    included); every rank gives a mask for the same variables. Collective over the world: the ranks agree on every
-    argument, and a problem on any rank raises ArgumentError on every rank.
+    (4; None: no NaN fill), and ``variables`` (default every one): the mean spherical power spectrum over every
+    counted (sample, lead time) of the prediction and of the target, after ACE's SmoothFloodFill, under
+    ``"spectra"`` (``{"prediction": (L,), "target": (L,)}``), and ACE's four norm biases among the global time
+    means. ``masks``: ``{variable: (h_local, w_local)}`` this rank's box of a multiplier of that variable's area
+    weights (ACE's spatial mask provider: its area means take weights times mask, so a point under a zero mask does
+    not count, a missing value there included); every rank gives a mask for the same variables. Collective over the
+    world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
@@ -135,6 +135,7 @@ class Aggregator:
         self._by_variable, self._normalized = {}, {}
         normalized_keys = [s["key"] for s in registered_scores() if s["report"] == "forecast" and
                            s["family"] == "deterministic" and s["ace_normalized"]]
+
         def make(maps, keys, lead_ensemble, cell_leads, spectrum, mask):  # each agrees on the rest (over the world)
             return _core.Aggregator(distributed._mesh, "", len(lat_values), nlon_value, lat_values,
                                     self.dtype.itemsize, ics, self.members, self.lead_times, 1, first, first + local,

@@ -37,7 +37,8 @@ SERIAL_TESTS = ["core/test_metrics.py", "core/test_gridded_ops.py"]
 OWN_PARALLEL_TESTS = [HERE / "test_ace_numbers.py"]
 # gridshard's `eval` against ACE's own aggregators on the same files, in a process of their own on ACE's
 # non-distributed backend (they start mpirun themselves for gridshard, at several meshes).
-OWN_SERIAL_TESTS = [HERE / "test_ace_time_mean.py", HERE / "test_ace_aggregator.py", HERE / "test_spectrum_references.py"]
+OWN_SERIAL_TESTS = [HERE / "test_ace_time_mean.py", HERE / "test_ace_aggregator.py",
+                    HERE / "test_spectrum_references.py"]
 
 # Tests that fail on gridshard's backend for a stated reason (test id substring -> reason).
 KNOWN_FAILURES = {

@@ -7,7 +7,8 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
 
 - gridshard's keys (the mean time series, mean_step_k, time_mean, time_mean_norm and their channel mean, and the
   ensemble's at step 2 and, normalised with their channel mean, at step 3: ACE's almost-fair CRPS, ensemble-mean
-  RMSE and spread-skill ratio bias) and files (mean, mean_norm, mean_step_k, time_mean, time_mean_norm, zonal_mean) are the same bits at every mesh.
+  RMSE and spread-skill ratio bias) and files (mean, mean_norm, mean_step_k, time_mean, time_mean_norm, zonal_mean)
+  are the same bits at every mesh.
 - They are ACE's within ACE's float32 rounding, and ACE's float64 numbers to 1e-7 relative where gridshard's inputs
   are ACE's (the normalised ones are rounded to float32 by the normalisation in the float32 run: 1e-5 there).
 - The maps in the files are global (lat x lon) at every mesh; ACE's own aggregator on its own backend at 1x2x2

@@ -53,7 +53,8 @@ def write(path, nlat, nlon, ntime, *, seed, north_to_south=False, centred_lon=Fa
         la = np.deg2rad(lat)[None, :, None]
         lo = np.deg2rad(lon)[None, None, :]
         tt = np.arange(steps)[:, None, None]
-        t2m = 288 - 40 * np.sin(la) ** 2 + 5 * np.sin(3 * lo + 2 * la - 0.1 * tt + shift) + rng.normal(0, 0.5, (steps, nlat, nlon))
+        t2m = (288 - 40 * np.sin(la) ** 2 + 5 * np.sin(3 * lo + 2 * la - 0.1 * tt + shift)
+               + rng.normal(0, 0.5, (steps, nlat, nlon)))
         v = ds.createVariable("t2m", "f4", lead + (lat_name, "lon"))
         v.units = "K"
         v[:] = t2m if time else t2m[0]

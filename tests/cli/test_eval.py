@@ -229,7 +229,7 @@ def test_errors(tmp_path, run, files):
     args = ["--json", out, "--zonal", zonal, "--quiet"]
     not_netcdf = tmp_path / "text.nc"
     not_netcdf.write_text("this is not netCDF\n")
-    other_grid_t, other_grid_p = tmp_path / "og_t.nc", tmp_path / "og_p.nc"
+    other_grid_p = tmp_path / "og_p.nc"
     make_files.write(other_grid_p, 30, 60, 3, seed=2)
     no_coords = tmp_path / "nc_t.nc"
     make_files.write(no_coords, 45, 90, 3, seed=3, coordinate_attributes=False, lat_name="y")

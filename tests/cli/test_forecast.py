@@ -246,7 +246,8 @@ def test_anomaly_correlation_by_day_of_year_and_hour(forecast, ace_files, mpirun
 def test_regions_side_by_side(forecast, ace_files, mpirun, tmp_path):
     mask = ff.write_mask(forecast, tmp_path / "mask.nc")
     truth, pred = ace_files
-    regions = ["tropics", "northern_extratropics", "dateline:-30,45,150,-160", f"land:{tmp_path / 'mask.nc'}:land_fraction"]
+    regions = ["tropics", "northern_extratropics", "dateline:-30,45,150,-160",
+               f"land:{tmp_path / 'mask.nc'}:land_fraction"]
     args = [a for r in regions for a in ("--region", r)]
     outs = []
     for ranks, mesh, split in ((1, "1x1x1", "balanced"), (6, "2x1x3", "div_up"), (4, "1x2x2", "balanced")):

@@ -32,7 +32,7 @@ def legendre_power(field, convention="ace"):
             diagonal = np.sqrt((2 * m + 1) / (2 * m)) * s * diagonal
         previous, current = np.zeros(nlat), diagonal
         factor = 2.0 if convention == "full" and m > 0 else 1.0
-        for l in range(m, nlat):
+        for l in range(m, nlat):  # noqa: E741 - the degree l, as the formulas write it
             if l == m + 1:
                 previous, current = current, np.sqrt(2 * m + 3) * x * current
             elif l > m + 1:

@@ -4,7 +4,8 @@ Fields: truth and prediction of shape (2, 19, 24) float32 with a ~30% NaN land m
 all-NaN row; latitudes pole to pole; cos-lat weights normalised to sum 1 (poles weigh 0). numpy computes
 every reference in float64: weighted sums with np.where / np.sum, NaN-aware means with np.nansum,
 gradients with np.gradient on the float32 fields (unit spacing, edge_order 1; float32 magnitudes, as
-gridshard computes a float field's, averaged in float64 over the points where both are valid), zonal means with np.nanmean.
+gridshard computes a float field's, averaged in float64 over the points where both are valid), zonal means with
+np.nanmean.
 
 Usage: make_fixture.py OUTDIR  -> OUTDIR/fields.bin (truth f4, prediction f4, lat f8), OUTDIR/expected.json
 """

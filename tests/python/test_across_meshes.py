@@ -59,6 +59,7 @@ def test_the_python_module_gives_the_tools_numbers(tmp_path, dtype):
            "1x2x2", "--quiet", "--json", tool_json)
     tool = json.loads(tool_json.read_text())["variables"]["v"]
     python = report(tmp_path, 4, "1x2x2", files=("--truth", truth_file, "--pred", prediction_file))
+
     def rounded(values):
         return [float(np.asarray(v, dtype=np.float64).astype(dtype)).hex() for v in values]
 

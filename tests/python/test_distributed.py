@@ -17,9 +17,10 @@ from mpi4py import MPI
 import gridshard
 
 sys.path.insert(0, str(Path(__file__).parent))
-from mesh_fixtures import dist, serial  # noqa: E402, F401 - fixtures
 from mpi_pytest import mesh_shape  # noqa: E402
 from torch_split import compute_split_shapes  # noqa: E402
+
+pytest_plugins = ["mesh_fixtures"]  # the fixtures dist and serial
 
 try:
     import torch
@@ -135,7 +136,8 @@ def test_field_metrics_match_serial_bits_and_the_reference(dist, serial, name, d
     got = getattr(dist, name)(as_kind(local(dist, truth), kind), local_w)
     want = getattr(serial, name)(as_kind(truth, kind), None if global_w is None else as_kind(weights, kind))
     assert_same_bits(got, want)
-    assert type(got) is type(as_kind(truth, kind)) and to_numpy(got).dtype == dtype and got.shape == (2, 3)
+    assert type(got) is type(as_kind(truth, kind))  # noqa: E721 - the very type, not a subclass
+    assert to_numpy(got).dtype == dtype and got.shape == (2, 3)
     close(got, FIELD_METRICS[name](truth, 1.0 if global_w is None else global_w), dtype)
 
 
@@ -252,7 +254,7 @@ def test_power_spectra_are_serial_bits(dist, serial, dtype, kind, grid):
             got = dist.spherical_power_spectrum(x, grid=sphere, mode=mode, convention="full")
             assert got.shape == (2, 3, grid[0] - (sphere == "lobatto"))
             assert_same_bits(got, to_numpy(serial.spherical_power_spectrum(as_kind(truth, kind), grid=sphere,
-                                                                              convention="full")))
+                                                                           convention="full")))
     rows = dist.get_local_slices(truth.shape)[-2]
     got = dist.zonal_power_spectrum(x)
     assert got.shape == (2, 3, rows.stop - rows.start, grid[1] // 2 + 1)

@@ -16,11 +16,10 @@ import pytest
 import torch
 from mpi4py import MPI
 
-import gridshard
-
 sys.path.insert(0, str(Path(__file__).parent))
-from mesh_fixtures import dist, serial  # noqa: E402, F401 - fixtures
 from mpi_pytest import mesh_shape  # noqa: E402
+
+pytest_plugins = ["mesh_fixtures"]  # the fixtures dist and serial
 
 D, H, W = mesh_shape()
 WORLD = MPI.COMM_WORLD
@@ -130,8 +129,8 @@ CASES = [
      lambda t, p, w, r: ref_weighted_mean(ref_gradient_magnitude(p), w).sum(), True),
     ("gradient_magnitude_percent_diff", lambda d, t, p, w, r: d.gradient_magnitude_percent_diff(t, p, w).sum(),
      lambda t, p, w, r: (100 * (ref_weighted_mean(ref_gradient_magnitude(p), w)
-                             - ref_weighted_mean(ref_gradient_magnitude(t), w))
-                      / ref_weighted_mean(ref_gradient_magnitude(t), w)).sum(), True),
+                                - ref_weighted_mean(ref_gradient_magnitude(t), w))
+                         / ref_weighted_mean(ref_gradient_magnitude(t), w)).sum(), True),
     ("finite-difference loss (periodic halo)",
      lambda d, t, p, w, r: d.global_mean(finite_difference(d.halo_exchange(p - t, 1, periodic_lon=True))).sum(),
      lambda t, p, w, r: finite_difference(ref_halo(p - t, 1)).mean(dim=(-2, -1)).sum(), False),

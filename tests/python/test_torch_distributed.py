@@ -3,7 +3,6 @@ both, and a metric by gridshard between torch collectives."""
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from mpi4py import MPI
 

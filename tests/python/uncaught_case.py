@@ -1,9 +1,9 @@
 """One rank raises an exception that no one catches, or exits with a non-zero status, while the others wait for it
 in a collective (test_uncaught_exception.py runs it under mpirun). ``uncaught_case.py RAISER [off] [exit|caught]``:
 world rank RAISER raises; ``off`` builds the Distributed with abort_on_exception=False; ``exit`` calls sys.exit(3)
-instead; ``caught`` catches a sys.exit(3) first, makes one more gridshard call with the others and ends normally. The waiting ranks give up after
-WAIT_S seconds, print that they were left running, and leave without MPI's finalisation, which ends the job
-in bounded time whether or not gridshard ended it first."""
+instead; ``caught`` catches a sys.exit(3) first, makes one more gridshard call with the others and ends normally.
+The waiting ranks give up after WAIT_S seconds, print that they were left running, and leave without MPI's
+finalisation, which ends the job in bounded time whether or not gridshard ended it first."""
 import os
 import sys
 import time

@@ -9,6 +9,12 @@ work="$build/wheel"
 rm -rf "$work"
 mkdir -p "$work"
 /usr/bin/python3 -m pip wheel . --no-deps -q -w "$work/dist"
+# Every pure-Python file of the package, its subpackages' (gridshard/ace/) included, is in the wheel.
+expected=$(cd python && find gridshard -name '*.py' | LC_ALL=C sort)
+in_wheel=$(/usr/bin/python3 -c 'import sys, zipfile
+print("\n".join(sorted(n for n in zipfile.ZipFile(sys.argv[1]).namelist() if n.endswith(".py"))))' "$work"/dist/gridshard-*.whl)
+[ "$expected" = "$in_wheel" ] || { echo "wheel_test: the wheel's Python files are not python/gridshard's:" >&2
+                                   diff <(echo "$expected") <(echo "$in_wheel") >&2; exit 1; }
 /usr/bin/python3 -m venv --system-site-packages "$work/venv"  # numpy and mpi4py from Debian
 "$work/venv/bin/python" -m pip install -q --no-deps --no-index "$work"/dist/gridshard-*.whl
 check='import gridshard, numpy as np

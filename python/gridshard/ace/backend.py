@@ -2,16 +2,11 @@
 
 ``GridshardBackend`` has the members of ACE's ``DistributedBackend`` (the interface its ``NonDistributed``,
 ``TorchDistributed`` and ``ModelTorchDistributed`` implement) and delegates each to ``gridshard.Distributed``
-over MPI. ``use_in_ace()`` makes ACE's ``Distributed`` build it, without editing ACE's files: afterwards
-every ``Distributed()`` ACE makes (unless forced non-distributed) has this backend, on the mesh that
-``FME_DISTRIBUTED_H`` and ``FME_DISTRIBUTED_W`` name, and ACE's own ``gradient_magnitude_percent_diff``,
-``gather_spatial_tensor`` and ``gather_global`` run gridshard's (halo exchange, uneven all-gather) instead
-of gathering by zero-padded all-reduces. Importing this module imports neither torch nor fme.
+over MPI; ``gridshard.ace.use_in_ace()`` makes ACE's ``Distributed`` build it. Importing this module imports neither
+torch nor fme.
 """
 
-import os
-
-from .distributed import ArgumentError, Distributed, _mesh_sizes_from_env
+from ..distributed import ArgumentError, Distributed, _mesh_sizes_from_env
 
 
 class _ModuleWrapper:
@@ -142,7 +137,7 @@ class GridshardBackend:
         spatial group (by gridshard, over MPI) when the model is split spatially. Collective over the world."""
         import torch
 
-        from . import torch_distributed
+        from .. import torch_distributed
 
         if not any(p.requires_grad for p in module.parameters()) or self.total_ranks == 1:
             return _ModuleWrapper(module)
@@ -204,74 +199,3 @@ class GridshardBackend:
         the process ends with exit status 1 and no MPI call, and the launcher ends the other ranks (mpirun and
         mpiexec do; srun with ``--kill-on-bad-exit``). Either way no rank is left waiting in a collective."""
         self.distributed.abort()
-
-
-def use_in_ace(aggregator=True):
-    """Makes ACE's ``Distributed`` (fme.core.distributed) build ``GridshardBackend.from_env()`` whenever it is
-    not forced non-distributed, and run gridshard's gradient metric and gathers. ``FME_DISTRIBUTED_BACKEND``
-    may then be ``gridshard`` (ACE itself would reject the name). With ``aggregator``, ACE's
-    ``InferenceEvaluatorAggregatorConfig.build`` returns gridshard's inference aggregator
-    (gridshard.ace_aggregator; ACE's own stays reachable as ``build_ace``). Call it before the first
-    ``Distributed.get_instance()``. Returns ACE's Distributed class."""
-    from fme.core.distributed import distributed as ace
-
-    if aggregator:
-        _use_gridshard_aggregator()
-
-    cls = ace.Distributed
-    if getattr(cls, "_gridshard_backend", False):
-        return cls
-    original_init = cls.__init__
-    original_get_instance = cls.get_instance.__func__
-
-    def __init__(self, force_non_distributed=False, spatial_parallelism=None, verbose=False):
-        original_init(self, force_non_distributed=True)
-        self._force_non_distributed = force_non_distributed
-        if not force_non_distributed:
-            if spatial_parallelism is None:
-                self._distributed = GridshardBackend.from_env()
-            else:
-                self._distributed = GridshardBackend(spatial_parallelism=spatial_parallelism)
-
-    def get_instance(klass):
-        if ace.singleton is None and os.environ.get("FME_DISTRIBUTED_BACKEND") == "gridshard":
-            ace.singleton = klass()
-        return original_get_instance(klass)
-
-    def routed(name):
-        original = getattr(cls, name)
-
-        def method(self, *args, **kwargs):
-            if isinstance(self._distributed, GridshardBackend):
-                return getattr(self._distributed, name)(*args, **kwargs)
-            return original(self, *args, **kwargs)
-
-        method.__name__ = name
-        method.__doc__ = original.__doc__
-        return method
-
-    cls.__init__ = __init__
-    cls.get_instance = classmethod(get_instance)
-    for name in ("gradient_magnitude_percent_diff", "gather_spatial_tensor", "gather_global"):
-        setattr(cls, name, routed(name))
-    try:
-        from fme.core.distributed.base import DistributedBackend
-
-        DistributedBackend.register(GridshardBackend)
-    except (ImportError, AttributeError):
-        pass
-    cls._gridshard_backend = True
-    return cls
-
-
-def _use_gridshard_aggregator():
-    """ACE's InferenceEvaluatorAggregatorConfig.build returns gridshard.ace_aggregator's aggregator; ACE's own
-    build stays as ``build_ace``."""
-    from fme.ace.aggregator.inference.main import InferenceEvaluatorAggregatorConfig as config
-
-    if getattr(config, "build_ace", None) is not None:
-        return
-    from . import ace_aggregator
-
-    config.build_ace = config.build
-    config.build = ace_aggregator.build

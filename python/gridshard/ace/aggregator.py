@@ -18,10 +18,11 @@ import os
 
 import numpy as np
 
-from . import _arrays, _outputs
-from . import _gridshard as _core
-from .aggregator import Aggregator, registered_scores
-from .distributed import ArgumentError
+from .. import _arrays, _outputs
+from .. import _gridshard as _core
+from ..aggregator import Aggregator, registered_scores
+from ..distributed import ArgumentError, Distributed
+from .backend import GridshardBackend
 
 # ACE's per-lead time-series names: the registry's deterministic forecast scores with an ACE key, denorm, and those
 # ACE logs on the normalised fields too.
@@ -41,15 +42,11 @@ def _gridshard_distributed():
     gridshard's."""
     from fme.core.distributed import Distributed as AceDistributed
 
-    from .ace import GridshardBackend
-
     backend = AceDistributed.get_instance()._distributed
     if isinstance(backend, GridshardBackend):
         return backend.distributed
     if AceDistributed.get_instance().world_size == 1:
         from mpi4py import MPI
-
-        from .distributed import Distributed
 
         return Distributed(MPI.COMM_SELF)
     raise ValueError("gridshard's inference aggregator runs on gridshard's ACE backend: set "
