@@ -23,23 +23,24 @@ namespace {
 /// The plan of `options`, for a pair or a forecast as `report` says.
 EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io::InputAccess& access) {
     EvaluationPlan plan;
-    plan.report = report;
+    plan.scoring.report = report;
     plan.mesh = options.mesh;
     plan.split = options.split;
     plan.weights = options.weights;
-    plan.summation = options.summation;
-    plan.policy = options.policy;
+    plan.scoring.summation = options.summation;
+    plan.scoring.policy = options.policy;
     plan.data_split = options.data_split;
     plan.include_initial_step = options.include_initial_step;
     plan.climatology = options.climatology;
     plan.regions = options.regions;
-    plan.maps = report == ReportKind::forecast && !options.diagnostics.empty();  // a pair's folder: spectra only
+    plan.scoring.maps =
+        report == ReportKind::forecast && !options.diagnostics.empty();  // a pair's folder: spectra only
     plan.timings = options.timings;
     if (options.spectrum) {
-        plan.spectrum = options.spectrum_options;
-        plan.spectrum->fill->num_steps = static_cast<int>(options.spectrum_fill_steps);
+        plan.scoring.spectrum = options.spectrum_options;
+        plan.scoring.spectrum->fill->num_steps = static_cast<int>(options.spectrum_fill_steps);
         if (!options.spectrum_fill) {
-            plan.spectrum->fill.reset();
+            plan.scoring.spectrum->fill.reset();
         }
     }
     if (options.normalize.size() == 2) {

@@ -117,21 +117,17 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             if (in.climatology != nullptr) {
                 climatology_plan.emplace(in.climatology->open(variable, box));
             }
-            AggregatorOptions options{.report = in.plan.report,
-                                      .summation = in.plan.summation,
-                                      .policy = in.plan.policy,
-                                      .counted_leads = in.time_means.rows,
-                                      .anomaly_correlation = in.climatology != nullptr,
-                                      .maps = in.plan.maps,
-                                      .gather_maps = !in.plan.access.writes_collectively(),
-                                      .spectrum = in.plan.spectrum};
+            AggregatorOptions options = in.plan.scoring;
+            options.counted_leads = in.time_means.rows;
+            options.anomaly_correlation = in.climatology != nullptr;
+            options.gather_maps = !in.plan.access.writes_collectively();
             const AggregatorShape shape{{layout.initial_conditions, layout.members, leads}, channels, work};
             if (in.normalization != nullptr) {
                 AggregatorOptions on_normalized = options;
                 on_normalized.anomaly_correlation = false;
                 on_normalized.maps = false;
                 on_normalized.lead_ensemble_scores = false;
-                on_normalized.deterministic_keys = normalized_keys(in.plan.report);
+                on_normalized.deterministic_keys = normalized_keys(in.plan.scoring.report);
                 on_normalized.spectrum.reset();  // ACE logs no spectrum of the normalised fields
                 normalized.emplace(in.grid, shape, in.regions, std::move(on_normalized));
             }
@@ -311,17 +307,17 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                    "the inputs as each rank reads them (grid, initial conditions, members, lead times, variables, "
                    "hash of the coordinates, times, lead and initial times, names and types)");
     EvaluationResult result;
-    result.report = plan.report;
+    result.report = plan.scoring.report;
     result.split = plan.split;
     result.weights = plan.weights;
-    result.summation = plan.summation;
-    result.policy = plan.policy;
+    result.summation = plan.scoring.summation;
+    result.policy = plan.scoring.policy;
     result.grid = g;
     result.layout = layout;
     result.lead_times = source.lead_times();
     result.climatology = plan.climatology;
-    result.time_means = plan.report == ReportKind::pair ? io::every_row(layout.lead_times)
-                                                        : io::time_mean_rows(source, plan.include_initial_step);
+    result.time_means = plan.scoring.report == ReportKind::pair ? io::every_row(layout.lead_times)
+                                                                : io::time_mean_rows(source, plan.include_initial_step);
 
     const MeshShape shape = plan.mesh ? *plan.mesh : default_mesh(world.size());
     result.mesh = shape;
@@ -355,7 +351,7 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     std::int64_t normalization_hash = 0;
     if (!plan.normalize_means.empty() || !plan.normalize_stds.empty()) {
         check_collectively(world, attempt([&] {
-                               if (plan.report != ReportKind::forecast) {
+                               if (plan.scoring.report != ReportKind::forecast) {
                                    throw ArgumentError("--normalize: ACE's normalised scores are a forecast's");
                                }
                                normalization = std::make_unique<io::Normalization>(plan.normalize_means,
@@ -372,19 +368,22 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     for (std::size_t r = 0; r < regions.regions.size(); ++r) {
         region_weights.push_back({regions.regions[r].name, regions.weights[r]});
     }
-    result.contents = {.ensemble = plan.report == ReportKind::forecast && layout.members > 1,
+    result.contents = {.ensemble = plan.scoring.report == ReportKind::forecast && layout.members > 1 &&
+                                   plan.scoring.lead_ensemble_scores,
                        .anomaly_correlation = climatology != nullptr,
-                       .power_spectrum = plan.spectrum.has_value()};
-    if (plan.spectrum) {
-        result.spectrum = plan.spectrum;
+                       .ensemble_cells = !plan.scoring.ensemble_cell_leads.empty(),
+                       .power_spectrum = plan.scoring.spectrum.has_value()};
+    if (plan.scoring.spectrum) {
+        result.spectrum = plan.scoring.spectrum;
         check_collectively(world, attempt([&] {
                                check_whole_circles(g.lon_deg);
-                               result.spectrum_degrees = spectrum_size(plan.spectrum->spec, g.shape()).lmax;
-                               if (plan.spectrum->fill) {
-                                   validate_flood_fill(*plan.spectrum->fill, g.shape());
+                               result.spectrum_degrees = spectrum_size(plan.scoring.spectrum->spec, g.shape()).lmax;
+                               if (plan.scoring.spectrum->fill) {
+                                   validate_flood_fill(*plan.scoring.spectrum->fill, g.shape());
                                }
                            }));
-        result.spectrum_latitude_offset_deg = latitude_offset_from_nodes_deg(plan.spectrum->spec.grid, g.lat_deg);
+        result.spectrum_latitude_offset_deg =
+            latitude_offset_from_nodes_deg(plan.scoring.spectrum->spec.grid, g.lat_deg);
     }
 
     // Before anything field-sized is allocated: does every node hold what its ranks need?
@@ -393,7 +392,7 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
         const AggregatorShape one{extent, v.channels, work};
         const std::uint64_t each = Aggregator::bytes(grid.box(), g.shape(), one, region_weights.size(),
                                                      v.type == io::ValueType::float64 ? 8 : 4, shape.data,
-                                                     shape.spatial_size(), plan.spectrum.has_value());
+                                                     shape.spatial_size(), plan.scoring.spectrum.has_value());
         largest = std::max(largest, normalization ? 2 * each : each);  // a second aggregator, its buffers
     }
     check_memory_fits(world, largest,

@@ -22,7 +22,7 @@ int main(int argc, char** argv) {
     }
 
     gridshard::EvaluationPlan plan;
-    plan.report = gridshard::ReportKind::forecast;
+    plan.scoring.report = gridshard::ReportKind::forecast;
     const auto source = gridshard::io::make_builtin_forecast(19, 36, 2, 3, 3);
     const gridshard::EvaluationResult result = gridshard::evaluate(plan, *source, gridshard::Communicator::world());
     double crps = NAN;

@@ -53,7 +53,7 @@ void register_test_entries() {
 
 EvaluationResult run(ReportKind report) {
     EvaluationPlan plan;
-    plan.report = report;
+    plan.scoring.report = report;
     plan.mesh = mpitest::mesh_shape();
     const auto source =
         report == ReportKind::forecast ? io::make_builtin_forecast(19, 36, 3, 2, 4) : io::make_builtin_pair(19, 36, 3);

@@ -8,7 +8,7 @@
 ///
 /// @code
 ///   gridshard::EvaluationPlan plan;
-///   plan.report = gridshard::ReportKind::forecast;
+///   plan.scoring.report = gridshard::ReportKind::forecast;
 ///   plan.regions = {"tropics"};
 ///   const auto source = gridshard::io::make_builtin_forecast(181, 360, 4, 8, 9);
 ///   const gridshard::EvaluationResult result = gridshard::evaluate(plan, *source, gridshard::Communicator::world());
@@ -32,24 +32,22 @@ namespace gridshard {
 
 /// Everything a run needs to know, parsed: no strings left to interpret but names and paths.
 struct EvaluationPlan {
-    ReportKind report = ReportKind::pair;
+    /// What each variable's Aggregator forms (the report, the summation, the validity policy, the maps, the scores
+    /// kept, the ensemble statistics, the power spectra): one settings type from the front end to the aggregator.
+    /// The run sets the rest from its inputs: counted_leads (the time-mean rows), anomaly_correlation (with a
+    /// climatology) and gather_maps (from `access`).
+    AggregatorOptions scoring{};
     std::optional<MeshShape> mesh;  ///< default: 1 x H x W, H the largest divisor of the ranks <= sqrt(ranks)
     SplitRule split = SplitRule::balanced;
     AreaWeighting weights = AreaWeighting::cos_lat;
-    Summation summation = Summation::reproducible;
-    ValidityPolicy policy = ValidityPolicy::skip_invalid_pairs;
     std::optional<DataSplit> data_split;  ///< default: share_work's choice
     bool include_initial_step = false;    ///< forecast: count lead 0 in the time means
     std::string climatology;              ///< forecast: the climatology file of the anomaly correlation, or ""
     std::vector<std::string> regions;     ///< forecast: regions beside the globe (io::make_regions)
-    bool maps = false;                    ///< forecast: form the time-mean maps (the diagnostics files)
     std::vector<std::string> variables;   ///< the variables to score, in order (empty: every one of the source)
     /// forecast: ACE's stats files (io/normalization.hpp), both or neither: the scores ACE logs on the normalised
     /// fields (the registry's ace_normalized ones) are formed beside the others.
     std::string normalize_means, normalize_stds;
-    /// The power spectra (ACE's power_spectrum metric) of the counted lead times, beside the other scores; none: not
-    /// formed.
-    std::optional<PowerSpectrumOptions> spectrum{};
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.
@@ -89,8 +87,8 @@ struct EvaluationResult {
     std::vector<ChannelScores> normalized;
     std::string normalize_means, normalize_stds;
     double normalized_rmse_channel_mean = 0.0;
-    /// With EvaluationPlan::spectrum: its options, the degrees of each spectrum, and how far the grid's latitudes lie
-    /// from the nodes of the transform's grid, which it assumes (latitude_offset_from_nodes_deg).
+    /// With the plan's scoring.spectrum: its options, the degrees of each spectrum, and how far the grid's latitudes
+    /// lie from the nodes of the transform's grid, which it assumes (latitude_offset_from_nodes_deg).
     std::optional<PowerSpectrumOptions> spectrum;
     std::int64_t spectrum_degrees = 0;
     double spectrum_latitude_offset_deg = 0.0;
