@@ -33,12 +33,17 @@ parser.add_argument("--masked", action="store_true",
 parser.add_argument("--outcomes", help="a folder: each rank writes there what the run raised (or 'ok'), and goes on")
 parser.add_argument("--flush-first", action="store_true", help="flush_diagnostics before any record")
 parser.add_argument("--uneven", action="store_true", help="the last data rank records one sample fewer")
+parser.add_argument("--extra-score", action="store_true",
+                    help="the drop-in with a score added through the registry alone: test_only_rmse, rmse's definition")
 args = parser.parse_args()
 
 if not args.ace:
     import gridshard.ace
 
     gridshard.ace.use_in_ace()
+    if args.extra_score:
+        gridshard.register_score("forecast", "test_only_rmse", "rmse", ace_key="mean/test_only_rmse/{var}",
+                                 ace_normalized=True)
 elif "OMPI_COMM_WORLD_RANK" in os.environ:  # ACE's own backend over gloo: torch.distributed's env from Open MPI's
     os.environ["RANK"] = os.environ["OMPI_COMM_WORLD_RANK"]
     os.environ["WORLD_SIZE"] = os.environ["OMPI_COMM_WORLD_SIZE"]

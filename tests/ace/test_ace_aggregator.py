@@ -345,3 +345,25 @@ def test_the_power_spectrum_is_aces_at_every_mesh(runs):
             for key in keys:
                 k = f"power_spectrum/{key}/{name}"
                 assert serial["summary"][k] == pytest.approx(theirs[k], rel=1e-3, abs=1e-5), (run, k)
+
+
+def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):
+    """gridshard.register_score (a test-only entry: rmse's definition under the key test_only_rmse, ACE key
+    mean/test_only_rmse/{var}, logged on the normalised fields too) and nothing else: the drop-in logs it in every
+    per-window row, in the summary and in the mean diagnostics files, with weighted_rmse's bits, on shards."""
+    run = run_case(tmp_path / "extra", 2, 1, 2, flags=["--extra-score"])
+    checked = []
+    for logs in [run["summary"]] + run["rows"]:
+        twins = {k: k.replace("/weighted_rmse/", "/test_only_rmse/") for k in logs if "/weighted_rmse/" in k and
+                 k.startswith(("mean/", "mean_norm/"))}
+        for key, twin in twins.items():
+            assert twin in logs, (twin, sorted(logs))
+            assert same_bits(np.float64(logs[twin]), np.float64(logs[key])), key
+            checked.append(key)
+    assert any(k.startswith("mean/") for k in checked) and any(k.startswith("mean_norm/") for k in checked), checked
+    for name in ("mean", "mean_norm"):
+        with xr.open_dataset(run["folder"] / f"{name}_diagnostics.nc") as ds:
+            for variable in [v for v in ds.data_vars if v.startswith("weighted_rmse-")]:
+                twin = variable.replace("weighted_rmse-", "test_only_rmse-")
+                assert twin in ds.data_vars, (name, list(ds.data_vars))
+                assert same_bits(ds[twin].values.astype(np.float64), ds[variable].values.astype(np.float64))

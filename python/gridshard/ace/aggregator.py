@@ -24,16 +24,28 @@ from ..aggregator import Aggregator, registered_scores
 from ..distributed import ArgumentError, Distributed
 from .backend import GridshardBackend
 
-# ACE's per-lead time-series names: the registry's deterministic forecast scores with an ACE key, denorm, and those
-# ACE logs on the normalised fields too.
-_DETERMINISTIC = [s for s in registered_scores()
-                  if s["report"] == "forecast" and s["family"] == "deterministic" and s["ace_key"]]
-_SERIES = tuple(s["key"] for s in _DETERMINISTIC)
-_NORM_SERIES = tuple(s["key"] for s in _DETERMINISTIC if s["ace_normalized"])
-_STEP_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff")  # mean_step_<k>, denorm
-# ACE's ensemble_step_<k> names for the registry's ensemble cell statistics.
-_ENSEMBLE_KEYS = {"crps": "almost_fair_crps", "ensemble_mean_rmse": "cell_ensemble_mean_rmse",
-                  "ssr_bias": "ssr_bias"}
+# ACE's mean_step_<k> metric logs these of the registry's series (denorm; on the normalised fields weighted_rmse).
+_STEP_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff")
+
+
+@dataclasses.dataclass(frozen=True)
+class _AceKeys:
+    """What the drop-in logs, read from the library's registry when an aggregator is built (so a score added with
+    ``gridshard.register_score`` is logged too): the per-lead series ACE's ``mean`` metrics log (``series``, and
+    ``norm_series`` on the normalised fields), and ACE's ``ensemble_step_<k>`` names of the ensemble cell
+    statistics (``ensemble``: ACE's name to the registry's key)."""
+    series: tuple
+    norm_series: tuple
+    ensemble: dict
+
+    @classmethod
+    def from_registry(cls):
+        forecast = [s for s in registered_scores() if s["report"] == "forecast" and s["ace_key"]]
+        deterministic = [s for s in forecast if s["family"] == "deterministic"]
+        cells = {s["ace_key"].split("/")[1]: s["key"] for s in forecast
+                 if s["family"] == "ensemble" and s["combination"] == "cell_statistic"}
+        return cls(tuple(s["key"] for s in deterministic),
+                   tuple(s["key"] for s in deterministic if s["ace_normalized"]), cells)
 
 
 def _gridshard_distributed():
@@ -148,6 +160,7 @@ class InferenceEvaluatorAggregator:
             self._ace = ace_main.build_inference_evaluator_aggregator(
                 metrics=rest, save_diagnostics=save_diagnostics, raise_on_unsupported=False,
                 step_diagnostics=config.step_diagnostics, **build_args)
+        self._keys = _AceKeys.from_registry()
         self._denorm = self._norm = None
         self._finished = None
         self._seen = 0
@@ -228,7 +241,8 @@ class InferenceEvaluatorAggregator:
                                       spectrum={"variables": spectral} if spectral else None, masks=masks, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
-            self._norm = Aggregator(dist, norm_names, scores=_NORM_SERIES, ensemble_cell_leads=steps["norm"],
+            self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
+                                    ensemble_cell_leads=steps["norm"],
                                     masks={n: m for n, m in masks.items() if n in norm_names},
                                     **common)  # no gradient: ACE logs none
 
@@ -263,7 +277,8 @@ class InferenceEvaluatorAggregator:
         stop = first_lead + int(next(iter(target.values())).shape[1])
         rows = [{} for _ in range(first_lead, stop)]
         for metric in self._series:
-            aggregator, keys = (self._denorm, _SERIES) if metric.target == "denorm" else (self._norm, _NORM_SERIES)
+            aggregator, keys = ((self._denorm, self._keys.series) if metric.target == "denorm"
+                                else (self._norm, self._keys.norm_series))
             label = metric.get_name()
             for name, series in aggregator.lead_scores(first_lead, stop).items():
                 for key in keys:
@@ -379,7 +394,7 @@ class InferenceEvaluatorAggregator:
         """ACE's ``<name>/{crps,ensemble_mean_rmse,ssr_bias}/<var>`` of an ensemble metric at its step (and, on the
         normalised fields, each one's ``channel_mean``)."""
         label, logs = metric.get_name(), {}
-        for ace_key, key in sorted(_ENSEMBLE_KEYS.items()):
+        for ace_key, key in sorted(self._keys.ensemble.items()):
             values = {name: float(channel["regions"]["global"]["at_leads"][key][metric.step])
                       for name, channel in scores.items()}
             logs.update({f"{label}/{ace_key}/{name}": value for name, value in values.items()})
@@ -447,7 +462,8 @@ class InferenceEvaluatorAggregator:
         steps = 1 + self._n_forward_steps
         out = {}
         for metric in self._series:
-            scores, keys = (denorm, _SERIES) if metric.target == "denorm" else (norm, _NORM_SERIES)
+            scores, keys = ((denorm, self._keys.series) if metric.target == "denorm"
+                            else (norm, self._keys.norm_series))
             data = {f"{key}-{name}": xr.DataArray(channel["regions"]["global"]["per_lead"][key][:, 0],
                                                   dims=("forecast_step",), attrs=self._attrs(name))
                     for name, channel in scores.items() for key in keys}
