@@ -143,23 +143,18 @@ class Aggregator:
             raise _core.ArgumentError(f"masks: the ranks give masks for different variables, {list(seen[0][3])} on "
                                       f"rank 0 and {sorted(mask_values)} on rank {distributed.rank}")
         self.first_initial_condition, self.local_initial_conditions = first, local
-        self._by_variable, self._normalized = {}, {}
-        normalized_keys = [s["key"] for s in registered_scores() if s["report"] == "forecast" and
-                           s["family"] == "deterministic" and s["ace_normalized"]]
-
-        def make(maps, keys, lead_ensemble, cell_leads, spectrum, mask):  # each agrees on the rest (over the world)
-            return _core.Aggregator(distributed._mesh, "", len(lat_values), nlon_value, lat_values,
-                                    self.dtype.itemsize, ics, self.members, self.lead_times, 1, first, first + local,
-                                    counted, maps, str(policy), str(report), keys, lead_ensemble, cell_leads, alpha,
-                                    **spectrum, mask=mask)
-
+        self._by_variable = {}
         with mpi_errors():
-            for name in self.variables:
-                mask = mask_values.get(name)
-                self._by_variable[name] = make(bool(maps), keys, bool(lead_ensemble), cell_leads,
-                                               spectrum_arguments if name in spectral else {}, mask)
-                if self._stats:  # ACE logs no spectrum of the normalised fields
-                    self._normalized[name] = make(False, normalized_keys, False, [], {}, mask)
+            for name in self.variables:  # each agrees on its settings over the world
+                settings = _core.AggregatorSettings(
+                    nlat=len(lat_values), nlon=nlon_value, element_code=self.dtype.itemsize, initial_conditions=ics,
+                    members=self.members, lead_times=self.lead_times, channels=1, mine=(first, first + local),
+                    counted_leads=counted, maps=bool(maps), policy=str(policy), report=str(report),
+                    deterministic_keys=keys, lead_ensemble_scores=bool(lead_ensemble), ensemble_cell_leads=cell_leads,
+                    crps_alpha=alpha, normalization=self._stats.get(name),
+                    **(spectrum_arguments if name in spectral else {}))
+                self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
+                                                           mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         if spectral and distributed.rank == 0:
             grid = spectrum_arguments["spectrum_grid"]
@@ -210,18 +205,14 @@ class Aggregator:
         if len({tuple(window) for _, *window in seen}) > 1:
             raise _core.ArgumentError(f"record: the ranks of a spatial group give different windows (samples, "
                                       f"times, first_lead, first_sample): {[tuple(w) for _, *w in seen]}")
-        for name, (truth, pred) in fields.items():
-            pairs = [(self._by_variable[name], truth, pred)]
-            if name in self._normalized:
-                mean, std = self._stats[name]
-                pairs.append((self._normalized[name], _normalized(truth, mean, std), _normalized(pred, mean, std)))
-            for aggregator, t_values, p_values in pairs:
-                for s in range(samples):
-                    for t in range(times):
-                        with mpi_errors():
-                            aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
-                                              _arrays.contiguous(t_values[s, t][None]),
-                                              _arrays.contiguous(p_values[s, :, t][:, None]))
+        for name, (truth, pred) in fields.items():  # the normalised scores, with normalize, inside the aggregator
+            aggregator = self._by_variable[name]
+            for s in range(samples):
+                for t in range(times):
+                    with mpi_errors():
+                        aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
+                                          _arrays.contiguous(truth[s, t][None]),
+                                          _arrays.contiguous(pred[s, :, t][:, None]))
 
     def _field(self, fields, name, what, problems):
         try:
@@ -249,22 +240,24 @@ class Aggregator:
         "time_means": {key: value}, "at_leads": {key: {lead: value}}}}, "profiles": {key: (leads, nlat)},
         "prediction_map": (nlat, nlon) or None, "bias_map": ...}}``, the maps on world rank 0 only. Collective over
         the world; once."""
-        out, normalized = {}, {}
+        out = {}
         with mpi_errors():
             for name in self.variables:
                 out.update(self._by_variable[name].finish(name))
-                if name in self._normalized:
-                    normalized.update(self._normalized[name].finish(name))
-        for channel in list(out.values()) + list(normalized.values()):
+        logged_normalized = {s["key"] for s in registered_scores() if s["report"] == "forecast" and
+                             s["ace_normalized"] and s["family"] == "time_mean"}
+        for name, channel in out.items():
             self._arrays_of(channel)
-        for name, channel in normalized.items():
-            channel["ace_keys"] = {
+            normalized = channel.get("normalized")
+            if normalized is None:
+                continue
+            self._arrays_of(normalized)
+            normalized["ace_keys"] = {
                 **{_core.ace_key(key, name, True): values[:, 0]
-                   for key, values in channel["regions"]["global"]["per_lead"].items()},
+                   for key, values in normalized["regions"]["global"]["per_lead"].items()},
                 **{_core.ace_key(key, name, True): value
-                   for key, value in channel["regions"]["global"]["time_means"].items()
-                   if key in ("rmse",)}}
-            out[name]["normalized"] = channel
+                   for key, value in normalized["regions"]["global"]["time_means"].items()
+                   if key in logged_normalized}}
         return out
 
     def _arrays_of(self, channel):
@@ -307,14 +300,6 @@ def _spectrum_arguments(spectrum):
     return {"spectrum_grid": str(o["grid"]), "spectrum_truncation": str(o["truncation"]),
             "spectrum_convention": str(o["convention"]), "spectrum_lmax": o["lmax"] or 0,
             "spectrum_mmax": o["mmax"] or 0, "spectrum_fill_steps": -1 if o["fill_steps"] is None else o["fill_steps"]}
-
-
-def _normalized(values, mean, std):
-    """``(values - mean) / std`` in the values' dtype, the library's (``gridshard eval --normalize``)."""
-    values = np.ascontiguousarray(values)
-    out = np.empty_like(values)
-    _core.normalize_into(values, out, float(mean), float(std))
-    return out
 
 
 def _array(values, shape):

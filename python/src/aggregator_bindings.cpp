@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <iterator>
 #include <memory>
 #include <optional>
@@ -56,6 +57,8 @@ struct AggregatorArguments {
     std::int64_t spectrum_lmax = 0, spectrum_mmax = 0, spectrum_fill_steps = -1;
     // A multiplier of the area weights on this rank's box, row-major (ACE's mask of the variable), or none.
     std::optional<std::vector<double>> mask{};
+    // ACE's (mean, std) of the variable: its normalised scores beside the others (AggregatorOptions::normalization).
+    std::optional<std::pair<double, double>> normalization{};
 };
 
 /// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
@@ -244,6 +247,9 @@ class PythonAggregator {
         options.ensemble_cell_leads = args_.ensemble_cell_leads;
         options.crps_alpha = args_.crps_alpha;
         options.gather_maps = true;
+        if (args_.normalization) {
+            options.normalization = io::ChannelStats{{args_.normalization->first}, {args_.normalization->second}};
+        }
         const AggregatorShape shape{
             {args_.initial_conditions, args_.members, args_.lead_times},
             args_.channels,
@@ -380,39 +386,48 @@ class PythonAggregator {
         }
         py::dict out;
         for (const ChannelScores& channel : scores) {
-            py::dict c;
-            py::dict regions;
-            for (const RegionScores& region : channel.regions) {
-                py::dict r;
-                r["per_lead"] = series_dict(region.per_lead);
-                py::dict means;
-                for (const ScoreValue& v : region.time_means) {
-                    means[py::str(v.score->key)] = v.value;
-                }
-                r["time_means"] = means;
-                py::dict at_leads;  // {key: {lead: value}}
-                for (const ScoreAtLead& v : region.at_leads) {
-                    const py::str key(v.score->key);
-                    if (!at_leads.contains(key)) {
-                        at_leads[key] = py::dict();
-                    }
-                    at_leads[key].cast<py::dict>()[py::int_(v.lead)] = v.value;
-                }
-                r["at_leads"] = at_leads;
-                regions[py::str(region.name)] = r;
-            }
-            c["regions"] = regions;
-            c["profiles"] = series_dict(channel.profiles);
-            c["spectra"] = series_dict(channel.spectra);
-            c["prediction_map"] = map_bytes(channel.prediction_map);
-            c["bias_map"] = map_bytes(channel.bias_map);
-            c["target_missing"] = target_missing_everywhere(channel);
-            out[py::str(channel.name)] = c;
+            out[py::str(channel.name)] = channel_dict(channel);
+        }
+        for (const ChannelScores& channel : aggregator_->normalized_scores()) {
+            out[py::str(channel.name)].cast<py::dict>()["normalized"] = channel_dict(channel);
         }
         return out;
     }
 
   private:
+    // One channel's scores as the dict finish() gives: its regions' per-lead series, time means and scores at lead
+    // times, its profiles, spectra and maps, and whether its target was missing everywhere.
+    py::dict channel_dict(const ChannelScores& channel) const {
+        py::dict c;
+        py::dict regions;
+        for (const RegionScores& region : channel.regions) {
+            py::dict r;
+            r["per_lead"] = series_dict(region.per_lead);
+            py::dict means;
+            for (const ScoreValue& v : region.time_means) {
+                means[py::str(v.score->key)] = v.value;
+            }
+            r["time_means"] = means;
+            py::dict at_leads;  // {key: {lead: value}}
+            for (const ScoreAtLead& v : region.at_leads) {
+                const py::str key(v.score->key);
+                if (!at_leads.contains(key)) {
+                    at_leads[key] = py::dict();
+                }
+                at_leads[key].cast<py::dict>()[py::int_(v.lead)] = v.value;
+            }
+            r["at_leads"] = at_leads;
+            regions[py::str(region.name)] = r;
+        }
+        c["regions"] = regions;
+        c["profiles"] = series_dict(channel.profiles);
+        c["spectra"] = series_dict(channel.spectra);
+        c["prediction_map"] = map_bytes(channel.prediction_map);
+        c["bias_map"] = map_bytes(channel.bias_map);
+        c["target_missing"] = target_missing_everywhere(channel);
+        return c;
+    }
+
     [[nodiscard]] std::size_t slot(std::int64_t ic, std::int64_t lead) const {
         return static_cast<std::size_t>((ic - args_.mine.begin) * args_.lead_times + lead);
     }
@@ -427,49 +442,74 @@ class PythonAggregator {
 }  // namespace
 
 void bind_aggregator(py::module_& m) {
-    py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
-        .def(py::init([](PythonMesh& mesh, std::string problem, std::int64_t nlat, std::int64_t nlon,
-                         py::object lat_deg, std::int64_t element_code, std::int64_t initial_conditions,
-                         std::int64_t members, std::int64_t lead_times, std::int64_t channels, std::int64_t mine_begin,
-                         std::int64_t mine_end, std::vector<std::int64_t> counted_leads, bool maps, std::string policy,
-                         std::string report, std::vector<std::string> deterministic_keys, bool lead_ensemble_scores,
-                         std::vector<std::int64_t> ensemble_cell_leads, double crps_alpha, std::string spectrum_grid,
-                         std::string spectrum_truncation, std::string spectrum_convention, std::int64_t spectrum_lmax,
-                         std::int64_t spectrum_mmax, std::int64_t spectrum_fill_steps, py::object mask) {
-                 AggregatorArguments args{std::move(problem),
-                                          nlat,
-                                          nlon,
-                                          element_code,
-                                          initial_conditions,
-                                          members,
-                                          lead_times,
-                                          channels,
-                                          {mine_begin, mine_end},
-                                          std::move(counted_leads),
-                                          maps,
-                                          std::move(policy),
-                                          std::move(report),
-                                          std::move(deterministic_keys),
-                                          lead_ensemble_scores,
-                                          std::move(ensemble_cell_leads),
-                                          crps_alpha,
-                                          std::move(spectrum_grid),
-                                          std::move(spectrum_truncation),
-                                          std::move(spectrum_convention),
-                                          spectrum_lmax,
-                                          spectrum_mmax,
-                                          spectrum_fill_steps};
-                 return std::make_unique<PythonAggregator>(mesh, std::move(args), std::move(lat_deg), std::move(mask));
+    py::class_<AggregatorArguments>(m, "AggregatorSettings",
+                                    "One variable's aggregator settings, by keyword (AggregatorOptions and the "
+                                    "forecast's shape; evaluation/aggregator.hpp).")
+        .def(py::init([](const py::kwargs& given) {
+                 AggregatorArguments a;
+                 const std::pair<const char*, std::function<void(py::handle)>> fields[] = {
+                     {"problem", [&](py::handle v) { a.problem = v.cast<std::string>(); }},
+                     {"nlat", [&](py::handle v) { a.nlat = v.cast<std::int64_t>(); }},
+                     {"nlon", [&](py::handle v) { a.nlon = v.cast<std::int64_t>(); }},
+                     {"element_code", [&](py::handle v) { a.element_code = v.cast<std::int64_t>(); }},
+                     {"initial_conditions", [&](py::handle v) { a.initial_conditions = v.cast<std::int64_t>(); }},
+                     {"members", [&](py::handle v) { a.members = v.cast<std::int64_t>(); }},
+                     {"lead_times", [&](py::handle v) { a.lead_times = v.cast<std::int64_t>(); }},
+                     {"channels", [&](py::handle v) { a.channels = v.cast<std::int64_t>(); }},
+                     {"mine",
+                      [&](py::handle v) {
+                          const auto r = v.cast<std::pair<std::int64_t, std::int64_t>>();
+                          a.mine = {r.first, r.second};
+                      }},
+                     {"counted_leads", [&](py::handle v) { a.counted_leads = v.cast<std::vector<std::int64_t>>(); }},
+                     {"maps", [&](py::handle v) { a.maps = v.cast<bool>(); }},
+                     {"policy", [&](py::handle v) { a.policy = v.cast<std::string>(); }},
+                     {"report", [&](py::handle v) { a.report = v.cast<std::string>(); }},
+                     {"deterministic_keys",
+                      [&](py::handle v) { a.deterministic_keys = v.cast<std::vector<std::string>>(); }},
+                     {"lead_ensemble_scores", [&](py::handle v) { a.lead_ensemble_scores = v.cast<bool>(); }},
+                     {"ensemble_cell_leads",
+                      [&](py::handle v) { a.ensemble_cell_leads = v.cast<std::vector<std::int64_t>>(); }},
+                     {"crps_alpha", [&](py::handle v) { a.crps_alpha = v.cast<double>(); }},
+                     {"spectrum_grid", [&](py::handle v) { a.spectrum_grid = v.cast<std::string>(); }},
+                     {"spectrum_truncation", [&](py::handle v) { a.spectrum_truncation = v.cast<std::string>(); }},
+                     {"spectrum_convention", [&](py::handle v) { a.spectrum_convention = v.cast<std::string>(); }},
+                     {"spectrum_lmax", [&](py::handle v) { a.spectrum_lmax = v.cast<std::int64_t>(); }},
+                     {"spectrum_mmax", [&](py::handle v) { a.spectrum_mmax = v.cast<std::int64_t>(); }},
+                     {"spectrum_fill_steps", [&](py::handle v) { a.spectrum_fill_steps = v.cast<std::int64_t>(); }},
+                     {"normalization",
+                      [&](py::handle v) {
+                          if (!v.is_none()) {
+                              a.normalization = v.cast<std::pair<double, double>>();
+                          }
+                      }},
+                 };
+                 for (const auto& [key, value] : given) {
+                     const std::string name = py::str(key);
+                     const auto* field = std::find_if(std::begin(fields), std::end(fields),
+                                                      [&](const auto& f) { return name == f.first; });
+                     if (field == std::end(fields)) {
+                         throw ArgumentError("AggregatorSettings: no setting '" + name + "'");
+                     }
+                     field->second(value);
+                 }
+                 return a;
              }),
-             py::arg("mesh"), py::arg("problem"), py::arg("nlat"), py::arg("nlon"), py::arg("lat"),
-             py::arg("element_code"), py::arg("initial_conditions"), py::arg("members"), py::arg("lead_times"),
-             py::arg("channels"), py::arg("mine_begin"), py::arg("mine_end"), py::arg("counted_leads"), py::arg("maps"),
-             py::arg("policy"), py::arg("report"), py::arg("deterministic_keys"), py::arg("lead_ensemble_scores"),
-             py::arg("ensemble_cell_leads"), py::arg("crps_alpha"), py::arg("spectrum_grid") = "",
-             py::arg("spectrum_truncation") = "", py::arg("spectrum_convention") = "", py::arg("spectrum_lmax") = 0,
-             py::arg("spectrum_mmax") = 0, py::arg("spectrum_fill_steps") = -1, py::arg("mask") = py::none(),
-             "Collective over the world (agreement, one allreduce of the ranges, the allocation). `mask`: float64 "
-             "values of this rank's box that multiply the area weights (ACE's mask of the variable), or None.")
+             "Every setting by keyword: problem, nlat, nlon, element_code (4: float32, 8: float64), "
+             "initial_conditions, members, lead_times, channels, mine ((first, stop) of this rank's initial "
+             "conditions), counted_leads, maps, policy, report, deterministic_keys, lead_ensemble_scores, "
+             "ensemble_cell_leads, crps_alpha, spectrum_grid ('' for none), spectrum_truncation, spectrum_convention, "
+             "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None).");
+
+    py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
+        .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {
+                 return std::make_unique<PythonAggregator>(mesh, std::move(settings), std::move(lat_deg),
+                                                           std::move(mask));
+             }),
+             py::arg("mesh"), py::arg("settings"), py::arg("lat"), py::arg("mask") = py::none(),
+             "Collective over the world (agreement, one allreduce of the ranges, the allocation). `settings`: an "
+             "AggregatorSettings; `mask`: float64 values of this rank's box that multiply the area weights (ACE's mask "
+             "of the variable), or None.")
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
              py::arg("truth"), py::arg("members"), "Collective over the spatial group.")
@@ -554,20 +594,6 @@ void bind_aggregator(py::module_& m) {
         py::arg("means"), py::arg("stds"), py::arg("names"),
         "{name: (mean, std)} from ACE's stats files, read and checked as `gridshard eval --normalize` reads them "
         "(io/normalization.hpp). No MPI calls.");
-    m.def(
-        "normalize_into",
-        [](py::buffer in, py::buffer out, double mean, double std) {
-            with_floating_type(in, "values", [&](auto zero) {
-                using T = decltype(zero);
-                const auto from = contiguous_span<const T>(in, "values", false);
-                const auto to = contiguous_span<T>(out, "out", true);
-                const io::ChannelStats stats{{mean}, {std}};
-                io::normalize<T>(from, to, std::max<std::int64_t>(static_cast<std::int64_t>(from.size()), 1), stats);
-            });
-        },
-        py::arg("values"), py::arg("out"), py::arg("mean"), py::arg("std"),
-        "out = (values - mean) / std in the values' dtype, as `gridshard eval --normalize` and ACE's float tensors "
-        "form it. No MPI calls.");
     m.def(
         "ace_key",
         [](const std::string& key, const std::string& variable, bool normalized, std::int64_t step) {

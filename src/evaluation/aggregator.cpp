@@ -66,6 +66,23 @@ constexpr double prescribed_mse_rtol = 1e-6;  // fme's _PRESCRIBED_MSE_RTOL
 
 }  // namespace
 
+AggregatorOptions normalized_options(const AggregatorOptions& options) {
+    AggregatorOptions normalized = options;
+    normalized.anomaly_correlation = false;
+    normalized.maps = false;
+    normalized.lead_ensemble_scores = false;
+    normalized.ensemble_cell_leads.clear();
+    normalized.spectrum.reset();  // ACE logs no spectrum of the normalised fields
+    normalized.normalization.reset();
+    normalized.deterministic_keys.clear();
+    for (const RegisteredScore* s : report_scores(options.report, {})) {
+        if (s->ace_normalized && s->family == ScoreFamily::deterministic) {
+            normalized.deterministic_keys.push_back(s->key);
+        }
+    }
+    return normalized;
+}
+
 const ScoreSeries* ChannelScores::profile(std::string_view key) const {
     for (const ScoreSeries& p : profiles) {
         if (p.score->key == key) {
@@ -170,6 +187,26 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
         if (!why.empty()) {
             throw ArgumentError("ensemble_cell_leads: " + why);
         }
+    }
+    if (const std::optional<io::ChannelStats>& stats = options_.normalization) {
+        std::string why;
+        if (options_.report != ReportKind::forecast) {
+            why = "ACE's normalised scores are a forecast's";
+        } else if (static_cast<std::int64_t>(stats->means.size()) != channels ||
+                   static_cast<std::int64_t>(stats->stds.size()) != channels) {
+            why = std::to_string(stats->means.size()) + " means and " + std::to_string(stats->stds.size()) +
+                  " stds for " + std::to_string(channels) + " channels";
+        }
+        for (std::size_t c = 0; c < stats->stds.size() && why.empty(); ++c) {
+            if (!std::isfinite(stats->means[c]) || !(std::isfinite(stats->stds[c]) && stats->stds[c] > 0.0)) {
+                why = "channel " + std::to_string(c) + ": mean " + std::to_string(stats->means[c]) + " and std " +
+                      std::to_string(stats->stds[c]) + " (a finite mean and a finite, positive std)";
+            }
+        }
+        if (!why.empty()) {
+            throw ArgumentError("normalization: " + why);
+        }
+        normalized_ = std::make_unique<Aggregator>(grid, shape, regions, normalized_options(options_));
     }
     scores_ = report_scores(options_.report, {.ensemble = ensemble && options_.lead_ensemble_scores,
                                               .anomaly_correlation = options_.anomaly_correlation,
@@ -277,7 +314,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
                             " climatology values for " + std::to_string(mine) + " members of " + std::to_string(plane) +
                             " values");
     }
-    auto& scratch = [this]() -> std::vector<T>(&)[3] {
+    auto& scratch = [this]() -> std::vector<T>(&)[5] {
         if constexpr (std::is_same_v<T, float>) {
             return float_scratch_;
         } else {
@@ -377,6 +414,18 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
     timings_.time_sums_s += done - sums_started;
+    if (normalized_) {  // the same pair normalised, as ACE's normalised aggregators see it (its own timings)
+        const std::vector<T>& t = normalize_into(truth.values, scratch[3]);
+        const std::vector<T>& p = normalize_into(members, scratch[4]);
+        normalized_->record<T>(initial_condition, lead, FieldShard<T>{t, channels}, p);
+    }
+}
+
+template <class T>
+const std::vector<T>& Aggregator::normalize_into(std::span<const T> values, std::vector<T>& out) const {
+    out.resize(values.size());  // keeps its capacity from the last pair
+    io::normalize<T>(values, out, grid_.box().area(), *options_.normalization);
+    return out;
 }
 
 template <class T>
@@ -611,6 +660,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
     if (options_.spectrum) {
         finish_spectra(out);
     }
+
     if (options_.maps) {
         // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,
         // each data rank 0 its own box, and no rank a whole map.
@@ -648,6 +698,9 @@ VariableScores Aggregator::finish(const std::string& variable) {
         timings_.evaluation.calls += t.calls;
     }
     timings_.finish_s += MPI_Wtime() - started;
+    if (normalized_) {
+        normalized_scores_ = normalized_->finish(variable);  // collective over the world, as this finish (own timings)
+    }
     return out;
 }
 

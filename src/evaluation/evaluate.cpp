@@ -53,23 +53,11 @@ struct ScoredVariable {
     VariableScores scores, normalized;
 };
 
-/// The registry keys of the deterministic scores ACE logs on the normalised fields.
-std::vector<std::string> normalized_keys(ReportKind report) {
-    std::vector<std::string> keys;
-    for (const RegisteredScore* s : report_scores(report, {})) {
-        if (s->ace_normalized && s->family == ScoreFamily::deterministic) {
-            keys.push_back(s->key);
-        }
-    }
-    return keys;
-}
-
 /// One pair's buffers: the truth, this rank's members and the climatology, with the climatology's indices (the
 /// field it holds, read again only when the pair needs another).
 template <class T>
 struct PairBuffers {
     std::vector<T> truth, members, climatology;
-    std::vector<T> normalized_truth, normalized_members;  // with the normalisation
     const std::vector<std::int64_t>* climatology_at = nullptr;
 };
 
@@ -98,7 +86,6 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     std::unique_ptr<io::ForecastSteps> reader;
     std::optional<io::ClimatologyPlan> climatology_plan;
     std::optional<Aggregator> aggregator;
-    std::optional<Aggregator> normalized;  // the same pairs normalised, as ACE's normalised aggregators see them
     check_collectively(
         mesh.world(), attempt([&] {
             for (int b = 0; b < (overlap ? 2 : 1); ++b) {
@@ -107,11 +94,6 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                     allocate_vector<T>(plane * static_cast<std::size_t>(mine), "the members buffer of '" + name + "'");
                 if (in.climatology != nullptr) {
                     buffers[b].climatology = allocate_vector<T>(plane, "the climatology of '" + name + "'");
-                }
-                if (in.normalization != nullptr) {
-                    buffers[b].normalized_truth = allocate_vector<T>(plane, "the normalised truth of '" + name + "'");
-                    buffers[b].normalized_members = allocate_vector<T>(plane * static_cast<std::size_t>(mine),
-                                                                       "the normalised members of '" + name + "'");
                 }
             }
             if (in.climatology != nullptr) {
@@ -123,13 +105,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             options.gather_maps = !in.plan.access.writes_collectively();
             const AggregatorShape shape{{layout.initial_conditions, layout.members, leads}, channels, work};
             if (in.normalization != nullptr) {
-                AggregatorOptions on_normalized = options;
-                on_normalized.anomaly_correlation = false;
-                on_normalized.maps = false;
-                on_normalized.lead_ensemble_scores = false;
-                on_normalized.deterministic_keys = normalized_keys(in.plan.scoring.report);
-                on_normalized.spectrum.reset();  // ACE logs no spectrum of the normalised fields
-                normalized.emplace(in.grid, shape, in.regions, std::move(on_normalized));
+                options.normalization = in.normalization->of(name);  // ACE's normalised scores beside the others
             }
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
             reader = in.source.open(variable, box);
@@ -200,12 +176,6 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         }
         const auto [ic, lead] = pair_of(round);
         aggregator->record<T>(ic, lead, FieldShard<T>{b.truth, channels}, b.members, b.climatology);
-        if (normalized) {
-            const io::ChannelStats& stats = in.normalization->of(name);
-            io::normalize<T>(b.truth, b.normalized_truth, box.area(), stats);
-            io::normalize<T>(b.members, b.normalized_members, box.area(), stats);
-            normalized->record<T>(ic, lead, FieldShard<T>{b.normalized_truth, channels}, b.normalized_members);
-        }
         ++clock.steps;
         if (in.plan.on_step) {
             in.plan.on_step(name, ++done, total);
@@ -217,8 +187,8 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     check_collectively(mesh.world(), failure);
     ScoredVariable scored{aggregator->finish(name), {}};
     clock.add(aggregator->timings());
-    if (normalized) {
-        scored.normalized = normalized->finish(name);
+    if (const Aggregator* normalized = aggregator->normalized()) {
+        scored.normalized = aggregator->normalized_scores();
         clock.add(normalized->timings());
     }
     return scored;

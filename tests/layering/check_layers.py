@@ -9,6 +9,8 @@
    outside comments and string literals, and no private header of src/.
 3. The umbrella header include/gridshard/gridshard.hpp includes every public header, so the consumer test, which
    compiles it from the installed tree, sees them all.
+4. No source file of the library, the tool or the Python package (src/, include/, apps/, python/: C++ and Python)
+   is longer than MAX_LINES lines: a file that grows past it does several things and is split along them.
 
 Usage: check_layers.py [--root REPO]    (exit status 1 with each offending file:line on stderr)
        check_layers.py --self-test      (builds a small tree with one violation of each kind and checks both
@@ -35,6 +37,8 @@ LAYERS = {
 UMBRELLA = "gridshard.hpp"
 FRONT_ENDS = ("apps", "python")
 CPP_SUFFIXES = (".cpp", ".hpp", ".h", ".cc")
+MAX_LINES = 800
+SIZED = ("src", "include", "apps", "python")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 DETAIL = re.compile(r"\b(?:gridshard\s*::\s*)?detail\s*::")
@@ -183,6 +187,19 @@ def check(root):
             if name != "gridshard/" + UMBRELLA and name not in included:
                 problems.append(f"{rel(umbrella)}:1: the umbrella header omits the public header {name}")
 
+    # 4. No file too long.
+    for top in SIZED:
+        for parent, dirs, files in os.walk(os.path.join(root, top)):
+            dirs.sort()
+            for name in sorted(files):
+                if name.endswith(CPP_SUFFIXES + (".py",)):
+                    path = os.path.join(parent, name)
+                    with open(path, encoding="utf-8", errors="replace") as handle:
+                        lines = sum(1 for _ in handle)
+                    if lines > MAX_LINES:
+                        problems.append(f"{rel(path)}:{lines}: {lines} lines, more than {MAX_LINES}: split it along "
+                                        f"its concerns")
+
     # 2. The front ends.
     for front in FRONT_ENDS:
         folder = os.path.join(root, front)
@@ -223,6 +240,8 @@ def self_test():
         "include/gridshard/core/bad.hpp": '#pragma once\n#include "gridshard/numerics/sum.hpp"\n',
         "src/numerics/sum.cpp": '#include "gridshard/numerics/sum.hpp"\n#include "helper.hpp"\n',
         "src/numerics/helper.hpp": "#pragma once\n",
+        # A file too long.
+        "src/numerics/long.cpp": "\n" * (MAX_LINES + 1),
         # Fine: a comment and a string that name detail::, a public include.
         "apps/tool/ok.cpp": '#include "gridshard/numerics/sum.hpp"\n// detail::x in a comment\n'
                             'const char* s = "detail::y";\n',
@@ -237,7 +256,7 @@ def self_test():
         problems = check(root)
         expected = ["include/gridshard/core/bad.hpp:2: upward include", "apps/tool/main.cpp:3: front end uses",
                     "include/gridshard/gridshard.hpp:1: the umbrella header omits the public header "
-                    "gridshard/core/bad.hpp"]
+                    "gridshard/core/bad.hpp", f"src/numerics/long.cpp:{MAX_LINES + 1}: {MAX_LINES + 1} lines"]
         missing = [e for e in expected if not any(p.startswith(e) for p in problems)]
         extra = [p for p in problems if not any(p.startswith(e) for e in expected)]
         # A private header and an unknown layer are reported too.
@@ -257,7 +276,7 @@ def self_test():
             print(f"check_layers self-test: reported wrongly: {p}", file=sys.stderr)
         return 1
     print("check_layers self-test: the upward include, the detail:: use, the private header, the unknown layer and "
-          "the umbrella header's omission are reported")
+          "the umbrella header's omission and the file too long are reported")
     return 0
 
 
@@ -274,8 +293,8 @@ def main():
     if problems:
         print(f"check_layers: {len(problems)} problem(s)", file=sys.stderr)
         return 1
-    print("check_layers: every include points down; the front ends use the public API only; the umbrella header "
-          "is complete")
+    print(f"check_layers: every include points down; the front ends use the public API only; the umbrella header "
+          f"is complete; no file is longer than {MAX_LINES} lines")
     return 0
 
 

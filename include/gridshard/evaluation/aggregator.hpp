@@ -38,6 +38,7 @@
 /// @endcode
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -46,6 +47,7 @@
 #include "gridshard/evaluation/score_registry.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/geometry/work_split.hpp"
+#include "gridshard/io/normalization.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/flood_fill.hpp"
@@ -103,7 +105,16 @@ struct AggregatorOptions {
     double crps_alpha = 0.95;
     /// The power spectra (none: not formed). Each counted pair costs a transform of the truth and of every member.
     std::optional<PowerSpectrumOptions> spectrum{};
+    /// ACE's stats of the variable (io/normalization.hpp), one mean and std per channel: its normalised scores (ACE's
+    /// mean_norm and time_mean_norm) are formed beside the others, on the pairs normalised as io::normalize forms
+    /// them, by an aggregator of their own (normalized(); normalized_options() says what it forms). A forecast's only.
+    std::optional<io::ChannelStats> normalization{};
 };
+
+/// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
+/// scores ACE logs on normalised fields (the registry's ace_normalized ones) and the time means; no anomaly
+/// correlation, maps, ensemble scores or spectra. No MPI calls.
+[[nodiscard]] AggregatorOptions normalized_options(const AggregatorOptions& options);
 
 /// One score's values for one channel over one region: `values` holds `width` values per lead time (1 for a
 /// scalar score, the latitudes for a zonal profile, the wavenumbers for a spectrum), lead time slowest.
@@ -202,8 +213,15 @@ class Aggregator {
     /// per-window time-series logs). Collective over the data group: one allreduce of the slots of those leads.
     [[nodiscard]] std::vector<std::vector<ScoreSeries>> lead_scores(Range leads) const;
 
-    /// Every score of the report, per channel. Collective over the world; call once.
+    /// Every score of the report, per channel (and, with AggregatorOptions::normalization, the normalised pairs'
+    /// into normalized_scores()). Collective over the world; call once.
     [[nodiscard]] VariableScores finish(const std::string& variable);
+
+    /// With AggregatorOptions::normalization, the aggregator of the normalised pairs (its lead_scores() are ACE's
+    /// normalised per-window series); else nullptr.
+    [[nodiscard]] const Aggregator* normalized() const noexcept { return normalized_.get(); }
+    /// With AggregatorOptions::normalization, after finish(): the scores of the normalised pairs; else empty.
+    [[nodiscard]] const VariableScores& normalized_scores() const noexcept { return normalized_scores_; }
 
     [[nodiscard]] const AggregatorTimings& timings() const noexcept { return timings_; }
 
@@ -231,6 +249,9 @@ class Aggregator {
     void record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth, std::vector<T>& stacked);
     // The mean spectra and their summaries into `out` (collective over the data group).
     void finish_spectra(VariableScores& out);
+    // `values` normalised with AggregatorOptions::normalization into `out` (no MPI calls).
+    template <class T>
+    const std::vector<T>& normalize_into(std::span<const T> values, std::vector<T>& out) const;
 
     ShardedGrid grid_;
     AggregatorShape shape_;
@@ -248,10 +269,13 @@ class Aggregator {
     std::vector<ExactSum> truth_spectra_, prediction_spectra_;
     std::int64_t truth_spectrum_count_ = 0, prediction_spectrum_count_ = 0;
     std::vector<bool> counted_;
-    // Per value type: the repeated truth, the repeated climatology, the truth and members stacked for the spectra.
-    std::vector<float> float_scratch_[3];
-    std::vector<double> double_scratch_[3];
+    // Per value type: the repeated truth, the repeated climatology, the truth and members stacked for the spectra, the
+    // normalised truth and members.
+    std::vector<float> float_scratch_[5];
+    std::vector<double> double_scratch_[5];
     AggregatorTimings timings_;
+    std::unique_ptr<Aggregator> normalized_;
+    VariableScores normalized_scores_;
 };
 
 }  // namespace gridshard
