@@ -40,14 +40,14 @@ def _mesh_sizes_from_env(default=None):
     return tuple(sizes), bad
 
 
-def _groups(comm, coords, w):
-    """The mpi4py communicators the Python side talks over itself (the gathers of arrays and objects): a duplicate of
-    ``comm``, the world; this rank's spatial group (the ranks of its data index ``d``, in ``i * w + j`` order); and
-    its data group (the ranks of its ``(i, j)``, in ``d`` order). The C++ mesh holds the same groups for the library's
-    calls. Collective over ``comm``."""
-    d, i, j = coords
-    world = comm.Dup()
-    return world, world.Split(d, i * w + j), world.Split(i * w + j, d)
+def _groups(mesh):
+    """The mpi4py communicators the Python side talks over itself (the gathers of arrays and objects): the C++ mesh's
+    own world (a duplicate of the caller's), spatial group (the ranks of this rank's data index ``d``, in
+    ``i * w + j`` order) and data group (the ranks of its ``(i, j)``, in ``d`` order), one source of truth. The mesh
+    keeps and frees them; the ``Distributed`` holds the mesh. No MPI calls."""
+    from mpi4py import MPI
+
+    return tuple(MPI.Intracomm.f2py(handle) for handle in mesh.group_handles)
 
 
 class Distributed(ShardsMixin, MetricsMixin):
@@ -102,7 +102,7 @@ class Distributed(ShardsMixin, MetricsMixin):
         shape = (size // (h * w), h, w)
         with mpi_errors():
             self._mesh = _core.Mesh(comm.py2f(), shape, split, summation)  # split, summation: alike everywhere
-            self._comm, self._spatial_comm, self._data_comm = _groups(comm, self._mesh.coords, w)
+            self._comm, self._spatial_comm, self._data_comm = _groups(self._mesh)
         self._shape = shape
         if abort_on_exception is not None:
             _abort.install(bool(abort_on_exception))

@@ -169,6 +169,17 @@ void bind_mesh(py::module_& m) {
                                    return std::make_tuple(c.data, c.lat, c.lon);
                                })
         .def_property_readonly("world_rank", [](const PythonMesh& self) { return self.mesh().world().rank(); })
+        .def_property_readonly(
+            "group_handles",
+            [](const PythonMesh& self) {
+                const auto handle = [](const Communicator& c) {
+                    return static_cast<std::int64_t>(MPI_Comm_c2f(c.native()));
+                };
+                return std::make_tuple(handle(self.mesh().world()), handle(self.mesh().spatial()),
+                                       handle(self.mesh().data()));
+            },
+            "The Fortran handles (mpi4py's `Intracomm.f2py`) of the mesh's own world, spatial and data groups, which "
+            "it keeps and frees: the Python side's collectives run on the same groups as the library's. No MPI calls.")
         .def_property_readonly("split", [](const PythonMesh& self) { return std::string(to_string(self.rule())); })
         .def_property_readonly("summation",
                                [](const PythonMesh& self) { return std::string(to_string(self.summation())); })
