@@ -12,11 +12,12 @@ Usage: check_imports.py [--root REPO]    (exit status 1 with each circle on stde
                                           through a package's __init__, and checks both are reported)
 """
 
-import argparse
 import ast
 import os
 import sys
 import tempfile
+
+from check_support import main as run_check, self_test_verdict
 
 PACKAGE = "gridshard"
 # Compiled modules of the package: imported like the others, importing none of them.
@@ -159,32 +160,14 @@ def self_test():
                 "import circle gridshard.pkg -> gridshard.pkg.three -> gridshard.pkg"]
     missing = [e for e in expected if not any(p.startswith(e) for p in problems)]
     extra = [p for p in problems if not any(p.startswith(e) for e in expected)]
-    if missing or extra:
-        for p in missing:
-            print(f"check_imports self-test: not reported: {p}", file=sys.stderr)
-        for p in extra:
-            print(f"check_imports self-test: reported wrongly: {p}", file=sys.stderr)
-        return 1
-    print("check_imports self-test: the circle through a deferred import and the one through a package's "
-          "__init__ are reported")
-    return 0
+    return self_test_verdict("check_imports", missing, extra,
+                             "the circle through a deferred import and the one through a package's __init__ are "
+                             "reported")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    problems = check(os.path.abspath(args.root))
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if problems:
-        print(f"check_imports: {len(problems)} circle(s)", file=sys.stderr)
-        return 1
-    print(f"check_imports: no import circle in python/{PACKAGE}")
-    return 0
+    return run_check("check_imports", __doc__.split("\n")[0], check, self_test,
+                     f"no import circle in python/{PACKAGE}", lambda n: f"{n} circle(s)")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,12 @@ Usage: check_layers.py [--root REPO]    (exit status 1 with each offending file:
                                          are reported)
 """
 
-import argparse
 import os
 import re
 import sys
 import tempfile
+
+from check_support import main as run_check, self_test_verdict
 
 # Each layer and the layers it may include (besides itself).
 LAYERS = {
@@ -269,33 +270,15 @@ def self_test():
         for e in ["apps/tool/main.cpp:4: front end includes the private header", "src/extra/x.cpp:1: unknown layer"]:
             if not any(p.startswith(e) for p in second):
                 missing.append(e)
-    if missing or extra:
-        for p in missing:
-            print(f"check_layers self-test: not reported: {p}", file=sys.stderr)
-        for p in extra:
-            print(f"check_layers self-test: reported wrongly: {p}", file=sys.stderr)
-        return 1
-    print("check_layers self-test: the upward include, the detail:: use, the private header, the unknown layer and "
-          "the umbrella header's omission and the file too long are reported")
-    return 0
+    return self_test_verdict("check_layers", missing, extra,
+                             "the upward include, the detail:: use, the private header, the unknown layer, the "
+                             "umbrella header's omission and the file too long are reported")
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--root", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-    parser.add_argument("--self-test", action="store_true")
-    args = parser.parse_args()
-    if args.self_test:
-        return self_test()
-    problems = check(os.path.abspath(args.root))
-    for problem in problems:
-        print(problem, file=sys.stderr)
-    if problems:
-        print(f"check_layers: {len(problems)} problem(s)", file=sys.stderr)
-        return 1
-    print(f"check_layers: every include points down; the front ends use the public API only; the umbrella header "
-          f"is complete; no file is longer than {MAX_LINES} lines")
-    return 0
+    return run_check("check_layers", __doc__.split("\n")[0], check, self_test,
+                     "every include points down; the front ends use the public API only; the umbrella header is "
+                     f"complete; no file is longer than {MAX_LINES} lines", lambda n: f"{n} problem(s)")
 
 
 if __name__ == "__main__":

@@ -13,6 +13,21 @@
 ///       std::printf("%s (%s)\n", s->key.c_str(), std::string(gridshard::to_string(s->family)).c_str());
 ///   }
 /// @endcode
+///
+/// Adding a score (docs/evaluation.md, "Adding a score"): an entry of gridshard's own goes into make_registry()
+/// (src/evaluation/score_registry.cpp); a caller's own, such as a test's, is registered before the aggregators are
+/// built, on every rank alike. Here ACE's gen standard deviation's twin for the target, under its own ACE key:
+/// @code
+///   void register_std_target() {
+///       (void)gridshard::register_score(
+///           {.report = gridshard::ReportKind::forecast,
+///            .key = "weighted_std_target",
+///            .label = "std_tgt",
+///            .ace_key = "mean/weighted_std_target/{var}",
+///            .source = &gridshard::score_definition(gridshard::EvaluatorScore::std_truth),
+///            .table_order = 20});
+///   }
+/// @endcode
 
 #include <cstdint>
 #include <deque>
