@@ -121,6 +121,7 @@ class MetricsMixin:
 
     # ----- ensemble and anomaly scores (docs/forecast.md has the formulas) -----
 
+    # The ensemble scores, each formed alone by one library call; a rank that asks another raises on every rank.
     _ENSEMBLE_SCORES = ("ensemble_mean_rmse", "spread", "spread_skill_ratio", "crps", "fair_crps")
 
     def _stacked(self, truth, stack, name, axis, problems):
@@ -159,11 +160,11 @@ class MetricsMixin:
         members, count = self._stacked(t, ensemble, "ensemble", member_dim, problems)
         w, form = weights_buffer(weights, t, problems)
         ok = not problems
-        out = np.empty(5 * t.channels if ok else 0, dtype=np.float64)
-        _core.ensemble_scores(self._mesh, problems.text(), t.signature(weights is None, count),
-                              t.buffer if ok else None, members if ok else None, count, w, form, out)
-        k = self._ENSEMBLE_SCORES.index(score)
-        return metric_result(out.reshape(5, -1)[k] if ok else out, t)
+        out = np.empty(t.channels if ok else 0, dtype=np.float64)
+        _core.ensemble_scores(self._mesh, problems.text(),
+                              t.signature(weights is None, count, self._ENSEMBLE_SCORES.index(score)),
+                              t.buffer if ok else None, members if ok else None, count, w, form, score, out)
+        return metric_result(out, t)
 
     def crps(self, truth, ensemble, weights=None, member_dim=0, fair=False):
         """The continuous ranked probability score of an ensemble, the area-weighted mean of

@@ -320,28 +320,37 @@ void bind_metrics(py::module_& m) {
     m.def(
         "ensemble_scores",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object members,
-           std::int64_t count, py::object weights, int form, py::buffer out) {
+           std::int64_t count, py::object weights, int form, const std::string& score, py::buffer out) {
+            // The one score asked for, and only the statistics it needs (the CRPS' pair sum only for a CRPS).
+            using Member = std::vector<double> EnsembleScores::*;
+            const std::tuple<const char*, EnsembleSelection, Member> scores[] = {
+                {"ensemble_mean_rmse", {true, false, false, false}, &EnsembleScores::ensemble_mean_rmse},
+                {"spread", {false, true, false, false}, &EnsembleScores::spread},
+                {"spread_skill_ratio", {true, true, false, false}, &EnsembleScores::spread_skill_ratio},
+                {"crps", {false, false, true, false}, &EnsembleScores::crps},
+                {"fair_crps", {false, false, false, true}, &EnsembleScores::fair_crps}};
+            const auto* chosen = std::find_if(std::begin(scores), std::end(scores),
+                                              [&](const auto& s) { return score == std::get<0>(s); });
+            if (chosen == std::end(scores)) {
+                throw ArgumentError("ensemble_scores: no ensemble score '" + score + "'");
+            }
             ShardArguments args =
                 two_fields(problem, signature, std::move(truth), std::move(members), std::move(weights), form);
             args.prediction_fields = std::max<std::int64_t>(count, 1);
             run_metric(
                 self, std::move(args), std::move(out), [&](const ShardedGrid& grid, auto t, auto p, Weights a, auto) {
                     using T = typename decltype(t.values)::element_type;
-                    const EnsembleScores e =
+                    EnsembleScores e =
                         ensemble_scores(grid, t, EnsembleShard<std::remove_const_t<T>>{p.values, count, t.channels}, a,
-                                        self.summation());
-                    std::vector<double> all;
-                    for (const auto* score :
-                         {&e.ensemble_mean_rmse, &e.spread, &e.spread_skill_ratio, &e.crps, &e.fair_crps}) {
-                        all.insert(all.end(), score->begin(), score->end());
-                    }
-                    return all;
+                                        self.summation(), std::get<1>(*chosen));
+                    return std::move(e.*std::get<2>(*chosen));
                 });
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("members"),
-        py::arg("count"), py::arg("weights"), py::arg("form"), py::arg("out"),
-        "Collective over `spatial`: members (count * channels, rows, cols), member slowest; out gets "
-        "ensemble_mean_rmse, spread, spread_skill_ratio, crps, fair_crps, one value per channel each.");
+        py::arg("count"), py::arg("weights"), py::arg("form"), py::arg("score"), py::arg("out"),
+        "Collective over `spatial`: members (count * channels, rows, cols), member slowest; out gets `score` "
+        "(ensemble_mean_rmse, spread, spread_skill_ratio, crps or fair_crps), one value per channel, formed "
+        "alone.");
     m.def(
         "anomaly_correlation",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth,

@@ -47,9 +47,10 @@ std::string ensemble_error(std::int64_t truth_channels, std::int64_t truth_size,
 constexpr std::int64_t statistics_block = 64;
 
 GRIDSHARD_KERNEL void block_statistics(const double* __restrict x, const double* __restrict y, std::int64_t m,
-                                       std::int64_t n, double almost_fair_factor, double* __restrict squared_error,
-                                       double* __restrict variance, double* __restrict crps,
-                                       double* __restrict fair_crps, double* __restrict almost_fair_crps) noexcept {
+                                       std::int64_t n, bool with_pairs, double almost_fair_factor,
+                                       double* __restrict squared_error, double* __restrict variance,
+                                       double* __restrict crps, double* __restrict fair_crps,
+                                       double* __restrict almost_fair_crps) noexcept {
     double sum[statistics_block];
     double absolute[statistics_block];
     double squares[statistics_block];
@@ -76,7 +77,7 @@ GRIDSHARD_KERNEL void block_statistics(const double* __restrict x, const double*
         for (std::int64_t p = 0; p < n; ++p) {
             squares[p] += (xj[p] - sum[p]) * (xj[p] - sum[p]);
         }
-        for (std::int64_t k = j + 1; k < m; ++k) {
+        for (std::int64_t k = j + 1; k < m && with_pairs; ++k) {  // without: the CRPS are not kept
             const double* xk = x + k * n;
             for (std::int64_t p = 0; p < n; ++p) {
                 pairs[p] += std::abs(xj[p] - xk[p]);
@@ -113,17 +114,18 @@ GRIDSHARD_KERNEL void load_block(const T* __restrict truth, const T* __restrict 
     }
 }
 
-// The first `statistics` (4 or 5) statistics of points [begin, end) of the plane (channels x box), in
-// block_statistics' order, laid out (statistic, channel, rows, cols) in `derived`: NaN where a point is not valid
-// (the truth or a member not finite) or outside the range, so that the skip_nan mean leaves it out of numerator
-// and weight alike. `members` holds M values per point of the range, member slowest:
-// members[j * stride + (k - begin)].
-constexpr double fair = 1.0;  // the almost-fair factor of alpha = 1, when only the first four are kept
+// The statistics `kept` (indices in block_statistics' order: 0 squared error, 1 variance, 2 CRPS, 3 fair CRPS,
+// 4 almost-fair CRPS) of points [begin, end) of the plane (channels x box), laid out (kept statistic, channel, rows,
+// cols) in `derived`: NaN where a point is not valid (the truth or a member not finite) or outside the range, so that
+// the skip_nan mean leaves it out of numerator and weight alike. `members` holds M values per point of the range,
+// member slowest: members[j * stride + (k - begin)].
+constexpr double fair = 1.0;  // the almost-fair factor of alpha = 1, when the almost-fair CRPS is not kept
 
 template <class T>
 void fill_statistics(std::span<const T> truth, const T* members, std::int64_t m, std::int64_t stride, Range points,
-                     std::int64_t plane, std::vector<double>& derived, std::int64_t statistics = 4,
+                     std::int64_t plane, std::vector<double>& derived, std::span<const std::int64_t> kept,
                      double almost_fair_factor = fair) {
+    const bool with_pairs = std::any_of(kept.begin(), kept.end(), [](std::int64_t s) { return s >= 2; });
     // Blocks are independent, each point's arithmetic its own: the same bits for any thread count.
     const std::int64_t blocks = (points.size() + statistics_block - 1) / statistics_block;
     GRIDSHARD_PRAGMA(omp parallel num_threads(threads_for(blocks, statistics_block * m))) {
@@ -136,36 +138,62 @@ void fill_statistics(std::span<const T> truth, const T* members, std::int64_t m,
             const std::int64_t first = points.begin + b * statistics_block;
             const std::int64_t n = std::min(statistics_block, points.end - first);
             load_block(truth.data() + first, members + (first - points.begin), m, stride, n, x.data(), y, invalid);
-            block_statistics(x.data(), y, m, n, almost_fair_factor, out[0], out[1], out[2], out[3], out[4]);
-            for (std::int64_t s = 0; s < statistics; ++s) {
-                double* to = derived.data() + s * plane + first;
+            block_statistics(x.data(), y, m, n, with_pairs, almost_fair_factor, out[0], out[1], out[2], out[3], out[4]);
+            for (std::size_t s = 0; s < kept.size(); ++s) {
+                double* to = derived.data() + static_cast<std::int64_t>(s) * plane + first;
+                const double* from = out[kept[s]];
                 for (std::int64_t p = 0; p < n; ++p) {
-                    to[p] = invalid[p] == 0.0 ? out[s][p] : not_a_number;
+                    to[p] = invalid[p] == 0.0 ? from[p] : not_a_number;
                 }
             }
         }
     }
 }
 
-// The scores from the derived statistics: one allreduce of their exact weighted sums over `spatial` (and
-// `also_over`), then the finalizers.
+// The block statistics `which` needs (indices as fill_statistics' `kept`), in order.
+std::vector<std::int64_t> kept_statistics(EnsembleSelection which) {
+    std::vector<std::int64_t> kept;
+    const bool chosen[] = {which.ensemble_mean_rmse, which.spread, which.crps, which.fair_crps};
+    for (std::int64_t s = 0; s < 4; ++s) {
+        if (chosen[s]) {
+            kept.push_back(s);
+        }
+    }
+    return kept;
+}
+
+// The scores `which` selects from the derived statistics (kept_statistics(which), stacked): one allreduce of their
+// exact weighted sums over `spatial` (and `also_over`), then the finalizers.
 EnsembleScores finish_scores(const ShardedGrid& grid, const std::vector<double>& derived, std::int64_t channels,
-                             Weights a, Summation summation, const std::string& error,
+                             Weights a, Summation summation, const std::string& error, EnsembleSelection which,
                              const Communicator* also_over = nullptr) {
-    constexpr std::int64_t statistics = 4;
-    const FieldShard<double> field{derived, statistics * channels};
+    const std::vector<std::int64_t> kept = kept_statistics(which);
+    const FieldShard<double> field{derived, static_cast<std::int64_t>(kept.size()) * channels};
     const ValidityPolicy policy = ValidityPolicy::skip_nan;
     const TermSums sums = accumulate_terms<double>(
         grid, field, nullptr, a, {weight_and(policy, {Term::truth}), policy, summation}, nullptr, error, also_over);
+    // The mean of statistic `s` for channel `c`, from its place among the kept.
+    const auto mean = [&](std::int64_t s, std::int64_t c) {
+        const auto at = static_cast<std::int64_t>(std::find(kept.begin(), kept.end(), s) - kept.begin());
+        return sums.mean(at * channels + c, Term::truth);
+    };
     EnsembleScores scores;
     for (std::int64_t c = 0; c < channels; ++c) {
-        const double rmse = std::sqrt(sums.mean(0 * channels + c, Term::truth));
-        const double spread = std::sqrt(sums.mean(1 * channels + c, Term::truth));
-        scores.ensemble_mean_rmse.push_back(rmse);
-        scores.spread.push_back(spread);
-        scores.spread_skill_ratio.push_back(spread / rmse);
-        scores.crps.push_back(sums.mean(2 * channels + c, Term::truth));
-        scores.fair_crps.push_back(sums.mean(3 * channels + c, Term::truth));
+        if (which.ensemble_mean_rmse) {
+            scores.ensemble_mean_rmse.push_back(std::sqrt(mean(0, c)));
+        }
+        if (which.spread) {
+            scores.spread.push_back(std::sqrt(mean(1, c)));
+        }
+        if (which.ensemble_mean_rmse && which.spread) {
+            scores.spread_skill_ratio.push_back(scores.spread.back() / scores.ensemble_mean_rmse.back());
+        }
+        if (which.crps) {
+            scores.crps.push_back(mean(2, c));
+        }
+        if (which.fair_crps) {
+            scores.fair_crps.push_back(mean(3, c));
+        }
     }
     return scores;
 }
@@ -174,18 +202,19 @@ EnsembleScores finish_scores(const ShardedGrid& grid, const std::vector<double>&
 
 template <class T>
 EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members, Weights a,
-                               Summation summation) {
+                               Summation summation, EnsembleSelection which) {
     const std::int64_t area = grid.box().area();
     const std::int64_t channels = std::max<std::int64_t>(truth.channels, 0);
     const std::string error =
         ensemble_error(truth.channels, static_cast<std::int64_t>(truth.values.size()), members.members,
                        members.channels, static_cast<std::int64_t>(members.values.size()), area);
     const std::int64_t plane = channels * area;
-    std::vector<double> derived(static_cast<std::size_t>(4 * plane), not_a_number);
+    const std::vector<std::int64_t> kept = kept_statistics(which);
+    std::vector<double> derived(kept.size() * static_cast<std::size_t>(plane), not_a_number);
     if (error.empty()) {
-        fill_statistics(truth.values, members.values.data(), members.members, plane, {0, plane}, plane, derived);
+        fill_statistics(truth.values, members.values.data(), members.members, plane, {0, plane}, plane, derived, kept);
     }
-    return finish_scores(grid, derived, channels, a, summation, error);
+    return finish_scores(grid, derived, channels, a, summation, error, which);
 }
 
 template <class T>
@@ -214,9 +243,11 @@ EnsembleScores ensemble_scores_over_data(const ShardedGrid& grid, FieldShard<T> 
                             std::to_string(total));
     }
     const Range mine = data_block(plane, mesh.shape().data, mesh.coords().data, true);
-    std::vector<double> derived(static_cast<std::size_t>(4 * plane), not_a_number);
-    fill_statistics(truth.values, points.data(), total, mine.size(), mine, plane, derived);
-    return finish_scores(grid, derived, channels, a, summation, "", &mesh.data());
+    const EnsembleSelection every{};
+    const std::vector<std::int64_t> kept = kept_statistics(every);
+    std::vector<double> derived(kept.size() * static_cast<std::size_t>(plane), not_a_number);
+    fill_statistics(truth.values, points.data(), total, mine.size(), mine, plane, derived, kept);
+    return finish_scores(grid, derived, channels, a, summation, "", every, &mesh.data());
 }
 
 template <class T>
@@ -231,14 +262,15 @@ EnsemblePointStatistics ensemble_point_statistics(const ShardedGrid& grid, Field
             error.empty() ? "alpha: the almost-fair CRPS needs 0 <= alpha <= 1, got " + std::to_string(alpha) : error);
     }
     const std::int64_t plane = truth.channels * area;
-    std::vector<double> derived(static_cast<std::size_t>(5 * plane), not_a_number);
-    fill_statistics(truth.values, members.values.data(), members.members, plane, {0, plane}, plane, derived, 5,
+    const std::int64_t kept[] = {0, 1, 4};  // the squared error, the variance, the almost-fair CRPS
+    std::vector<double> derived(static_cast<std::size_t>(3 * plane), not_a_number);
+    fill_statistics(truth.values, members.values.data(), members.members, plane, {0, plane}, plane, derived, kept,
                     1.0 - (1.0 - alpha) / 2.0);
     const auto statistic = [&](std::int64_t s) {
         const auto first = derived.begin() + static_cast<std::ptrdiff_t>(s * plane);
         return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(plane));
     };
-    return {statistic(0), statistic(1), statistic(4)};
+    return {statistic(0), statistic(1), statistic(2)};
 }
 
 template <class T>
@@ -279,7 +311,7 @@ std::vector<double> anomaly_correlation(const ShardedGrid& grid, FieldShard<T> t
 
 #define GRIDSHARD_INSTANTIATE(T)                                                                                       \
     template EnsembleScores ensemble_scores<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights,           \
-                                               Summation);                                                             \
+                                               Summation, EnsembleSelection);                                          \
     template EnsembleScores ensemble_scores_over_data<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, Weights, \
                                                          Summation);                                                   \
     template EnsemblePointStatistics ensemble_point_statistics<T>(const ShardedGrid&, FieldShard<T>, EnsembleShard<T>, \

@@ -39,11 +39,24 @@ struct EnsembleScores {
     std::vector<double> fair_crps;
 };
 
-/// Every score of EnsembleScores for `members` (M >= 2) against `truth`. Collective over `spatial`: one
-/// argument check, then one allreduce of 8C + 1 sums.
+/// Which scores of EnsembleScores a call forms; those left out stay empty and cost nothing: each per-point statistic
+/// (the squared error of the ensemble mean; the variance; the CRPS, whose pair sum over the members, M (M - 1) / 2
+/// differences per point, is the costly part, shared by both CRPS) and its sums in the allreduce. The spread-skill
+/// ratio is formed when both of its parts are.
+struct EnsembleSelection {
+    bool ensemble_mean_rmse = true;
+    bool spread = true;
+    bool crps = true;
+    bool fair_crps = true;
+};
+
+/// The scores of EnsembleScores `which` selects for `members` (M >= 2) against `truth`, each the same bits whatever
+/// else is selected. Collective over `spatial`: one argument check, then one allreduce of 2 S C + 1 sums (S the
+/// statistics selected, at most 4).
 template <class T>
 [[nodiscard]] EnsembleScores ensemble_scores(const ShardedGrid& grid, FieldShard<T> truth, EnsembleShard<T> members,
-                                             Weights a, Summation summation = Summation::reproducible);
+                                             Weights a, Summation summation = Summation::reproducible,
+                                             EnsembleSelection which = {});
 
 /// ensemble_scores of an ensemble whose members are split over the data group: each data rank holds the same
 /// truth and its own block of members (data ranks in member order; a rank may hold none), and every rank gets
