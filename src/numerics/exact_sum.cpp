@@ -420,4 +420,18 @@ void add_exact_sum(const float* values, std::int64_t n, double factor, ExactSum&
     add_blocks(values, n, factor, sum);
 }
 
+LimbWindow window_for_range(const ExponentRange& range, std::int64_t terms) noexcept {
+    if (range.highest < range.lowest) {
+        return {0, 1};
+    }
+    const int headroom =
+        static_cast<int>(std::ceil(std::log2(static_cast<double>(std::max<std::int64_t>(terms, 2))))) + 2;
+    const int lowest_bit = std::max(range.lowest - 53, -1074);
+    const int highest_bit = range.highest + headroom;
+    const int first = std::max(0, (lowest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits - 1);
+    const int last =
+        std::min(ExactSum::limb_count, (highest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits + 2);
+    return {first, last - first};
+}
+
 }  // namespace gridshard
