@@ -15,6 +15,7 @@
 #include "gridshard/metrics/spectrum.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <limits>
@@ -205,6 +206,11 @@ struct SpectrumPlan::State {
     std::vector<std::int64_t> slot_of_channel;   // per channel: its slot among this rank's, or -1
     std::int64_t slots = 0;
     std::vector<std::unique_ptr<RowFft>> ffts;  // one per thread, made as the threads are first needed
+    // The working memory of a call, made by the first and kept for the next (so that no call but the first takes
+    // fresh pages from the system): the columns' values, each thread's pending terms, the sums over threads.
+    std::unique_ptr<double[]> column_values;
+    std::vector<PendingTerms> thread_terms;
+    std::vector<ExactSum> power;
 
     [[nodiscard]] int column_owner(std::int64_t c, std::int64_t m) const noexcept {
         return owners ? static_cast<int>(c % ranks) : static_cast<int>((c * mmax + m) % ranks);
@@ -320,10 +326,11 @@ std::vector<double> SpectrumPlan::operator()(FieldShard<T> field) {
 
     // This rank's columns' values, in one buffer.
     const std::size_t column_size = 4 * hemisphere.padded;
-    const std::unique_ptr<double[]> column_values =
-        uninitialised_doubles(columns.size() * column_size, "the power spectrum's Fourier columns");
+    if (!p.column_values) {
+        p.column_values = uninitialised_doubles(columns.size() * column_size, "the power spectrum's Fourier columns");
+    }
     for (std::size_t i = 0; i < columns.size(); ++i) {
-        columns[i].values = column_values.get() + i * column_size;
+        columns[i].values = p.column_values.get() + i * column_size;
         columns[i].zero_padding(hemisphere);
     }
 
@@ -374,16 +381,24 @@ std::vector<double> SpectrumPlan::operator()(FieldShard<T> field) {
                                 spectra.data() + (first + b) * orders_kept);
                 }
             }
+            // Per row of the batch: its channel's columns (in column_of_pair), its row k and quadrature weight.
+            std::array<const std::int64_t*, batch> columns_of_row{};
+            std::array<std::size_t, batch> row_of{};
+            std::array<double, batch> weight_of{};
+            for (std::size_t b = 0; b < count; ++b) {
+                const std::int64_t key = rows.keys[first + b];
+                columns_of_row[b] = column_of_pair.data() + static_cast<std::size_t>(key / shape.nlat) * orders_kept;
+                row_of[b] = static_cast<std::size_t>(key % shape.nlat);
+                weight_of[b] = p.quadrature_weights[row_of[b]];
+            }
             for (std::size_t m = 0; m < orders_kept; ++m) {
                 for (std::size_t b = 0; b < count; ++b) {
-                    const std::int64_t key = rows.keys[first + b];
-                    const std::int64_t index =
-                        column_of_pair[static_cast<std::size_t>(key / shape.nlat) * orders_kept + m];
+                    const std::int64_t index = columns_of_row[b][m];
                     if (index >= 0) {
-                        const auto k = static_cast<std::size_t>(key % shape.nlat);
                         const std::complex<double> v = batch_bins[b * orders_kept + m];
-                        const double q = p.quadrature_weights[k];
-                        columns[static_cast<std::size_t>(index)].place(hemisphere, k, {q * v.real(), q * v.imag()});
+                        const double q = weight_of[b];
+                        columns[static_cast<std::size_t>(index)].place(hemisphere, row_of[b],
+                                                                       {q * v.real(), q * v.imag()});
                     }
                 }
             }
@@ -462,9 +477,11 @@ std::vector<double> SpectrumPlan::operator()(FieldShard<T> field) {
     const std::vector<std::int64_t>& orders = p.orders;
     const int threads = detail::threads_for(static_cast<std::int64_t>(orders.size()),
                                             lmax * shape.nlat * std::max<std::int64_t>(1, p.slots));
-    std::vector<PendingTerms> thread_terms;
-    thread_terms.reserve(static_cast<std::size_t>(threads));
-    for (int t = 0; t < threads; ++t) {
+    std::vector<PendingTerms>& thread_terms = p.thread_terms;
+    for (PendingTerms& terms : thread_terms) {
+        terms.clear();
+    }
+    while (static_cast<int>(thread_terms.size()) < threads) {
         thread_terms.emplace_back(static_cast<std::size_t>(p.slots * lmax));
     }
     const auto order_count = static_cast<std::int64_t>(orders.size());
@@ -487,14 +504,16 @@ std::vector<double> SpectrumPlan::operator()(FieldShard<T> field) {
         detail::legendre_sums(m, lmax, hemisphere, p.x, p.diagonals[static_cast<std::size_t>(i)], of_m, slot_of, factor,
                               thread_terms[t]);
     }
-    for (Column& column : columns) {
-        column.values = nullptr;  // the buffer goes with this call
-    }
 
     // 4. One exact sum per (channel, l) over threads and ranks.
-    std::vector<ExactSum> power(static_cast<std::size_t>(channels * lmax));
+    std::vector<ExactSum>& power = p.power;
+    power.resize(static_cast<std::size_t>(channels * lmax));
+    for (ExactSum& sum : power) {
+        sum.clear();
+    }
     ExponentRange range;
-    for (PendingTerms& terms : thread_terms) {
+    for (std::size_t t = 0; t < static_cast<std::size_t>(threads); ++t) {
+        PendingTerms& terms = thread_terms[t];
         terms.flush_all();
         range.add(terms.range());
         for (std::int64_t c = 0; c < channels; ++c) {

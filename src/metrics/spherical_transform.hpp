@@ -6,8 +6,10 @@
 
 #include <fftw3.h>
 
+#include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -120,7 +122,16 @@ struct Column {
 class PendingTerms {
   public:
     static constexpr std::size_t batch = 64;
-    explicit PendingTerms(std::size_t sums) : values_(sums * batch), counts_(sums, 0), power_(sums) {}
+    explicit PendingTerms(std::size_t sums)
+        : values_(new double[sums * batch]), counts_(sums, 0), power_(sums) {}  // values_ written before read
+    /// No terms, zero sums and no range again, for the next spectrum.
+    void clear() noexcept {
+        std::fill(counts_.begin(), counts_.end(), 0);
+        for (ExactSum& sum : power_) {
+            sum.clear();
+        }
+        range_ = {};
+    }
     void add(std::size_t sum, double term) noexcept {
         values_[sum * batch + counts_[sum]] = term;
         if (++counts_[sum] == batch) {
@@ -138,14 +149,14 @@ class PendingTerms {
 
   private:
     void flush(std::size_t sum) noexcept {
-        const double* terms = values_.data() + sum * batch;
+        const double* terms = values_.get() + sum * batch;
         for (std::size_t i = 0; i < counts_[sum]; ++i) {
             range_.add(terms[i]);
         }
         add_exact_sum(terms, static_cast<std::int64_t>(counts_[sum]), 1.0, power_[sum]);
         counts_[sum] = 0;
     }
-    std::vector<double> values_;  // (sums, batch)
+    std::unique_ptr<double[]> values_;  // (sums, batch)
     std::vector<std::size_t> counts_;
     std::vector<ExactSum> power_;
     ExponentRange range_;

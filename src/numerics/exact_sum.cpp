@@ -153,6 +153,18 @@ void ExactSum::negate() noexcept {
     std::swap(positive_infinities_, negative_infinities_);
 }
 
+void ExactSum::clear() noexcept {
+    for (int k = low_; k < high_; ++k) {
+        limbs_[static_cast<std::size_t>(k)] = 0;
+    }
+    low_ = limb_count;
+    high_ = 0;
+    nan_count_ = 0;
+    positive_infinities_ = 0;
+    negative_infinities_ = 0;
+    deposits_ = 0;
+}
+
 void ExactSum::add(const ExactSum& other) noexcept {
     // Limb sums stay far from overflow: this one normalised, the other's limbs bounded by its deposits.
     normalize();

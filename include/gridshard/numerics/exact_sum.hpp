@@ -74,6 +74,8 @@ class ExactSum {
     /// Adds `factor * other` exactly (every limb of `other` times `factor`, no rounding): with the
     /// expansion below, the exact product of two exact sums (the variance's `W*Sxx - Sx^2`).
     void add_scaled(const ExactSum& other, double factor) noexcept;
+    /// Makes the sum zero again, touching only the limbs it uses (cheaper than assigning a new one).
+    void clear() noexcept;
 
     /// The sum rounded to nearest, ties to even; NaN or +-inf when those were added.
     [[nodiscard]] double to_double() const noexcept;
