@@ -124,7 +124,9 @@ template <class T>
 /// and (channel, m) columns, the quadrature, the Legendre recurrence's diagonals and the row transforms are made by
 /// the constructor, not by each call (a spec the grid cannot take is kept and raised, on every rank alike, by each
 /// call). Keeps a copy of the grid's mesh (sharing its communicators), so it may outlive the grid; movable, not
-/// copyable, and one call at a time (the calls share its row transforms).
+/// copyable, and one call at a time: the calls share its row transforms and its working memory, which the first call
+/// makes and the plan keeps until it goes (the Fourier columns of the orders this rank owns, 32 bytes per
+/// hemisphere row of each, and each thread's exact sums), so that no later call takes fresh pages.
 ///
 /// @code
 ///   #include "gridshard/metrics/spectrum.hpp"
