@@ -10,6 +10,7 @@
 #include "gridshard/geometry/field_views.hpp"
 #include "gridshard/geometry/halo_geometry.hpp"
 #include "gridshard/geometry/regions.hpp"
+#include "gridshard/geometry/sphere_quadrature.hpp"
 #include "gridshard/geometry/split.hpp"
 #include "gridshard/geometry/work_split.hpp"
 
@@ -36,11 +37,13 @@
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/comm/environment.hpp"
+#include "gridshard/comm/exact_allreduce.hpp"
 #include "gridshard/comm/halo_exchange.hpp"
 #include "gridshard/comm/memory_check.hpp"
 #include "gridshard/comm/mpi_check.hpp"
 #include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/comm/process_mesh.hpp"
+#include "gridshard/comm/redistribution.hpp"
 #include "gridshard/comm/threads.hpp"
 
 #include "gridshard/metrics/ensemble.hpp"

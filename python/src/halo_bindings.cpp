@@ -20,7 +20,8 @@ namespace {
 
 /// One exchange or its adjoint: `data` is the shard (forward) or the padded shard's gradient (adjoint, whose box is
 /// `width` cells smaller on every side). Collective over `spatial`: the grid's agreement (which raises `problem` on
-/// every rank), the plan's, the exchange's. Returns the padded shard, or the shard's gradient, as bytes of the
+/// every rank, and agrees the spec), the plan's set-up the first time the (grid, width, periodic_lon, pole) is met
+/// (kept in the mesh), the exchange's messages. Returns the padded shard, or the shard's gradient, as bytes of the
 /// data's type.
 py::bytes exchange(PythonMesh& self, std::string problem, std::int64_t signature, py::object data, int width,
                    bool periodic_lon, const std::string& pole, bool adjoint) {
@@ -48,8 +49,14 @@ py::bytes exchange(PythonMesh& self, std::string problem, std::int64_t signature
     std::vector<char> out;
     {
         py::gil_scoped_release release;
-        const ShardedGrid& grid = self.grid_of_shards(problem, {rows, cols, signature}, std::nullopt, form);
-        const PaddedHaloExchange plan(grid.mesh(), grid.decomposition(), spec);  // agrees on the spec
+        // The spec is agreed with the grid, so every rank finds the plan in the cache, or makes it, alike.
+        const ShardExtent extent{rows,
+                                 cols,
+                                 signature,
+                                 {spec.width, spec.periodic_lon ? 1 : 0, static_cast<std::int64_t>(spec.pole)},
+                                 "width, periodic_lon or pole"};
+        const ShardedGrid& grid = self.grid_of_shards(problem, extent, std::nullopt, form);
+        const PaddedHaloExchange& plan = self.halo_plan(grid, spec);
         py::gil_scoped_acquire acquire;
         with_floating_type(*buffer, "data", [&](auto zero) {
             using T = decltype(zero);
@@ -59,10 +66,12 @@ py::bytes exchange(PythonMesh& self, std::string problem, std::int64_t signature
             out.resize(static_cast<std::size_t>((adjoint ? shard : padded)) * sizeof(T));
             const std::span<T> to(reinterpret_cast<T*>(out.data()), out.size() / sizeof(T));
             py::gil_scoped_release again;
+            // The arguments are agreed already: the grid, the spec and the channels (in the signature); the sizes
+            // follow from them.
             if (adjoint) {
-                plan.adjoint<T>(values, in.channels, to);
+                plan.adjoint_agreed<T>(values, in.channels, to);
             } else {
-                plan.execute<T>(values, in.channels, to);
+                plan.exchange_agreed<T>(values, in.channels, to);
             }
         });
     }

@@ -399,7 +399,7 @@ void bind_metrics(py::module_& m) {
             const std::vector<double> values =
                 metric_values(self, one_field(problem, signature, std::move(data), py::none(), 1),
                               [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
-                                  return spherical_power_spectrum(grid, x, spec);
+                                  return self.spectrum_plan(grid, x.channels, spec)(x);  // kept in the mesh
                               });
             // Bytes, not a py::array: Debian's pybind11 predates numpy 2's descriptor layout (its strides would be
             // wrong under ACE's numpy 2), and bytes read alike under both.
@@ -407,7 +407,7 @@ void bind_metrics(py::module_& m) {
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("grid"),
         py::arg("truncation"), py::arg("lmax"), py::arg("mmax"), py::arg("convention"), py::arg("mode"),
-        "Collective over `spatial`; (channels * L,) on every rank of the spatial group.");
+        "Collective over `spatial`; (channels * L,) on every rank of the spatial group. The plan is kept in the mesh.");
     m.def(
         "zonal_power_spectrum",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data,
@@ -443,14 +443,16 @@ void bind_metrics(py::module_& m) {
             const std::vector<double> values =
                 metric_values(self, one_field(problem, signature, std::move(data), py::none(), 1),
                               [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
-                                  return smooth_flood_fill(grid, x, options);
+                                  return self.flood_fill_plan(grid, options)(x);  // kept in the mesh
                               });
             // Bytes, as the spectra (see spherical_power_spectrum).
             return py::bytes(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(double));
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("num_steps"),
         py::arg("blur_kernel_size"), py::arg("blur_sigma"),
-        "Collective over `spatial`; this rank's filled values, (channels * rows * cols,) in double.");
+        "Collective over `spatial`; this rank's filled values, (channels * rows * cols,) in double. The plan is kept "
+        "in "
+        "the mesh.");
     m.def(
         "gradient_magnitude_backward",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::object upstream,

@@ -1,5 +1,6 @@
 #include "python_mesh.hpp"
 
+#include <bit>
 #include <limits>
 #include <vector>
 
@@ -55,7 +56,8 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
 
     // One MIN-allreduce: [lowest failing rank | per lat index: min rows, min -rows | per lon index: min cols,
     // min -cols | min and -max of the declared nlat and nlon | min and -max of the signature | min and -max of the
-    // call's phase | 0 if any rank's weights are per point, 0 if any are per row]. The slots of a mesh row or column
+    // call's phase | 0 if any rank's weights are per point, 0 if any are per row | min and -max of each plan
+    // parameter]. The slots of a mesh row or column
     // take only the ranks in it, so every rank learns every shard's extent and whether its peers agree.
     const std::size_t lat_slots = 1;
     const std::size_t lon_slots = lat_slots + 2 * static_cast<std::size_t>(shape.lat);
@@ -63,7 +65,8 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
     const std::size_t signature_slots = declared_slots + 4;
     const std::size_t phase_slots = signature_slots + 2;
     const std::size_t form_slots = phase_slots + 2;
-    std::vector<std::int64_t> buffer(form_slots + 2, absent);
+    const std::size_t plan_slots = form_slots + 2;
+    std::vector<std::int64_t> buffer(plan_slots + 2 * shard.plan.size(), absent);
     buffer[form_slots] = weights == WeightsForm::per_point ? 0 : 1;
     buffer[form_slots + 1] = weights == WeightsForm::per_row ? 0 : 1;
     buffer[0] = problem.empty() ? absent : spatial.rank();
@@ -83,6 +86,10 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
         buffer[signature_slots + 1] = -(shard.signature - phase);
         buffer[phase_slots] = phase;
         buffer[phase_slots + 1] = -phase;
+        for (std::size_t k = 0; k < shard.plan.size(); ++k) {
+            buffer[plan_slots + 2 * k] = shard.plan[k];
+            buffer[plan_slots + 2 * k + 1] = -shard.plan[k];
+        }
     }
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, buffer.data(), static_cast<int>(buffer.size()), MPI_INT64_T, MPI_MIN,
                   spatial.native());
@@ -132,6 +139,12 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
             "data: the ranks' arguments differ in dtype, leading dims or whether weights are given; "
             "every rank of the spatial group must pass its shard of the same fields");
     }
+    for (std::size_t k = 0; k < shard.plan.size(); ++k) {
+        if (buffer[plan_slots + 2 * k] != -buffer[plan_slots + 2 * k + 1]) {
+            throw ArgumentError(std::string("the ranks' arguments differ in ") + shard.plan_names +
+                                "; every rank of the spatial group must pass the same");
+        }
+    }
     if (declared && (declared->nlat != grid.nlat || declared->nlon != grid.nlon)) {
         throw ArgumentError("img_shape=" + shape_text(declared->nlat, declared->nlon) + " but the shards make up " +
                             shape_text(grid.nlat, grid.nlon));
@@ -155,6 +168,37 @@ const ShardedGrid& PythonMesh::grid_of_shards(const std::string& problem, ShardE
     check_split(lat_slots, grid.nlat, shape.lat, "lat", "rows");
     check_split(lon_slots, grid.nlon, shape.lon, "lon", "columns");
     return cached(grid);
+}
+
+SpectrumPlan& PythonMesh::spectrum_plan(const ShardedGrid& grid, std::int64_t channels, const SpectrumSpec& spec) {
+    const GridShape shape = grid.grid();
+    auto& slot = spectrum_plans_[{shape.nlat, shape.nlon, channels, static_cast<std::int64_t>(spec.grid),
+                                  static_cast<std::int64_t>(spec.truncation), spec.lmax, spec.mmax,
+                                  static_cast<std::int64_t>(spec.convention), static_cast<std::int64_t>(spec.mode)}];
+    if (!slot) {
+        slot = std::make_unique<SpectrumPlan>(grid, channels, spec);
+    }
+    return *slot;
+}
+
+FloodFillPlan& PythonMesh::flood_fill_plan(const ShardedGrid& grid, const FloodFillOptions& options) {
+    const GridShape shape = grid.grid();
+    auto& slot = flood_fill_plans_[{shape.nlat, shape.nlon, options.num_steps, options.blur_kernel_size,
+                                    std::bit_cast<std::int64_t>(options.blur_sigma)}];
+    if (!slot) {
+        slot = std::make_unique<FloodFillPlan>(grid, options);
+    }
+    return *slot;
+}
+
+const PaddedHaloExchange& PythonMesh::halo_plan(const ShardedGrid& grid, const PaddedHaloSpec& spec) {
+    const GridShape shape = grid.grid();
+    auto& slot = halo_plans_[{shape.nlat, shape.nlon, spec.width, spec.periodic_lon ? 1 : 0,
+                              static_cast<std::int64_t>(spec.pole)}];
+    if (!slot) {
+        slot = std::make_unique<PaddedHaloExchange>(grid.mesh(), grid.decomposition(), spec);  // every rank alike
+    }
+    return *slot;
 }
 
 const ShardedGrid& PythonMesh::grid_named(const Communicator& group, const std::string& problem, GridShape grid,

@@ -1,19 +1,25 @@
 #pragma once
 // The state one gridshard.Distributed holds on the C++ side: its process mesh, split rule and summation,
-// and the ShardedGrid of every global grid it has met, found from the shards themselves (ACE's metric
-// calls pass local shards only, never the global shape).
+// the ShardedGrid of every global grid it has met, found from the shards themselves (ACE's metric
+// calls pass local shards only, never the global shape), and the plans of the calls it has made (spectra,
+// NaN fills, halo exchanges), kept for the next call with the same parameters.
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/comm/process_mesh.hpp"
 #include "gridshard/geometry/split.hpp"
 #include "gridshard/metrics/field.hpp"
+#include "gridshard/metrics/flood_fill.hpp"
+#include "gridshard/metrics/spectrum.hpp"
 
 namespace gridshard::python {
 
@@ -48,6 +54,11 @@ struct ShardExtent {
     std::int64_t rows = 0;
     std::int64_t cols = 0;
     std::int64_t signature = 0;
+    /// The parameters of a plan the call takes from the mesh's cache when they must be the same on every rank
+    /// before it is looked up (a plan whose making is collective: the halo exchange's), and what they are, for the
+    /// message when they are not; zeros otherwise.
+    std::array<std::int64_t, 3> plan{};
+    const char* plan_names = "";
 };
 
 class PythonMesh {
@@ -64,8 +75,8 @@ class PythonMesh {
     /// argument error, if any: it is raised, as ArgumentError, on every rank of the spatial group, as are
     /// shards that do not form a split of one grid. `weights` is this rank's form of the weights, and becomes
     /// the form every rank uses: per point if any rank's are, else per row if any rank's are, else per point.
-    /// Collective over `spatial`: one allreduce of 3 + 2 (lat + lon + 4) int64, and the first time a grid is
-    /// met the ShardedGrid's own set-up. Ranks whose `shard.signature` differs raise on every rank.
+    /// Collective over `spatial`: one allreduce of 9 + 2 (lat + lon + 4) int64, and the first time a grid is
+    /// met the ShardedGrid's own set-up. Ranks whose `shard.signature` or `shard.plan` differs raise on every rank.
     [[nodiscard]] const ShardedGrid& grid_of_shards(const std::string& problem, ShardExtent shard,
                                                     std::optional<GridShape> declared, WeightsForm& weights);
 
@@ -75,6 +86,14 @@ class PythonMesh {
     [[nodiscard]] const ShardedGrid& grid_named(const Communicator& group, const std::string& problem, GridShape grid,
                                                 std::int64_t element_code);
 
+    /// The plans of `grid`, made the first time their parameters are met and kept, so that a repeated call makes
+    /// none. The spectrum's and the fill's are made with no MPI calls, and their calls agree on every parameter they
+    /// depend on before they communicate; the halo exchange's is made collectively over `spatial`, so its
+    /// parameters must have been agreed first (ShardExtent::plan). Plans take fields of either element type.
+    [[nodiscard]] SpectrumPlan& spectrum_plan(const ShardedGrid& grid, std::int64_t channels, const SpectrumSpec& spec);
+    [[nodiscard]] FloodFillPlan& flood_fill_plan(const ShardedGrid& grid, const FloodFillOptions& options);
+    [[nodiscard]] const PaddedHaloExchange& halo_plan(const ShardedGrid& grid, const PaddedHaloSpec& spec);
+
   private:
     [[nodiscard]] const ShardedGrid& cached(GridShape grid);
 
@@ -82,6 +101,10 @@ class PythonMesh {
     SplitRule rule_;
     Summation summation_;
     std::map<std::pair<std::int64_t, std::int64_t>, std::unique_ptr<ShardedGrid>> grids_;
+    // Keyed by the grid's shape and the plan's parameters.
+    std::map<std::vector<std::int64_t>, std::unique_ptr<SpectrumPlan>> spectrum_plans_;
+    std::map<std::vector<std::int64_t>, std::unique_ptr<FloodFillPlan>> flood_fill_plans_;
+    std::map<std::vector<std::int64_t>, std::unique_ptr<PaddedHaloExchange>> halo_plans_;
 };
 
 }  // namespace gridshard::python

@@ -440,12 +440,18 @@ void Aggregator::record_spectra(FieldShard<T> truth, std::span<const T> members,
     stacked.insert(stacked.end(), members.begin(), members.end());
     const PowerSpectrumOptions& o = *options_.spectrum;
     const FieldShard<T> all{stacked, fields * channels};
+    if (!spectrum_plan_) {  // made at the first pair, kept for every other (the same fields on every rank)
+        spectrum_plan_.emplace(grid_, fields * channels, o.spec);
+        if (o.fill) {
+            fill_plan_.emplace(grid_, *o.fill);
+        }
+    }
     std::vector<double> power;  // (fields, channels, degrees), the same on every rank of the spatial group
     if (o.fill) {
-        const std::vector<double> filled = smooth_flood_fill<T>(grid_, all, *o.fill);
-        power = spherical_power_spectrum<double>(grid_, FieldShard<double>{filled, fields * channels}, o.spec);
+        const std::vector<double> filled = (*fill_plan_)(all);
+        power = (*spectrum_plan_)(FieldShard<double>{filled, fields * channels});
     } else {
-        power = spherical_power_spectrum<T>(grid_, all, o.spec);
+        power = (*spectrum_plan_)(all);
     }
     const auto degrees = static_cast<std::size_t>(spectrum_degrees_);
     const auto per_field = static_cast<std::size_t>(channels) * degrees;

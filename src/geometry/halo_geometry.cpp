@@ -4,12 +4,13 @@
 #include <string>
 #include <utility>
 
+#include "../core/names.hpp"
 #include "gridshard/core/error.hpp"
 
 namespace gridshard {
 namespace {
 
-constexpr std::array<std::pair<std::string_view, PoleRule>, 3> pole_rule_names{{
+constexpr detail::NameTable<PoleRule, 3> pole_rule_names{{
     {"zero", PoleRule::zero},
     {"replicate", PoleRule::replicate},
     {"across_pole", PoleRule::across_pole},
@@ -91,23 +92,11 @@ std::int64_t gather_bytes_per_channel(const Decomposition& decomposition, const 
 }
 
 std::string_view to_string(PoleRule rule) noexcept {
-    for (const auto& [name, value] : pole_rule_names) {
-        if (value == rule) {
-            return name;
-        }
-    }
-    return "unknown";
+    return detail::name_of(rule, pole_rule_names);
 }
 
 PoleRule parse_pole_rule(std::string_view text) {
-    std::string known;
-    for (const auto& [name, value] : pole_rule_names) {
-        if (text == name) {
-            return value;
-        }
-        known += (known.empty() ? "" : ", ") + std::string(name);
-    }
-    throw ArgumentError("pole=\"" + std::string(text) + "\" is not one of " + known);
+    return detail::parse_name(text, pole_rule_names, "pole");
 }
 
 void validate_padded_halo(const Decomposition& decomposition, const PaddedHaloSpec& spec) {

@@ -105,13 +105,22 @@ void validate_flood_fill(const FloodFillOptions& options, const GridShape& grid)
     }
 }
 
+FloodFillPlan::FloodFillPlan(const ShardedGrid& grid, const FloodFillOptions& options)
+    : grid_(grid), options_(options), error_(options_error(options, grid.grid())) {
+    if (error_.empty()) {
+        taps_ = gaussian_taps(options.blur_kernel_size, options.blur_sigma);
+    }
+}
+
 template <class T>
-std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> field, const FloodFillOptions& options) {
+std::vector<double> FloodFillPlan::operator()(FieldShard<T> field) {
+    const ShardedGrid& grid = grid_;
+    const FloodFillOptions& options = options_;
     const ProcessMesh& mesh = grid.mesh();
     const Box& box = grid.box();
     std::string error = detail::shard_error(field, box, "data");
     if (error.empty()) {
-        error = options_error(options, grid.grid());
+        error = error_;
     }
     detail::agree_or_throw(mesh.spatial(), error,
                            {field.channels, static_cast<std::int64_t>(sizeof(T)), options.num_steps,
@@ -140,8 +149,14 @@ std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> fie
     const std::vector<double> mean = weighted_nanmean<T>(grid, field, Weights{ones, false});
 
     const Planes shape{static_cast<std::int64_t>(filled.size()), box.lat.size(), box.lon.size()};
-    const PaddedHaloExchange step_halo(mesh, grid.decomposition(),
-                                       {.width = 1, .periodic_lon = true, .pole = PoleRule::zero});
+    if (!step_halo_) {  // every rank alike: the channels to fill are the same on every rank
+        step_halo_.emplace(mesh, grid.decomposition(),
+                           PaddedHaloSpec{.width = 1, .periodic_lon = true, .pole = PoleRule::zero});
+        blur_halo_.emplace(
+            mesh, grid.decomposition(),
+            PaddedHaloSpec{.width = options.blur_kernel_size / 2, .periodic_lon = true, .pole = PoleRule::replicate});
+    }
+    const PaddedHaloExchange& step_halo = *step_halo_;
     const std::int64_t step_cols = step_halo.padded_cols();
     const auto step_plane = static_cast<std::size_t>(step_halo.padded_rows() * step_cols);
     std::vector<double> valid0(shape.size());  // 1 where not NaN, else 0
@@ -200,10 +215,8 @@ std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> fie
     }
 
     // 3. Blend with the Gaussian blur across the original boundary: x b + blur(x) (1 - b), b = blur(valid0).
-    const std::vector<double> taps = gaussian_taps(options.blur_kernel_size, options.blur_sigma);
-    const int half = options.blur_kernel_size / 2;
-    const PaddedHaloExchange blur_halo(mesh, grid.decomposition(),
-                                       {.width = half, .periodic_lon = true, .pole = PoleRule::replicate});
+    const std::vector<double>& taps = taps_;
+    const PaddedHaloExchange& blur_halo = *blur_halo_;
     std::copy(valid0.begin(), valid0.end(), state.begin() + static_cast<std::ptrdiff_t>(shape.size()));
     const std::int64_t blur_rows = blur_halo.padded_rows();
     const std::int64_t blur_cols = blur_halo.padded_cols();
@@ -242,6 +255,14 @@ std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> fie
     return out;
 }
 
+template <class T>
+std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> field, const FloodFillOptions& options) {
+    FloodFillPlan plan(grid, options);
+    return plan(field);
+}
+
+template std::vector<double> FloodFillPlan::operator()<float>(FieldShard<float>);
+template std::vector<double> FloodFillPlan::operator()<double>(FieldShard<double>);
 template std::vector<double> smooth_flood_fill<float>(const ShardedGrid&, FieldShard<float>, const FloodFillOptions&);
 template std::vector<double> smooth_flood_fill<double>(const ShardedGrid&, FieldShard<double>, const FloodFillOptions&);
 

@@ -5,7 +5,7 @@
 
 #include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/agreement.hpp"
-#include "gridshard/core/error.hpp"
+#include "gridshard/comm/exact_allreduce.hpp"
 
 namespace gridshard::detail {
 namespace {
@@ -73,22 +73,7 @@ void PartialSums::allreduce(const Communicator& comm) {
         allreduce_sum_in_place(comm, std::span<double>(plain_));
         return;
     }
-    const bool windowed = window_.count > 0;
-    const std::size_t words = windowed ? static_cast<std::size_t>(window_.count) + 3 : ExactSum::wire_size;
-    std::vector<std::int64_t> wire(exact_.size() * words);
-    for (std::size_t s = 0; s < exact_.size(); ++s) {
-        std::span<std::int64_t> out(wire.data() + s * words, words);
-        if (!windowed) {
-            exact_[s].pack(out);
-        } else if (!exact_[s].pack_window(out, window_.first)) {
-            throw Error("a partial sum does not fit its limb window (internal error)");
-        }
-    }
-    allreduce_sum_in_place(comm, std::span<std::int64_t>(wire));
-    for (std::size_t s = 0; s < exact_.size(); ++s) {
-        std::span<const std::int64_t> in(wire.data() + s * words, words);
-        exact_[s] = windowed ? ExactSum::unpack_window(in, window_.first) : ExactSum::unpack(in);
-    }
+    allreduce_exact(comm, exact_, window_);
 }
 
 double PartialSums::value(std::int64_t slot) const {

@@ -41,7 +41,8 @@ class PartialSums {
     /// mode, so the result does not depend on how the terms were shared between threads. No MPI calls.
     void merge(const PartialSums& other);
 
-    /// Collective over `comm`: one allreduce of every slot; every rank of `comm` must hold as many slots
+    /// Collective over `comm`: one allreduce of every slot (allreduce_exact's, comm/exact_allreduce.hpp, in
+    /// reproducible mode); every rank of `comm` must hold as many slots
     /// (agree on the arguments first). Afterwards every rank of `comm` holds the merged sums.
     void allreduce(const Communicator& comm);
 

@@ -1,5 +1,5 @@
 #pragma once
-// The Legendre stage of the spherical power spectrum (spectrum.cpp, docs/spectrum.md): one step of the
+// The Legendre stage of the spherical power spectrum (spherical_transform.cpp, docs/spectrum.md): one step of the
 // recurrence over the rows of one hemisphere, and the sums `sum_k p[k] column[k]` of many columns against one
 // or two Legendre functions, each sum in one summation order that neither the instruction set nor the columns
 // and functions summed along with it change. Internal; no MPI calls.

@@ -153,6 +153,18 @@ void ExactSum::negate() noexcept {
     std::swap(positive_infinities_, negative_infinities_);
 }
 
+void ExactSum::clear() noexcept {
+    for (int k = low_; k < high_; ++k) {
+        limbs_[static_cast<std::size_t>(k)] = 0;
+    }
+    low_ = limb_count;
+    high_ = 0;
+    nan_count_ = 0;
+    positive_infinities_ = 0;
+    negative_infinities_ = 0;
+    deposits_ = 0;
+}
+
 void ExactSum::add(const ExactSum& other) noexcept {
     // Limb sums stay far from overflow: this one normalised, the other's limbs bounded by its deposits.
     normalize();
@@ -418,6 +430,20 @@ void add_exact_sum(const double* values, std::int64_t n, double factor, ExactSum
 
 void add_exact_sum(const float* values, std::int64_t n, double factor, ExactSum& sum) noexcept {
     add_blocks(values, n, factor, sum);
+}
+
+LimbWindow window_for_range(const ExponentRange& range, std::int64_t terms) noexcept {
+    if (range.highest < range.lowest) {
+        return {0, 1};
+    }
+    const int headroom =
+        static_cast<int>(std::ceil(std::log2(static_cast<double>(std::max<std::int64_t>(terms, 2))))) + 2;
+    const int lowest_bit = std::max(range.lowest - 53, -1074);
+    const int highest_bit = range.highest + headroom;
+    const int first = std::max(0, (lowest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits - 1);
+    const int last =
+        std::min(ExactSum::limb_count, (highest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits + 2);
+    return {first, last - first};
 }
 
 }  // namespace gridshard

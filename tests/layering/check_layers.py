@@ -29,7 +29,7 @@ LAYERS = {
     "core": set(),
     "numerics": {"core"},
     "geometry": {"core", "numerics"},
-    "comm": {"core", "geometry"},  # no numerics today (geometry uses it)
+    "comm": {"core", "numerics", "geometry"},  # numerics: the exact allreduce (comm/exact_allreduce.hpp)
     "io": {"core", "numerics", "geometry", "comm"},
     "metrics": {"core", "numerics", "geometry", "comm"},
     "evaluation": {"core", "numerics", "geometry", "comm", "io", "metrics"},

@@ -220,9 +220,14 @@ void expect_same_as_serial(const ProcessMesh& mesh) {
                 }
                 const auto expected = smooth_flood_fill(serial, FieldShard<T>{global, channels}, options);
                 const auto got = smooth_flood_fill(sharded, FieldShard<T>{shard, channels}, options);
-                expect_same_bits(got, mpitest::shard_of(expected, grid, sharded.box(), channels),
-                                 "grid " + std::to_string(grid.nlat) + "x" + std::to_string(grid.nlon) + " " +
-                                     std::string(to_string(rule)) + " steps " + std::to_string(options.num_steps));
+                const std::string where = "grid " + std::to_string(grid.nlat) + "x" + std::to_string(grid.nlon) + " " +
+                                          std::string(to_string(rule)) + " steps " + std::to_string(options.num_steps);
+                expect_same_bits(got, mpitest::shard_of(expected, grid, sharded.box(), channels), where);
+                // A kept plan: the same bits at every call, its halo plans made by the first.
+                FloodFillPlan plan(sharded, options);
+                for (int call = 0; call < 2; ++call) {
+                    expect_same_bits(plan(FieldShard<T>{shard, channels}), got, where + " (kept plan)");
+                }
                 ++compared;
             }
         }
@@ -330,6 +335,10 @@ TEST(FloodFill, BadArgumentsRaiseOnEveryRank) {
         (void)smooth_flood_fill(sharded, field, {.num_steps = -1});
     } catch (const ArgumentError& e) {
         EXPECT_STREQ(e.what(), "num_steps=-1 must be >= 0");
+    }
+    FloodFillPlan plan(sharded, {.blur_kernel_size = 4});  // kept, and raised by each call on every rank
+    for (int call = 0; call < 2; ++call) {
+        EXPECT_THROW((void)plan(field), ArgumentError);
     }
     if (mesh.spatial().size() > 1) {  // a shard of the wrong size on one rank only
         const bool bad = mesh.spatial().rank() == mesh.spatial().size() - 1;

@@ -120,6 +120,43 @@ TEST(Spectrum, ChannelBitsDoNotDependOnTheBatch) {
     EXPECT_GT(compared, 0);
 }
 
+// A plan kept and called again gives the bits of the free function at every call, of either element type, and its
+// working memory carries nothing from one call to the next; a field of other channels raises on every rank.
+TEST(Spectrum, AKeptPlanGivesTheSameBitsEveryCall) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    int compared = 0;
+    for (const GridShape& grid : mpitest::test_grids(mesh.shape(), SplitRule::balanced)) {
+        const ShardedGrid sharded(mesh, grid, SplitRule::balanced);
+        const std::int64_t channels = 3;
+        for (SpectrumMode mode : {SpectrumMode::field_owners, SpectrumMode::transposes}) {
+            SpectrumSpec spec;
+            spec.mode = mode;
+            SpectrumPlan plan(sharded, channels, spec);
+            EXPECT_EQ(plan.channels(), channels);
+            for (unsigned seed : {3U, 4U, 3U}) {
+                const auto global = random_field<double>(channels, grid, seed);
+                const auto shard = mpitest::shard_of(global, grid, sharded.box(), channels);
+                const std::vector<float> narrow(shard.begin(), shard.end());
+                const auto expected = spherical_power_spectrum(sharded, FieldShard<double>{shard, channels}, spec);
+                const auto expected_float =
+                    spherical_power_spectrum(sharded, FieldShard<float>{narrow, channels}, spec);
+                const auto got = plan(FieldShard<double>{shard, channels});
+                const auto got_float = plan(FieldShard<float>{narrow, channels});
+                ASSERT_EQ(static_cast<std::int64_t>(got.size()), channels * plan.degrees());
+                for (std::size_t i = 0; i < got.size(); ++i) {
+                    ASSERT_EQ(std::bit_cast<std::uint64_t>(got[i]), std::bit_cast<std::uint64_t>(expected[i]));
+                    ASSERT_EQ(std::bit_cast<std::uint64_t>(got_float[i]),
+                              std::bit_cast<std::uint64_t>(expected_float[i]));
+                }
+                ++compared;
+            }
+            const std::vector<double> one(static_cast<std::size_t>(sharded.box().area()), 1.0);
+            EXPECT_THROW((void)plan(FieldShard<double>{one, 1}), ArgumentError);
+        }
+    }
+    EXPECT_GT(compared, 0);
+}
+
 // Pbar_lm(x), orthonormal on the sphere, from std::assoc_legendre (no Condon-Shortley phase: the power does
 // not see the sign).
 double orthonormal_legendre(unsigned l, unsigned m, double x) {
@@ -335,6 +372,14 @@ TEST(Spectrum, BadArgumentsRaiseOnEveryRank) {
     }
     EXPECT_THROW((void)spherical_power_spectrum(sharded, FieldShard<double>{bad, 1}), ArgumentError);
     EXPECT_THROW((void)parse_sphere_grid("gaussian"), ArgumentError);
+    // A plan keeps a spec the grid cannot take and raises it, on every rank, at each call.
+    spec = {};
+    spec.lmax = 9;
+    SpectrumPlan plan(sharded, 1, spec);
+    EXPECT_EQ(plan.degrees(), 0);
+    for (int call = 0; call < 2; ++call) {
+        EXPECT_THROW((void)plan(FieldShard<double>{shard, 1}), ArgumentError);
+    }
 }
 
 }  // namespace

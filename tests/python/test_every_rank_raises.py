@@ -86,6 +86,21 @@ def test_an_img_shape_beyond_int64_on_one_rank_raises_on_every_rank(dist):
     assert np.isfinite(dist.gradient_magnitude_percent_diff(t, t + 1, w, img_shape=GRID)).all()
 
 
+def test_a_halo_width_that_differs_on_one_rank_raises_on_every_rank(dist):
+    """The halo exchange's plan is kept per (grid, width, periodic_lon, pole), its parameters agreed with the grid:
+    a rank that asks for another width raises with the rest, whether the others' plan is kept already or not."""
+    if H * W == 1:
+        pytest.skip("a spatial group of one rank")
+    t, _ = shards(dist)
+    first = dist.halo_exchange(t, width=1)  # the width-1 plan is kept from here on
+    for width in (1, 2):
+        other = width + 1 if last_rank() else width
+        expect_on_group(dist, lambda: dist.halo_exchange(t, width=other), "width, periodic_lon or pole")
+    # The group is usable afterwards, and the kept plan gives what it gave.
+    np.testing.assert_array_equal(dist.halo_exchange(t, width=1), first)
+    assert dist.halo_exchange(t, width=2, pole="replicate").shape[-1] == t.shape[-1] + 4
+
+
 @pytest.mark.parametrize("kind", KINDS)
 def test_weights_whose_array_raises_on_one_rank_raise_on_every_rank(dist, kind):
     t, w = shards(dist, kind)

@@ -268,6 +268,9 @@ class Aggregator {
     std::int64_t spectrum_degrees_ = 0;
     std::vector<ExactSum> truth_spectra_, prediction_spectra_;
     std::int64_t truth_spectrum_count_ = 0, prediction_spectrum_count_ = 0;
+    // The spectrum's and the fill's plans, made at the first pair the spectra are formed of.
+    std::optional<SpectrumPlan> spectrum_plan_;
+    std::optional<FloodFillPlan> fill_plan_;
     std::vector<bool> counted_;
     // Per value type: the repeated truth, the repeated climatology, the truth and members stacked for the spectra, the
     // normalised truth and members.

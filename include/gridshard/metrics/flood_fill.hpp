@@ -16,8 +16,11 @@
 /// @endcode
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
+#include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/metrics/field.hpp"
 
 namespace gridshard {
@@ -49,9 +52,50 @@ void validate_flood_fill(const FloodFillOptions& options, const GridShape& grid)
 /// requires them not to change, so the two agree wherever ACE's requirement holds. Computed in double in a fixed
 /// order per point (ACE: in the field's type), returned as `(channels, box)` in double.
 /// Collective over `spatial`: an agreement on the arguments, two allreduces (the NaN counts, the exact means), and
-/// 2 num_steps + 1 halo exchanges of width 1, 1 and blur_kernel_size / 2 (PaddedHaloExchange: only halo strips move).
+/// 2 num_steps + 1 halo exchanges of width 1, 1 and blur_kernel_size / 2 (PaddedHaloExchange: only halo strips move),
+/// whose plans it makes for this call alone (FloodFillPlan below keeps them for the next).
 template <class T>
 [[nodiscard]] std::vector<double> smooth_flood_fill(const ShardedGrid& grid, FieldShard<T> field,
                                                     const FloodFillOptions& options = {});
+
+/// smooth_flood_fill planned once for a grid and options and reused: the blur's taps are made by the constructor,
+/// the two padded halo exchanges (the steps' and the blur's) by the first call that fills a NaN, and neither again
+/// (options that do not apply are kept and raised, on every rank alike, by each call). Keeps a copy of the grid
+/// (sharing its mesh's communicators), so it may outlive it; copying or moving a plan makes no MPI call; one call
+/// at a time.
+///
+/// @code
+///   #include "gridshard/metrics/flood_fill.hpp"
+///   // The fills of many steps of the same fields: planned once.
+///   void fills(const gridshard::ShardedGrid& grid, const std::vector<std::vector<float>>& steps, std::int64_t
+///   channels,
+///              std::vector<std::vector<double>>& out) {
+///       gridshard::FloodFillPlan plan(grid);  // no MPI calls
+///       for (const std::vector<float>& shard : steps) {
+///           out.push_back(plan(gridshard::FieldShard<float>{shard, channels}));  // collective over `spatial`
+///       }
+///   }
+/// @endcode
+class FloodFillPlan {
+  public:
+    /// No MPI calls.
+    explicit FloodFillPlan(const ShardedGrid& grid, const FloodFillOptions& options = {});
+
+    [[nodiscard]] const FloodFillOptions& options() const noexcept { return options_; }
+
+    /// smooth_flood_fill(grid, field, options): the same bits, the same messages. Collective over `spatial`: an
+    /// agreement on the arguments, the NaN counts' allreduce and, when some channel holds a NaN, the exact means'
+    /// allreduce and the halo exchanges (the first such call also makes the two halo plans, each collective).
+    template <class T>
+    [[nodiscard]] std::vector<double> operator()(FieldShard<T> field);
+
+  private:
+    ShardedGrid grid_;
+    FloodFillOptions options_;
+    std::string error_;         // what is wrong with the options for this grid (empty when nothing)
+    std::vector<double> taps_;  // the blur's
+    std::optional<PaddedHaloExchange> step_halo_;
+    std::optional<PaddedHaloExchange> blur_halo_;
+};
 
 }  // namespace gridshard

@@ -23,19 +23,12 @@
 #include <string_view>
 #include <vector>
 
+#include <memory>
+
+#include "gridshard/geometry/sphere_quadrature.hpp"
 #include "gridshard/metrics/field.hpp"
 
 namespace gridshard {
-
-/// The latitude quadrature the transform assumes (torch-harmonics' `grid`). Row 0 is the north pole side.
-enum class SphereGrid {
-    /// Gauss-Legendre nodes and weights (ACE's choice, whatever the file's latitudes are).
-    legendre_gauss,
-    /// Clenshaw-Curtis: equally spaced colatitudes with both poles (torch-harmonics' "equiangular").
-    equiangular,
-    /// Gauss-Legendre-Lobatto: both poles and the roots of P'_{n-1}.
-    lobatto,
-};
 
 /// How the degrees' power sums over orders m.
 enum class SpectrumConvention {
@@ -82,26 +75,15 @@ enum class ZonalWeighting {
     circumference,  ///< 2 pi R cos(lat), R = 6,367,500 m (WeatherBench 2's zonal energy spectrum)
 };
 
-/// Parsers and names: "legendre-gauss", "equiangular", "lobatto"; "ace", "full"; "automatic", "field-owners",
-/// "transposes"; "torch-harmonics-0.8", "triangular"; "none", "cos-lat", "circumference". The parsers throw
+/// Parsers and names: "ace", "full"; "automatic", "field-owners", "transposes"; "torch-harmonics-0.8",
+/// "triangular"; "none", "cos-lat", "circumference" (the grids': geometry/sphere_quadrature.hpp). The parsers throw
 /// ArgumentError naming the value.
-[[nodiscard]] SphereGrid parse_sphere_grid(std::string_view text);
-[[nodiscard]] std::string_view to_string(SphereGrid grid) noexcept;
 [[nodiscard]] SpectrumConvention parse_spectrum_convention(std::string_view text);
 [[nodiscard]] std::string_view to_string(SpectrumConvention convention) noexcept;
 [[nodiscard]] SpectrumMode parse_spectrum_mode(std::string_view text);
 [[nodiscard]] SpectrumTruncation parse_spectrum_truncation(std::string_view text);
 [[nodiscard]] std::string_view to_string(SpectrumTruncation truncation) noexcept;
 [[nodiscard]] ZonalWeighting parse_zonal_weighting(std::string_view text);
-
-/// Quadrature nodes `cos(theta_k)` ascending from -1 to 1 and weights summing to 2, for `nlat` rows, as
-/// torch-harmonics forms them before its flip (legendre_gauss_weights, clenshaw_curtiss_weights,
-/// lobatto_weights). No MPI calls.
-struct SphereQuadrature {
-    std::vector<double> nodes;
-    std::vector<double> weights;
-};
-[[nodiscard]] SphereQuadrature sphere_quadrature(SphereGrid grid, std::int64_t nlat);
 
 /// The degrees L and orders M the spec gives for `grid`; throws ArgumentError naming lmax or mmax when
 /// they exceed what the grid resolves (mmax > nlon / 2 + 1, lmax > nlat). No MPI calls.
@@ -110,12 +92,6 @@ struct SpectrumSize {
     std::int64_t mmax = 0;
 };
 [[nodiscard]] SpectrumSize spectrum_size(const SpectrumSpec& spec, GridShape grid);
-
-/// The largest distance in degrees between `lat_deg` (a grid's latitudes, either order) and the latitudes of the
-/// nodes of `grid` with as many rows, which the transform assumes whatever the file's latitudes are (as ACE does);
-/// a front end warns when it exceeds a rounding (the equiangular nodes of a 0.25 degree grid are its latitudes, the
-/// legendre-gauss ones are not). No MPI calls.
-[[nodiscard]] double latitude_offset_from_nodes_deg(SphereGrid grid, std::span<const double> lat_deg);
 
 /// ACE's summaries of a mean predicted spectrum against the mean target one (fme's power spectrum aggregator,
 /// `_get_spectrum_metrics`): with r_l = prediction_l / target_l - 1 over the L degrees, the smallest scale's r_{L-1},
@@ -135,12 +111,59 @@ struct SpectrumBiases {
 /// rank of the spatial group. `c_lm = sum_k q_k Pbar_lm(x_k) X_m(theta_k)`, `X_m = (2 pi / nlon) rfft`,
 /// orthonormal Pbar, row 0 at x = 1 (torch-harmonics' RealSHT); `P_l = sum_{m < min(l + 1, M)} f_m |c_lm|^2`
 /// with f_m = 1 (ace) or 2 for m > 0 (full). Values that are not finite propagate into their channel's
-/// spectrum (fill them first). Collective over `spatial`: an agreement on the arguments, then one
-/// all-to-all of the input (field owners) or two (rows over lon, then complex orders over spatial), and
-/// an all-gather of the spectra or an all-reduce of their exact sums over m.
+/// spectrum (fill them first). Collective over `spatial`: an agreement on the arguments, then two all-to-alls (of
+/// whole rows in the input's own type, then of complex orders; in field-owner mode the second moves nothing between
+/// ranks), a small all-reduce of the terms' exponent range and an all-reduce of the exact sums over m in the window
+/// it gives (comm/exact_allreduce.hpp). Plans its transform for this call alone (SpectrumPlan below keeps the plan
+/// for the next).
 template <class T>
 [[nodiscard]] std::vector<double> spherical_power_spectrum(const ShardedGrid& grid, FieldShard<T> field,
                                                            const SpectrumSpec& spec = {});
+
+/// spherical_power_spectrum planned once for fields of `channels` channels on `grid` and reused: who owns which rows
+/// and (channel, m) columns, the quadrature, the Legendre recurrence's diagonals and the row transforms are made by
+/// the constructor, not by each call (a spec the grid cannot take is kept and raised, on every rank alike, by each
+/// call). Keeps a copy of the grid's mesh (sharing its communicators), so it may outlive the grid; movable, not
+/// copyable, and one call at a time: the calls share its row transforms and its working memory, which the first call
+/// makes and the plan keeps until it goes (the Fourier columns of the orders this rank owns, 32 bytes per
+/// hemisphere row of each, and each thread's exact sums), so that no later call takes fresh pages.
+///
+/// @code
+///   #include "gridshard/metrics/spectrum.hpp"
+///   // The spectra of many steps of the same fields: planned once.
+///   void spectra(const gridshard::ShardedGrid& grid, const std::vector<std::vector<float>>& steps,
+///                std::int64_t channels, std::vector<std::vector<double>>& out) {
+///       gridshard::SpectrumPlan plan(grid, channels);  // no MPI calls
+///       for (const std::vector<float>& shard : steps) {
+///           out.push_back(plan(gridshard::FieldShard<float>{shard, channels}));  // collective over `spatial`
+///       }
+///   }
+/// @endcode
+class SpectrumPlan {
+  public:
+    /// No MPI calls.
+    SpectrumPlan(const ShardedGrid& grid, std::int64_t channels, const SpectrumSpec& spec = {});
+    SpectrumPlan(SpectrumPlan&&) noexcept;
+    SpectrumPlan& operator=(SpectrumPlan&&) noexcept;
+    SpectrumPlan(const SpectrumPlan&) = delete;
+    SpectrumPlan& operator=(const SpectrumPlan&) = delete;
+    ~SpectrumPlan();
+
+    /// The channels of the fields it takes, and L, the degrees of each channel's spectrum (0 when the spec does not
+    /// apply to the grid).
+    [[nodiscard]] std::int64_t channels() const noexcept;
+    [[nodiscard]] std::int64_t degrees() const noexcept;
+
+    /// spherical_power_spectrum(grid, field, spec): the same bits, the same messages. Collective over `spatial`: an
+    /// agreement on the arguments (the field's channels, which must be the plan's, and element size, and the spec),
+    /// then the all-to-alls and the all-reduce of the exact sums.
+    template <class T>
+    [[nodiscard]] std::vector<double> operator()(FieldShard<T> field);
+
+  private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
 
 /// The zonal power spectrum of each row of this rank's box: `(channels, box rows, nlon / 2 + 1)` in double,
 /// `w_k f_m |rfft(x)_m / nlon|^2` with f_m = 1 at m = 0 and 2 elsewhere (the Nyquist bin included, as

@@ -32,8 +32,11 @@
 /// keeps the range of limbs it uses, so normalising, negating, merging and rounding cost a few limbs for
 /// the sums of one field, not 140.
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -71,6 +74,8 @@ class ExactSum {
     /// Adds `factor * other` exactly (every limb of `other` times `factor`, no rounding): with the
     /// expansion below, the exact product of two exact sums (the variance's `W*Sxx - Sx^2`).
     void add_scaled(const ExactSum& other, double factor) noexcept;
+    /// Makes the sum zero again, touching only the limbs it uses (cheaper than assigning a new one).
+    void clear() noexcept;
 
     /// The sum rounded to nearest, ties to even; NaN or +-inf when those were added.
     [[nodiscard]] double to_double() const noexcept;
@@ -127,6 +132,28 @@ template <class T>
     constexpr int last = (highest_bit - ExactSum::lowest_exponent) / ExactSum::limb_bits + 2;
     return {first, last - first};
 }
+
+/// The lowest and highest binary exponents of the finite non-zero values added to some sums (empty: lowest above
+/// highest).
+struct ExponentRange {
+    int lowest = std::numeric_limits<int>::max();
+    int highest = -std::numeric_limits<int>::max();  // negatable, so that a MIN reduction can merge both bounds
+    void add(double value) noexcept {
+        if (value != 0.0 && std::isfinite(value)) {
+            const int e = std::ilogb(value);
+            lowest = std::min(lowest, e);
+            highest = std::max(highest, e);
+        }
+    }
+    void add(const ExponentRange& other) noexcept {
+        lowest = std::min(lowest, other.lowest);
+        highest = std::max(highest, other.highest);
+    }
+};
+
+/// The limb window that holds every sum of up to `terms` values within `range` (and each product's rounding, down
+/// to 2^-1074), with a margin; `{0, 1}` for an empty range.
+[[nodiscard]] LimbWindow window_for_range(const ExponentRange& range, std::int64_t terms) noexcept;
 
 /// Adds `factor * sum(values[0..n))` to `sum`, exactly (see the file comment for the block algorithm).
 /// A zero factor adds nothing, NaN included. No MPI calls.

@@ -1,0 +1,60 @@
+#pragma once
+// The fixed-point path (numerics/fixed_point.hpp) of the term engine's float rows with a row weight in exact mode:
+// the range of the row's masked values proves one grid for each kind of term, and one pass forms every term and adds
+// it to its digit sums; a row whose range the grids cannot hold (NaN, infinities, or non-zero magnitudes more than
+// 2^27 apart) takes the per-row path (term_engine.cpp, exact_products.hpp). Both paths are exact, so the bits do not
+// depend on which one a row took. Internal to the metrics layer; no MPI calls.
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+#include "gridshard/metrics/field.hpp"
+#include "partial_sums.hpp"
+#include "term_rows.hpp"
+
+namespace gridshard::detail {
+
+/// A float row pair's count of valid points, the largest magnitude among them and among their differences
+/// `y - x` (rounded to float, which keeps it a bound: 2^k is a float), and a lower bound of their non-zero
+/// magnitudes (bit patterns).
+struct FloatRowRange {
+    std::int64_t valid = 0;
+    std::uint32_t largest = 0;
+    std::uint32_t largest_difference = 0;
+    std::uint32_t smallest = 0;  // 0 when every value is zero
+};
+
+/// The range of the float row `x` (and `y`, unless null) of `n` points under `policy`.
+[[nodiscard]] FloatRowRange float_row_range(ValidityPolicy policy, const float* x, const float* y,
+                                            std::int64_t n) noexcept;
+
+/// The slots of a fixed-point row's terms, -1 where not requested: the valid weight, then the six sums in the
+/// order truth, prediction, truth_square, prediction_square, difference_square, cross.
+struct FixedPointSlots {
+    std::int64_t weight = -1;
+    std::array<std::int64_t, 6> sums{-1, -1, -1, -1, -1, -1};
+    [[nodiscard]] bool moments() const noexcept { return sums[2] >= 0 || sums[3] >= 0 || sums[4] >= 0 || sums[5] >= 0; }
+};
+
+/// Adds the requested terms of the float row x (and y, unless null) of weight `factor` through the fixed-point
+/// path; returns false, adding nothing, when the row's range needs the per-row path.
+bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const float* x, const float* y, std::int64_t n,
+                         double factor, const FixedPointSlots& slots);
+
+/// The fixed-point path of a row when it applies (float values, a row weight, exact sums); false otherwise, or
+/// when the row's range needs the per-row path.
+template <class V>
+bool try_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const V* x, const V* y, const Row<V>& row,
+                         const FixedPointSlots& slots) {
+    if constexpr (!std::is_same_v<V, float>) {
+        return false;
+    } else {
+        if (!sums.exact_mode() || row.point_weights != nullptr) {
+            return false;
+        }
+        return add_fixed_point_row(policy, sums, x, y, row.cols, row.factor, slots);
+    }
+}
+
+}  // namespace gridshard::detail
