@@ -17,7 +17,7 @@ import os
 import sys
 import tempfile
 
-from check_support import main as run_check, self_test_verdict
+from check_support import main as run_check, self_test_verdict, write_tree
 
 PACKAGE = "gridshard"
 # Compiled modules of the package: imported like the others, importing none of them.
@@ -151,10 +151,7 @@ def self_test():
         "python/gridshard/pkg/three.py": "from . import helper\n\nm = 1\n",
     }
     with tempfile.TemporaryDirectory() as root:
-        for name, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
-            with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
-                handle.write(text)
+        write_tree(root, files)
         problems = check(root)
     expected = ["import circle gridshard.a -> gridshard.b -> gridshard.a",
                 "import circle gridshard.pkg -> gridshard.pkg.three -> gridshard.pkg"]

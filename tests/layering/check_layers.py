@@ -22,7 +22,7 @@ import re
 import sys
 import tempfile
 
-from check_support import main as run_check, self_test_verdict
+from check_support import main as run_check, self_test_verdict, write_tree
 
 # Each layer and the layers it may include (besides itself).
 LAYERS = {
@@ -250,10 +250,7 @@ def self_test():
         "apps/tool/main.cpp": '#include "gridshard/numerics/sum.hpp"\n\nint main() { gridshard::detail::f(); }\n',
     }
     with tempfile.TemporaryDirectory() as root:
-        for name, text in files.items():
-            os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
-            with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
-                handle.write(text)
+        write_tree(root, files)
         problems = check(root)
         expected = ["include/gridshard/core/bad.hpp:2: upward include", "apps/tool/main.cpp:3: front end uses",
                     "include/gridshard/gridshard.hpp:1: the umbrella header omits the public header "

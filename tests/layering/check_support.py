@@ -6,6 +6,14 @@ import os
 import sys
 
 
+def write_tree(root, files):
+    """Writes `files` ({path relative to `root`: text}) under `root`, making their folders: a self-test's tree."""
+    for name, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, name)), exist_ok=True)
+        with open(os.path.join(root, name), "w", encoding="utf-8") as handle:
+            handle.write(text)
+
+
 def self_test_verdict(tool, missing, extra, reported):
     """0 when a self-test's planted problems were all reported and nothing else (printing `reported`), else 1 with
     each problem not reported (`missing`) and each reported wrongly (`extra`) on stderr."""
