@@ -226,6 +226,10 @@ class PythonAggregator {
         }
         chosen.add(std::span<const double>(&args_.crps_alpha, 1));
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
+        // The registry's scores of the report (register_score on one rank only would change what this rank forms).
+        for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true})) {
+            chosen.add(s->key);
+        }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
             chosen.add(name);
         }
@@ -237,7 +241,7 @@ class PythonAggregator {
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
              args_.maps ? 1 : 0, static_cast<std::int64_t>(options.policy), static_cast<std::int64_t>(options.report)},
             "the aggregator's initial conditions, members, lead times, channels, counted lead times, "
-            "maps, policy, report, latitudes, scores and whether a mask is given");
+            "maps, policy, report, latitudes, scores (and the registry's) and whether a mask is given");
         check_ranges(mesh.mesh(), args_.mine, args_.initial_conditions);
         options.summation = mesh.summation();
         options.counted_leads = args_.counted_leads;
