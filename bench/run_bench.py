@@ -13,7 +13,8 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      gather-then-torch path against gridshard.Distributed on the same shards; small_call_bench and
      python_overhead.py (mpirun -n 1), one small weighted_mean call in C++ and through Python;
      python_zero_copy.py (a fresh process each for numpy and torch), the peak memory a weighted_mean of a
-     1 GiB field adds.
+     1 GiB field adds; differentiated_call.py (mpirun -n 4, 1x2x2), differentiated reductions against the plain
+     calls.
   7. ensemble_bench (mpirun -n 1, one thread and all cores): the five ensemble scores of 16 members of a
      721 x 1440 field against a plain read of the members, and numpy_ensemble.py on the same arrays.
   8. gridshard eval (one process) against numpy_forecast.py (netCDF4 + numpy) on an ACE-layout forecast
@@ -105,6 +106,8 @@ TARGETS = [
     ("python_gradmag_vs_ace_gather_1x2x2", 40.0, ">=",
      "t_ace / t_gridshard from Python, 4 ranks: gloo gathers + torch vs Distributed, (3,721,1440) f32"),
     ("python_overhead_small_us", 30.0, "<=", "us per weighted_mean call, Python minus C++, (8,16) f32, 1 rank"),
+    ("python_differentiated_weighted_mean_over_plain_1x2x2", None, None,
+     "t (forward + backward) / t plain call, weighted_mean of a (4,32,64) f32 tensor, 4 ranks (one library call)"),
     ("python_zero_copy", 0.05, "<", "peak RSS increase / nbytes, weighted_mean of 1 GiB f32, max of numpy, torch"),
     ("ensemble_scores_fraction_of_read", 0.10, ">=",
      "t_read / t_ensemble_scores, 16 members x (721,1440) f32, five scores, 1 thread"),
@@ -113,7 +116,8 @@ TARGETS = [
     ("forecast_eval_speedup_vs_numpy", 5.0, ">=",
      "netCDF4 + numpy / gridshard eval, ACE layout 2 ICs x 8 members x 4 leads (721,1440) f32, 1 process"),
 ]
-PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy")
+PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy",
+               "python_differentiated_weighted_mean_over_plain_1x2x2")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
@@ -321,6 +325,11 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         problems.append("gridshard.Distributed and ACE's gather path disagree on gradient_magnitude_percent_diff: "
                         f"{gradmag['gridshard_vs_ace_max_relative_difference']:.3g}")
 
+    # Differentiated reductions against the plain calls, four ranks on a 1x2x2 mesh.
+    run([mpiexec, "-n", "4", *mpi_flags, python, BENCH_DIR / "differentiated_call.py",
+         out_dir / "python_differentiated_call.json", "--repetitions", str(max(21, 5 * repetitions))], env=py_env)
+    differentiated = load(out_dir / "python_differentiated_call.json")
+
     # One small call, C++ and Python: medians of samples of 20000 calls, the two programs run alternately in
     # three rounds (they cannot share a process), so a drifting machine load hits both alike.
     samples = str(max(3, repetitions // 4))
@@ -355,6 +364,8 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],
         "python_overhead_small_us": py["t_call_us"] - cpp["t_call_us"],
         "python_zero_copy": max(z["fraction"] for z in zero_copy.values()),
+        "python_differentiated_weighted_mean_over_plain_1x2x2":
+            differentiated["calls"]["weighted_mean (4, 32, 64)"]["differentiated_over_plain"],
     }
     details = {
         "gradmag_1x2x2": without_samples(gradmag),
@@ -368,6 +379,7 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
             "python_vs_cpp_max_relative_difference": small_agreement,
         },
         "zero_copy": zero_copy,
+        "differentiated_calls_1x2x2": differentiated["calls"],
     }
     samples_s = {
         "gradmag_1x2x2": {k: v for k, v in gradmag.items() if k.startswith("samples_")},

@@ -16,6 +16,7 @@
 #include "gridshard/io/output_file.hpp"
 #include "options.hpp"
 #include "report.hpp"
+#include "setting_flags.hpp"
 
 namespace gridshard::cli {
 namespace {
@@ -84,7 +85,7 @@ void warn_about_latitudes(const Communicator& world, const EvaluationResult& res
 // Prints a failure every rank knows once, by world rank 0, and returns the exit status of its kind.
 int report_failure(const Communicator& world, const std::string& message, ErrorKind kind) {
     if (world.rank() == 0) {
-        std::cerr << "gridshard: error: " << message << "\n";
+        std::cerr << "gridshard: error: " << with_flags(message) << "\n";
     }
     return kind == ErrorKind::argument ? exit_usage : exit_failure;
 }
@@ -174,7 +175,7 @@ int run_eval(const EvalOptions& options) {
         return report_failure(world, error.what(), ErrorKind::system);
     } catch (const std::exception& error) {
         // Seen by this rank only (an MPI failure, memory exhausted mid-run): end every rank now.
-        std::cerr << "gridshard: error on rank " << world.rank() << ": " << error.what() << "\n";
+        std::cerr << "gridshard: error on rank " << world.rank() << ": " << with_flags(error.what()) << "\n";
         MpiEnvironment::abort(exit_failure);
     }
 }

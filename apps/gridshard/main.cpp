@@ -14,6 +14,7 @@
 #include "gridshard/comm/communicator.hpp"
 #include "gridshard/comm/environment.hpp"
 #include "gridshard/core/error.hpp"
+#include "setting_flags.hpp"
 
 namespace {
 
@@ -53,7 +54,7 @@ int run(int argc, char** argv) {
         say_once(std::cout, app.help("", CLI::AppFormatMode::All));
         return 0;
     } catch (const CLI::ParseError& error) {
-        say_once(std::cerr, std::string("gridshard: error: ") + error.what() + "\n");
+        say_once(std::cerr, "gridshard: error: " + gridshard::cli::with_flags(error.what()) + "\n");
         return gridshard::cli::exit_usage;
     }
 
@@ -65,10 +66,10 @@ int run(int argc, char** argv) {
             return eval();  // prints its own errors, once
         }
     } catch (const gridshard::ArgumentError& error) {
-        say_once(std::cerr, std::string("gridshard: error: ") + error.what() + "\n");
+        say_once(std::cerr, "gridshard: error: " + gridshard::cli::with_flags(error.what()) + "\n");
         return gridshard::cli::exit_usage;
     } catch (const std::exception& error) {
-        std::cerr << "gridshard: error: " << error.what() << "\n";
+        std::cerr << "gridshard: error: " << gridshard::cli::with_flags(error.what()) << "\n";
         return gridshard::cli::exit_failure;
     }
     return gridshard::cli::exit_usage;
@@ -84,7 +85,7 @@ int main(int argc, char** argv) {
     try {
         return run(argc, argv);
     } catch (const std::exception& error) {
-        std::cerr << "gridshard: error: " << error.what() << "\n";
+        std::cerr << "gridshard: error: " << gridshard::cli::with_flags(error.what()) << "\n";
         return gridshard::cli::exit_failure;
     }
 }

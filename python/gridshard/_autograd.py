@@ -1,16 +1,16 @@
 """Gradients through gridshard's spatial reductions and halo exchange, for torch tensors that require grad.
 
-Every reduction is a function of a few global sums of per-point terms, ``value = F(S_1, ..., S_k)``, with
-``S_j = sum over the grid of t_j(x)`` (a weighted sum, the total weight, the sum of squared deviations, ...). The
-forward pass gives the library's value (exact, the same bits on every mesh) and the global sums it needs (from the
-library too); the backward pass forms ``c_j = g dF/dS_j`` from those sums (the same numbers on every rank of the
-spatial group) and then the gradient of ``sum_j c_j s_j(x)`` over this rank's own points, ``s_j`` the local part of
-``S_j``: so each rank gets the gradient of the global loss with respect to its own shard, with no communication
-(the result is replicated on the spatial group, so the gradient of a sum is local), and per point the same
-arithmetic whatever the mesh: gradients of the exact reductions are the same bits on every layout. Terms that read
-neighbours (the gradient magnitude) have their backward from the library's adjoint kernel, which exchanges halos:
-those reductions communicate in the backward pass too, where they must; so does ``halo_exchange``, whose backward is
-the adjoint exchange.
+Every reduction is a function of a few global sums of per-point terms, ``value = F(S_1, ..., S_k)``, with ``S_j =
+sum over the grid of t_j(x)`` (a weighted sum, the total weight, the sum of squared deviations, ...). The forward
+pass gives the library's value (exact, the same bits on every mesh) and the global sums it needs, both from one
+library call (one allreduce); the backward pass forms ``c_j = g dF/dS_j`` from those sums (the same numbers on every
+rank of the spatial group) and then the gradient of ``sum_j c_j s_j(x)`` over this rank's own points, ``s_j`` the
+local part of ``S_j``: so each rank gets the gradient of the global loss with respect to its own shard, with no
+communication (the result is replicated on the spatial group, so the gradient of a sum is local), and per point the
+same arithmetic whatever the mesh: gradients of the exact reductions are the same bits on every layout. Terms that
+read neighbours (the gradient magnitude) have their backward from the library's adjoint kernel, which exchanges
+halos: those reductions communicate in the backward pass too, where they must; so does ``halo_exchange``, whose
+backward is the adjoint exchange.
 
 Weights are constants (no gradient flows to them). torch is imported only when a tensor is given.
 """
@@ -66,22 +66,20 @@ def wanted(*values):
 
 
 class Rule:
-    """One reduction's gradient: ``value(*inputs)`` the library's value (a tensor of the leading shape, or that
-    shape with ``(1, 1)`` after it), ``sums(*inputs)`` the global sums (float64 tensors, each of the leading shape
-    or broadcastable to it), ``finalize(*sums)`` the value as a torch expression of the sums, ``local(*inputs)``
-    this rank's parts of the sums as torch expressions of its inputs (None for a sum that does not depend on them).
-    ``inputs`` are what the method took (tensors, or None); ``grad_of`` the positions of those that may need a
-    gradient. A rule whose terms read neighbours gives ``local_grads(coefficients, inputs, needs)`` instead of
-    ``local``: the gradients of ``sum_j c_j s_j`` itself (formed in its forward pass, so that the backward makes no
-    collective). A rule whose value is replicated over a group smaller than the spatial one (a zonal mean, over the
-    lon group) gives ``combine_upstream(grad)``: the sum of the replicas' upstream gradients (collective)."""
+    """One reduction's gradient: ``forward(*inputs)`` the library's value (a tensor of the leading shape, or that shape
+    with ``(1, 1)`` after it) and the global sums (float64 tensors, each of the leading shape or broadcastable to
+    it), both from one library call; ``finalize(*sums)`` the value as a torch expression of the sums,
+    ``local(*inputs)`` this rank's parts of the sums as torch expressions of its inputs (None for a sum that does
+    not depend on them). ``inputs`` are what the method took (tensors, or None); ``grad_of`` the positions of those
+    that may need a gradient. A rule whose terms read neighbours gives ``local_grads(coefficients, inputs, needs)``
+    instead of ``local``: the gradients of ``sum_j c_j s_j`` itself (formed in its forward pass, so that the
+    backward makes no collective). A rule whose value is replicated over a group smaller than the spatial one (a
+    zonal mean, over the lon group) gives ``combine_upstream(grad)``: the sum of the replicas' upstream gradients
+    (collective)."""
 
     grad_of = (0,)
 
-    def value(self, *inputs):
-        raise NotImplementedError
-
-    def sums(self, *inputs):
+    def forward(self, *inputs):
         raise NotImplementedError
 
     def finalize(self, *sums):
@@ -98,8 +96,8 @@ def _make_reduction():
         @staticmethod
         def forward(ctx, rule, *inputs):
             with _grad_call():
-                value = rule.value(*inputs)
-                ctx.sums = [s.detach() for s in rule.sums(*inputs)]
+                value, sums = rule.forward(*inputs)
+                ctx.sums = [s.detach() for s in sums]
             ctx.rule = rule
             ctx.shape = value.shape
             ctx.save_for_backward(*[x if isinstance(x, torch.Tensor) else None for x in inputs])
@@ -223,7 +221,7 @@ def _function(name, make):
 
 
 def reduce(rule, *inputs):
-    """``rule.value(*inputs)``, with the gradient the rule describes."""
+    """``rule.forward(*inputs)``'s value, with the gradient the rule describes."""
     return _function("reduction", _make_reduction).apply(rule, *inputs)
 
 

@@ -37,22 +37,13 @@ def weights_like(weights, x):
     return torch.broadcast_to(w, (rows, cols))
 
 
-def _leading(value, keepdim):
-    return value.reshape(value.shape[:-2]) if keepdim else value
-
-
 def _spatial_sum(values):
     return values.sum(dim=(-2, -1))
 
 
-def _total_weight(dist, weights, x, where=None):
-    """``sum a`` over the grid (``where``: only where it holds, per leading index), exact, float64."""
-    torch = _torch()
-    if where is None:
-        ones = np.ones(tuple(x.shape[-2:]), dtype=np.float64)
-        return _as_float64(dist.weighted_sum(ones, _weights_arg(weights)), x)
-    indicator = where.detach().to("cpu", torch.float64).numpy()
-    return _as_float64(dist.weighted_sum(indicator, _weights_arg(weights)), x)
+def _keep(value, field, keepdim):
+    """A per-channel result with ``(1, 1)`` after its leading dims when ``keepdim``, as the plain call gives it."""
+    return value.reshape(field.leading + (1, 1)) if keepdim else value
 
 
 def _weights_arg(weights):
@@ -126,11 +117,9 @@ class WeightedSum(_autograd.Rule):
     def __init__(self, dist, weights, keepdim):
         self.dist, self.weights, self.keepdim = dist, weights, keepdim
 
-    def value(self, x):
-        return self.dist.weighted_sum(x.detach(), _weights_arg(self.weights), keepdim=self.keepdim)
-
-    def sums(self, x):
-        return [_leading(_as_float64(self.value(x), x), self.keepdim)]
+    def forward(self, x):
+        value, _, _, field = self.dist._weighted_statistics("sum", x.detach(), _weights_arg(self.weights))
+        return _keep(value, field, self.keepdim), [_as_float64(value, x)]
 
     def finalize(self, s):
         return s
@@ -143,16 +132,14 @@ class WeightedSum(_autograd.Rule):
 class WeightedMean(_autograd.Rule):
     """``sum where(a != 0, x, 0) a / sum a`` (``valid_only``: both sums over the points that are not NaN)."""
 
-    def __init__(self, dist, weights, keepdim=False, valid_only=False, method="weighted_mean"):
-        self.dist, self.weights, self.keepdim, self.valid_only, self.method = dist, weights, keepdim, valid_only, method
+    def __init__(self, dist, weights, keepdim=False, valid_only=False):
+        self.dist, self.weights, self.keepdim, self.valid_only = dist, weights, keepdim, valid_only
 
-    def value(self, x):
-        return getattr(self.dist, self.method)(x.detach(), _weights_arg(self.weights), keepdim=self.keepdim)
-
-    def sums(self, x):
-        mean = _leading(_as_float64(self.value(x), x), self.keepdim)
-        total = _total_weight(self.dist, self.weights, x, ~_torch().isnan(x) if self.valid_only else None)
-        return [mean * total, total]
+    def forward(self, x):
+        statistic = "nanmean" if self.valid_only else "mean"
+        value, total, _, field = self.dist._weighted_statistics(statistic, x.detach(), _weights_arg(self.weights))
+        total = _as_float64(total, x)
+        return _keep(value, field, self.keepdim), [_as_float64(value, x) * total, total]
 
     def finalize(self, s1, s0):
         return s1 / s0
@@ -171,14 +158,11 @@ class WeightedStd(_autograd.Rule):
     def __init__(self, dist, weights):
         self.dist, self.weights = dist, weights
 
-    def value(self, x):
-        return self.dist.weighted_std(x.detach(), _weights_arg(self.weights))
-
-    def sums(self, x):
-        std = _as_float64(self.value(x), x)
-        total = _total_weight(self.dist, self.weights, x)
-        self.mean = _as_float64(self.dist.weighted_mean(x.detach(), _weights_arg(self.weights)), x)
-        return [std * std * total, total]
+    def forward(self, x):
+        value, total, mean, field = self.dist._weighted_statistics("std", x.detach(), _weights_arg(self.weights))
+        std, total = _as_float64(value, x), _as_float64(total, x)
+        self.mean = _as_float64(metric_result(mean, field), x)  # as weighted_mean gives it, in the field's dtype
+        return value, [std * std * total, total]
 
     def finalize(self, squares, total):
         return (squares / total).sqrt()
@@ -198,14 +182,11 @@ class Paired(_autograd.Rule):
     def __init__(self, dist, weights, kind):
         self.dist, self.weights, self.kind = dist, weights, kind
 
-    def value(self, truth, predicted):
-        method = self.dist.weighted_mean_bias if self.kind == "bias" else self.dist.root_mean_squared_error
-        return method(truth.detach(), predicted.detach(), _weights_arg(self.weights))
-
-    def sums(self, truth, predicted):
-        value = _as_float64(self.value(truth, predicted), truth)
-        total = _total_weight(self.dist, self.weights, truth)
-        return [(value if self.kind == "bias" else value * value) * total, total]
+    def forward(self, truth, predicted):
+        value, total, _, _ = self.dist._weighted_statistics(self.kind, truth.detach(), _weights_arg(self.weights),
+                                                            predicted=predicted.detach())
+        v, total = _as_float64(value, truth), _as_float64(total, truth)
+        return value, [(v if self.kind == "bias" else v * v) * total, total]
 
     def finalize(self, s, total):
         return s / total if self.kind == "bias" else (s / total).sqrt()
@@ -225,42 +206,33 @@ class Regional(WeightedMean):
         super().__init__(dist, None, keepdim)
         self.base, self.region = weights, regional_weights
 
-    def value(self, x):
-        return self.dist.regional_weighted_mean(x.detach(), _weights_arg(self.base), _weights_arg(self.region),
-                                                keepdim=self.keepdim)
-
-    def sums(self, x):
-        torch = _torch()
-        mean = _leading(_as_float64(self.value(x), x), self.keepdim)
-        combined = (weights_like(self.base, x) * weights_like(self.region, x)).to("cpu").numpy()
-        total = _as_float64(self.dist.weighted_sum(np.ones(tuple(x.shape[-2:])), combined), x)
-        self.weights = torch.as_tensor(combined, device=x.device)
-        return [mean * total, total]
+    def forward(self, x):
+        value, total, _, field = self.dist._weighted_statistics("mean", x.detach(), _weights_arg(self.base),
+                                                                regional_weights=_weights_arg(self.region))
+        total = _as_float64(total, x)
+        self.weights = weights_like(self.base, x) * weights_like(self.region, x)  # local()'s weights
+        return _keep(value, field, self.keepdim), [_as_float64(value, x) * total, total]
 
 
 class ZonalMean(_autograd.Rule):
-    """``sum_lon where(valid, x, 0) / count_lon(valid)`` per row: the count from the library's zonal mean of the
-    validity times the number of longitudes (an integer, recovered exactly). The means are replicated over the lon
-    group, each replica feeding its own rank's part of the loss, so the backward first adds the replicas' upstream
-    gradients over the lon group (the adjoint of the forward's allreduce over lon)."""
+    """``sum_lon where(valid, x, 0) / count_lon(valid)`` per row, the count of valid points from the same library
+    call as the means. The means are replicated over the lon group, each replica feeding its own rank's part of the
+    loss, so the backward first adds the replicas' upstream gradients over the lon group (the adjoint of the forward's
+    allreduce over lon)."""
 
     def __init__(self, dist):
         self.dist = dist
 
-    def value(self, x):
+    def forward(self, x):
         self.x = x.detach()
-        return self.dist.zonal_mean(self.x)
+        out, field = self.dist._zonal_call(self.x, with_counts=True)
+        shape = field.leading + (field.rows,)
+        value = _arrays.like(out[0].astype(field.dtype, copy=False).reshape(shape), self.x)
+        count = _as_float64(out[1].reshape(shape), x)
+        return value, [_as_float64(value, x) * count, count]
 
     def combine_upstream(self, grad):
         return sum_over_lon(self.dist, grad, self.x)
-
-    def sums(self, x):
-        torch = _torch()
-        mean = _as_float64(self.value(x), x)
-        valid = (~torch.isnan(x.detach())).to("cpu", torch.float64).numpy()
-        nlon = self.dist._spatial_comm.allreduce(int(x.shape[-1])) // self.dist.spatial_parallelism[0]
-        count = torch.round(_as_float64(self.dist.zonal_mean(valid), x) * nlon)
-        return [mean * count, count]
 
     def finalize(self, s, count):
         return s / count
@@ -283,32 +255,22 @@ class Ensemble(_autograd.Rule):
     def _members(self, ensemble):
         return _torch().movedim(ensemble, self.member_dim, 0)
 
-    def value(self, truth, ensemble):
-        method = {"crps": self.dist.crps, "fair_crps": self.dist.crps, "spread": self.dist.ensemble_spread,
-                  "ensemble_mean_rmse": self.dist.ensemble_mean_rmse,
-                  "spread_skill_ratio": self.dist.spread_skill_ratio}[self.score]
-        extra = {"fair": self.score == "fair_crps"} if self.score in ("crps", "fair_crps") else {}
-        return method(truth.detach(), ensemble.detach(), _weights_arg(self.weights), member_dim=self.member_dim,
-                      **extra)
-
     def _valid(self, truth, members):
         torch = _torch()
         return torch.isfinite(truth) & torch.isfinite(members).all(dim=0)
 
-    def sums(self, truth, ensemble):
-        members = self._members(ensemble.detach())
-        total = _total_weight(self.dist, self.weights, truth, self._valid(truth.detach(), members))
-        if self.score == "spread_skill_ratio":
-            spread = _as_float64(self.dist.ensemble_spread(truth.detach(), ensemble.detach(),
-                                                           _weights_arg(self.weights), member_dim=self.member_dim),
-                                 truth)
-            skill = _as_float64(self.dist.ensemble_mean_rmse(truth.detach(), ensemble.detach(),
-                                                             _weights_arg(self.weights), member_dim=self.member_dim),
-                                truth)
-            return [spread * spread * total, skill * skill * total]
-        value = _as_float64(self.value(truth, ensemble), truth)
+    def forward(self, truth, ensemble):
+        out, field = self.dist._ensemble_call(truth.detach(), ensemble.detach(), _weights_arg(self.weights),
+                                              self.member_dim, self.score, with_sums=True)
+        parts = out.reshape((-1,) + field.leading)
+        value = metric_result(parts[0], field)
+        total = _as_float64(parts[1], truth)
+        if self.score == "spread_skill_ratio":  # both as their own calls give them, in the field's dtype
+            spread, skill = (_as_float64(metric_result(parts[k], field), truth) for k in (2, 3))
+            return value, [spread * spread * total, skill * skill * total]
+        v = _as_float64(value, truth)
         squared = self.score in ("spread", "ensemble_mean_rmse")
-        return [(value * value if squared else value) * total, total]
+        return value, [(v * v if squared else v) * total, total]
 
     def finalize(self, s, other):
         if self.score in ("crps", "fair_crps"):
@@ -351,25 +313,23 @@ class GradientMagnitudeMean(_autograd.Rule):
         self.dist, self.weights, self.percent_diff, self.img_shape = dist, weights, percent_diff, img_shape
         self.grad_of = (0, 1) if percent_diff else (0,)
 
-    def value(self, *fields):
+    def forward(self, *fields):
+        """The value, and per field ``S = G W`` and ``W``: ``G`` the library's mean magnitude (exact) and ``W`` the
+        weight of the points whose magnitude is valid, both from one library call."""
         detached = [f.detach() for f in fields] + [None] * (2 - len(fields))
-        means, self.weights_of_points, as_result = gradient_magnitude_means(
+        means, weights_of_points, as_result = gradient_magnitude_means(
             self.dist, detached[0], detached[1], _weights_arg(self.weights), (-2, -1), self.img_shape)
-        self.means = means
         self.jacobians = [self._jacobian(f) if f.requires_grad else None for f in fields]
         if self.percent_diff:  # the library's formula on the library's means: the bits of the plain call
-            return as_result(_core.percent_difference(means[0].reshape(-1), means[1].reshape(-1)))
-        return as_result(means[0])
-
-    def sums(self, *fields):
-        """Per field ``S = G W`` and ``W``, ``G`` the library's mean magnitude (exact) and ``W`` the weight of the
-        points whose magnitude is valid, both from value()'s call."""
-        out = []
+            value = as_result(_core.percent_difference(means[0].reshape(-1), means[1].reshape(-1)))
+        else:
+            value = as_result(means[0])
+        sums = []
         for k, f in enumerate(fields):
-            mean = _as_float64(self.means[k], f)
-            weight = _as_float64(self.weights_of_points[k], f)
-            out += [mean * weight, weight]
-        return out
+            mean = _as_float64(means[k], f)
+            weight = _as_float64(weights_of_points[k], f)
+            sums += [mean * weight, weight]
+        return value, sums
 
     def finalize(self, *sums):
         if self.percent_diff:

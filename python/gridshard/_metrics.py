@@ -21,18 +21,52 @@ class MetricsMixin:
 
     # ----- weighted reductions and paired scores -----
 
-    def _field_metric(self, kernel, data, weights, dim, keepdim=False):
+    def _field_call(self, kernel, data, weights, dim, per_channel=1):
+        """``kernel``'s float64 values (``per_channel`` per channel, each set channel-fastest) and the field read."""
         problems = Problems()
         field = Field(data, "data", problems)
         if field.buffer is not None:
             check_spatial_dims(dim, field.array.ndim, problems)
         w, form = weights_buffer(weights, field, problems)
-        out = np.empty(field.channels if not problems else 0, dtype=np.float64)
+        out = np.empty(per_channel * field.channels if not problems else 0, dtype=np.float64)
         signature = field.signature(weights is None)
         kernel(self._mesh, problems.text(), signature, field.buffer if not problems else None, w, form, out)
+        return out, field
+
+    def _field_metric(self, kernel, data, weights, dim, keepdim=False):
+        out, field = self._field_call(kernel, data, weights, dim)
         return metric_result(out, field, keepdim)
 
+    def _weighted_statistics(self, statistic, data, weights, predicted=None, regional_weights=None):
+        """A differentiated reduction's one library call (weighted_statistics): ``statistic`` of ``data`` (bias,
+        rmse: ``predicted`` against it; ``regional_weights``: with ``weights`` times them) over the spatial dims, as
+        ``(value, weights, means, field)``: the value as the plain call's result, then the float64 weight of the
+        points counted and (std) the means, per leading index. Collective over ``spatial``: one allreduce."""
+        def paired(mesh, problem, signature, t, p, w, form, out):
+            _core.weighted_statistics(mesh, problem, signature, statistic, t, p, w, form, None, out)
+
+        def regional(mesh, problem, signature, x, w, form, region, out):
+            _core.weighted_statistics(mesh, problem, signature, statistic, x, None, w, form, region, out)
+
+        def plain(mesh, problem, signature, x, w, form, out):
+            regional(mesh, problem, signature, x, w, form, None, out)
+
+        per_channel = 3 if statistic == "std" else 2
+        if predicted is not None:
+            out, field = self._paired_call(paired, data, predicted, weights, (-2, -1), per_channel=per_channel)
+        elif regional_weights is not None:
+            out, field = self._regional_call(regional, data, weights, regional_weights, (-2, -1), per_channel)
+        else:
+            out, field = self._field_call(plain, data, weights, (-2, -1), per_channel)
+        parts = out.reshape((per_channel, -1))
+        means = parts[2].reshape(field.leading) if per_channel == 3 else None
+        return metric_result(parts[0], field), parts[1].reshape(field.leading), means, field
+
     def _paired_metric(self, kernel, truth, predicted, weights, dim, *extra, problem=""):
+        out, t = self._paired_call(kernel, truth, predicted, weights, dim, *extra, problem=problem)
+        return metric_result(out, t)
+
+    def _paired_call(self, kernel, truth, predicted, weights, dim, *extra, problem="", per_channel=1):
         problems = Problems()
         if problem:
             problems.add(problem)
@@ -45,12 +79,12 @@ class MetricsMixin:
             elif p.buffer is not None and t.dtype != p.dtype:
                 problems.add(f"predicted: dtype {p.dtype} differs from truth's {t.dtype}")
         w, form = weights_buffer(weights, t, problems)
-        out = np.empty(t.channels if not problems else 0, dtype=np.float64)
+        out = np.empty(per_channel * t.channels if not problems else 0, dtype=np.float64)
         ok = not problems
         signature = t.signature(weights is None)
         kernel(self._mesh, problems.text(), signature, t.buffer if ok else None, p.buffer if ok else None, w, form,
                *extra, out)
-        return metric_result(out, t)
+        return out, t
 
     # A tensor that requires grad gets a result attached to the graph (docs/python.md, "Gradients"): the value is the
     # library's, the gradient each rank gets is that of the global value with respect to its own shard.
@@ -80,7 +114,7 @@ class MetricsMixin:
         ``spatial``."""
         if differentiable(dim, data):
             return _autograd.reduce(
-                _gradients.WeightedMean(self, weights, keepdim, valid_only=True, method="weighted_nanmean"), data)
+                _gradients.WeightedMean(self, weights, keepdim, valid_only=True), data)
         return self._field_metric(_core.weighted_nanmean, data, weights, dim, keepdim)
 
     def weighted_std(self, data, weights=None, dim=(-2, -1)):
@@ -155,16 +189,25 @@ class MetricsMixin:
     def _ensemble(self, truth, ensemble, weights, member_dim, score):
         if _autograd.wanted(truth, ensemble) and isinstance(member_dim, int):
             return _autograd.reduce(_gradients.Ensemble(self, weights, member_dim, score), truth, ensemble)
+        out, t = self._ensemble_call(truth, ensemble, weights, member_dim, score)
+        return metric_result(out, t)
+
+    def _ensemble_call(self, truth, ensemble, weights, member_dim, score, with_sums=False):
+        """The library's ``score`` per channel (float64) and the truth read; ``with_sums``: then the weight of the
+        points counted and, for the spread-skill ratio, the spread and the ensemble mean's RMSE (one set each).
+        Collective over ``spatial``: one allreduce."""
         problems = Problems()
         t = Field(truth, "truth", problems)
         members, count = self._stacked(t, ensemble, "ensemble", member_dim, problems)
         w, form = weights_buffer(weights, t, problems)
         ok = not problems
-        out = np.empty(t.channels if ok else 0, dtype=np.float64)
+        sets = 1 if not with_sums else 4 if score == "spread_skill_ratio" else 2
+        out = np.empty(sets * t.channels if ok else 0, dtype=np.float64)
         _core.ensemble_scores(self._mesh, problems.text(),
                               t.signature(weights is None, count, self._ENSEMBLE_SCORES.index(score)),
-                              t.buffer if ok else None, members if ok else None, count, w, form, score, out)
-        return metric_result(out, t)
+                              t.buffer if ok else None, members if ok else None, count, w, form, score, with_sums,
+                              out)
+        return out, t
 
     def crps(self, truth, ensemble, weights=None, member_dim=0, fair=False):
         """The continuous ranked probability score of an ensemble, the area-weighted mean of
@@ -219,6 +262,10 @@ class MetricsMixin:
         Collective over ``spatial``."""
         if differentiable(dim, data):
             return _autograd.reduce(_gradients.Regional(self, weights, regional_weights, keepdim), data)
+        out, field = self._regional_call(_core.regional_weighted_mean, data, weights, regional_weights, dim)
+        return metric_result(out, field, keepdim)
+
+    def _regional_call(self, kernel, data, weights, regional_weights, dim, per_channel=1):
         problems = Problems()
         field = Field(data, "data", problems)
         if field.buffer is not None:
@@ -233,27 +280,33 @@ class MetricsMixin:
                 problems.add(f"regional_weights: shape {np.shape(given)} does not broadcast to the shard")
             except Exception as error:  # noqa: BLE001 - a MemoryError from the copy, say: agreed below
                 problems.add(f"regional_weights: {type(error).__name__} on reading it: {error}")
-        out = np.empty(field.channels if not problems else 0, dtype=np.float64)
+        out = np.empty(per_channel * field.channels if not problems else 0, dtype=np.float64)
         ok = not problems
-        _core.regional_weighted_mean(
-            self._mesh, problems.text(), field.signature(weights is None), field.buffer if ok else None, w, form,
-            region, out
-        )
-        return metric_result(out, field, keepdim)
+        kernel(self._mesh, problems.text(), field.signature(weights is None), field.buffer if ok else None, w, form,
+               region, out)
+        return out, field
 
     def zonal_mean(self, data):
         """The NaN-aware mean over longitude of each local row, ``(..., h_local)``; NaN for an all-NaN row.
-        Collective over ``lon`` (differentiated: over ``spatial``, for the rows' valid counts)."""
+        Collective over ``lon``."""
         if _autograd.wanted(data) and getattr(data, "ndim", 0) >= 2:
             return _autograd.reduce(_gradients.ZonalMean(self), data)
+        out, field = self._zonal_call(data)
+        return _arrays.like(out[0].astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
+
+    def _zonal_call(self, data, with_counts=False):
+        """The library's zonal means, float64 ``(1, channels, rows)`` (``with_counts``: ``(2, ...)``, then the valid
+        points of each) and the field read. Collective over ``lon``: one allreduce."""
         problems = Problems()
         field = Field(data, "data", problems)
+        sets = 2 if with_counts else 1
         out = np.empty(0, dtype=np.float64)
         with problems.catching("data"):  # the result, allocated before the call's agreement
-            out = np.empty((field.channels, field.rows) if not problems else 0, dtype=np.float64)
+            out = np.empty((sets, field.channels, field.rows) if not problems else 0, dtype=np.float64)
         ok = not problems
-        _core.zonal_mean(self._mesh, problems.text(), field.signature(), field.buffer if ok else None, out.reshape(-1))
-        return _arrays.like(out.astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
+        _core.zonal_mean(self._mesh, problems.text(), field.signature(), field.buffer if ok else None, with_counts,
+                         out.reshape(-1))
+        return out, field
 
     def spherical_power_spectrum(self, data, grid="legendre-gauss", lmax=None, mmax=None, convention="ace",
                                  truncation="torch-harmonics-0.8", mode="automatic", dtype=None):

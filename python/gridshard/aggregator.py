@@ -25,14 +25,15 @@ def registered_scores():
 
 
 def register_score(report, key, definition, label="", ace_key="", policy="follows_option", ace_normalized=False,
-                   table_order=1000):
+                   ace_step_log="none", table_order=1000):
     """Adds a deterministic score to the library's registry (evaluation/score_registry.hpp, register_score): the
     Evaluator's definition ``definition`` (metrics/scores.hpp: ``"rmse"``, ``"bias"``, ``"std_pred"``, ...) under
     ``key`` in the ``report`` ("forecast" or "pair"), with ACE's log key ``ace_key`` (``{var}`` for the variable;
-    ``ace_normalized``: logged on the normalised fields too). Every Aggregator (and ACE drop-in) built afterwards
-    forms and reports it. Call it on every rank alike, before building aggregators. No MPI calls."""
+    ``ace_normalized``: logged on the normalised fields too; ``ace_step_log``: logged by ACE's ``mean_step_<k>``
+    metric, ``"none"``, ``"fields"`` or ``"fields_and_normalized"``). Every Aggregator (and ACE drop-in) built
+    afterwards forms and reports it. Call it on every rank alike, before building aggregators. No MPI calls."""
     _core.register_score(report, key, definition, label=label, ace_key=ace_key, policy=policy,
-                         ace_normalized=ace_normalized, table_order=table_order)
+                         ace_normalized=ace_normalized, ace_step_log=ace_step_log, table_order=table_order)
 
 
 class Aggregator:

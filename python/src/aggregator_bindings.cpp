@@ -536,6 +536,7 @@ void bind_aggregator(py::module_& m) {
                 d["combination"] = std::string(to_string(s.combination));
                 d["policy"] = std::string(to_string(s.policy));
                 d["ace_normalized"] = s.ace_normalized;
+                d["ace_step_log"] = std::string(to_string(s.ace_step_log));
                 out.append(d);
             }
             return out;
@@ -544,7 +545,8 @@ void bind_aggregator(py::module_& m) {
     m.def(
         "register_score",
         [](const std::string& report, const std::string& key, const std::string& definition, const std::string& label,
-           const std::string& ace_key, const std::string& policy, bool ace_normalized, int table_order) {
+           const std::string& ace_key, const std::string& policy, bool ace_normalized, const std::string& ace_step_log,
+           int table_order) {
             RegisteredScore score{.key = key, .label = label, .ace_key = ace_key};
             if (report != "pair" && report != "forecast") {
                 throw ArgumentError("register_score: report '" + report + "' is not pair or forecast");
@@ -573,11 +575,20 @@ void bind_aggregator(py::module_& m) {
             }
             score.policy = rule->second;
             score.ace_normalized = ace_normalized;
+            const AceStepLog logs[] = {AceStepLog::none, AceStepLog::fields, AceStepLog::fields_and_normalized};
+            const auto* log = std::find_if(std::begin(logs), std::end(logs),
+                                           [&](AceStepLog l) { return ace_step_log == to_string(l); });
+            if (log == std::end(logs)) {
+                throw ArgumentError("register_score: ace_step_log '" + ace_step_log +
+                                    "' is not none, fields or fields_and_normalized");
+            }
+            score.ace_step_log = *log;
             score.table_order = table_order;
             (void)register_score(std::move(score));
         },
         py::arg("report"), py::arg("key"), py::arg("definition"), py::arg("label") = "", py::arg("ace_key") = "",
-        py::arg("policy") = "follows_option", py::arg("ace_normalized") = false, py::arg("table_order") = 1000,
+        py::arg("policy") = "follows_option", py::arg("ace_normalized") = false, py::arg("ace_step_log") = "none",
+        py::arg("table_order") = 1000,
         "Adds a deterministic score of the Evaluator's definition `definition` (metrics/scores.hpp, e.g. 'rmse') to "
         "the registry under `key` (register_score, evaluation/score_registry.hpp): every Aggregator built afterwards "
         "forms it. Call it on every rank alike, before building aggregators. No MPI calls.");

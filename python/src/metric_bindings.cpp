@@ -305,6 +305,39 @@ void bind_metrics(py::module_& m) {
         py::arg("weights"), py::arg("form"), py::arg("img_shape"), py::arg("out"),
         "Collective over `spatial`: one halo exchange of both fields, one allreduce; one value per channel.");
     m.def(
+        "weighted_statistics",
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, const std::string& statistic,
+           py::object data, py::object predicted, py::object weights, int form, py::object region, py::buffer out) {
+            const std::pair<const char*, WeightedStatistic> statistics[] = {
+                {"sum", WeightedStatistic::sum},         {"mean", WeightedStatistic::mean},
+                {"nanmean", WeightedStatistic::nanmean}, {"std", WeightedStatistic::std},
+                {"bias", WeightedStatistic::bias},       {"rmse", WeightedStatistic::rmse}};
+            const auto* chosen = std::find_if(std::begin(statistics), std::end(statistics),
+                                              [&](const auto& s) { return statistic == s.first; });
+            if (chosen == std::end(statistics)) {
+                throw ArgumentError("weighted_statistics: no statistic '" + statistic + "'");
+            }
+            const bool paired = !predicted.is_none();
+            const bool regional = !region.is_none();
+            ShardArguments args =
+                two_fields(problem, signature, std::move(data), std::move(predicted), std::move(weights), form);
+            args.region = std::move(region);
+            run_metric(self, std::move(args), std::move(out),
+                       [&](const ShardedGrid& grid, auto x, auto p, Weights a, std::span<const double> r) {
+                           WeightedStatistics s =
+                               weighted_statistics(grid, chosen->second, x, paired ? &p : nullptr, a, self.summation(),
+                                                   regional ? std::optional(r) : std::nullopt);
+                           s.values.insert(s.values.end(), s.weights.begin(), s.weights.end());
+                           s.values.insert(s.values.end(), s.means.begin(), s.means.end());
+                           return s.values;
+                       });
+        },
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("statistic"), py::arg("data"),
+        py::arg("predicted"), py::arg("weights"), py::arg("form"), py::arg("regional_weights"), py::arg("out"),
+        "A weighted statistic (sum, mean, nanmean, std; bias and rmse of `predicted` against `data`) with what its "
+        "gradient needs (weighted_statistics, metrics/metrics.hpp): into `out` the values, then the weights of the "
+        "points counted, then for std the means, one each per channel. Collective over `spatial`: one allreduce.");
+    m.def(
         "regional_weighted_mean",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::object weights,
            int form, py::object region, py::buffer out) {
@@ -320,7 +353,7 @@ void bind_metrics(py::module_& m) {
     m.def(
         "ensemble_scores",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth, py::object members,
-           std::int64_t count, py::object weights, int form, const std::string& score, py::buffer out) {
+           std::int64_t count, py::object weights, int form, const std::string& score, bool with_sums, py::buffer out) {
             // The one score asked for, and only the statistics it needs (the CRPS' pair sum only for a CRPS).
             using Member = std::vector<double> EnsembleScores::*;
             const std::tuple<const char*, EnsembleSelection, Member> scores[] = {
@@ -343,14 +376,23 @@ void bind_metrics(py::module_& m) {
                     EnsembleScores e =
                         ensemble_scores(grid, t, EnsembleShard<std::remove_const_t<T>>{p.values, count, t.channels}, a,
                                         self.summation(), std::get<1>(*chosen));
-                    return std::move(e.*std::get<2>(*chosen));
+                    std::vector<double> values = std::move(e.*std::get<2>(*chosen));
+                    if (with_sums) {  // what the score's gradient needs, from the same call
+                        values.insert(values.end(), e.weight.begin(), e.weight.end());
+                        if (score == "spread_skill_ratio") {
+                            values.insert(values.end(), e.spread.begin(), e.spread.end());
+                            values.insert(values.end(), e.ensemble_mean_rmse.begin(), e.ensemble_mean_rmse.end());
+                        }
+                    }
+                    return values;
                 });
         },
         py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("truth"), py::arg("members"),
-        py::arg("count"), py::arg("weights"), py::arg("form"), py::arg("score"), py::arg("out"),
+        py::arg("count"), py::arg("weights"), py::arg("form"), py::arg("score"), py::arg("with_sums"), py::arg("out"),
         "Collective over `spatial`: members (count * channels, rows, cols), member slowest; out gets `score` "
         "(ensemble_mean_rmse, spread, spread_skill_ratio, crps or fair_crps), one value per channel, formed "
-        "alone.");
+        "alone; `with_sums`: then the weight of the points counted per channel and, for the spread-skill ratio, the "
+        "spread and the ensemble mean's RMSE (EnsembleScores).");
     m.def(
         "anomaly_correlation",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object truth,
@@ -372,14 +414,22 @@ void bind_metrics(py::module_& m) {
         "value per channel.");
     m.def(
         "zonal_mean",
-        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, py::buffer out) {
+        [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data, bool with_counts,
+           py::buffer out) {
             run_metric(self, one_field(problem, signature, std::move(data), py::none(), 1), std::move(out),
                        [&](const ShardedGrid& grid, auto x, auto, Weights, auto) {
-                           return zonal_mean(grid, x, self.summation());
+                           if (!with_counts) {
+                               return zonal_mean(grid, x, self.summation());
+                           }
+                           ZonalMeanAndCount z = zonal_mean_and_count(grid, x, self.summation());
+                           z.means.insert(z.means.end(), z.counts.begin(), z.counts.end());
+                           return z.means;
                        });
         },
-        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("out"),
-        "Collective over `lon`; (channels, rows) on every rank of the lon group.");
+        py::arg("mesh"), py::arg("problem"), py::arg("signature"), py::arg("data"), py::arg("with_counts"),
+        py::arg("out"),
+        "Collective over `lon`; (channels, rows) on every rank of the lon group, then with `with_counts` the valid "
+        "points of each (zonal_mean_and_count).");
     m.def(
         "spherical_power_spectrum",
         [](PythonMesh& self, const std::string& problem, std::int64_t signature, py::object data,

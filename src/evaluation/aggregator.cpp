@@ -42,6 +42,11 @@ bool per_lead(const RegisteredScore& s) {
            s.combination != SampleCombination::cell_statistic;
 }
 
+// A score with one value per sample and lead time (a per-sample slot): the Evaluator's and the anomaly correlation.
+bool per_sample(const RegisteredScore& s) {
+    return s.family == ScoreFamily::deterministic || s.family == ScoreFamily::anomaly_correlation;
+}
+
 bool ensemble_cells(const RegisteredScore& s) {
     return s.family == ScoreFamily::ensemble && s.combination == SampleCombination::cell_statistic;
 }
@@ -228,12 +233,14 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     evaluation.scores.clear();
     for (const RegisteredScore* s : scores_) {
         if (s->family == ScoreFamily::deterministic) {
-            deterministic_.push_back(s);
             evaluation.scores.push_back(*std::get<const ScoreDefinition*>(s->source));
+        }
+        if (per_sample(*s)) {
+            per_sample_.push_back(s);
         }
     }
     const auto nregions = static_cast<std::int64_t>(regions_.size());
-    const auto det_count = static_cast<std::int64_t>(deterministic_.size()) + (options_.anomaly_correlation ? 1 : 0);
+    const auto det_count = static_cast<std::int64_t>(per_sample_.size());
     const std::int64_t samples = e.initial_conditions * e.members;
     const std::int64_t nlat = grid_.grid().nlat;
     det_ = {samples, e.lead_times, nregions, det_count, channels};
@@ -332,7 +339,6 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     if (options_.anomaly_correlation && mine > 0) {
         c_all = repeated(scratch[1], FieldShard<T>{climatology, channels});
     }
-    const auto det_count = static_cast<std::int64_t>(deterministic_.size());
     for (std::size_t r = 0; r < regions_.size(); ++r) {
         const Weights w = regions_[r].weights.view();
         const auto region = static_cast<std::int64_t>(r);
@@ -348,11 +354,11 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
             const std::int64_t sample = initial_condition * member_count + shape_.work.members.begin + m;
             for (std::int64_t c = 0; c < channels; ++c) {
                 const auto mc = static_cast<std::size_t>(m * channels + c);
-                for (std::int64_t k = 0; k < det_count; ++k) {
-                    det_values_[det_.at(sample, lead, region, k, c)] = s.at(static_cast<std::size_t>(k))[mc];
-                }
-                if (c_all) {
-                    det_values_[det_.at(sample, lead, region, det_count, c)] = acc[mc];
+                std::size_t evaluated = 0;  // the Evaluator's scores come in slot order
+                for (std::size_t k = 0; k < per_sample_.size(); ++k) {
+                    const bool anomaly = per_sample_[k]->family == ScoreFamily::anomaly_correlation;
+                    det_values_[det_.at(sample, lead, region, static_cast<std::int64_t>(k), c)] =
+                        anomaly ? acc[mc] : s.at(evaluated++)[mc];
                 }
             }
         }
@@ -526,7 +532,6 @@ std::vector<std::vector<ScoreSeries>> Aggregator::lead_scores(Range leads) const
         throw ArgumentError("Aggregator::lead_scores: leads " + std::to_string(leads.begin) + ".." +
                             std::to_string(leads.end) + " of " + std::to_string(shape_.extent.lead_times));
     }
-    const auto det_count = static_cast<std::int64_t>(deterministic_.size());
     Slots window = det_;
     window.leads = leads.size();
     window.regions = 1;
@@ -543,8 +548,8 @@ std::vector<std::vector<ScoreSeries>> Aggregator::lead_scores(Range leads) const
     reduce_sum<double>(grid_.mesh(), values);  // each slot written by one data rank: exact, as finish()'s
     std::vector<std::vector<ScoreSeries>> out(static_cast<std::size_t>(det_.channels));
     for (std::int64_t c = 0; c < det_.channels; ++c) {
-        for (std::int64_t k = 0; k < det_count; ++k) {
-            ScoreSeries series{deterministic_[static_cast<std::size_t>(k)], 1,
+        for (std::int64_t k = 0; k < det_.scores; ++k) {
+            ScoreSeries series{per_sample_[static_cast<std::size_t>(k)], 1,
                                std::vector<double>(static_cast<std::size_t>(window.leads))};
             for (std::int64_t l = 0; l < window.leads; ++l) {
                 series.values[static_cast<std::size_t>(l)] = window.sample_mean(values, l, 0, k, c);
@@ -577,7 +582,6 @@ VariableScores Aggregator::finish(const std::string& variable) {
     for (std::int64_t c = 0; c < channels; ++c) {
         out[static_cast<std::size_t>(c)].name = channels == 1 ? variable : variable + "[" + std::to_string(c) + "]";
     }
-    const auto det_count = static_cast<std::int64_t>(deterministic_.size());
     for (std::size_t r = 0; r < regions_.size(); ++r) {
         const auto region = static_cast<std::int64_t>(r);
         const Weights w = regions_[r].weights.view();
@@ -592,7 +596,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
         }
         for (std::int64_t c = 0; c < channels; ++c) {
             RegionScores scores{regions_[r].name, {}, {}};
-            std::int64_t k = 0;  // the deterministic slot
+            std::int64_t k = 0;  // the per-sample slot
             std::size_t statistic = 0;
             for (const RegisteredScore* s : scores_) {
                 if (s->family == ScoreFamily::time_mean) {
@@ -605,10 +609,8 @@ VariableScores Aggregator::finish(const std::string& variable) {
                 ScoreSeries series{s, 1, std::vector<double>(static_cast<std::size_t>(leads))};
                 for (std::int64_t l = 0; l < leads; ++l) {
                     double value = 0.0;
-                    if (s->family == ScoreFamily::deterministic) {
+                    if (per_sample(*s)) {
                         value = det_.sample_mean(det_values_, l, region, k, c);
-                    } else if (s->family == ScoreFamily::anomaly_correlation) {
-                        value = det_.sample_mean(det_values_, l, region, det_count, c);
                     } else if (const auto* ratio = std::get_if<EnsembleRatio>(&s->source)) {
                         // The ratio of the means over initial conditions, as WeatherBench 2 forms it.
                         value = ens_.sample_mean(ens_values_, l, region, ensemble_slot(ratio->numerator), c) /
@@ -619,7 +621,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
                     }
                     series.values[static_cast<std::size_t>(l)] = value;
                 }
-                k += s->family == ScoreFamily::deterministic ? 1 : 0;
+                k += per_sample(*s) ? 1 : 0;
                 scores.per_lead.push_back(std::move(series));
             }
             for (const ScoreSeries& series : scores.per_lead) {

@@ -209,7 +209,8 @@ std::vector<io::SourceVariable> chosen_variables(const std::vector<io::SourceVar
             for (const io::SourceVariable& v : available) {
                 have += (have.empty() ? "" : ", ") + v.name;
             }
-            throw ArgumentError("--vars: the inputs have no variable '" + name + "' (they have " + have + ")");
+            throw ArgumentError(setting_name("variables") + ": the inputs have no variable '" + name + "' (they have " +
+                                have + ")");
         }
         chosen.push_back(*it);
     }
@@ -234,7 +235,8 @@ void check_whole_circles(const std::vector<double>& lon_deg) {
         const double next = j + 1 < n ? lon_deg[static_cast<std::size_t>(j + 1)] : lon_deg.front() + direction * 360.0;
         const double step = direction * (next - lon_deg[static_cast<std::size_t>(j)]);
         if (!(std::abs(step - spacing) <= 1e-3 * spacing)) {
-            throw ArgumentError("--spectrum: a spherical power spectrum needs whole latitude circles, but the " +
+            throw ArgumentError(setting_name("spectrum") +
+                                ": a spherical power spectrum needs whole latitude circles, but the " +
                                 std::to_string(n) + " longitudes run from " + number_text(lon_deg.front()) + " to " +
                                 number_text(lon_deg.back()) + " degrees, not at equal steps of 360 / " +
                                 std::to_string(n) + " = " + number_text(spacing) + " around the globe (step " +
@@ -310,26 +312,28 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        }));
     // The climatology and the masks too: their layout as each rank reads it, as the forecast's.
     agree_or_throw(world, "", {climatology ? 1 : 0, climatology_hash},
-                   "--climatology '" + plan.climatology +
+                   setting_name("climatology") + " '" + plan.climatology +
                        "' as each rank reads it (present, hash of its variables' dims, sizes and types and of its "
                        "coordinates)");
     agree_or_throw(world, "", {static_cast<std::int64_t>(regions.regions.size()), regions.hash.value()},
-                   "the --region boxes and masks as each rank reads them (regions, hash of the boxes and of the mask "
-                   "files' coordinates and variables)");
+                   "the " + setting_name("regions") +
+                       " boxes and masks as each rank reads them (regions, hash of the boxes and of the mask "
+                       "files' coordinates and variables)");
     io::check_region_weights(mesh.spatial(), regions);
     std::unique_ptr<io::Normalization> normalization;
     std::int64_t normalization_hash = 0;
     if (!plan.normalize_means.empty() || !plan.normalize_stds.empty()) {
-        check_collectively(world, attempt([&] {
-                               if (plan.scoring.report != ReportKind::forecast) {
-                                   throw ArgumentError("--normalize: ACE's normalised scores are a forecast's");
-                               }
-                               normalization = std::make_unique<io::Normalization>(plan.normalize_means,
-                                                                                   plan.normalize_stds, variables);
-                               normalization_hash = normalization->hash();
-                           }));
+        check_collectively(
+            world, attempt([&] {
+                if (plan.scoring.report != ReportKind::forecast) {
+                    throw ArgumentError(setting_name("normalization") + ": ACE's normalised scores are a forecast's");
+                }
+                normalization =
+                    std::make_unique<io::Normalization>(plan.normalize_means, plan.normalize_stds, variables);
+                normalization_hash = normalization->hash();
+            }));
         agree_or_throw(world, "", {normalization_hash},
-                       "--normalize '" + plan.normalize_means + "' '" + plan.normalize_stds +
+                       setting_name("normalization") + " '" + plan.normalize_means + "' '" + plan.normalize_stds +
                            "' as each rank reads them (hash of every mean and std)");
         result.normalize_means = plan.normalize_means;
         result.normalize_stds = plan.normalize_stds;

@@ -84,12 +84,14 @@ std::deque<RegisteredScore> make_registry() {
               .ace_key = "mean/weighted_rmse/{var}",
               .source = &score_definition(EvaluatorScore::rmse),
               .ace_normalized = true,
+              .ace_step_log = AceStepLog::fields_and_normalized,
               .table_order = 1});
     forecast({.key = "weighted_bias",
               .label = "bias",
               .ace_key = "mean/weighted_bias/{var}",
               .source = &score_definition(EvaluatorScore::bias),
               .ace_normalized = true,
+              .ace_step_log = AceStepLog::fields,
               .table_order = 2});
     forecast({.key = "weighted_mean_gen",
               .ace_key = "mean/weighted_mean_gen/{var}",
@@ -108,6 +110,7 @@ std::deque<RegisteredScore> make_registry() {
               .ace_key = "mean/weighted_grad_mag_percent_diff/{var}",
               .source = &score_definition(EvaluatorScore::grad_mag_percent_diff_own_points),
               .policy = PolicyRule::own_gradient,
+              .ace_step_log = AceStepLog::fields,
               .table_order = 3});
     // Ensemble, per lead time: the values of each initial condition's members (metrics/ensemble.hpp).
     forecast({.key = "ensemble_mean_rmse",
@@ -238,7 +241,7 @@ std::string_view to_string(SampleCombination combination) noexcept {
 std::string_view to_string(PolicyRule rule) noexcept {
     switch (rule) {
         case PolicyRule::follows_option:
-            return "follows --policy";
+            return "follows_option";
         case PolicyRule::own_gradient:
             return "own magnitudes not NaN";
         case PolicyRule::all_finite:
@@ -246,13 +249,25 @@ std::string_view to_string(PolicyRule rule) noexcept {
         case PolicyRule::nan_fill:
             return "nan_fill";
     }
-    return "follows --policy";
+    return "follows_option";
+}
+
+std::string_view to_string(AceStepLog log) noexcept {
+    switch (log) {
+        case AceStepLog::none:
+            return "none";
+        case AceStepLog::fields:
+            return "fields";
+        case AceStepLog::fields_and_normalized:
+            return "fields_and_normalized";
+    }
+    return "none";
 }
 
 std::string_view describe(PolicyRule rule) noexcept {
     switch (rule) {
         case PolicyRule::follows_option:
-            return "the points --policy counts";
+            return "the points the validity policy counts";
         case PolicyRule::own_gradient:
             return "each field's own gradient magnitudes that are not NaN, as ACE's weighted_nanmean";
         case PolicyRule::all_finite:
@@ -260,7 +275,7 @@ std::string_view describe(PolicyRule rule) noexcept {
         case PolicyRule::nan_fill:
             return "every point, NaN filled before the transform";
     }
-    return "the points --policy counts";
+    return "the points the validity policy counts";
 }
 
 std::string ace_key_of(const RegisteredScore& score, const std::string& variable, bool normalized, std::int64_t step) {

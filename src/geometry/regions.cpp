@@ -35,7 +35,7 @@ double parse_degrees(std::string_view text, std::string_view whole) {
     double value = 0.0;
     const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
-        throw ArgumentError("--region '" + std::string(whole) + "': '" + std::string(text) +
+        throw ArgumentError(setting_name("regions") + " '" + std::string(whole) + "': '" + std::string(text) +
                             "' is not a number of degrees");
     }
     return value;
@@ -52,7 +52,7 @@ Region parse_region(std::string_view text) {
     const std::vector<std::string_view> parts = split(text, ':');
     const std::string name(parts.front());
     if (name.empty()) {
-        throw ArgumentError("--region '" + std::string(text) + "': the region needs a name");
+        throw ArgumentError(setting_name("regions") + " '" + std::string(text) + "': the region needs a name");
     }
     if (parts.size() == 1) {
         for (const Region& r : named_regions()) {
@@ -60,26 +60,28 @@ Region parse_region(std::string_view text) {
                 return r;
             }
         }
-        throw ArgumentError("--region '" + name +
+        throw ArgumentError(setting_name("regions") + " '" + name +
                             "': not a named region (global, tropics, northern_extratropics, southern_extratropics); " +
                             "give NAME:lat0,lat1,lon0,lon1 or NAME:FILE:VARIABLE");
     }
     if (parts.size() == 3) {
         if (parts[1].empty() || parts[2].empty()) {
-            throw ArgumentError("--region '" + std::string(text) + "': a mask region is NAME:FILE:VARIABLE");
+            throw ArgumentError(setting_name("regions") + " '" + std::string(text) +
+                                "': a mask region is NAME:FILE:VARIABLE");
         }
         return {name, {}, std::string(parts[1]), std::string(parts[2])};
     }
     const std::vector<std::string_view> numbers = split(parts[1], ',');
     if (parts.size() != 2 || numbers.size() != 4) {
-        throw ArgumentError("--region '" + std::string(text) +
+        throw ArgumentError(setting_name("regions") + " '" + std::string(text) +
                             "': expected NAME, NAME:lat0,lat1,lon0,lon1 or NAME:FILE:VARIABLE");
     }
     LatLonBox box{parse_degrees(numbers[0], text), parse_degrees(numbers[1], text), parse_degrees(numbers[2], text),
                   parse_degrees(numbers[3], text), false};
     if (box.south < -90.0 || box.north > 90.0 || box.south > box.north) {
-        throw ArgumentError("--region '" + std::string(text) + "': latitudes " + std::to_string(box.south) + ", " +
-                            std::to_string(box.north) + " must satisfy -90 <= lat0 <= lat1 <= 90");
+        throw ArgumentError(setting_name("regions") + " '" + std::string(text) + "': latitudes " +
+                            std::to_string(box.south) + ", " + std::to_string(box.north) +
+                            " must satisfy -90 <= lat0 <= lat1 <= 90");
     }
     box.whole_longitude = std::abs(box.east - box.west) >= 360.0;
     return {name, box, "", ""};

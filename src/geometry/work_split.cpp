@@ -35,8 +35,8 @@ WorkShare share_work(std::optional<DataSplit> requested, const ForecastExtent& e
                             : extent.lead_times >= data_ranks || extent.members < 2 ? DataSplit::lead_times
                                                                                     : DataSplit::members;
     if (split == DataSplit::members && extent.members < 2) {
-        throw ArgumentError("--data-split members: the forecast has " + std::to_string(extent.members) +
-                            " member per initial condition");
+        throw ArgumentError(setting_name("data_split") + " members: the forecast has " +
+                            std::to_string(extent.members) + " member per initial condition");
     }
     WorkShare share{{0, extent.initial_conditions}, {0, extent.lead_times}, {0, extent.members}, split};
     switch (split) {

@@ -68,8 +68,9 @@ class BuiltinSource final : public ForecastSource {
   public:
     BuiltinSource(std::int64_t nlat, std::int64_t nlon, std::int64_t ntime) {
         if (nlat < 2 || nlon < 2 || ntime < 1) {
-            throw ArgumentError("built-in case needs --nlat >= 2, --nlon >= 2 and --ntime >= 1, got " +
-                                std::to_string(nlat) + ", " + std::to_string(nlon) + ", " + std::to_string(ntime));
+            throw ArgumentError("built-in case needs " + setting_name("nlat") + " >= 2, " + setting_name("nlon") +
+                                " >= 2 and " + setting_name("ntime") + " >= 1, got " + std::to_string(nlat) + ", " +
+                                std::to_string(nlon) + ", " + std::to_string(ntime));
         }
         grid_.lat_dim = "lat";
         grid_.lon_dim = "lon";
@@ -201,7 +202,8 @@ class BuiltinForecast final : public ForecastSource {
                     std::int64_t lead_times)
         : case_(nlat, nlon, (initial_conditions - 1) * steps_between_initial_conditions + lead_times) {
         if (initial_conditions < 1 || members < 1 || lead_times < 1) {
-            throw ArgumentError("built-in forecast needs --initial-conditions, --ensemble-size and --ntime >= 1, got " +
+            throw ArgumentError("built-in forecast needs " + setting_name("initial_conditions") + ", " +
+                                setting_name("members") + " and " + setting_name("lead_times") + " >= 1, got " +
                                 std::to_string(initial_conditions) + ", " + std::to_string(members) + ", " +
                                 std::to_string(lead_times));
         }

@@ -44,7 +44,7 @@ std::vector<io::DateTime> valid_dates(const ForecastSource& source) {
     const LeadTimes& t = source.lead_times();
     const auto lead_count = static_cast<std::size_t>(l.lead_times);
     if (t.values.size() != lead_count) {
-        throw ArgumentError("--climatology by day of year: the forecast has no lead-time coordinate");
+        throw ArgumentError(setting_name("climatology") + " by day of year: the forecast has no lead-time coordinate");
     }
     std::vector<io::DateTime> dates;
     if (t.units.find(" since ") != std::string::npos) {
@@ -58,10 +58,10 @@ std::vector<io::DateTime> valid_dates(const ForecastSource& source) {
     }
     const double lead_seconds = io::seconds_per_unit(t.units);
     if (lead_seconds == 0.0 || t.init_times.size() != static_cast<std::size_t>(l.initial_conditions)) {
-        throw ArgumentError(
-            "--climatology by day of year needs the initial times (init_time) and lead times in a "
-            "unit of time; the forecast has lead-time units '" +
-            t.units + "' and " + std::to_string(t.init_times.size()) + " initial times");
+        throw ArgumentError(setting_name("climatology") +
+                            " by day of year needs the initial times (init_time) and lead times in a "
+                            "unit of time; the forecast has lead-time units '" +
+                            t.units + "' and " + std::to_string(t.init_times.size()) + " initial times");
     }
     const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
     for (const double init : t.init_times) {
@@ -156,7 +156,7 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
         Region r = parse_region(text);
         const auto same = [&](const Region& other) { return other.name == r.name; };
         if (std::any_of(out.regions.begin(), out.regions.end(), same)) {
-            throw ArgumentError("--region '" + text + "': region '" + r.name + "' is given twice");
+            throw ArgumentError(setting_name("regions") + " '" + text + "': region '" + r.name + "' is given twice");
         }
         out.hash.add(r.name);
         out.hash.add(std::vector<double>{r.box.south, r.box.north, r.box.west, r.box.east});
@@ -176,13 +176,14 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
         } else {
             const io::NetcdfReader mask = access.open(r.mask_file);
             if (!io::same_grid(mask.grid(), g)) {
-                throw ArgumentError("--region '" + text + "': '" + r.mask_file + "' is not on the forecast's grid");
+                throw ArgumentError(setting_name("regions") + " '" + text + "': '" + r.mask_file +
+                                    "' is not on the forecast's grid");
             }
             out.hash.add(mask.grid());
             out.hash.add(mask.variable(r.mask_variable));
             io::VariableReader plan = mask.reader(r.mask_variable, box);
             if (plan.values_per_step() != static_cast<std::size_t>(box.area())) {
-                throw ArgumentError("--region '" + text + "': variable '" + r.mask_variable +
+                throw ArgumentError(setting_name("regions") + " '" + text + "': variable '" + r.mask_variable +
                                     "' must be one lat x lon field");
             }
             std::vector<double> values(plan.values_per_step());
@@ -222,7 +223,7 @@ void check_region_weights(const Communicator& spatial, const ScoredRegions& regi
         std::snprintf(text, sizeof text, "box %g,%g,%g,%g", r.box.south, r.box.north, r.box.west, r.box.east);
         const std::string where =
             box ? std::string(text) : "mask '" + r.mask_file + "' variable '" + r.mask_variable + "'";
-        throw ArgumentError("--region: region '" + r.name + "' (" + where + "): " +
+        throw ArgumentError(setting_name("regions") + ": region '" + r.name + "' (" + where + "): " +
                             (box && counts[2 * k] == 0    ? "no grid point inside"
                              : !box && counts[2 * k] == 0 ? "every weight zero (the mask is 0 or NaN everywhere)"
                                                           : "every weight zero (the area weights vanish there)"));

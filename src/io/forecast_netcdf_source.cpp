@@ -85,7 +85,7 @@ std::int64_t members_from_init_time(const io::NetcdfReader& reader, const std::s
     if (!uniform) {
         throw ArgumentError("prediction '" + reader.path() + "': init_time(" + sample_dim +
                             ") does not come in runs of one length (members sharing an initial time, member " +
-                            "fastest); give --ensemble-size M");
+                            "fastest); give " + setting_name("ensemble_size"));
     }
     return run;
 }
@@ -259,7 +259,8 @@ class NetcdfForecast final : public ForecastSource {
         }
         if (!allow_time_mismatch) {
             if (const std::string problem = io::time_mismatch(a, truth_name, b, prediction_name); !problem.empty()) {
-                throw ArgumentError(problem + " (--allow-time-mismatch compares them step by step regardless)");
+                throw ArgumentError(problem + " (" + setting_name("allow_time_mismatch") +
+                                    " compares them step by step regardless)");
             }
         }
         resolve_layout(first_timed_field(prediction_, names), hints);
@@ -277,7 +278,8 @@ class NetcdfForecast final : public ForecastSource {
                 if (names.empty()) {
                     continue;  // a mask or orography: nothing to score per lead time
                 }
-                throw ArgumentError("--vars: variable '" + name + "' of " + prediction_name + " has no time dim");
+                throw ArgumentError(setting_name("variables") + ": variable '" + name + "' of " + prediction_name +
+                                    " has no time dim");
             }
             if (ensemble_dims(p, hints.ensemble_dim) != ensemble_dims(first_, hints.ensemble_dim) ||
                 dim_size(p, layout_.initial_condition_dim) != dim_size(first_, layout_.initial_condition_dim) ||
@@ -344,10 +346,11 @@ class NetcdfForecast final : public ForecastSource {
         const std::string where = "prediction '" + prediction_.path() + "' variable '" + p.name + "'";
         const std::vector<std::string> dims = ensemble_dims(p, hints.ensemble_dim);
         if (!hints.ensemble_dim.empty() && std::find(dims.begin(), dims.end(), hints.ensemble_dim) == dims.end()) {
-            throw ArgumentError("--ensemble-dim: " + where + " has no dim '" + hints.ensemble_dim + "'");
+            throw ArgumentError(setting_name("ensemble_dim") + ": " + where + " has no dim '" + hints.ensemble_dim +
+                                "'");
         }
         if (dims.size() > 2) {
-            throw ArgumentError(where + " has more than two ensemble dims; give --ensemble-dim");
+            throw ArgumentError(where + " has more than two ensemble dims; give " + setting_name("ensemble_dim"));
         }
         for (const std::string& dim : dims) {
             if (dim_size(p, dim) == 0) {
@@ -375,7 +378,7 @@ class NetcdfForecast final : public ForecastSource {
                                        ? hints.ensemble_size
                                        : members_from_init_time(prediction_, dims[0], samples, from_init_time);
             if (samples % m != 0) {
-                throw ArgumentError("--ensemble-size: " + std::to_string(m) + " does not divide the " +
+                throw ArgumentError(setting_name("ensemble_size") + ": " + std::to_string(m) + " does not divide the " +
                                     std::to_string(samples) + " samples of " + where);
             }
             l.members = m;
@@ -388,11 +391,11 @@ class NetcdfForecast final : public ForecastSource {
             l.members = dim_size(p, dims[0]);
             l.members_from = "dim " + l.member_dim;
         } else if (hints.ensemble_size > 0) {
-            throw ArgumentError("--ensemble-size: " + where + " has no sample or member dim");
+            throw ArgumentError(setting_name("ensemble_size") + ": " + where + " has no sample or member dim");
         }
         if (hints.ensemble_size > 0 && l.members != hints.ensemble_size) {
-            throw ArgumentError("--ensemble-size " + std::to_string(hints.ensemble_size) + " but " + where + " has " +
-                                std::to_string(l.members) + " members on dim '" + l.member_dim + "'");
+            throw ArgumentError(setting_name("ensemble_size") + " " + std::to_string(hints.ensemble_size) + " but " +
+                                where + " has " + std::to_string(l.members) + " members on dim '" + l.member_dim + "'");
         }
         if (l.initial_conditions < 1 || l.members < 1) {
             throw ArgumentError(where + " has no samples");
@@ -449,7 +452,7 @@ class NetcdfForecast final : public ForecastSource {
         if (allow_time_mismatch) {
             return;
         }
-        const std::string regardless = " (--allow-time-mismatch compares them regardless)";
+        const std::string regardless = " (" + setting_name("allow_time_mismatch") + " compares them regardless)";
         if (p && t) {
             // Every prediction sample against the truth sample it is scored with.
             const std::size_t samples = p->variable().values.size();

@@ -55,15 +55,15 @@ Normalization::Normalization(std::string means_path, std::string stds_path,
     const detail::NetcdfHandle means(means_path_);
     const detail::NetcdfHandle stds(stds_path_);
     for (const SourceVariable& v : variables) {
-        stats_[v.name] = {channel_values(means, "--normalize MEANS", v, false),
-                          channel_values(stds, "--normalize STDS", v, true)};
+        stats_[v.name] = {channel_values(means, setting_name("normalize_means"), v, false),
+                          channel_values(stds, setting_name("normalize_stds"), v, true)};
     }
 }
 
 const ChannelStats& Normalization::of(const std::string& variable) const {
     const auto it = stats_.find(variable);
     if (it == stats_.end()) {
-        throw ArgumentError("--normalize: no stats read for variable '" + variable + "'");
+        throw ArgumentError(setting_name("normalization") + ": no stats read for variable '" + variable + "'");
     }
     return it->second;
 }

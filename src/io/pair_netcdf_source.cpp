@@ -80,7 +80,8 @@ class NetcdfSource final : public ForecastSource {
         }
         if (!allow_time_mismatch) {
             if (const std::string problem = io::time_mismatch(a, truth_name, b, prediction_name); !problem.empty()) {
-                throw ArgumentError(problem + " (--allow-time-mismatch compares them step by step regardless)");
+                throw ArgumentError(problem + " (" + setting_name("allow_time_mismatch") +
+                                    " compares them step by step regardless)");
             }
         }
         for (const std::string& name : names.empty() ? truth_.field_variables() : names) {
@@ -90,8 +91,8 @@ class NetcdfSource final : public ForecastSource {
                 if (names.empty()) {
                     continue;  // a field without the time dim (a mask, orography) has nothing to score per step
                 }
-                throw ArgumentError("--vars: variable '" + name + "' of " + truth_name + " has no time dim, but the " +
-                                    "files have " + std::to_string(a.ntime) + " steps");
+                throw ArgumentError(setting_name("variables") + ": variable '" + name + "' of " + truth_name +
+                                    " has no time dim, but the " + "files have " + std::to_string(a.ntime) + " steps");
             }
             if (t.dim_sizes != p.dim_sizes) {
                 throw ArgumentError("variable '" + name + "' has shape " + shape_text(t) + " in the truth but " +

@@ -194,6 +194,9 @@ EnsembleScores finish_scores(const ShardedGrid& grid, const std::vector<double>&
         if (which.fair_crps) {
             scores.fair_crps.push_back(mean(3, c));
         }
+        if (!kept.empty()) {  // every statistic counts the same points
+            scores.weight.push_back(sums.value(c, Term::weight).hi);
+        }
     }
     return scores;
 }

@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "metric_support.hpp"
@@ -13,8 +14,12 @@ namespace gridshard {
 
 using namespace detail;  // NOLINT(google-build-using-namespace): the metrics layer's own helpers
 
+namespace {
+
+// The zonal sums of `fields` (per field, channel and row: the count of the valid points and their sum), merged over
+// `lon`, and the groups of one field. Collective over `lon`: one allreduce.
 template <class T>
-std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
+std::pair<TermSums, std::int64_t> zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
                                              Summation summation) {
     const Box& box = grid.box();
     std::string error = fields.empty() ? "zonal_means: no fields" : "";
@@ -37,8 +42,17 @@ std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid, std::span<
                         static_cast<std::int64_t>(f) * groups * request.terms.size());
     }
     partial.allreduce(grid.mesh().lon());
-    const TermSums sums(std::make_shared<const PartialSums>(std::move(partial)), request.terms,
-                        static_cast<std::int64_t>(fields.size()) * groups, false);
+    return {TermSums(std::make_shared<const PartialSums>(std::move(partial)), request.terms,
+                     static_cast<std::int64_t>(fields.size()) * groups, false),
+            groups};
+}
+
+}  // namespace
+
+template <class T>
+std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
+                                             Summation summation) {
+    const auto [sums, groups] = zonal_sums(grid, fields, summation);
     std::vector<std::vector<double>> result(fields.size(), std::vector<double>(static_cast<std::size_t>(groups)));
     for (std::size_t f = 0; f < fields.size(); ++f) {
         for (std::int64_t k = 0; k < groups; ++k) {
@@ -54,8 +68,22 @@ std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x, Summati
     return zonal_means<T>(grid, fields, summation).front();
 }
 
+template <class T>
+ZonalMeanAndCount zonal_mean_and_count(const ShardedGrid& grid, FieldShard<T> x, Summation summation) {
+    const FieldShard<T> fields[] = {x};
+    const auto [sums, groups] = zonal_sums<T>(grid, fields, summation);
+    ZonalMeanAndCount out{std::vector<double>(static_cast<std::size_t>(groups)),
+                          std::vector<double>(static_cast<std::size_t>(groups))};
+    for (std::int64_t k = 0; k < groups; ++k) {
+        out.means[static_cast<std::size_t>(k)] = sums.mean(k, Term::truth);
+        out.counts[static_cast<std::size_t>(k)] = sums.value(k, Term::weight).hi;
+    }
+    return out;
+}
+
 #define GRIDSHARD_INSTANTIATE(T)                                                                                 \
     template std::vector<double> zonal_mean<T>(const ShardedGrid&, FieldShard<T>, Summation);                    \
+    template ZonalMeanAndCount zonal_mean_and_count<T>(const ShardedGrid&, FieldShard<T>, Summation);            \
     template std::vector<std::vector<double>> zonal_means<T>(const ShardedGrid&, std::span<const FieldShard<T>>, \
                                                              Summation);
 

@@ -43,7 +43,7 @@ if not args.ace:
     gridshard.ace.use_in_ace()
     if args.extra_score:
         gridshard.register_score("forecast", "test_only_rmse", "rmse", ace_key="mean/test_only_rmse/{var}",
-                                 ace_normalized=True)
+                                 ace_normalized=True, ace_step_log="fields_and_normalized")
 elif "OMPI_COMM_WORLD_RANK" in os.environ:  # ACE's own backend over gloo: torch.distributed's env from Open MPI's
     os.environ["RANK"] = os.environ["OMPI_COMM_WORLD_RANK"]
     os.environ["WORLD_SIZE"] = os.environ["OMPI_COMM_WORLD_SIZE"]

@@ -349,18 +349,21 @@ def test_the_power_spectrum_is_aces_at_every_mesh(runs):
 
 def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):
     """gridshard.register_score (a test-only entry: rmse's definition under the key test_only_rmse, ACE key
-    mean/test_only_rmse/{var}, logged on the normalised fields too) and nothing else: the drop-in logs it in every
-    per-window row, in the summary and in the mean diagnostics files, with weighted_rmse's bits, on shards."""
+    mean/test_only_rmse/{var}, logged on the normalised fields and by the mean_step_<k> metrics too) and nothing
+    else: the drop-in logs it in every per-window row, in the summary (the step metrics' channel mean included) and
+    in the mean diagnostics files, with weighted_rmse's bits, on shards."""
     run = run_case(tmp_path / "extra", 2, 1, 2, flags=["--extra-score"])
     checked = []
     for logs in [run["summary"]] + run["rows"]:
         twins = {k: k.replace("/weighted_rmse/", "/test_only_rmse/") for k in logs if "/weighted_rmse/" in k and
-                 k.startswith(("mean/", "mean_norm/"))}
+                 k.startswith("mean")}
         for key, twin in twins.items():
             assert twin in logs, (twin, sorted(logs))
             assert same_bits(np.float64(logs[twin]), np.float64(logs[key])), key
             checked.append(key)
-    assert any(k.startswith("mean/") for k in checked) and any(k.startswith("mean_norm/") for k in checked), checked
+    for prefix in ("mean/", "mean_norm/", "mean_step_2/", "mean_step_2_norm/"):
+        assert any(k.startswith(prefix) for k in checked), (prefix, checked)
+    assert any(k.endswith("/channel_mean") for k in checked), checked
     for name in ("mean", "mean_norm"):
         with xr.open_dataset(run["folder"] / f"{name}_diagnostics.nc") as ds:
             for variable in [v for v in ds.data_vars if v.startswith("weighted_rmse-")]:

@@ -11,6 +11,8 @@
    compiles it from the installed tree, sees them all.
 4. No source file of the library, the tool or the Python package (src/, include/, apps/, python/: C++ and Python)
    is longer than MAX_LINES lines: a file that grows past it does several things and is split along them.
+5. The library's string literals (src/, include/) name no flag of a front end ("--vars"): a message names the
+   setting (setting_name in core/error.hpp) and each front end shows its own name for it.
 
 Usage: check_layers.py [--root REPO]    (exit status 1 with each offending file:line on stderr)
        check_layers.py --self-test      (builds a small tree with one violation of each kind and checks both
@@ -43,6 +45,8 @@ SIZED = ("src", "include", "apps", "python")
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')
 DETAIL = re.compile(r"\b(?:gridshard\s*::\s*)?detail\s*::")
+STRING_LITERAL = re.compile(r'"((?:[^"\\]|\\.)*)"')
+FLAG = re.compile(r"(?:^|[\s('\[])--[a-z]")
 
 
 def cpp_files(folder):
@@ -53,8 +57,9 @@ def cpp_files(folder):
                 yield os.path.join(parent, name)
 
 
-def code_lines(text):
-    """The lines of `text` with comments and string and character literals blanked (line numbers kept)."""
+def code_lines(text, keep_literals=False):
+    """The lines of `text` with comments blanked, and string and character literals too unless `keep_literals`
+    (line numbers kept)."""
     out, i, n = [], 0, len(text)
     state = None  # None, "line", "block", '"', "'"
     raw_end = None
@@ -98,8 +103,12 @@ def code_lines(text):
                 out.append(c)
         else:  # inside a string or character literal
             if c == "\\" and i + 1 < n:
+                if keep_literals:
+                    out.append(text[i:i + 2])
                 i += 2
                 continue
+            if keep_literals and c != state and c != "\n":
+                out.append(c)
             if c == state or c == "\n":
                 state = None
                 out.append(c)
@@ -201,6 +210,17 @@ def check(root):
                         problems.append(f"{rel(path)}:{lines}: {lines} lines, more than {MAX_LINES}: split it along "
                                         f"its concerns")
 
+    # 5. No flag in the library's messages.
+    for top in (include_dir, src_dir):
+        for path in cpp_files(top) if os.path.isdir(top) else ():
+            with open(path, encoding="utf-8", errors="replace") as handle:
+                lines = code_lines(handle.read(), keep_literals=True)
+            for number, line in enumerate(lines, 1):
+                for literal in STRING_LITERAL.findall(line):
+                    if FLAG.search(literal):
+                        problems.append(f"{rel(path)}:{number}: a library string names a flag (\"{literal}\"); name "
+                                        f"the setting with setting_name() and let the front end show its flag")
+
     # 2. The front ends.
     for front in FRONT_ENDS:
         folder = os.path.join(root, front)
@@ -241,6 +261,8 @@ def self_test():
         "include/gridshard/core/bad.hpp": '#pragma once\n#include "gridshard/numerics/sum.hpp"\n',
         "src/numerics/sum.cpp": '#include "gridshard/numerics/sum.hpp"\n#include "helper.hpp"\n',
         "src/numerics/helper.hpp": "#pragma once\n",
+        # A flag in a library message; the same in a comment is fine.
+        "src/numerics/flag.cpp": '// --vars in a comment\nauto m = std::string("--vars: no") + "x";\n',
         # A file too long.
         "src/numerics/long.cpp": "\n" * (MAX_LINES + 1),
         # Fine: a comment and a string that name detail::, a public include.
@@ -254,7 +276,8 @@ def self_test():
         problems = check(root)
         expected = ["include/gridshard/core/bad.hpp:2: upward include", "apps/tool/main.cpp:3: front end uses",
                     "include/gridshard/gridshard.hpp:1: the umbrella header omits the public header "
-                    "gridshard/core/bad.hpp", f"src/numerics/long.cpp:{MAX_LINES + 1}: {MAX_LINES + 1} lines"]
+                    "gridshard/core/bad.hpp", f"src/numerics/long.cpp:{MAX_LINES + 1}: {MAX_LINES + 1} lines",
+                    "src/numerics/flag.cpp:2: a library string names a flag"]
         missing = [e for e in expected if not any(p.startswith(e) for p in problems)]
         extra = [p for p in problems if not any(p.startswith(e) for e in expected)]
         # A private header and an unknown layer are reported too.
@@ -269,13 +292,15 @@ def self_test():
                 missing.append(e)
     return self_test_verdict("check_layers", missing, extra,
                              "the upward include, the detail:: use, the private header, the unknown layer, the "
-                             "umbrella header's omission and the file too long are reported")
+                             "umbrella header's omission, the file too long and the flag in a library string are "
+                             "reported")
 
 
 def main():
     return run_check("check_layers", __doc__.split("\n")[0], check, self_test,
                      "every include points down; the front ends use the public API only; the umbrella header is "
-                     f"complete; no file is longer than {MAX_LINES} lines", lambda n: f"{n} problem(s)")
+                     f"complete; no file is longer than {MAX_LINES} lines; no library string names a flag",
+                     lambda n: f"{n} problem(s)")
 
 
 if __name__ == "__main__":

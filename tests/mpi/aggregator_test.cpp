@@ -375,13 +375,18 @@ TEST(Aggregator, LeadScoresAreTheFinishedScoresAndASubsetKeepsItsBits) {
         ASSERT_EQ(leads.size(), full.size());
         for (std::size_t c = 0; c < full.size(); ++c) {
             const auto& finished = full[c].regions[0].per_lead;
-            std::size_t deterministic = 0;
+            // Every per-sample score, in report order: the deterministic ones and, with a climatology, the
+            // anomaly correlation.
+            std::size_t per_sample = 0;
+            bool anomaly_correlation = false;
             for (const ScoreSeries& series : finished) {
-                if (series.score->family != ScoreFamily::deterministic) {
+                if (series.score->family != ScoreFamily::deterministic &&
+                    series.score->family != ScoreFamily::anomaly_correlation) {
                     continue;
                 }
-                ASSERT_LT(deterministic, leads[c].size());
-                const ScoreSeries& early = leads[c][deterministic++];
+                anomaly_correlation |= series.score->family == ScoreFamily::anomaly_correlation;
+                ASSERT_LT(per_sample, leads[c].size());
+                const ScoreSeries& early = leads[c][per_sample++];
                 EXPECT_EQ(early.score, series.score);
                 for (std::size_t l = 0; l < series.values.size(); ++l) {
                     EXPECT_EQ(std::bit_cast<std::uint64_t>(early.values[l]),
@@ -389,8 +394,9 @@ TEST(Aggregator, LeadScoresAreTheFinishedScoresAndASubsetKeepsItsBits) {
                         << series.score->key << " lead " << l;
                 }
             }
-            EXPECT_EQ(deterministic, leads[c].size());
-            EXPECT_GT(deterministic, keys.size());
+            EXPECT_EQ(per_sample, leads[c].size());
+            EXPECT_GT(per_sample, keys.size() + 1);
+            EXPECT_TRUE(anomaly_correlation);
             std::vector<std::string> kept;
             for (const ScoreSeries& series : part[c].regions[0].per_lead) {
                 if (series.score->family != ScoreFamily::deterministic) {

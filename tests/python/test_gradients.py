@@ -336,6 +336,65 @@ def test_ensemble_scores(dist, score):
     close(x.grad, xg.grad[(slice(None),) + dist.get_local_slices(tuple(p.shape))], score + ": the members'")
 
 
+class _CountingLibrary:
+    """The compiled module with each function call it serves recorded by name."""
+
+    def __init__(self, core):
+        self._core, self.calls = core, []
+
+    def __getattr__(self, name):
+        served = getattr(self._core, name)
+        if not callable(served) or isinstance(served, type):
+            return served
+
+        def counted(*args, **kwargs):
+            self.calls.append(name)
+            return served(*args, **kwargs)
+        return counted
+
+
+# Each differentiated reduction: its call on shards (d, t, p, e, w, r), and the library calls its forward may make
+# beside its one reduction (the gradient magnitude's adjoint, formed in the forward pass, one per field).
+ONE_CALL_CASES = [
+    ("weighted_sum", lambda d, t, p, e, w, r: d.weighted_sum(p, w), 0),
+    ("weighted_mean", lambda d, t, p, e, w, r: d.weighted_mean(p, w, keepdim=True), 0),
+    ("weighted_nanmean", lambda d, t, p, e, w, r: d.weighted_nanmean(p, w), 0),
+    ("weighted_std", lambda d, t, p, e, w, r: d.weighted_std(p, w), 0),
+    ("bias", lambda d, t, p, e, w, r: d.weighted_mean_bias(t, p, w), 0),
+    ("rmse", lambda d, t, p, e, w, r: d.root_mean_squared_error(t, p, w), 0),
+    ("regional_weighted_mean", lambda d, t, p, e, w, r: d.regional_weighted_mean(p, w, r), 0),
+    ("zonal_mean", lambda d, t, p, e, w, r: d.zonal_mean(p), 0),
+    ("crps", lambda d, t, p, e, w, r: d.crps(t, e, w), 0),
+    ("spread_skill_ratio", lambda d, t, p, e, w, r: d.spread_skill_ratio(t, e, w), 0),
+    ("weighted_mean_gradient_magnitude", lambda d, t, p, e, w, r: d.weighted_mean_gradient_magnitude(p, w), 1),
+    ("gradient_magnitude_percent_diff", lambda d, t, p, e, w, r: d.gradient_magnitude_percent_diff(t, p, w), 2),
+]
+
+
+@pytest.mark.parametrize("name,call,adjoints", ONE_CALL_CASES, ids=[c[0] for c in ONE_CALL_CASES])
+def test_a_differentiated_reduction_is_one_library_call(dist, monkeypatch, name, call, adjoints):
+    """The forward pass of each gradient rule takes its value and every sum its backward needs from one library call
+    (one allreduce), as the plain call does; only the gradient magnitude adds its adjoint, one call per field."""
+    import gridshard._gradients
+    import gridshard._metrics
+
+    counting = _CountingLibrary(gridshard._metrics._core)
+    monkeypatch.setattr(gridshard._metrics, "_core", counting)
+    monkeypatch.setattr(gridshard._gradients, "_core", counting)
+    t, p, w = fields((9, 14))
+    ensemble = torch.stack([p + k for k in range(3)])
+    slices = dist.get_local_slices(tuple(p.shape))
+    y, x = leaf(t[slices]), leaf(p[slices])
+    e = leaf(ensemble[(slice(None),) + slices])
+    value = call(dist, y, x, e, local(dist, w), local(dist, region_of(w)))
+    reductions = [c for c in counting.calls if c not in ("gradient_magnitude_backward", "percent_difference")]
+    assert len(reductions) == 1, (name, counting.calls)
+    assert counting.calls.count("gradient_magnitude_backward") == adjoints, (name, counting.calls)
+    forward = list(counting.calls)
+    value.sum().backward()  # from the forward's sums: no library call (a zonal mean's lon sum is the mesh's own)
+    assert counting.calls == forward, (name, counting.calls)
+
+
 @pytest.mark.parametrize("pole", ["zero", "replicate", "across_pole"])
 @pytest.mark.parametrize("width", [1, 2, 3])
 def test_halo_exchange_and_its_adjoint(dist, pole, width):

@@ -4,8 +4,16 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace gridshard {
+
+/// A caller's setting as the library's messages name it: its name in the library's interface in backquotes,
+/// e.g. "`regions`" for EvaluationPlan::regions. Front ends show their own name for it (the tool its flag,
+/// `--region`; apps/gridshard/setting_flags.cpp), so a library message never names a flag of one front end.
+[[nodiscard]] inline std::string setting_name(std::string_view name) {
+    return "`" + std::string(name) + "`";
+}
 
 /// Base of every error gridshard throws.
 class Error : public std::runtime_error {

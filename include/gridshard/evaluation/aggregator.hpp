@@ -208,9 +208,10 @@ class Aggregator {
     void record(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth, std::span<const T> members,
                 std::span<const T> climatology = {});
 
-    /// The deterministic per-lead scores (mean over every sample) of the lead times `leads`, per channel: the
-    /// values finish() will give for them, bit for bit, once every sample of those lead times is recorded (ACE's
-    /// per-window time-series logs). Collective over the data group: one allreduce of the slots of those leads.
+    /// The per-sample scores (deterministic and, with a climatology, the anomaly correlation; each the mean over every
+    /// sample) of the lead times `leads`, per channel: the values finish() will give for them, bit for bit, once every
+    /// sample of those lead times is recorded (ACE's per-window time-series logs). Collective over the data group: one
+    /// allreduce of the slots of those leads.
     [[nodiscard]] std::vector<std::vector<ScoreSeries>> lead_scores(Range leads) const;
 
     /// Every score of the report, per channel (and, with AggregatorOptions::normalization, the normalised pairs'
@@ -258,8 +259,8 @@ class Aggregator {
     AggregatorOptions options_;
     std::vector<RegionWeights> regions_;
     std::vector<const RegisteredScore*> scores_;
-    std::vector<const RegisteredScore*> deterministic_;  // the Evaluator's, in slot order
-    std::vector<Evaluator> evaluators_;                  // one a region, when this rank holds members
+    std::vector<const RegisteredScore*> per_sample_;  // the scores of det_'s slots, in slot order
+    std::vector<Evaluator> evaluators_;               // one a region, when this rank holds members
     Slots det_{}, ens_{}, zonal_prediction_{}, zonal_truth_{};
     std::vector<double> det_values_, ens_values_, zonal_prediction_values_, zonal_truth_values_;
     std::optional<TimeMeanAccumulator> prediction_sums_, error_sums_;

@@ -99,6 +99,12 @@ enum class SpectrumValue { prediction, truth, smallest_scale, positive, negative
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
                                  AnomalyCorrelationValue, ZonalProfile, SpectrumValue>;
 
+/// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
+/// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
+enum class AceStepLog { none, fields, fields_and_normalized };
+
+[[nodiscard]] std::string_view to_string(AceStepLog log) noexcept;
+
 /// The family and the combination over samples a source implies.
 [[nodiscard]] ScoreFamily family_of(const ScoreSource& source) noexcept;
 [[nodiscard]] SampleCombination combination_of(const ScoreSource& source) noexcept;
@@ -123,6 +129,8 @@ struct RegisteredScore {
     SampleCombination combination = SampleCombination::mean_of_samples;
     /// ACE logs it on the normalised fields too (mean_norm/..., time_mean_norm/...: `--normalize`).
     bool ace_normalized = false;
+    /// ACE's mean_step_<k> metric logs it (a deterministic score).
+    AceStepLog ace_step_log = AceStepLog::none;
     int table_width = 12;
     int table_digits = 4;
     int table_order = 0;  ///< the forecast table's column order (the pair table's follows the registry)

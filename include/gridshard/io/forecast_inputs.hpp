@@ -92,7 +92,8 @@ class Climatology {
         : reader_(access.open(path)), source_(source) {
         const SourceGrid& grid = source.grid();
         if (!io::same_grid(reader_.grid(), grid)) {
-            throw ArgumentError("--climatology '" + path + "' (" + std::to_string(reader_.grid().shape().nlat) + " x " +
+            throw ArgumentError(setting_name("climatology") + " '" + path + "' (" +
+                                std::to_string(reader_.grid().shape().nlat) + " x " +
                                 std::to_string(reader_.grid().shape().nlon) + ") is not on the forecast's grid (" +
                                 std::to_string(grid.shape().nlat) + " x " + std::to_string(grid.shape().nlon) + ")");
         }
@@ -119,7 +120,8 @@ class Climatology {
     [[nodiscard]] ClimatologyPlan open(const SourceVariable& variable, const Box& box) const {
         const io::VariableShape v = reader_.variable(variable.name);
         const ForecastLayout& l = source_.layout();
-        const std::string where = "--climatology '" + reader_.path() + "': variable '" + variable.name + "'";
+        const std::string where =
+            setting_name("climatology") + " '" + reader_.path() + "': variable '" + variable.name + "'";
         const auto has = [&](const std::string& dim) {
             return std::find(v.dim_names.begin(), v.dim_names.end() - 2, dim) != v.dim_names.end() - 2;
         };

@@ -37,6 +37,9 @@ struct EnsembleScores {
     std::vector<double> spread_skill_ratio;
     std::vector<double> crps;
     std::vector<double> fair_crps;
+    /// The weight of the points every score counts (the truth and every member finite), per channel: what a gradient
+    /// of a score needs beside it.
+    std::vector<double> weight;
 };
 
 /// Which scores of EnsembleScores a call forms; those left out stay empty and cost nothing: each per-point statistic

@@ -14,6 +14,8 @@
 /// options that change floating-point evaluation (another -march, FMA contraction) may change bits.
 
 #include <cstdint>
+#include <optional>
+#include <span>
 #include <vector>
 
 #include "gridshard/metrics/field.hpp"
@@ -94,6 +96,27 @@ template <class T>
                                                          std::span<const double> region,
                                                          Summation summation = Summation::reproducible);
 
+/// The weighted statistics weighted_statistics forms, each that of its own function above.
+enum class WeightedStatistic { sum, mean, nanmean, std, bias, rmse };
+
+/// A weighted statistic per channel beside what a gradient of it needs, all from the statistic's one pass and one
+/// allreduce: `weights` the weight of the points it counted (the non-NaN ones for a nanmean, every point of non-zero
+/// weight otherwise), and for a std `means` the mean its deviations are taken from (empty otherwise).
+struct WeightedStatistics {
+    std::vector<double> values;  ///< the bits of the statistic's own function (weighted_mean, rmse, ...)
+    std::vector<double> weights;
+    std::vector<double> means;
+};
+
+/// `statistic` of `x` (bias and rmse: of `prediction` against `x`, which is then required), with weights `a`, or
+/// `a * region` per point when `region` is given (as regional_weighted_mean). Collective over `spatial`: one
+/// allreduce, as the statistic's own function.
+template <class T>
+[[nodiscard]] WeightedStatistics weighted_statistics(const ShardedGrid& grid, WeightedStatistic statistic,
+                                                     FieldShard<T> x, const FieldShard<T>* prediction, Weights a,
+                                                     Summation summation = Summation::reproducible,
+                                                     std::optional<std::span<const double>> region = std::nullopt);
+
 /// NaN-aware mean over longitude, `nansum / count of valid`, for each channel and each row of this
 /// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only: one
 /// allreduce of 2 sums per channel and row (compact exact sums: 19 int64 each for float input, 76 for
@@ -101,6 +124,16 @@ template <class T>
 template <class T>
 [[nodiscard]] std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x,
                                              Summation summation = Summation::reproducible);
+
+/// zonal_mean beside what its gradient needs: per (channel, row) the number of valid points each mean averaged, from
+/// the same allreduce. Collective over `lon` only, as zonal_mean.
+struct ZonalMeanAndCount {
+    std::vector<double> means;   ///< zonal_mean's, bit for bit
+    std::vector<double> counts;  ///< the points that are not NaN over the whole circle
+};
+template <class T>
+[[nodiscard]] ZonalMeanAndCount zonal_mean_and_count(const ShardedGrid& grid, FieldShard<T> x,
+                                                     Summation summation = Summation::reproducible);
 
 /// zonal_mean of several fields of the same shape (for example truth and prediction) in one allreduce
 /// over `lon`: one result per field, each laid out as zonal_mean's. Collective over `lon`: one 24-byte

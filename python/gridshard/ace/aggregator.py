@@ -24,28 +24,48 @@ from ..aggregator import Aggregator, registered_scores
 from ..distributed import ArgumentError, Distributed
 from .backend import GridshardBackend
 
-# ACE's mean_step_<k> metric logs these of the registry's series (denorm; on the normalised fields weighted_rmse).
-_STEP_SERIES = ("weighted_rmse", "weighted_bias", "weighted_grad_mag_percent_diff")
+# ACE's power_spectrum summaries that its report_directional_bias option adds.
+_DIRECTIONAL_SPECTRUM_BIASES = ("positive_norm_bias", "negative_norm_bias")
+
+
+def _ace_name(score):
+    """The middle segment of a score's ACE key, the name ACE logs it under (weighted_rmse of
+    "mean/weighted_rmse/{var}")."""
+    return score["ace_key"].split("/")[1]
 
 
 @dataclasses.dataclass(frozen=True)
 class _AceKeys:
     """What the drop-in logs, read from the library's registry when an aggregator is built (so a score added with
     ``gridshard.register_score`` is logged too): the per-lead series ACE's ``mean`` metrics log (``series``, and
-    ``norm_series`` on the normalised fields), and ACE's ``ensemble_step_<k>`` names of the ensemble cell
-    statistics (``ensemble``: ACE's name to the registry's key)."""
+    ``norm_series`` on the normalised fields), those its ``mean_step_<k>`` metrics log (``step``, ``norm_step``),
+    ACE's ``ensemble_step_<k>`` names of the ensemble cell statistics (``ensemble``: ACE's name to the registry's
+    key), ACE's names of the time-mean scores (``time_means``, ``norm_time_means``: the registry's key to ACE's name)
+    and of the power spectrum's summaries (``spectrum``: the registry's keys, which are ACE's names)."""
     series: tuple
     norm_series: tuple
+    step: tuple
+    norm_step: tuple
     ensemble: dict
+    time_means: dict
+    norm_time_means: dict
+    spectrum: tuple
 
     @classmethod
     def from_registry(cls):
         forecast = [s for s in registered_scores() if s["report"] == "forecast" and s["ace_key"]]
         deterministic = [s for s in forecast if s["family"] == "deterministic"]
-        cells = {s["ace_key"].split("/")[1]: s["key"] for s in forecast
+        cells = {_ace_name(s): s["key"] for s in forecast
                  if s["family"] == "ensemble" and s["combination"] == "cell_statistic"}
-        return cls(tuple(s["key"] for s in deterministic),
-                   tuple(s["key"] for s in deterministic if s["ace_normalized"]), cells)
+        time_means = [s for s in forecast if s["family"] == "time_mean"]
+        return cls(series=tuple(s["key"] for s in deterministic),
+                   norm_series=tuple(s["key"] for s in deterministic if s["ace_normalized"]),
+                   step=tuple(s["key"] for s in deterministic if s["ace_step_log"] != "none"),
+                   norm_step=tuple(s["key"] for s in deterministic if s["ace_step_log"] == "fields_and_normalized"),
+                   ensemble=cells,
+                   time_means={s["key"]: _ace_name(s) for s in time_means},
+                   norm_time_means={s["key"]: _ace_name(s) for s in time_means if s["ace_normalized"]},
+                   spectrum=tuple(s["key"] for s in forecast if s["family"] == "power_spectrum"))
 
 
 def _gridshard_distributed():
@@ -353,25 +373,22 @@ class InferenceEvaluatorAggregator:
         logs = {}
         for metric in self._time_means:
             label = metric.get_name()
-            scores = denorm if metric.target == "denorm" else norm
-            rmse = {}
-            for name, channel in scores.items():
-                means = channel["regions"]["global"]["time_means"]
-                rmse[name] = float(means["rmse"])
-                logs[f"{label}/rmse/{name}"] = rmse[name]
-                if metric.target == "denorm":
-                    logs[f"{label}/bias/{name}"] = float(means["bias"])
-            if metric.target == "norm":
-                logs[f"{label}/rmse/channel_mean"] = self._channel_mean(rmse, scores)
+            scores, names = ((denorm, self._keys.time_means) if metric.target == "denorm"
+                             else (norm, self._keys.norm_time_means))
+            for key, ace_name in names.items():
+                values = {name: float(channel["regions"]["global"]["time_means"][key])
+                          for name, channel in scores.items()}
+                logs.update({f"{label}/{ace_name}/{name}": value for name, value in values.items()})
+                if metric.target == "norm":
+                    logs[f"{label}/{ace_name}/channel_mean"] = self._channel_mean(values, scores)
         for metric in self._steps:
             for (key, name), value in self._step_values(metric, denorm, norm).items():
                 logs[f"{metric.get_name()}/{key}/{name}"] = value
         for metric in self._ensembles:
             logs.update(self._ensemble_logs(metric, denorm if metric.target == "denorm" else norm))
         for metric in self._spectra:
-            keys = ("smallest_scale_norm_bias", "positive_norm_bias", "negative_norm_bias", "mean_abs_norm_bias")
-            if not metric.report_directional_bias:
-                keys = ("smallest_scale_norm_bias", "mean_abs_norm_bias")
+            keys = [key for key in self._keys.spectrum
+                    if metric.report_directional_bias or key not in _DIRECTIONAL_SPECTRUM_BIASES]
             for name in self._spectral(metric, denorm):
                 means = denorm[name]["regions"]["global"]["time_means"]
                 logs.update({f"{metric.get_name()}/{key}/{name}": float(means[key]) for key in keys})
@@ -380,14 +397,16 @@ class InferenceEvaluatorAggregator:
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
 
     def _step_values(self, metric, denorm, norm):
-        """``{(key, variable): value}`` of a ``mean_step_<k>`` metric: ACE's scores at forward step k (denorm: rmse,
-        bias and the gradient score; norm: rmse, and its channel mean under the name ``channel_mean``)."""
-        scores, keys = (denorm, _STEP_SERIES) if metric.target == "denorm" else (norm, ("weighted_rmse",))
+        """``{(key, variable): value}`` of a ``mean_step_<k>`` metric: ACE's scores at forward step k (the registry's
+        that ACE's metric logs: denorm, rmse, bias and the gradient score; norm, rmse, with each one's channel mean
+        under the name ``channel_mean``)."""
+        scores, keys = (denorm, self._keys.step) if metric.target == "denorm" else (norm, self._keys.norm_step)
         values = {(key, name): float(channel["regions"]["global"]["per_lead"][key][metric.step, 0])
                   for name, channel in scores.items() for key in keys}
         if metric.target == "norm":
-            rmse = {name: values[("weighted_rmse", name)] for name in scores}
-            values[("weighted_rmse", "channel_mean")] = self._channel_mean(rmse, scores)
+            for key in keys:
+                per_variable = {name: values[(key, name)] for name in scores}
+                values[(key, "channel_mean")] = self._channel_mean(per_variable, scores)
         return values
 
     def _ensemble_logs(self, metric, scores):
