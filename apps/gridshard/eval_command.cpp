@@ -48,6 +48,13 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
         plan.normalize_means = options.normalize[0];
         plan.normalize_stds = options.normalize[1];
     }
+    if (options.near_zero_fraction) {
+        plan.near_zero_fraction = options.near_zero_config;
+        if (!options.near_zero_variables.empty()) {
+            plan.near_zero_fraction->variables =
+                parse_name_list("--near-zero-fraction-variables", options.near_zero_variables);
+        }
+    }
     plan.access = access;
     return plan;
 }
@@ -112,11 +119,12 @@ int run_eval(const EvalOptions& options) {
         const ReportKind report = forecast ? ReportKind::forecast : ReportKind::pair;
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    options.include_initial_step || options.data_split.has_value() ||
-                                   !options.normalize.empty();
+                                   !options.normalize.empty() || options.near_zero_fraction;
         if (!forecast && forecast_only) {
             throw ArgumentError(
-                "--climatology, --region, --include-initial-step, --data-split and --normalize need a forecast: files "
-                "with a sample or member dim, or the built-in forecast (--initial-conditions, --ensemble-size)");
+                "--climatology, --region, --include-initial-step, --data-split, --normalize and --near-zero-fraction "
+                "need a forecast: files with a sample or member dim, or the built-in forecast (--initial-conditions, "
+                "--ensemble-size)");
         }
         if (!forecast && !options.diagnostics.empty() && !options.spectrum) {
             throw ArgumentError(
@@ -131,7 +139,8 @@ int run_eval(const EvalOptions& options) {
         // Before any work: no output may be an input or another output, or anything but a regular file. Every
         // rank checks (a node may see another file system), then all agree.
         const OutputPaths paths =
-            output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum);
+            output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
+                         options.near_zero_fraction && options.near_zero_config.include_maps);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -294,6 +303,34 @@ Runner add_eval_command(CLI::App& app) {
                      "normalised as ACE does, (x - mean) / std, under ACE's keys (mean_norm/*, time_mean_norm/rmse/*, "
                      "time_mean_norm/rmse/channel_mean) in the JSON report")
         ->expected(2);
+    CLI::Option* near_zero = command->add_flag(
+        "--near-zero-fraction", options->near_zero_fraction,
+        "Forecast: also ACE's near_zero_fraction metric: per variable, over every counted lead time and sample, the "
+        "area-weighted fraction of points at or below its eps (a missing value is not), averaged; the prediction's, "
+        "the truth's and their difference (ACE's near_zero_fraction/gen and gen_minus_target) in the JSON report");
+    command->add_option("--near-zero-fraction-eps", options->near_zero_config.eps, "The threshold (ACE's eps)")
+        ->default_str("0")
+        ->needs(near_zero);
+    command
+        ->add_option("--near-zero-fraction-variables", options->near_zero_variables,
+                     "Comma-separated variables with near-zero fractions (ACE's variables; default: every variable)")
+        ->needs(near_zero);
+    command
+        ->add_option_function<std::vector<std::string>>(
+            "--near-zero-fraction-per-variable-eps",
+            [options](const std::vector<std::string>& items) {
+                for (const std::string& item : items) {
+                    options->near_zero_config.per_variable_eps.push_back(
+                        parse_named_number("--near-zero-fraction-per-variable-eps", item));
+                }
+            },
+            "NAME=EPS: a variable's own threshold (ACE's per_variable_eps; repeatable)")
+        ->needs(near_zero);
+    command
+        ->add_flag("--near-zero-fraction-include-maps", options->near_zero_config.include_maps,
+                   "Also the per-cell fractions of the counted lead times and samples at or below eps, not "
+                   "area-weighted (ACE's include_maps), in --diagnostics DIR/near_zero_fraction_diagnostics.nc")
+        ->needs(near_zero);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

@@ -48,6 +48,10 @@ struct EvalOptions {
     PowerSpectrumOptions spectrum_options;
     bool spectrum_fill = true;  // --spectrum-fill smooth (ACE's) or none
     std::int64_t spectrum_fill_steps = 4;
+    // ACE's near-zero fractions (--near-zero-fraction and its options, named after ACE's config fields).
+    bool near_zero_fraction = false;
+    NearZeroFractionConfig near_zero_config;
+    std::string near_zero_variables;  // comma-separated, parsed with --vars' rule; empty: every variable
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

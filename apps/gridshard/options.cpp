@@ -50,4 +50,18 @@ std::vector<std::string> parse_name_list(const std::string& option, const std::s
     return names;
 }
 
+std::pair<std::string, double> parse_named_number(const std::string& option, const std::string& text) {
+    const std::size_t equals = text.find('=');
+    double value = 0.0;
+    if (equals != std::string::npos && equals > 0) {
+        const char* first = text.data() + equals + 1;
+        const char* last = text.data() + text.size();
+        const auto [end, error] = std::from_chars(first, last, value);
+        if (error == std::errc() && end == last && first != last) {
+            return {text.substr(0, equals), value};
+        }
+    }
+    throw CLI::ValidationError(option, "'" + text + "' is not NAME=NUMBER");
+}
+
 }  // namespace gridshard::cli

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gridshard::cli {
@@ -39,5 +40,9 @@ CLI::Option* add_choice_option(CLI::App& app, const std::string& name, Enum& tar
 /// The names of a comma-separated list such as `--vars t2m,sst`; an empty name or one given twice is an
 /// ArgumentError naming `option` and the text. An empty text is an empty list.
 [[nodiscard]] std::vector<std::string> parse_name_list(const std::string& option, const std::string& text);
+
+/// NAME and VALUE of `text` "NAME=VALUE" (such as `--near-zero-fraction-per-variable-eps PRATEsfc=1e-6`): a name
+/// that is not empty and a whole decimal number; anything else is a parse error naming `option` and the text.
+[[nodiscard]] std::pair<std::string, double> parse_named_number(const std::string& option, const std::string& text);
 
 }  // namespace gridshard::cli

@@ -198,9 +198,11 @@ std::vector<const RegisteredScore*> table_columns(const EvaluationResult& result
     if (result.channels.empty()) {
         return columns;
     }
-    for (const ScoreValue& v : result.channels.front().regions.front().time_means) {
-        if (!v.score->label.empty()) {
-            columns.push_back(v.score);
+    for (const ChannelScores& c : result.channels) {  // a family of some variables only (near-zero fractions) too
+        for (const ScoreValue& v : c.regions.front().time_means) {
+            if (!v.score->label.empty() && std::find(columns.begin(), columns.end(), v.score) == columns.end()) {
+                columns.push_back(v.score);
+            }
         }
     }
     std::stable_sort(columns.begin(), columns.end(), [](const RegisteredScore* a, const RegisteredScore* b) {
@@ -279,7 +281,7 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
                     const double shown = std::isnan(*value) ? std::numeric_limits<double>::quiet_NaN() : *value;
                     std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, shown);
                     out << cell;
-                } else {  // a score of the globe only (the power spectra), on a region's row
+                } else {  // a score of the globe only (the power spectra), on a region's row, or of other variables
                     std::snprintf(cell, sizeof cell, " %*s", s->table_width, "-");
                     out << cell;
                 }
@@ -417,14 +419,19 @@ struct MapPart {
     std::vector<std::int64_t> count;
 };
 
-io::Dataset time_mean_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
+io::Dataset lat_lon_dataset(const EvaluationResult& result, const std::string& title) {
     io::Dataset d;
     d.dims = {lat_dim(result),
               {"lon",
                result.grid.shape().nlon,
                result.grid.lon_deg,
                {{"standard_name", "longitude"}, {"units", "degrees_east"}, {"axis", "X"}}}};
-    d.global_attributes = global_attributes("gridshard time-mean maps (" + time_mean_rows_text(result) + ")");
+    d.global_attributes = global_attributes(title);
+    return d;
+}
+
+io::Dataset time_mean_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
+    io::Dataset d = lat_lon_dataset(result, "gridshard time-mean maps (" + time_mean_rows_text(result) + ")");
     for (const ChannelScores& c : result.channels) {
         const std::string name = netcdf_name(c.name);
         const auto map = [&](const std::string& prefix, const std::vector<double>& values, const std::string& what) {
@@ -433,6 +440,38 @@ io::Dataset time_mean_diagnostics(const EvaluationResult& result, const MapPart&
         };
         map("gen_map-", c.prediction_map, " time mean, generated");
         map("bias_map-", c.bias_map, " time-mean bias (generated - target)");
+    }
+    return d;
+}
+
+// ACE's near_zero_fraction_diagnostics.nc (fme's NearZeroFractionAggregator.get_dataset): per variable with
+// near-zero fractions, the per-cell fractions of the prediction and of the truth at or below its eps, and their
+// difference.
+io::Dataset near_zero_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
+    io::Dataset d = lat_lon_dataset(
+        result, "gridshard near-zero fractions per cell (" + time_mean_rows_text(result) + ", every sample)");
+    for (const ChannelScores& c : result.channels) {
+        const std::vector<ScoreValue>& means = c.regions.front().time_means;
+        if (std::none_of(means.begin(), means.end(),
+                         [](const ScoreValue& v) { return v.score->family == ScoreFamily::near_zero_fraction; })) {
+            continue;  // a variable without near-zero fractions
+        }
+        std::vector<double> error(c.near_zero_prediction_map.size());
+        for (std::size_t k = 0; k < error.size(); ++k) {
+            error[k] = c.near_zero_prediction_map[k] - c.near_zero_truth_map[k];
+        }
+        const std::string name = netcdf_name(c.name);
+        const auto map = [&](const std::string& prefix, const std::vector<double>& values, const std::string& what) {
+            d.variables.push_back({prefix + name,
+                                   {"lat", "lon"},
+                                   values,
+                                   {{"long_name", "fraction of " + c.name + what + " at or below eps"}},
+                                   part.start,
+                                   part.count});
+        };
+        map("gen_map-", c.near_zero_prediction_map, ", generated,");
+        map("target_map-", c.near_zero_truth_map, ", target,");
+        map("error_map-", error, " (generated - target)");
     }
     return d;
 }
@@ -489,12 +528,13 @@ void write_json_report(io::AtomicOutput& output, const EvaluationResult& result)
 
 std::vector<io::NamedPath> OutputPaths::named() const {
     return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
-            {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum}};
+            {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum},
+            {"--diagnostics", near_zero}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
-                         bool spectrum) {
-    OutputPaths paths{json, zonal, "", "", "", ""};
+                         bool spectrum, bool near_zero_maps) {
+    OutputPaths paths{json, zonal, "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -504,6 +544,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (spectrum) {
             paths.spectrum = base + "power_spectrum_diagnostics.nc";
+        }
+        if (forecast && near_zero_maps) {
+            paths.near_zero = base + "near_zero_fraction_diagnostics.nc";
         }
     }
     return paths;
@@ -535,6 +578,10 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     if (!paths.spectrum.empty()) {
         jobs.push_back(
             {paths.spectrum, [&](io::AtomicOutput& o) { io::write_dataset(o, spectrum_diagnostics(result)); }});
+    }
+    if (!paths.near_zero.empty()) {
+        jobs.push_back(
+            {paths.near_zero, [&](io::AtomicOutput& o) { io::write_dataset(o, near_zero_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -569,6 +616,9 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     }
     if (!paths.spectrum.empty()) {
         jobs.push_back(collectively(paths.spectrum, spectrum_diagnostics(result)));
+    }
+    if (!paths.near_zero.empty()) {
+        jobs.push_back(collectively(paths.near_zero, near_zero_diagnostics(result, part)));
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 17> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 18> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -17,6 +17,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 17> flags{{
     {"normalize_means", "--normalize MEANS"},
     {"normalize_stds", "--normalize STDS"},
     {"spectrum", "--spectrum"},
+    {"near_zero_fraction", "--near-zero-fraction"},
     {"data_split", "--data-split"},
     {"ensemble_dim", "--ensemble-dim"},
     {"ensemble_size", "--ensemble-size"},

@@ -60,7 +60,13 @@ class Aggregator:
     ``"spectra"`` (``{"prediction": (L,), "target": (L,)}``), and ACE's four norm biases among the global time
     means. ``masks``: ``{variable: (h_local, w_local)}`` this rank's box of a multiplier of that variable's area
     weights (ACE's spatial mask provider: its area means take weights times mask, so a point under a zero mask does
-    not count, a missing value there included); every rank gives a mask for the same variables. Collective over the
+    not count, a missing value there included); every rank gives a mask for the same variables.
+    ``near_zero_fraction``: ACE's near_zero_fraction metric, a dict of its config fields ``variables`` (default every
+    one), ``eps`` (0), ``per_variable_eps`` ({}) and ``include_maps`` (False): over every counted (sample, lead time)
+    the area-weighted fraction of points at or below the variable's eps, averaged, among the global time means
+    (``near_zero_fraction_gen``, ``near_zero_fraction_target``, ``near_zero_fraction_gen_minus_target``), and with
+    ``include_maps`` per cell the fraction of those at or below it, not area-weighted (``"near_zero_maps"``:
+    ``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0). Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -68,7 +74,7 @@ class Aggregator:
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
                  lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None,
-                 masks=None):
+                 masks=None, near_zero_fraction=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -115,6 +121,10 @@ class Aggregator:
                 if spectral - set(self.variables):
                     problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
                                  f"variables={self.variables!r}")
+        near_zero = {}
+        if near_zero_fraction is not None:
+            with problems.catching("near_zero_fraction"):
+                near_zero = _near_zero_settings(near_zero_fraction, self.variables)
         mask_values = {}
         with problems.catching("masks"):
             for name, mask in (masks or {}).items():
@@ -153,7 +163,7 @@ class Aggregator:
                     counted_leads=counted, maps=bool(maps), policy=str(policy), report=str(report),
                     deterministic_keys=keys, lead_ensemble_scores=bool(lead_ensemble), ensemble_cell_leads=cell_leads,
                     crps_alpha=alpha, normalization=self._stats.get(name),
-                    **(spectrum_arguments if name in spectral else {}))
+                    **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}))
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -273,6 +283,10 @@ class Aggregator:
         for key in ("prediction_map", "bias_map"):
             if channel[key] is not None:
                 channel[key] = _array(channel[key], (nlat, nlon))
+        maps = channel.get("near_zero_maps")
+        if maps is not None:
+            channel["near_zero_maps"] = {"prediction": _array(maps[0], (nlat, nlon)),
+                                         "target": _array(maps[1], (nlat, nlon))}
 
     @staticmethod
     def normalized_channel_mean(scores):
@@ -282,6 +296,24 @@ class Aggregator:
         channels = [channel["normalized"] for channel in scores.values()]
         return _core.channel_mean([c["regions"]["global"]["time_means"]["rmse"] for c in channels],
                                   [bool(c["target_missing"]) for c in channels])
+
+
+_NEAR_ZERO_DEFAULTS = {"variables": None, "eps": 0.0, "per_variable_eps": {}, "include_maps": False}
+
+
+def _near_zero_settings(options, variables):
+    """``{variable: compiled aggregator settings}`` of ACE's near_zero_fraction config fields ``options`` (a dict of
+    _NEAR_ZERO_DEFAULTS' keys) over ``variables``: the library's rule (a name that is not among ``variables`` or is
+    given twice, and a threshold below 0 or NaN, are refused)."""
+    unknown = sorted(set(options) - set(_NEAR_ZERO_DEFAULTS))
+    if unknown:
+        raise ValueError(f"near_zero_fraction: unknown option(s) {unknown}; known: {sorted(_NEAR_ZERO_DEFAULTS)}")
+    o = {**_NEAR_ZERO_DEFAULTS, **options}
+    chosen = None if o["variables"] is None else [str(v) for v in o["variables"]]
+    per_variable = {str(k): float(v) for k, v in dict(o["per_variable_eps"]).items()}
+    compiled = _core.near_zero_fraction_options(list(variables), chosen, float(o["eps"]), per_variable,
+                                                bool(o["include_maps"]))
+    return {name: {"near_zero_eps": eps, "near_zero_maps": maps} for name, (eps, maps) in compiled.items()}
 
 
 _SPECTRUM_DEFAULTS = {"grid": "legendre-gauss", "truncation": "torch-harmonics-0.8", "lmax": None, "mmax": None,

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -59,6 +60,9 @@ struct AggregatorArguments {
     std::optional<std::vector<double>> mask{};
     // ACE's (mean, std) of the variable: its normalised scores beside the others (AggregatorOptions::normalization).
     std::optional<std::pair<double, double>> normalization{};
+    // ACE's near-zero fractions at or below `near_zero_eps` (AggregatorOptions::near_zero_fraction), or none.
+    std::optional<double> near_zero_eps{};
+    bool near_zero_maps = false;
 };
 
 /// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
@@ -207,6 +211,11 @@ class PythonAggregator {
                         throw ArgumentError("counted_leads: the time means need at least one lead time");
                     }
                     options.spectrum = spectrum_of(args_);
+                    if (args_.near_zero_eps) {  // the threshold's rule is the config's
+                        options.near_zero_fraction =
+                            NearZeroFractionConfig{.eps = *args_.near_zero_eps, .include_maps = args_.near_zero_maps}
+                                .options_for("this variable");
+                    }
                 }).message;
         }
         py::gil_scoped_release release;
@@ -227,7 +236,7 @@ class PythonAggregator {
         chosen.add(std::span<const double>(&args_.crps_alpha, 1));
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
-        for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true})) {
+        for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true, true})) {
             chosen.add(s->key);
         }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
@@ -236,6 +245,8 @@ class PythonAggregator {
         for (const std::int64_t value : {args_.spectrum_lmax, args_.spectrum_mmax, args_.spectrum_fill_steps}) {
             chosen.add(value);
         }
+        const double near_zero[] = {args_.near_zero_eps.value_or(-1.0), args_.near_zero_maps ? 1.0 : 0.0};
+        chosen.add(std::span<const double>(near_zero));
         agree_or_throw(
             mesh.mesh().world(), "",
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
@@ -428,6 +439,10 @@ class PythonAggregator {
         c["spectra"] = series_dict(channel.spectra);
         c["prediction_map"] = map_bytes(channel.prediction_map);
         c["bias_map"] = map_bytes(channel.bias_map);
+        c["near_zero_maps"] = channel.near_zero_prediction_map.empty()
+                                  ? py::object(py::none())
+                                  : py::object(py::make_tuple(map_bytes(channel.near_zero_prediction_map),
+                                                              map_bytes(channel.near_zero_truth_map)));
         c["target_missing"] = target_missing_everywhere(channel);
         return c;
     }
@@ -487,6 +502,13 @@ void bind_aggregator(py::module_& m) {
                               a.normalization = v.cast<std::pair<double, double>>();
                           }
                       }},
+                     {"near_zero_eps",
+                      [&](py::handle v) {
+                          if (!v.is_none()) {
+                              a.near_zero_eps = v.cast<double>();
+                          }
+                      }},
+                     {"near_zero_maps", [&](py::handle v) { a.near_zero_maps = v.cast<bool>(); }},
                  };
                  for (const auto& [key, value] : given) {
                      const std::string name = py::str(key);
@@ -503,7 +525,8 @@ void bind_aggregator(py::module_& m) {
              "initial_conditions, members, lead_times, channels, mine ((first, stop) of this rank's initial "
              "conditions), counted_leads, maps, policy, report, deterministic_keys, lead_ensemble_scores, "
              "ensemble_cell_leads, crps_alpha, spectrum_grid ('' for none), spectrum_truncation, spectrum_convention, "
-             "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None).");
+             "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
+             "near_zero_eps (ACE's near-zero fractions at or below it, or None) and near_zero_maps.");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {
@@ -609,6 +632,30 @@ void bind_aggregator(py::module_& m) {
         py::arg("means"), py::arg("stds"), py::arg("names"),
         "{name: (mean, std)} from ACE's stats files, read and checked as `gridshard eval --normalize` reads them "
         "(io/normalization.hpp). No MPI calls.");
+    m.def(
+        "near_zero_fraction_options",
+        [](const std::vector<std::string>& scored, const std::optional<std::vector<std::string>>& variables, double eps,
+           const std::map<std::string, double>& per_variable_eps, bool include_maps) {
+            NearZeroFractionConfig config{.variables = variables.value_or(std::vector<std::string>{}),
+                                          .eps = eps,
+                                          .per_variable_eps = {per_variable_eps.begin(), per_variable_eps.end()},
+                                          .include_maps = include_maps};
+            if (variables && variables->empty()) {
+                throw ArgumentError(setting_name("near_zero_fraction") + ": variables is an empty list");
+            }
+            config.check(scored);
+            py::dict out;
+            for (const std::string& name : scored) {
+                if (const std::optional<NearZeroFractionOptions> o = config.options_for(name)) {
+                    out[py::str(name)] = py::make_tuple(o->eps, o->maps);
+                }
+            }
+            return out;
+        },
+        py::arg("scored"), py::arg("variables"), py::arg("eps"), py::arg("per_variable_eps"), py::arg("include_maps"),
+        "{name: (eps, include_maps)} of ACE's near_zero_fraction config fields over the `scored` variables "
+        "(NearZeroFractionConfig, evaluation/aggregator.hpp: its names and thresholds checked as `gridshard eval "
+        "--near-zero-fraction` checks them). No MPI calls.");
     m.def(
         "ace_key",
         [](const std::string& key, const std::string& variable, bool normalized, std::int64_t step) {

@@ -77,7 +77,8 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.maps = false;
     normalized.lead_ensemble_scores = false;
     normalized.ensemble_cell_leads.clear();
-    normalized.spectrum.reset();  // ACE logs no spectrum of the normalised fields
+    normalized.spectrum.reset();            // ACE logs no spectrum of the normalised fields
+    normalized.near_zero_fraction.reset();  // nor near-zero fractions
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -138,7 +139,8 @@ double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::in
 }
 
 std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const AggregatorShape& shape, std::size_t regions,
-                                std::size_t value_bytes, int data_ranks, int spatial_ranks, bool spectrum) {
+                                std::size_t value_bytes, int data_ranks, int spatial_ranks, bool spectrum,
+                                bool near_zero) {
     const auto area = static_cast<std::uint64_t>(box.area());
     const auto c = static_cast<std::uint64_t>(shape.channels);
     const auto m = static_cast<std::uint64_t>(shape.work.members.size());
@@ -162,7 +164,10 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
         spectra = 2 * c * nlat * sizeof(ExactSum) + transformed * area * (value_bytes + 8 * 8) +
                   3 * 8 * per_owner * nlat * static_cast<std::uint64_t>(grid.nlon);
     }
-    return fields + slots + spectra;
+    // The near-zero counts of the prediction and the truth (24 bytes per point each, and their gather), the indicator.
+    const std::uint64_t near_zero_counts =
+        near_zero ? c * area * (2 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8) : 0;
+    return fields + slots + spectra + near_zero_counts;
 }
 
 Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
@@ -216,7 +221,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     scores_ = report_scores(options_.report, {.ensemble = ensemble && options_.lead_ensemble_scores,
                                               .anomaly_correlation = options_.anomaly_correlation,
                                               .ensemble_cells = !cell_leads.empty(),
-                                              .power_spectrum = options_.spectrum.has_value()});
+                                              .power_spectrum = options_.spectrum.has_value(),
+                                              .near_zero_fraction = options_.near_zero_fraction.has_value()});
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {
         if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
@@ -262,6 +268,10 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     error_sums_.emplace(grid_, channels);
     if (options_.maps) {
         prediction_sums_.emplace(grid_, channels);
+    }
+    if (options_.near_zero_fraction) {
+        near_zero_prediction_.emplace(grid_, channels);
+        near_zero_truth_.emplace(grid_, channels);
     }
     for (const std::int64_t lead : cell_leads) {
         cell_sums_.push_back({lead, TimeMeanAccumulator(grid_, channels), TimeMeanAccumulator(grid_, channels),
@@ -416,6 +426,10 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     if (options_.spectrum && counted_[static_cast<std::size_t>(lead)] && mine > 0) {
         // The truth with the members of the data rank that holds member 0 (its only copy when they are split).
         record_spectra<T>(truth, members, shape_.work.members.begin == 0, scratch[2]);
+    }
+    if (options_.near_zero_fraction && counted_[static_cast<std::size_t>(lead)]) {
+        // The truth once, by the data rank that holds member 0 (its only copy when the members are split).
+        record_near_zero<T>(truth, members, shape_.work.members.begin == 0);
     }
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
@@ -668,32 +682,18 @@ VariableScores Aggregator::finish(const std::string& variable) {
     if (options_.spectrum) {
         finish_spectra(out);
     }
-
+    if (options_.near_zero_fraction) {
+        finish_near_zero(out);
+    }
     if (options_.maps) {
         // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,
         // each data rank 0 its own box, and no rank a whole map.
-        std::vector<double> prediction_map = prediction_sums_->mean_difference(options_.policy);
-        std::vector<double> bias_map = error_sums_->mean_difference(options_.policy);
-        auto plane_size = static_cast<std::size_t>(grid_.box().area());
-        bool holds = mesh.coords().data == 0;
-        if (options_.gather_maps) {
-            const auto gather = [&](const std::vector<double>& part) {
-                return gather_global<double>(mesh, grid_.decomposition(),
-                                             std::span<const double>(part.data(), holds ? part.size() : 0),
-                                             holds ? 1 : 0, channels);
-            };
-            prediction_map = gather(prediction_map);
-            bias_map = gather(bias_map);
-            plane_size = static_cast<std::size_t>(grid_.grid().nlat * grid_.grid().nlon);
-            holds = mesh.world().rank() == 0;
-        }
-        const auto channel_map = [&](const std::vector<double>& maps, std::int64_t c) {
-            const auto first = maps.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * plane_size);
-            return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(plane_size));
-        };
-        for (std::int64_t c = 0; c < channels && holds; ++c) {
-            out[static_cast<std::size_t>(c)].prediction_map = channel_map(prediction_map, c);
-            out[static_cast<std::size_t>(c)].bias_map = channel_map(bias_map, c);
+        std::vector<std::vector<double>> prediction_maps =
+            held_maps(prediction_sums_->mean_difference(options_.policy));
+        std::vector<std::vector<double>> bias_maps = held_maps(error_sums_->mean_difference(options_.policy));
+        for (std::int64_t c = 0; c < channels; ++c) {
+            out[static_cast<std::size_t>(c)].prediction_map = std::move(prediction_maps[static_cast<std::size_t>(c)]);
+            out[static_cast<std::size_t>(c)].bias_map = std::move(bias_maps[static_cast<std::size_t>(c)]);
         }
     }
     timings_.evaluation = {};

@@ -107,6 +107,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             if (in.normalization != nullptr) {
                 options.normalization = in.normalization->of(name);  // ACE's normalised scores beside the others
             }
+            if (in.plan.near_zero_fraction) {
+                options.near_zero_fraction = in.plan.near_zero_fraction->options_for(name);
+            }
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
             reader = in.source.open(variable, box);
         }));
@@ -346,7 +349,21 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                                    plan.scoring.lead_ensemble_scores,
                        .anomaly_correlation = climatology != nullptr,
                        .ensemble_cells = !plan.scoring.ensemble_cell_leads.empty(),
-                       .power_spectrum = plan.scoring.spectrum.has_value()};
+                       .power_spectrum = plan.scoring.spectrum.has_value(),
+                       .near_zero_fraction = plan.near_zero_fraction.has_value()};
+    if (plan.near_zero_fraction) {
+        check_collectively(world, attempt([&] {
+                               if (plan.scoring.report != ReportKind::forecast) {
+                                   throw ArgumentError(setting_name("near_zero_fraction") +
+                                                       ": ACE's near-zero fractions are a forecast's");
+                               }
+                               std::vector<std::string> scored;
+                               for (const io::SourceVariable& v : variables) {
+                                   scored.push_back(v.name);
+                               }
+                               plan.near_zero_fraction->check(scored);
+                           }));
+    }
     if (plan.scoring.spectrum) {
         result.spectrum = plan.scoring.spectrum;
         check_collectively(world, attempt([&] {
@@ -364,9 +381,9 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     std::uint64_t largest = 0;
     for (const io::SourceVariable& v : variables) {
         const AggregatorShape one{extent, v.channels, work};
-        const std::uint64_t each = Aggregator::bytes(grid.box(), g.shape(), one, region_weights.size(),
-                                                     v.type == io::ValueType::float64 ? 8 : 4, shape.data,
-                                                     shape.spatial_size(), plan.scoring.spectrum.has_value());
+        const std::uint64_t each = Aggregator::bytes(
+            grid.box(), g.shape(), one, region_weights.size(), v.type == io::ValueType::float64 ? 8 : 4, shape.data,
+            shape.spatial_size(), plan.scoring.spectrum.has_value(), plan.near_zero_fraction.has_value());
         largest = std::max(largest, normalization ? 2 * each : each);  // a second aggregator, its buffers
     }
     check_memory_fits(world, largest,

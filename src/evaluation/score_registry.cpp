@@ -166,6 +166,19 @@ std::deque<RegisteredScore> make_registry() {
     forecast({.key = "gen", .source = ZonalProfile::prediction});
     forecast({.key = "error", .source = ZonalProfile::error});
     add_power_spectrum(scores, ReportKind::forecast, 11, 5);
+    // ACE's near_zero_fraction metric (fme's NearZeroFractionAggregator): gen and gen_minus_target under its
+    // default name (the drop-in puts the metric's configured name first), the truth's fraction beside them.
+    forecast({.key = "near_zero_fraction_gen",
+              .label = "nz_gen",
+              .ace_key = "near_zero_fraction/gen/{var}",
+              .source = NearZeroValue::prediction,
+              .table_order = 110});
+    forecast({.key = "near_zero_fraction_target", .source = NearZeroValue::truth});
+    forecast({.key = "near_zero_fraction_gen_minus_target",
+              .label = "nz_diff",
+              .ace_key = "near_zero_fraction/gen_minus_target/{var}",
+              .source = NearZeroValue::prediction_minus_truth,
+              .table_order = 111});
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -190,6 +203,7 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(AnomalyCorrelationValue) const { return F::anomaly_correlation; }
         F operator()(ZonalProfile) const { return F::zonal_mean; }
         F operator()(SpectrumValue) const { return F::power_spectrum; }
+        F operator()(NearZeroValue) const { return F::near_zero_fraction; }
     } family;
     return std::visit(family, source);
 }
@@ -198,7 +212,8 @@ SampleCombination combination_of(const ScoreSource& source) noexcept {
     if (std::holds_alternative<EnsembleRatio>(source)) {
         return C::ratio_of_means;
     }
-    if (std::holds_alternative<CellStatistic>(source) || std::holds_alternative<TimeMeanStatistic>(source)) {
+    if (std::holds_alternative<CellStatistic>(source) || std::holds_alternative<TimeMeanStatistic>(source) ||
+        std::holds_alternative<NearZeroValue>(source)) {
         return C::cell_statistic;
     }
     if (const auto* value = std::get_if<SpectrumValue>(&source)) {
@@ -222,6 +237,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "zonal_mean";
         case F::power_spectrum:
             return "power_spectrum";
+        case F::near_zero_fraction:
+            return "near_zero_fraction";
     }
     return "deterministic";
 }
@@ -326,6 +343,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
         const bool present = s.family == F::ensemble ? (cells ? contents.ensemble_cells : contents.ensemble)
                              : s.family == F::anomaly_correlation ? contents.anomaly_correlation
                              : s.family == F::power_spectrum      ? contents.power_spectrum
+                             : s.family == F::near_zero_fraction  ? contents.near_zero_fraction
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

@@ -8,7 +8,8 @@ Both build the aggregator through ACE's own `InferenceEvaluatorAggregatorConfig(
 `record_initial_condition`, `record_batch(PairedData)` for windows of 2 and 1 forward steps, `flush_diagnostics` and
 `get_summary_logs`, each rank with its box (`get_local_slices`) of its block of samples (2 initial conditions x 4
 members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and logs.json (rank 0: every scalar, float
-hex; the per-window rows too). Under spatial parallelism a config with ACE's histogram on (a metric gridshard does
+hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a
+threshold each, its maps). Under spatial parallelism a config with ACE's histogram on (a metric gridshard does
 not implement) is refused first, and the message is kept in logs.json; the power spectrum is gridshard's there, of
 variable "b" only (ACE's `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's
 loop in float64), --masked a variable "sst" missing over land with the dataset's mask of it (ACE's mask provider).
@@ -51,6 +52,7 @@ elif "OMPI_COMM_WORLD_RANK" in os.environ:  # ACE's own backend over gloo: torch
 from fme.ace.aggregator.inference import (  # noqa: E402
     EnsembleMetricConfig, HistogramMetricConfig, InferenceEvaluatorAggregatorConfig, PowerSpectrumMetricConfig,
     StepMeanMetricConfig, ZonalMeanMetricConfig)
+from fme.ace.aggregator.inference.near_zero_fraction import NearZeroFractionMetricConfig  # noqa: E402
 from fme.ace.data_loading.batch_data import PairedData  # noqa: E402
 from fme.core.coordinates import LatLonCoordinates  # noqa: E402
 from fme.core.dataset_info import DatasetInfo  # noqa: E402
@@ -133,7 +135,10 @@ config = InferenceEvaluatorAggregatorConfig(
     step_means=[StepMeanMetricConfig(step=2, target="denorm"), StepMeanMetricConfig(step=2, target="norm")],
     ensembles=[EnsembleMetricConfig(step=2), EnsembleMetricConfig(step=3, target="norm")],
     power_spectrum=PowerSpectrumMetricConfig(variables=NAMES if args.ace or not spatial else ["b"]),
-    zonal_mean=ZonalMeanMetricConfig(enabled=not args.no_zonal_mean))
+    zonal_mean=ZonalMeanMetricConfig(enabled=not args.no_zonal_mean),
+    # thresholds inside each variable's range, "a"'s its own; "b"'s missing points are not at or below
+    near_zero_fraction=NearZeroFractionMetricConfig(enabled=True, variables=["a", "b"], eps=290.0,
+                                                    per_variable_eps={"a": 250.0}, include_maps=True))
 aggregator = config.build(**build)
 if args.uneven and d_rank == d_size - 1:  # this rank's samples are not whole ensembles
     mine = slice(mine.start, mine.stop - 1)

@@ -20,6 +20,8 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
   naming it and the field that turns it off; on one process it would be ACE's own.
 - ACE's gradient score leaves missing points out while its other sums let them through (a weighted_nanmean of each
   magnitude): gridshard's own-points gradient score does the same (metrics/field.hpp, own_gradient_policy).
+- ACE's near_zero_fraction metric (a threshold per variable, a variable with missing points, its maps) is ACE's at
+  every mesh: its gen and gen_minus_target keys and its file (gen, target and error maps, global).
 - The documented difference, where a target is missing: ACE's spread-skill ratio bias counts a missing cell as -1;
   gridshard follows its sums (NaN).
 
@@ -39,8 +41,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 CASE = HERE / "ace_loop_case.py"
 MESHES = [(1, 1, 1), (4, 2, 2), (4, 1, 2), (3, 1, 3)]  # ranks, FME_DISTRIBUTED_H, FME_DISTRIBUTED_W
 OURS = ("mean/", "mean_norm/", "mean_step_2/", "mean_step_2_norm/", "time_mean/", "time_mean_norm/", "ensemble_step_2/",
-        "ensemble_step_3_norm/")  # and power_spectrum/, whose variables differ between the runs (its own test)
-FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "time_mean_norm", "zonal_mean"]
+        "ensemble_step_3_norm/", "near_zero_fraction/")  # and power_spectrum/ (its variables differ: its own test)
+FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "time_mean_norm", "zonal_mean",
+         "near_zero_fraction"]
 MISSING = "b"  # the variable with missing points
 
 
@@ -141,6 +144,7 @@ def test_ace_keys_and_numbers(runs):
     ace32, ace64 = ours(runs["ace32"]["summary"]), ours(runs["ace64"]["summary"])
     assert any(k.startswith("ensemble_step_2/ssr_bias/") for k in ace32)
     assert "ensemble_step_3_norm/crps/channel_mean" in ace32
+    assert {"near_zero_fraction/gen/a", "near_zero_fraction/gen_minus_target/b"} <= set(ace32)
     for mesh in MESHES:
         mine = ours(runs[mesh]["summary"])
         assert sorted(mine) == sorted(ace32), mesh
@@ -182,6 +186,7 @@ def test_the_files_are_aces_with_global_maps(runs):
                 assert np.array_equal(np.isnan(values), np.isnan(ace_values)), (mesh, name, variable)
                 assert np.allclose(values, ace_values, rtol=1e-4, atol=1e-5, equal_nan=True), (mesh, name, variable)
         assert mine["time_mean"]["gen_map-a"][1].shape == (10, 16)  # the global map, at every mesh
+        assert mine["near_zero_fraction"]["error_map-b"][1].shape == (10, 16)
         assert mine["mean"]["weighted_rmse-a"][1].shape == (4,)  # the initial condition and 3 forward steps
 
 

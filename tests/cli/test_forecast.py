@@ -347,6 +347,16 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     (["--climatology", "MISSING"], "MISSING"),
     (["--diagnostics", "NOT_A_FOLDER"], "--diagnostics 'NOT_A_FOLDER' is not an existing folder"),
     (["--zonal", "z.nc"], "--zonal is for two-field files"),
+    (["--near-zero-fraction", "--near-zero-fraction-eps", "-1"],
+     "--near-zero-fraction: the threshold of 't2m' must be a number >= 0 (ACE's rule), got -1"),
+    (["--near-zero-fraction", "--near-zero-fraction-per-variable-eps", "sst=nan"],
+     "the threshold of 'sst' must be a number >= 0"),
+    (["--near-zero-fraction", "--near-zero-fraction-variables", "t2m,precip"],
+     "--near-zero-fraction: variables names 'precip', which is not a scored variable (t2m, sst)"),
+    (["--near-zero-fraction", "--near-zero-fraction-per-variable-eps", "sst=1", "--near-zero-fraction-per-variable-eps",
+      "sst=2"], "per_variable_eps names 'sst' twice"),
+    (["--near-zero-fraction", "--near-zero-fraction-per-variable-eps", "sst"], "'sst' is not NAME=NUMBER"),
+    (["--near-zero-fraction-eps", "1"], "--near-zero-fraction-eps requires --near-zero-fraction"),
 ])
 def test_bad_forecast_arguments_fail_on_every_rank(args, message, ace_files, mpirun, tmp_path):
     truth, pred = ace_files
@@ -367,8 +377,9 @@ def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tm
 
 
 def test_forecast_options_need_a_forecast(mpirun, tmp_path):
-    r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", "--region", "tropics", "--quiet")
-    assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
+    for option in ("--region", "tropics"), ("--near-zero-fraction",):
+        r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", *option, "--quiet")
+        assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
 
 
 def test_json_numbers_keep_every_bit(ace_files, mpirun, tmp_path):

@@ -6,6 +6,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
     mpirun -n 4 python3 aggregator_report.py OUT.json --mesh 1x2x2 --truth T.nc --pred P.nc [--window 2]
         [--normalize MEANS.nc STDS.nc]   # also the normalised scores under ACE's keys, and their channel mean
         [--spectrum]                     # also ACE's power spectra and their norm biases
+        [--near-zero JSON]               # also ACE's near-zero fractions (its config fields as JSON) and their maps
 """
 import argparse
 import json
@@ -26,6 +27,7 @@ parser.add_argument("--window", type=int, default=2)
 parser.add_argument("--torch", action="store_true", help="record torch tensors instead of numpy arrays")
 parser.add_argument("--normalize", nargs=2, default=None)
 parser.add_argument("--spectrum", action="store_true")
+parser.add_argument("--near-zero", type=json.loads, default=None)
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -43,7 +45,8 @@ first = int(mine[0]) if len(mine) else 0
 rows, cols = dist.get_local_slices((nlat, nlon))
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
                                   first_initial_condition=first, local_initial_conditions=len(mine),
-                                  normalize=args.normalize, spectrum=True if args.spectrum else None)
+                                  normalize=args.normalize, spectrum=True if args.spectrum else None,
+                                  near_zero_fraction=args.near_zero)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -81,6 +84,8 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["power_spectrum"] = {k: float(v).hex() for k, v in region["time_means"].items()
                                            if k in spectrum_keys}
             out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
+        if channel.get("near_zero_maps") is not None:
+            out[name]["near_zero_maps"] = {k: hexes(v) for k, v in channel["near_zero_maps"].items()}
         if args.normalize:
             out.setdefault("normalized", {}).update({k: hexes(v) for k, v in channel["normalized"]["ace_keys"].items()})
     if args.normalize:

@@ -69,8 +69,12 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
         with netCDF4.Dataset(path, "w") as ds:
             for k, n in enumerate(names):
                 ds.createVariable(n, "f8", ())[...] = (280.5 + 7 * k, 3.25 + k)[index]
+    # ACE's near-zero fractions: thresholds inside each variable's range, sst's its own (its land is missing)
+    near_zero = {"eps": 280.0, "per_variable_eps": {"sst": 295.0}, "include_maps": True}
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
-           "--diagnostics", folder, "--normalize", *stats, "--spectrum", "--quiet")
+           "--diagnostics", folder, "--normalize", *stats, "--spectrum", "--quiet", "--near-zero-fraction",
+           "--near-zero-fraction-eps", "280", "--near-zero-fraction-per-variable-eps", "sst=295",
+           "--near-zero-fraction-include-maps")
     report = json.loads((folder / "r.json").read_text())
     tool, tool_normalized = report["variables"], report["normalized"]["ace_keys"]
 
@@ -80,6 +84,9 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
                      for n in tool for k in ("gen_map", "bias_map")}
         tool_zonal = {(k, n): _as_hex(np.asarray(zonal[f"{k}-{n}"][:].filled(np.nan)).ravel())
                       for n in tool for k in ("gen", "error")}
+    with netCDF4.Dataset(folder / "near_zero_fraction_diagnostics.nc") as fractions:
+        tool_fractions = {(k, n): _as_hex(np.asarray(fractions[f"{k}_map-{n}"][:]).ravel())
+                          for n in tool for k in ("gen", "target", "error")}
     with netCDF4.Dataset(folder / "power_spectrum_diagnostics.nc") as spectra:
         tool_spectra = {(source, n): _as_hex(np.asarray(spectra[n][k][:]).ravel())
                         for n in tool for k, source in enumerate(("prediction", "target"))}
@@ -89,7 +96,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
                "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []),
-               "--normalize", *stats, "--spectrum")
+               "--normalize", *stats, "--spectrum", "--near-zero", json.dumps(near_zero))
         python = json.loads(out.read_text())
         normalized = python.pop("normalized")  # ACE's normalised keys: the tool's --normalize, bit for bit
         assert sorted(normalized) == sorted(tool_normalized), mesh
@@ -112,6 +119,13 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
             assert sorted(scores["power_spectrum"]) == sorted(tool[name]["power_spectrum"]), (mesh, name)
             for source, values in scores["spectra"].items():
                 assert values == tool_spectra[(source, name)], (mesh, name, source)
+            maps = scores["near_zero_maps"]  # the fractions are among the time means above
+            assert maps["prediction"] == tool_fractions[("gen", name)], (mesh, name)
+            assert maps["target"] == tool_fractions[("target", name)], (mesh, name)
+            error = np.array([float.fromhex(v) for v in maps["prediction"]]) - \
+                np.array([float.fromhex(v) for v in maps["target"]])
+            assert _as_hex(error) == tool_fractions[("error", name)], (mesh, name)
+        assert 0 < float.fromhex(python["t2m"]["time_mean"]["near_zero_fraction_gen"]) < 1
 
 
 def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):

@@ -80,6 +80,36 @@ struct PowerSpectrumOptions {
     std::optional<FloodFillOptions> fill = FloodFillOptions{};
 };
 
+/// ACE's near_zero_fraction metric (fme 2026.10.0, NearZeroFractionAggregator) of one variable: over every counted
+/// (sample, lead time), the area-weighted fraction of points at or below `eps` (a missing value is not at or below),
+/// averaged, for the prediction and the truth (the registry's near_zero_fraction scores, time means of the global
+/// region); with `maps`, per cell the fraction of those (sample, lead time) at or below `eps`, not area-weighted
+/// (ACE's include_maps). The mean over snapshots of a snapshot's weighted fraction is the weighted mean of the
+/// per-cell fractions, so the aggregator keeps only the per-cell counts (exact, 24 bytes per point and channel each
+/// for the prediction and the truth) and forms the fractions at finish.
+struct NearZeroFractionOptions {
+    double eps = 0.0;
+    bool maps = false;
+};
+
+/// ACE's near_zero_fraction config (fme's NearZeroFractionMetricConfig: variables, eps, per_variable_eps,
+/// include_maps) over a run's variables: which variables have near-zero fractions, and each one's threshold.
+struct NearZeroFractionConfig {
+    std::vector<std::string> variables{};  ///< empty: every variable
+    double eps = 0.0;
+    std::vector<std::pair<std::string, double>> per_variable_eps{};
+    bool include_maps = false;
+    /// The options of `variable`'s aggregator (its threshold: per_variable_eps's, else eps), or none when
+    /// `variables` does not name it. Throws ArgumentError naming the setting for a threshold below 0 (ACE's rule) or
+    /// NaN. No MPI calls.
+    [[nodiscard]] std::optional<NearZeroFractionOptions> options_for(const std::string& variable) const;
+    /// Throws ArgumentError naming the setting, the name and the `scored` variables for a name in `variables` or
+    /// `per_variable_eps` that is not scored or is given twice (ACE leaves such a name out silently; a misspelt one
+    /// here would leave its variable without fractions or with the default threshold), and as options_for for every
+    /// threshold. No MPI calls.
+    void check(const std::vector<std::string>& scored) const;
+};
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -109,6 +139,8 @@ struct AggregatorOptions {
     /// mean_norm and time_mean_norm) are formed beside the others, on the pairs normalised as io::normalize forms
     /// them, by an aggregator of their own (normalized(); normalized_options() says what it forms). A forecast's only.
     std::optional<io::ChannelStats> normalization{};
+    /// ACE's near-zero fractions (none: not formed).
+    std::optional<NearZeroFractionOptions> near_zero_fraction{};
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -159,6 +191,10 @@ struct ChannelScores {
     std::vector<ScoreSeries> spectra{};
     std::vector<double> prediction_map;
     std::vector<double> bias_map;
+    /// With NearZeroFractionOptions::maps, the per-cell near-zero fractions of the prediction and of the truth, held as
+    /// the time-mean maps are.
+    std::vector<double> near_zero_prediction_map{};
+    std::vector<double> near_zero_truth_map{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -195,10 +231,10 @@ class Aggregator {
 
     /// The bytes an aggregator of `shape` and the run's buffers for it (two pairs of fields) allocate on a rank of
     /// `box` of `grid`, an estimate that errs high; with `spectrum`, the power spectra's sums, fill and transform too
-    /// (a transform hands each of the `spatial_ranks` whole fields).
+    /// (a transform hands each of the `spatial_ranks` whole fields); with `near_zero`, the near-zero counts.
     [[nodiscard]] static std::uint64_t bytes(const Box& box, GridShape grid, const AggregatorShape& shape,
                                              std::size_t regions, std::size_t value_bytes, int data_ranks,
-                                             int spatial_ranks = 1, bool spectrum = false);
+                                             int spatial_ranks = 1, bool spectrum = false, bool near_zero = false);
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
     /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
@@ -250,6 +286,15 @@ class Aggregator {
     void record_spectra(FieldShard<T> truth, std::span<const T> members, bool with_truth, std::vector<T>& stacked);
     // The mean spectra and their summaries into `out` (collective over the data group).
     void finish_spectra(VariableScores& out);
+    // The near-zero indicators of this pair's truth (when `with_truth`) and members added to their counts (no MPI).
+    template <class T>
+    void record_near_zero(FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    // The near-zero fractions and maps into `out` (collective over the world).
+    void finish_near_zero(VariableScores& out);
+    // Per channel, the maps `part` (channels, rows, cols of this rank's box, the same on every data rank) as the
+    // maps are held: whole on world rank 0 with AggregatorOptions::gather_maps (one gather over the world), else each
+    // data rank 0's own box; empty elsewhere.
+    [[nodiscard]] std::vector<std::vector<double>> held_maps(const std::vector<double>& part) const;
     // `values` normalised with AggregatorOptions::normalization into `out` (no MPI calls).
     template <class T>
     const std::vector<T>& normalize_into(std::span<const T> values, std::vector<T>& out) const;
@@ -264,6 +309,9 @@ class Aggregator {
     Slots det_{}, ens_{}, zonal_prediction_{}, zonal_truth_{};
     std::vector<double> det_values_, ens_values_, zonal_prediction_values_, zonal_truth_values_;
     std::optional<TimeMeanAccumulator> prediction_sums_, error_sums_;
+    // With the near-zero fractions, the sums over counted pairs of each point's indicator (value <= eps).
+    std::optional<TimeMeanAccumulator> near_zero_prediction_, near_zero_truth_;
+    std::vector<double> near_zero_indicator_;
     std::vector<CellSums> cell_sums_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;

@@ -48,6 +48,8 @@ struct EvaluationPlan {
     /// forecast: ACE's stats files (io/normalization.hpp), both or neither: the scores ACE logs on the normalised
     /// fields (the registry's ace_normalized ones) are formed beside the others.
     std::string normalize_means, normalize_stds;
+    /// forecast: ACE's near_zero_fraction metric (none: not formed); the variables it names must be scored.
+    std::optional<NearZeroFractionConfig> near_zero_fraction;
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.

@@ -55,6 +55,9 @@ enum class ScoreFamily {
     /// the spherical power spectrum of each counted (sample, lead time), averaged (ACE's power_spectrum metric):
     /// the mean spectra of the prediction and of the truth, and ACE's summaries of their ratio
     power_spectrum,
+    /// the area-weighted fraction of points at or below a threshold, averaged over every counted (sample, lead
+    /// time) (ACE's near_zero_fraction metric), and per cell the fraction of those at or below it
+    near_zero_fraction,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -92,12 +95,15 @@ struct AnomalyCorrelationValue {};
 enum class ZonalProfile { truth, prediction, error };
 /// The mean power spectra and ACE's summaries of their ratio (metrics/spectrum.hpp, SpectrumBiases).
 enum class SpectrumValue { prediction, truth, smallest_scale, positive, negative, mean_abs };
+/// ACE's near-zero fractions (AggregatorOptions::near_zero_fraction): of the prediction, of the truth, and their
+/// difference (ACE's gen_minus_target).
+enum class NearZeroValue { prediction, truth, prediction_minus_truth };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
-                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue>;
+                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -142,6 +148,7 @@ struct ReportContents {
     bool anomaly_correlation = false;  ///< the anomaly correlation (a climatology)
     bool ensemble_cells = false;       ///< ACE's ensemble scores (cell statistics at chosen lead times)
     bool power_spectrum = false;       ///< the mean power spectra and their summaries
+    bool near_zero_fraction = false;   ///< ACE's near-zero fractions
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

@@ -41,7 +41,8 @@ class _AceKeys:
     ``norm_series`` on the normalised fields), those its ``mean_step_<k>`` metrics log (``step``, ``norm_step``),
     ACE's ``ensemble_step_<k>`` names of the ensemble cell statistics (``ensemble``: ACE's name to the registry's
     key), ACE's names of the time-mean scores (``time_means``, ``norm_time_means``: the registry's key to ACE's name)
-    and of the power spectrum's summaries (``spectrum``: the registry's keys, which are ACE's names)."""
+    and of the power spectrum's summaries (``spectrum``: the registry's keys, which are ACE's names), and of the
+    near-zero fractions (``near_zero``: the registry's key to ACE's name)."""
     series: tuple
     norm_series: tuple
     step: tuple
@@ -50,6 +51,7 @@ class _AceKeys:
     time_means: dict
     norm_time_means: dict
     spectrum: tuple
+    near_zero: dict
 
     @classmethod
     def from_registry(cls):
@@ -65,7 +67,8 @@ class _AceKeys:
                    ensemble=cells,
                    time_means={s["key"]: _ace_name(s) for s in time_means},
                    norm_time_means={s["key"]: _ace_name(s) for s in time_means if s["ace_normalized"]},
-                   spectrum=tuple(s["key"] for s in forecast if s["family"] == "power_spectrum"))
+                   spectrum=tuple(s["key"] for s in forecast if s["family"] == "power_spectrum"),
+                   near_zero={s["key"]: _ace_name(s) for s in forecast if s["family"] == "near_zero_fraction"})
 
 
 def _gridshard_distributed():
@@ -148,7 +151,8 @@ class InferenceEvaluatorAggregator:
         if not enable_time_series:
             metrics = [m for m in metrics if not isinstance(m, ace_main.MeanMetricConfig)]
         implemented = (ace_main.MeanMetricConfig, ace_main.StepMeanMetricConfig, ace_main.TimeMeanMetricConfig,
-                       ace_main.ZonalMeanMetricConfig, ace_main.PowerSpectrumMetricConfig)
+                       ace_main.ZonalMeanMetricConfig, ace_main.PowerSpectrumMetricConfig,
+                       ace_main.NearZeroFractionMetricConfig)
         ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
@@ -157,6 +161,7 @@ class InferenceEvaluatorAggregator:
         self._zonal = [m for m in ours if isinstance(m, ace_main.ZonalMeanMetricConfig)]
         self._ensembles = [m for m in ours if isinstance(m, ace_main.EnsembleMetricConfig)]
         self._spectra = [m for m in ours if isinstance(m, ace_main.PowerSpectrumMetricConfig)]
+        self._near_zero = [m for m in ours if isinstance(m, ace_main.NearZeroFractionMetricConfig)]
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -250,15 +255,23 @@ class InferenceEvaluatorAggregator:
                       policy="propagate", lead_ensemble=False)  # ACE's sums let a missing value through
         steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
-            bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra)
+            bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
             # ACE's power spectrum of the variables its metrics name (every one without a list): its fill, its
             # transform (legendre-gauss, torch-harmonics 0.8.0's truncation), each order once.
             spectral = [n for n in names if any(m.variables is None or n in m.variables for m in self._spectra)]
+            near_zero = None
+            for m in self._near_zero:  # ACE's config fields (ACE's config has one such metric); as ACE's filter
+                # does, the names of variables the data lacks are left out
+                near_zero = {"variables": [n for n in names if m.variables is None or n in m.variables],
+                             "eps": m.eps, "include_maps": m.include_maps,
+                             "per_variable_eps": {n: e for n, e in (m.per_variable_eps or {}).items() if n in names}}
+                near_zero = near_zero if near_zero["variables"] else None
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
-                                      spectrum={"variables": spectral} if spectral else None, masks=masks, **common)
+                                      spectrum={"variables": spectral} if spectral else None, masks=masks,
+                                      near_zero_fraction=near_zero, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -392,6 +405,8 @@ class InferenceEvaluatorAggregator:
             for name in self._spectral(metric, denorm):
                 means = denorm[name]["regions"]["global"]["time_means"]
                 logs.update({f"{metric.get_name()}/{key}/{name}": float(means[key]) for key in keys})
+        for metric in self._near_zero:
+            logs.update(self._near_zero_logs(metric, denorm))
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -421,6 +436,21 @@ class InferenceEvaluatorAggregator:
                 logs[f"{label}/{ace_key}/channel_mean"] = self._channel_mean(
                     values, scores, metric.channel_mean_names or self._channel_mean_names)
         return logs
+
+    def _near_zero_logs(self, metric, scores):
+        """ACE's ``<name>/gen/<var>`` and ``<name>/gen_minus_target/<var>`` of its near_zero_fraction metric: the
+        registry's scores with an ACE key, under the metric's configured name."""
+        label, logs = metric.get_name(), {}
+        for name in self._near_zero_variables(scores):
+            means = scores[name]["regions"]["global"]["time_means"]
+            for key, ace_name in self._keys.near_zero.items():
+                logs[f"{label}/{ace_name}/{name}"] = float(means[key])
+        return logs
+
+    @staticmethod
+    def _near_zero_variables(scores):
+        """The variables with near-zero fractions, sorted as ACE's aggregator logs them."""
+        return sorted(n for n in scores if "near_zero_fraction_gen" in scores[n]["regions"]["global"]["time_means"])
 
     @staticmethod
     def _spectral(metric, scores):
@@ -510,6 +540,15 @@ class InferenceEvaluatorAggregator:
                     rows[:steps - 1] = channel["profiles"][key][1:]  # forward steps first, the IC's row last, empty
                     data[f"{key}-{name}"] = xr.DataArray(rows, dims=("forecast_step", "lat"), attrs=self._attrs(name))
             out[metric.get_name()] = xr.Dataset(data, coords={"lat": self._coords["lat"]})
+        for metric in self._near_zero:  # fme's NearZeroFractionAggregator.get_dataset
+            data = {}
+            for name in self._near_zero_variables(denorm) if metric.include_maps else ():
+                maps = denorm[name]["near_zero_maps"]
+                data[f"gen_map-{name}"] = xr.DataArray(maps["prediction"], dims=("lat", "lon"))
+                data[f"target_map-{name}"] = xr.DataArray(maps["target"], dims=("lat", "lon"))
+                data[f"error_map-{name}"] = xr.DataArray(maps["prediction"] - maps["target"], dims=("lat", "lon"))
+            if data:
+                out[metric.get_name()] = xr.Dataset(data, coords=horizontal)
         for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
             data = {}
             for name in self._spectral(metric, denorm):

@@ -1,0 +1,152 @@
+// The Aggregator's maps as they are held, and ACE's near-zero fractions (AggregatorOptions::near_zero_fraction):
+// per-cell counts of the indicator (value <= eps) over the counted pairs, exact, and at finish the fractions.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/evaluation/aggregator.hpp"
+#include "gridshard/metrics/metrics.hpp"
+
+namespace gridshard {
+namespace {
+
+std::string threshold_text(double value) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%.17g", value);
+    return text;
+}
+
+}  // namespace
+
+std::optional<NearZeroFractionOptions> NearZeroFractionConfig::options_for(const std::string& variable) const {
+    if (!variables.empty() && std::find(variables.begin(), variables.end(), variable) == variables.end()) {
+        return std::nullopt;
+    }
+    double threshold = eps;
+    for (const auto& [name, value] : per_variable_eps) {
+        if (name == variable) {
+            threshold = value;
+        }
+    }
+    if (!(threshold >= 0.0)) {  // NaN too: no value would be at or below it
+        throw ArgumentError(setting_name("near_zero_fraction") + ": the threshold of '" + variable +
+                            "' must be a number >= 0 (ACE's rule), got " + threshold_text(threshold));
+    }
+    return NearZeroFractionOptions{threshold, include_maps};
+}
+
+void NearZeroFractionConfig::check(const std::vector<std::string>& scored) const {
+    std::string known;
+    for (const std::string& name : scored) {
+        known += (known.empty() ? "" : ", ") + name;
+    }
+    std::vector<std::string> seen;
+    const auto check_name = [&](const std::string& name, const char* field) {
+        if (std::find(scored.begin(), scored.end(), name) == scored.end()) {
+            throw ArgumentError(setting_name("near_zero_fraction") + ": " + field + " names '" + name +
+                                "', which is not a scored variable (" + known + ")");
+        }
+        if (std::find(seen.begin(), seen.end(), std::string(field) + "/" + name) != seen.end()) {
+            throw ArgumentError(setting_name("near_zero_fraction") + ": " + field + " names '" + name + "' twice");
+        }
+        seen.push_back(std::string(field) + "/" + name);
+    };
+    for (const std::string& name : variables) {
+        check_name(name, "variables");
+    }
+    for (const auto& [name, value] : per_variable_eps) {
+        check_name(name, "per_variable_eps");
+    }
+    for (const std::string& name : scored) {
+        (void)options_for(name);
+    }
+}
+
+std::vector<std::vector<double>> Aggregator::held_maps(const std::vector<double>& part) const {
+    const ProcessMesh& mesh = grid_.mesh();
+    const std::int64_t channels = shape_.channels;
+    auto plane = static_cast<std::size_t>(grid_.box().area());
+    bool holds = mesh.coords().data == 0;
+    std::vector<double> maps = part;
+    if (options_.gather_maps) {
+        maps = gather_global<double>(mesh, grid_.decomposition(),
+                                     std::span<const double>(part.data(), holds ? part.size() : 0), holds ? 1 : 0,
+                                     channels);
+        plane = static_cast<std::size_t>(grid_.grid().nlat * grid_.grid().nlon);
+        holds = mesh.world().rank() == 0;
+    }
+    std::vector<std::vector<double>> out(static_cast<std::size_t>(channels));
+    for (std::int64_t c = 0; c < channels && holds; ++c) {
+        const auto first = maps.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * plane);
+        out[static_cast<std::size_t>(c)].assign(first, first + static_cast<std::ptrdiff_t>(plane));
+    }
+    return out;
+}
+
+template <class T>
+void Aggregator::record_near_zero(FieldShard<T> truth, std::span<const T> members, bool with_truth) {
+    const double eps = options_.near_zero_fraction->eps;
+    const std::size_t plane = truth.values.size();
+    near_zero_indicator_.resize(plane);
+    const auto add = [&](std::span<const T> field, TimeMeanAccumulator& counts) {
+        for (std::size_t k = 0; k < plane; ++k) {
+            near_zero_indicator_[k] = field[k] <= eps ? 1.0 : 0.0;  // NaN is not at or below: 0, as ACE's
+        }
+        counts.add(FieldShard<double>{near_zero_indicator_, truth.channels});
+    };
+    if (with_truth) {
+        add(truth.values, *near_zero_truth_);
+    }
+    for (std::size_t m = 0; m < members.size() / (plane == 0 ? 1 : plane); ++m) {
+        add(members.subspan(m * plane, plane), *near_zero_prediction_);
+    }
+}
+
+void Aggregator::finish_near_zero(VariableScores& out) {
+    const std::int64_t channels = shape_.channels;
+    near_zero_prediction_->merge_over_data();  // collective over data: every counted pair added once
+    near_zero_truth_->merge_over_data();
+    const std::vector<double> prediction = near_zero_prediction_->mean_difference(ValidityPolicy::propagate);
+    const std::vector<double> truth = near_zero_truth_->mean_difference(ValidityPolicy::propagate);
+    // A snapshot's fraction is sum a [x <= eps] / sum a; their mean over the snapshots is the weighted mean of the
+    // per-cell fractions (collective over spatial). No snapshot: NaN.
+    const Weights w = regions_.front().weights.view();
+    const auto fractions = [&](const std::vector<double>& cells, std::int64_t snapshots) {
+        std::vector<double> values = weighted_mean(grid_, FieldShard<double>{cells, channels}, w, options_.summation);
+        if (snapshots == 0) {
+            values.assign(values.size(), std::numeric_limits<double>::quiet_NaN());
+        }
+        return values;
+    };
+    const std::vector<double> gen = fractions(prediction, near_zero_prediction_->steps());
+    const std::vector<double> target = fractions(truth, near_zero_truth_->steps());
+    for (std::int64_t c = 0; c < channels; ++c) {
+        const auto k = static_cast<std::size_t>(c);
+        RegionScores& global = out[k].regions.front();
+        for (const RegisteredScore* s : scores_) {
+            if (const auto* value = std::get_if<NearZeroValue>(&s->source)) {
+                global.time_means.push_back({s, *value == NearZeroValue::prediction ? gen[k]
+                                                : *value == NearZeroValue::truth    ? target[k]
+                                                                                    : gen[k] - target[k]});
+            }
+        }
+    }
+    if (options_.near_zero_fraction->maps) {
+        std::vector<std::vector<double>> gen_maps = held_maps(prediction);  // collective over the world
+        std::vector<std::vector<double>> target_maps = held_maps(truth);
+        for (std::int64_t c = 0; c < channels; ++c) {
+            out[static_cast<std::size_t>(c)].near_zero_prediction_map =
+                std::move(gen_maps[static_cast<std::size_t>(c)]);
+            out[static_cast<std::size_t>(c)].near_zero_truth_map = std::move(target_maps[static_cast<std::size_t>(c)]);
+        }
+    }
+}
+
+template void Aggregator::record_near_zero<float>(FieldShard<float>, std::span<const float>, bool);
+template void Aggregator::record_near_zero<double>(FieldShard<double>, std::span<const double>, bool);
+
+}  // namespace gridshard
