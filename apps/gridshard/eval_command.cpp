@@ -55,6 +55,8 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
                 parse_name_list("--near-zero-fraction-variables", options.near_zero_variables);
         }
     }
+    plan.scoring.trend = options.trend;
+    plan.trend_variables = parse_name_list("--trend-variables", options.trend_variables);
     plan.access = access;
     return plan;
 }
@@ -119,12 +121,12 @@ int run_eval(const EvalOptions& options) {
         const ReportKind report = forecast ? ReportKind::forecast : ReportKind::pair;
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    options.include_initial_step || options.data_split.has_value() ||
-                                   !options.normalize.empty() || options.near_zero_fraction;
+                                   !options.normalize.empty() || options.near_zero_fraction || options.trend;
         if (!forecast && forecast_only) {
             throw ArgumentError(
-                "--climatology, --region, --include-initial-step, --data-split, --normalize and --near-zero-fraction "
-                "need a forecast: files with a sample or member dim, or the built-in forecast (--initial-conditions, "
-                "--ensemble-size)");
+                "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction and "
+                "--trend need a forecast: files with a sample or member dim, or the built-in forecast "
+                "(--initial-conditions, --ensemble-size)");
         }
         if (!forecast && !options.diagnostics.empty() && !options.spectrum) {
             throw ArgumentError(
@@ -140,7 +142,7 @@ int run_eval(const EvalOptions& options) {
         // rank checks (a node may see another file system), then all agree.
         const OutputPaths paths =
             output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
-                         options.near_zero_fraction && options.near_zero_config.include_maps);
+                         options.near_zero_fraction && options.near_zero_config.include_maps, options.trend);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -331,6 +333,16 @@ Runner add_eval_command(CLI::App& app) {
                    "Also the per-cell fractions of the counted lead times and samples at or below eps, not "
                    "area-weighted (ACE's include_maps), in --diagnostics DIR/near_zero_fraction_diagnostics.nc")
         ->needs(near_zero);
+    CLI::Option* trend = command->add_flag(
+        "--trend", options->trend,
+        "Forecast: also ACE's trend metric: per cell the least-squares slope per year (365.25 days) of the counted "
+        "lead times' values against their valid times, of the prediction (every member) and of the truth, and the "
+        "area-weighted RMSE of their difference (ACE's trend/weighted_rmse) in the JSON report; the maps in "
+        "--diagnostics DIR/trend_diagnostics.nc");
+    command
+        ->add_option("--trend-variables", options->trend_variables,
+                     "Comma-separated variables with a trend (ACE's variables; default: every variable)")
+        ->needs(trend);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

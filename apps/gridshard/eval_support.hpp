@@ -52,6 +52,9 @@ struct EvalOptions {
     bool near_zero_fraction = false;
     NearZeroFractionConfig near_zero_config;
     std::string near_zero_variables;  // comma-separated, parsed with --vars' rule; empty: every variable
+    // ACE's trend (--trend, --trend-variables).
+    bool trend = false;
+    std::string trend_variables;
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

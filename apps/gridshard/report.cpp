@@ -476,6 +476,35 @@ io::Dataset near_zero_diagnostics(const EvaluationResult& result, const MapPart&
     return d;
 }
 
+// ACE's trend_diagnostics.nc (fme's TrendEvaluatorAggregator.get_dataset): per variable with a trend its slope
+// maps per year over (source, lat, lon), source = target, prediction.
+io::Dataset trend_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
+    io::Dataset d = lat_lon_dataset(result, "gridshard least-squares trends per year of 365.25 days (" +
+                                                time_mean_rows_text(result) + ", every sample)");
+    d.dims.insert(d.dims.begin(), {"source", 2, {}, {}, false, {"target", "prediction"}});
+    for (const ChannelScores& c : result.channels) {
+        const std::vector<ScoreValue>& means = c.regions.front().time_means;
+        if (std::none_of(means.begin(), means.end(),
+                         [](const ScoreValue& v) { return v.score->family == ScoreFamily::trend; })) {
+            continue;  // a variable without a trend
+        }
+        std::vector<double> values = c.trend_truth_map;
+        values.insert(values.end(), c.trend_prediction_map.begin(), c.trend_prediction_map.end());
+        std::vector<std::int64_t> start = part.start, count = part.count;
+        if (!start.empty()) {
+            start.insert(start.begin(), 0);
+            count.insert(count.begin(), values.empty() ? 0 : 2);
+        }
+        d.variables.push_back({netcdf_name(c.name),
+                               {"source", "lat", "lon"},
+                               values,
+                               {{"long_name", c.name + " linear trend"}, {"cell_methods", "time: least-squares slope"}},
+                               start,
+                               count});
+    }
+    return d;
+}
+
 // ACE's power_spectrum_diagnostics.nc: per channel its mean spectra over (source, wavenumber), source = prediction,
 // target (fme's PairedSphericalPowerSpectrumAggregator.get_dataset).
 io::Dataset spectrum_diagnostics(const EvaluationResult& result) {
@@ -529,12 +558,12 @@ void write_json_report(io::AtomicOutput& output, const EvaluationResult& result)
 std::vector<io::NamedPath> OutputPaths::named() const {
     return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
             {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum},
-            {"--diagnostics", near_zero}};
+            {"--diagnostics", near_zero},  {"--diagnostics", trend}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
-                         bool spectrum, bool near_zero_maps) {
-    OutputPaths paths{json, zonal, "", "", "", "", ""};
+                         bool spectrum, bool near_zero_maps, bool trend) {
+    OutputPaths paths{json, zonal, "", "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -547,6 +576,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (forecast && near_zero_maps) {
             paths.near_zero = base + "near_zero_fraction_diagnostics.nc";
+        }
+        if (forecast && trend) {
+            paths.trend = base + "trend_diagnostics.nc";
         }
     }
     return paths;
@@ -582,6 +614,9 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     if (!paths.near_zero.empty()) {
         jobs.push_back(
             {paths.near_zero, [&](io::AtomicOutput& o) { io::write_dataset(o, near_zero_diagnostics(result)); }});
+    }
+    if (!paths.trend.empty()) {
+        jobs.push_back({paths.trend, [&](io::AtomicOutput& o) { io::write_dataset(o, trend_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -619,6 +654,9 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     }
     if (!paths.near_zero.empty()) {
         jobs.push_back(collectively(paths.near_zero, near_zero_diagnostics(result, part)));
+    }
+    if (!paths.trend.empty()) {
+        jobs.push_back(collectively(paths.trend, trend_diagnostics(result, part)));
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

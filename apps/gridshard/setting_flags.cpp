@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 18> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 19> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -18,6 +18,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 18> flags{{
     {"normalize_stds", "--normalize STDS"},
     {"spectrum", "--spectrum"},
     {"near_zero_fraction", "--near-zero-fraction"},
+    {"trend", "--trend"},
     {"data_split", "--data-split"},
     {"ensemble_dim", "--ensemble-dim"},
     {"ensemble_size", "--ensemble-size"},

@@ -66,7 +66,11 @@ class Aggregator:
     the area-weighted fraction of points at or below the variable's eps, averaged, among the global time means
     (``near_zero_fraction_gen``, ``near_zero_fraction_target``, ``near_zero_fraction_gen_minus_target``), and with
     ``include_maps`` per cell the fraction of those at or below it, not area-weighted (``"near_zero_maps"``:
-    ``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0). Collective over the
+    ``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0). ``trend``: ACE's trend metric, True or a dict of
+    its config field ``variables`` (default every one): per cell the least-squares slope per year (365.25 days) of the
+    counted values against their times (``record(..., times=...)``), of the prediction (every member) and of the
+    truth, ``"trend_maps"`` (``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0), and the area-weighted
+    RMSE of their difference among the global time means (``trend_rmse``). Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -74,7 +78,7 @@ class Aggregator:
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
                  lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None,
-                 masks=None, near_zero_fraction=None):
+                 masks=None, near_zero_fraction=None, trend=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -121,6 +125,17 @@ class Aggregator:
                 if spectral - set(self.variables):
                     problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
                                  f"variables={self.variables!r}")
+        trended = set()
+        if trend:
+            with problems.catching("trend"):
+                chosen = None if trend is True else dict(trend).get("variables")
+                unknown = [] if trend is True else sorted(set(dict(trend)) - {"variables"})
+                if unknown:
+                    raise ValueError(f"trend: unknown option(s) {unknown}; known: ['variables']")
+                chosen = list(self.variables) if chosen is None else [str(v) for v in chosen]
+                _core.check_variable_names("trend", "variables", chosen, list(self.variables))
+                trended = set(chosen)
+        self._trended = trended
         near_zero = {}
         if near_zero_fraction is not None:
             with problems.catching("near_zero_fraction"):
@@ -163,7 +178,8 @@ class Aggregator:
                     counted_leads=counted, maps=bool(maps), policy=str(policy), report=str(report),
                     deterministic_keys=keys, lead_ensemble_scores=bool(lead_ensemble), ensemble_cell_leads=cell_leads,
                     crps_alpha=alpha, normalization=self._stats.get(name),
-                    **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}))
+                    **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
+                    trend=name in trended)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -175,14 +191,22 @@ class Aggregator:
                               f"power spectrum takes each row as that node, as ACE's does", stacklevel=2)
         self._grid = (len(lat_values), nlon_value)
 
-    def record(self, target, prediction, first_lead=0, first_sample=0):
+    def record(self, target, prediction, first_lead=0, first_sample=0, times=None):
         """Records one window: ``target[name]`` ``(sample, time, h_local, w_local)`` and ``prediction[name]`` the
         same, or ``(sample, member, time, h_local, w_local)`` with members, for every variable; sample ``s`` is
         initial condition ``first_initial_condition + first_sample + s`` and time ``t`` lead ``first_lead + t``.
+        ``times`` (with a trend): ``(sample, time)`` seconds since 2000-01-01 00:00:00 in the run's calendar (ACE's
+        reference: ``cftime.date2num(dates, "seconds since 2000-01-01 00:00:00", calendar)``).
         Collective over the spatial group (one agreement and one fused evaluation per pair)."""
         problems = Problems()
+        pair_times = None
+        if self._trended:
+            with problems.catching("times"):
+                if times is None:
+                    raise ValueError("the trend needs each pair's time")
+                pair_times = np.asarray(times, dtype=np.float64)
         fields = {}
-        samples = times = 0
+        samples = steps = 0
         for name in self.variables:
             truth = self._field(target, name, "target", problems)
             pred = self._field(prediction, name, "prediction", problems)
@@ -200,16 +224,18 @@ class Aggregator:
             elif truth.shape[2:] != tuple(self.box):
                 problems.add(f"target[{name!r}]: shards of {tuple(truth.shape[2:])}, this rank's box is "
                              f"{tuple(self.box)}")
-            elif fields and truth.shape[:2] != (samples, times):
+            elif fields and truth.shape[:2] != (samples, steps):
                 problems.add(f"target[{name!r}]: {truth.shape[:2]} (sample, time), another variable's are "
-                             f"{(samples, times)}")
+                             f"{(samples, steps)}")
             else:
-                samples, times = truth.shape[:2]
+                samples, steps = truth.shape[:2]
                 fields[name] = (truth, pred)
+        if pair_times is not None and pair_times.shape != (samples, steps) and not problems.text():
+            problems.add(f"times: shape {pair_times.shape}, the window's (sample, time) is {(samples, steps)}")
         # One agreement over the spatial group before any pair: every rank of it records the same window.
         with mpi_errors():
             seen = self.distributed._spatial_comm.allgather(
-                (problems.text(), int(samples), int(times), int(first_lead), int(first_sample)))
+                (problems.text(), int(samples), int(steps), int(first_lead), int(first_sample)))
         failed = [text for text, *_ in seen if text]
         if failed:
             raise _arrays.agreed_error(failed[0])
@@ -219,11 +245,12 @@ class Aggregator:
         for name, (truth, pred) in fields.items():  # the normalised scores, with normalize, inside the aggregator
             aggregator = self._by_variable[name]
             for s in range(samples):
-                for t in range(times):
+                for t in range(steps):
                     with mpi_errors():
                         aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
                                           _arrays.contiguous(truth[s, t][None]),
-                                          _arrays.contiguous(pred[s, :, t][:, None]))
+                                          _arrays.contiguous(pred[s, :, t][:, None]),
+                                          time=float(pair_times[s, t]) if name in self._trended else None)
 
     def _field(self, fields, name, what, problems):
         try:
@@ -283,10 +310,10 @@ class Aggregator:
         for key in ("prediction_map", "bias_map"):
             if channel[key] is not None:
                 channel[key] = _array(channel[key], (nlat, nlon))
-        maps = channel.get("near_zero_maps")
-        if maps is not None:
-            channel["near_zero_maps"] = {"prediction": _array(maps[0], (nlat, nlon)),
-                                         "target": _array(maps[1], (nlat, nlon))}
+        for key in ("near_zero_maps", "trend_maps"):
+            maps = channel.get(key)
+            if maps is not None:
+                channel[key] = {"prediction": _array(maps[0], (nlat, nlon)), "target": _array(maps[1], (nlat, nlon))}
 
     @staticmethod
     def normalized_channel_mean(scores):

@@ -8,6 +8,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -63,6 +64,8 @@ struct AggregatorArguments {
     // ACE's near-zero fractions at or below `near_zero_eps` (AggregatorOptions::near_zero_fraction), or none.
     std::optional<double> near_zero_eps{};
     bool near_zero_maps = false;
+    // ACE's trend (AggregatorOptions::trend): each pair recorded with its time.
+    bool trend = false;
 };
 
 /// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
@@ -216,6 +219,7 @@ class PythonAggregator {
                             NearZeroFractionConfig{.eps = *args_.near_zero_eps, .include_maps = args_.near_zero_maps}
                                 .options_for("this variable");
                     }
+                    options.trend = args_.trend;
                 }).message;
         }
         py::gil_scoped_release release;
@@ -236,7 +240,7 @@ class PythonAggregator {
         chosen.add(std::span<const double>(&args_.crps_alpha, 1));
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
-        for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true, true})) {
+        for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true, true, true})) {
             chosen.add(s->key);
         }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
@@ -245,7 +249,8 @@ class PythonAggregator {
         for (const std::int64_t value : {args_.spectrum_lmax, args_.spectrum_mmax, args_.spectrum_fill_steps}) {
             chosen.add(value);
         }
-        const double near_zero[] = {args_.near_zero_eps.value_or(-1.0), args_.near_zero_maps ? 1.0 : 0.0};
+        const double near_zero[] = {args_.near_zero_eps.value_or(-1.0), args_.near_zero_maps ? 1.0 : 0.0,
+                                    args_.trend ? 1.0 : 0.0};
         chosen.add(std::span<const double>(near_zero));
         agree_or_throw(
             mesh.mesh().world(), "",
@@ -291,7 +296,7 @@ class PythonAggregator {
     /// one agreement (that every rank of it records the same pair, and any rank's problem), then the
     /// aggregator's record.
     void record(std::string problem, std::int64_t initial_condition, std::int64_t lead, py::object truth,
-                py::object members) {
+                py::object members, std::optional<double> time) {
         std::optional<py::buffer> t;
         std::optional<py::buffer> m;
         const auto [rows, cols] = box();
@@ -306,6 +311,13 @@ class PythonAggregator {
                           if (lead < 0 || lead >= args_.lead_times) {
                               throw ArgumentError("lead " + std::to_string(lead) + " is not one of the " +
                                                   std::to_string(args_.lead_times) + " lead times");
+                          }
+                          if (args_.trend != time.has_value()) {
+                              throw ArgumentError(args_.trend ? "time: the trend needs each pair's time"
+                                                              : "time: given to an aggregator without a trend");
+                          }
+                          if (time && !std::isfinite(*time)) {
+                              throw ArgumentError("time: " + std::to_string(*time) + " is not finite");
                           }
                           if (recorded_[slot(initial_condition, lead)]) {
                               throw ArgumentError("initial condition " + std::to_string(initial_condition) + ", lead " +
@@ -332,9 +344,13 @@ class PythonAggregator {
                       }).message;
         }
         py::gil_scoped_release release;
-        agree_or_throw(grid_->mesh().spatial(), problem_of(problem), {initial_condition, lead},
-                       "the (initial condition, lead time) the ranks of a spatial group record");
+        agree_or_throw(grid_->mesh().spatial(), problem_of(problem),
+                       {initial_condition, lead, std::bit_cast<std::int64_t>(time.value_or(0.0))},
+                       "the (initial condition, lead time, time) the ranks of a spatial group record");
         recorded_[slot(initial_condition, lead)] = true;
+        if (time) {
+            aggregator_->record_time(initial_condition, lead, *time);
+        }
         py::gil_scoped_acquire acquire;
         with_floating_type(*t, "target", [&](auto zero) {
             using T = decltype(zero);
@@ -443,6 +459,10 @@ class PythonAggregator {
                                   ? py::object(py::none())
                                   : py::object(py::make_tuple(map_bytes(channel.near_zero_prediction_map),
                                                               map_bytes(channel.near_zero_truth_map)));
+        c["trend_maps"] = channel.trend_prediction_map.empty()
+                              ? py::object(py::none())
+                              : py::object(py::make_tuple(map_bytes(channel.trend_prediction_map),
+                                                          map_bytes(channel.trend_truth_map)));
         c["target_missing"] = target_missing_everywhere(channel);
         return c;
     }
@@ -509,6 +529,7 @@ void bind_aggregator(py::module_& m) {
                           }
                       }},
                      {"near_zero_maps", [&](py::handle v) { a.near_zero_maps = v.cast<bool>(); }},
+                     {"trend", [&](py::handle v) { a.trend = v.cast<bool>(); }},
                  };
                  for (const auto& [key, value] : given) {
                      const std::string name = py::str(key);
@@ -526,7 +547,8 @@ void bind_aggregator(py::module_& m) {
              "conditions), counted_leads, maps, policy, report, deterministic_keys, lead_ensemble_scores, "
              "ensemble_cell_leads, crps_alpha, spectrum_grid ('' for none), spectrum_truncation, spectrum_convention, "
              "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
-             "near_zero_eps (ACE's near-zero fractions at or below it, or None) and near_zero_maps.");
+             "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps and trend (ACE's "
+             "trend: each pair recorded with its time).");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {
@@ -539,7 +561,9 @@ void bind_aggregator(py::module_& m) {
              "of the variable), or None.")
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
-             py::arg("truth"), py::arg("members"), "Collective over the spatial group.")
+             py::arg("truth"), py::arg("members"), py::arg("time") = py::none(),
+             "Collective over the spatial group; `time` (with the trend): the pair's seconds since 2000-01-01 "
+             "00:00:00 of the run's calendar.")
         .def("lead_scores", &PythonAggregator::lead_scores, py::arg("first"), py::arg("stop"),
              "Collective over the world: the deterministic per-lead scores of leads first..stop-1.")
         .def("finish", &PythonAggregator::finish, py::arg("variable"),
@@ -632,6 +656,13 @@ void bind_aggregator(py::module_& m) {
         py::arg("means"), py::arg("stds"), py::arg("names"),
         "{name: (mean, std)} from ACE's stats files, read and checked as `gridshard eval --normalize` reads them "
         "(io/normalization.hpp). No MPI calls.");
+    m.def(
+        "check_variable_names",
+        [](const std::string& setting, const std::string& field, const std::vector<std::string>& names,
+           const std::vector<std::string>& scored) { check_variable_names(setting, field, names, scored); },
+        py::arg("setting"), py::arg("field"), py::arg("names"), py::arg("scored"),
+        "Raises ArgumentError naming the setting for a name of `names` that is not among `scored` or is given twice "
+        "(check_variable_names, evaluation/aggregator.hpp). No MPI calls.");
     m.def(
         "near_zero_fraction_options",
         [](const std::vector<std::string>& scored, const std::optional<std::vector<std::string>>& variables, double eps,

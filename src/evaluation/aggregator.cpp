@@ -79,6 +79,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.ensemble_cell_leads.clear();
     normalized.spectrum.reset();            // ACE logs no spectrum of the normalised fields
     normalized.near_zero_fraction.reset();  // nor near-zero fractions
+    normalized.trend = false;               // nor trends
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -139,8 +140,8 @@ double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::in
 }
 
 std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const AggregatorShape& shape, std::size_t regions,
-                                std::size_t value_bytes, int data_ranks, int spatial_ranks, bool spectrum,
-                                bool near_zero) {
+                                std::size_t value_bytes, int data_ranks, int spatial_ranks,
+                                const AggregatorOptions& options) {
     const auto area = static_cast<std::uint64_t>(box.area());
     const auto c = static_cast<std::uint64_t>(shape.channels);
     const auto m = static_cast<std::uint64_t>(shape.work.members.size());
@@ -156,7 +157,7 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     const std::uint64_t slots =
         samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
     std::uint64_t spectra = 0;
-    if (spectrum) {
+    if (options.spectrum) {
         // The sums per degree; the stacked and filled fields and the fill's work (about 8 planes of doubles); the
         // transform's rows, orders and columns of the whole fields an owner holds, in doubles.
         const std::uint64_t transformed = (1 + m) * c;
@@ -166,8 +167,12 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     }
     // The near-zero counts of the prediction and the truth (24 bytes per point each, and their gather), the indicator.
     const std::uint64_t near_zero_counts =
-        near_zero ? c * area * (2 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8) : 0;
-    return fields + slots + spectra + near_zero_counts;
+        options.near_zero_fraction ? c * area * (2 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8) : 0;
+    // The trend's three sums of each field (24 bytes per point each, and their gather), the products' two parts.
+    const std::uint64_t trend_sums =
+        options.trend ? c * area * (6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 16) + 8 * samples * leads
+                      : 0;
+    return fields + slots + spectra + near_zero_counts + trend_sums;
 }
 
 Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
@@ -222,7 +227,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .anomaly_correlation = options_.anomaly_correlation,
                                               .ensemble_cells = !cell_leads.empty(),
                                               .power_spectrum = options_.spectrum.has_value(),
-                                              .near_zero_fraction = options_.near_zero_fraction.has_value()});
+                                              .near_zero_fraction = options_.near_zero_fraction.has_value(),
+                                              .trend = options_.trend});
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {
         if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
@@ -272,6 +278,16 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     if (options_.near_zero_fraction) {
         near_zero_prediction_.emplace(grid_, channels);
         near_zero_truth_.emplace(grid_, channels);
+    }
+    if (options_.trend) {
+        pair_times_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times),
+                           std::numeric_limits<double>::quiet_NaN());
+        for (std::optional<TrendSums>* sums : {&trend_prediction_, &trend_truth_}) {
+            sums->emplace();
+            (*sums)->values.emplace(grid_, channels);
+            (*sums)->products.emplace(grid_, channels);
+            (*sums)->remainders.emplace(grid_, channels);
+        }
     }
     for (const std::int64_t lead : cell_leads) {
         cell_sums_.push_back({lead, TimeMeanAccumulator(grid_, channels), TimeMeanAccumulator(grid_, channels),
@@ -430,6 +446,9 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     if (options_.near_zero_fraction && counted_[static_cast<std::size_t>(lead)]) {
         // The truth once, by the data rank that holds member 0 (its only copy when the members are split).
         record_near_zero<T>(truth, members, shape_.work.members.begin == 0);
+    }
+    if (options_.trend && counted_[static_cast<std::size_t>(lead)]) {
+        record_trend<T>(initial_condition, lead, truth, members, shape_.work.members.begin == 0);
     }
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
@@ -684,6 +703,9 @@ VariableScores Aggregator::finish(const std::string& variable) {
     }
     if (options_.near_zero_fraction) {
         finish_near_zero(out);
+    }
+    if (options_.trend) {
+        finish_trend(out);
     }
     if (options_.maps) {
         // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,

@@ -39,28 +39,30 @@ std::optional<NearZeroFractionOptions> NearZeroFractionConfig::options_for(const
     return NearZeroFractionOptions{threshold, include_maps};
 }
 
-void NearZeroFractionConfig::check(const std::vector<std::string>& scored) const {
+void check_variable_names(const std::string& setting, const std::string& field, const std::vector<std::string>& names,
+                          const std::vector<std::string>& scored) {
     std::string known;
     for (const std::string& name : scored) {
         known += (known.empty() ? "" : ", ") + name;
     }
-    std::vector<std::string> seen;
-    const auto check_name = [&](const std::string& name, const char* field) {
-        if (std::find(scored.begin(), scored.end(), name) == scored.end()) {
-            throw ArgumentError(setting_name("near_zero_fraction") + ": " + field + " names '" + name +
+    for (auto it = names.begin(); it != names.end(); ++it) {
+        if (std::find(scored.begin(), scored.end(), *it) == scored.end()) {
+            throw ArgumentError(setting_name(setting) + ": " + field + " names '" + *it +
                                 "', which is not a scored variable (" + known + ")");
         }
-        if (std::find(seen.begin(), seen.end(), std::string(field) + "/" + name) != seen.end()) {
-            throw ArgumentError(setting_name("near_zero_fraction") + ": " + field + " names '" + name + "' twice");
+        if (std::find(names.begin(), it, *it) != it) {
+            throw ArgumentError(setting_name(setting) + ": " + field + " names '" + *it + "' twice");
         }
-        seen.push_back(std::string(field) + "/" + name);
-    };
-    for (const std::string& name : variables) {
-        check_name(name, "variables");
     }
+}
+
+void NearZeroFractionConfig::check(const std::vector<std::string>& scored) const {
+    check_variable_names("near_zero_fraction", "variables", variables, scored);
+    std::vector<std::string> own;
     for (const auto& [name, value] : per_variable_eps) {
-        check_name(name, "per_variable_eps");
+        own.push_back(name);
     }
+    check_variable_names("near_zero_fraction", "per_variable_eps", own, scored);
     for (const std::string& name : scored) {
         (void)options_for(name);
     }

@@ -14,6 +14,7 @@
 #include "gridshard/comm/memory_check.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
+#include "gridshard/io/calendar.hpp"
 #include "gridshard/io/normalization.hpp"
 
 namespace gridshard {
@@ -45,7 +46,8 @@ struct RunInputs {
     const std::vector<RegionWeights>& regions;
     const io::Climatology* climatology;
     const io::TimeMeanRows& time_means;
-    const io::Normalization* normalization;  // ACE's stats, or none
+    const io::Normalization* normalization;   // ACE's stats, or none
+    const std::vector<double>& pair_seconds;  // with the trend, each (initial condition, lead)'s time, else empty
 };
 
 /// One variable's scores, and with the normalisation its scores on the normalised fields.
@@ -110,7 +112,15 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             if (in.plan.near_zero_fraction) {
                 options.near_zero_fraction = in.plan.near_zero_fraction->options_for(name);
             }
+            const std::vector<std::string>& trended = in.plan.trend_variables;
+            options.trend = in.plan.scoring.trend &&
+                            (trended.empty() || std::find(trended.begin(), trended.end(), name) != trended.end());
+            const bool trend = options.trend;
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
+            for (std::size_t k = 0; k < in.pair_seconds.size() && trend; ++k) {  // the trend's times
+                const auto pair = static_cast<std::int64_t>(k);
+                aggregator->record_time(pair / leads, pair % leads, in.pair_seconds[k]);
+            }
             reader = in.source.open(variable, box);
         }));
     // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
@@ -225,6 +235,43 @@ std::string number_text(double value) {
     char text[32];
     std::snprintf(text, sizeof text, "%.10g", value);
     return text;
+}
+
+/// ACE's trend times: per (initial condition, lead) of the source, the seconds from 2000-01-01 00:00:00 to its valid
+/// time (initial time plus lead) in the files' calendar (fme's trend.py takes its times so). Throws ArgumentError
+/// naming the setting for a forecast without initial times or lead times, or with fewer than two counted lead times
+/// (ACE leaves its trend out of such a run). No MPI calls.
+std::vector<double> trend_times(const io::ForecastSource& source, const io::TimeMeanRows& counted) {
+    const io::LeadTimes& t = source.lead_times();
+    const io::ForecastLayout& layout = source.layout();
+    if (counted.rows.size() < 2) {
+        throw ArgumentError(setting_name("trend") +
+                            ": a trend needs at least two counted lead times (ACE's rule), got " +
+                            std::to_string(counted.rows.size()));
+    }
+    if (t.init_times.size() != static_cast<std::size_t>(layout.initial_conditions) ||
+        t.values.size() != static_cast<std::size_t>(layout.lead_times)) {
+        throw ArgumentError(setting_name("trend") +
+                            ": a trend needs each initial condition's time and each lead time; the prediction has " +
+                            std::to_string(t.init_times.size()) + " initial times for " +
+                            std::to_string(layout.initial_conditions) + " initial conditions and " +
+                            std::to_string(t.values.size()) + " lead times for " + std::to_string(layout.lead_times));
+    }
+    const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
+    const double lead_unit = io::seconds_per_unit(t.units);
+    if (!(lead_unit > 0.0)) {
+        throw ArgumentError(setting_name("trend") + ": the lead times' units '" + t.units + "' are not a unit of time");
+    }
+    const io::DateTime origin{.year = 2000, .month = 1, .day = 1};
+    std::vector<double> seconds;
+    for (std::int64_t i = 0; i < layout.initial_conditions; ++i) {
+        for (std::int64_t l = 0; l < layout.lead_times; ++l) {
+            const io::DateTime valid = axis.date_after(t.init_times[static_cast<std::size_t>(i)],
+                                                       t.values[static_cast<std::size_t>(l)] * lead_unit);
+            seconds.push_back(io::seconds_between(origin, valid, axis.calendar));
+        }
+    }
+    return seconds;
 }
 
 /// Refuses longitudes that are not whole latitude circles at equal spacing (a regional grid, half the globe), which a
@@ -350,18 +397,19 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .anomaly_correlation = climatology != nullptr,
                        .ensemble_cells = !plan.scoring.ensemble_cell_leads.empty(),
                        .power_spectrum = plan.scoring.spectrum.has_value(),
-                       .near_zero_fraction = plan.near_zero_fraction.has_value()};
+                       .near_zero_fraction = plan.near_zero_fraction.has_value(),
+                       .trend = plan.scoring.trend};
+    std::vector<std::string> variable_names;  // the variables' names, which a family's list may name
+    for (const io::SourceVariable& v : variables) {
+        variable_names.push_back(v.name);
+    }
     if (plan.near_zero_fraction) {
         check_collectively(world, attempt([&] {
                                if (plan.scoring.report != ReportKind::forecast) {
                                    throw ArgumentError(setting_name("near_zero_fraction") +
                                                        ": ACE's near-zero fractions are a forecast's");
                                }
-                               std::vector<std::string> scored;
-                               for (const io::SourceVariable& v : variables) {
-                                   scored.push_back(v.name);
-                               }
-                               plan.near_zero_fraction->check(scored);
+                               plan.near_zero_fraction->check(variable_names);
                            }));
     }
     if (plan.scoring.spectrum) {
@@ -381,9 +429,13 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     std::uint64_t largest = 0;
     for (const io::SourceVariable& v : variables) {
         const AggregatorShape one{extent, v.channels, work};
-        const std::uint64_t each = Aggregator::bytes(
-            grid.box(), g.shape(), one, region_weights.size(), v.type == io::ValueType::float64 ? 8 : 4, shape.data,
-            shape.spatial_size(), plan.scoring.spectrum.has_value(), plan.near_zero_fraction.has_value());
+        AggregatorOptions sized = plan.scoring;
+        if (plan.near_zero_fraction) {
+            sized.near_zero_fraction = NearZeroFractionOptions{};
+        }
+        const std::uint64_t each =
+            Aggregator::bytes(grid.box(), g.shape(), one, region_weights.size(),
+                              v.type == io::ValueType::float64 ? 8 : 4, shape.data, shape.spatial_size(), sized);
         largest = std::max(largest, normalization ? 2 * each : each);  // a second aggregator, its buffers
     }
     check_memory_fits(world, largest,
@@ -392,8 +444,26 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                           std::to_string(layout.members) + " members x " + std::to_string(layout.lead_times) +
                           " lead times, " + std::to_string(variables.size()) + " variables, mesh " + to_string(shape));
 
-    const RunInputs inputs{
-        plan, source, grid, work, rounds, region_weights, climatology.get(), result.time_means, normalization.get()};
+    std::vector<double> pair_seconds;
+    if (plan.scoring.trend) {
+        check_collectively(world, attempt([&] {
+                               if (plan.scoring.report != ReportKind::forecast) {
+                                   throw ArgumentError(setting_name("trend") + ": ACE's trend is a forecast's");
+                               }
+                               check_variable_names("trend", "variables", plan.trend_variables, variable_names);
+                               pair_seconds = trend_times(source, result.time_means);
+                           }));
+    }
+    const RunInputs inputs{plan,
+                           source,
+                           grid,
+                           work,
+                           rounds,
+                           region_weights,
+                           climatology.get(),
+                           result.time_means,
+                           normalization.get(),
+                           pair_seconds};
     RunClock clock;
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());

@@ -179,6 +179,12 @@ std::deque<RegisteredScore> make_registry() {
               .ace_key = "near_zero_fraction/gen_minus_target/{var}",
               .source = NearZeroValue::prediction_minus_truth,
               .table_order = 111});
+    // ACE's trend metric (fme's TrendEvaluatorAggregator): the RMSE of the slope maps.
+    forecast({.key = "trend_rmse",
+              .label = "trend_rmse",
+              .ace_key = "trend/weighted_rmse/{var}",
+              .source = TrendValue::rmse,
+              .table_order = 112});
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -204,6 +210,7 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(ZonalProfile) const { return F::zonal_mean; }
         F operator()(SpectrumValue) const { return F::power_spectrum; }
         F operator()(NearZeroValue) const { return F::near_zero_fraction; }
+        F operator()(TrendValue) const { return F::trend; }
     } family;
     return std::visit(family, source);
 }
@@ -213,7 +220,7 @@ SampleCombination combination_of(const ScoreSource& source) noexcept {
         return C::ratio_of_means;
     }
     if (std::holds_alternative<CellStatistic>(source) || std::holds_alternative<TimeMeanStatistic>(source) ||
-        std::holds_alternative<NearZeroValue>(source)) {
+        std::holds_alternative<NearZeroValue>(source) || std::holds_alternative<TrendValue>(source)) {
         return C::cell_statistic;
     }
     if (const auto* value = std::get_if<SpectrumValue>(&source)) {
@@ -239,6 +246,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "power_spectrum";
         case F::near_zero_fraction:
             return "near_zero_fraction";
+        case F::trend:
+            return "trend";
     }
     return "deterministic";
 }
@@ -344,6 +353,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
                              : s.family == F::anomaly_correlation ? contents.anomaly_correlation
                              : s.family == F::power_spectrum      ? contents.power_spectrum
                              : s.family == F::near_zero_fraction  ? contents.near_zero_fraction
+                             : s.family == F::trend               ? contents.trend
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

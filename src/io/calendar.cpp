@@ -244,6 +244,13 @@ bool same_date(const DateTime& a, const DateTime& b, Calendar calendar, double t
     return std::abs(static_cast<double>(days) * 86400.0 + seconds_of_day(a) - seconds_of_day(b)) <= tolerance_s;
 }
 
+double seconds_between(const DateTime& origin, const DateTime& d, Calendar calendar) {
+    const auto seconds_of_day = [](const DateTime& t) { return t.hour * 3600.0 + t.minute * 60.0 + t.second; };
+    const std::int64_t days =
+        day_number(d.year, d.month, d.day, calendar) - day_number(origin.year, origin.month, origin.day, calendar);
+    return static_cast<double>(days) * 86400.0 + (seconds_of_day(d) - seconds_of_day(origin));
+}
+
 std::string to_string(const DateTime& d) {
     char text[64];
     const double whole = std::floor(d.second);

@@ -8,10 +8,11 @@ Both build the aggregator through ACE's own `InferenceEvaluatorAggregatorConfig(
 `record_initial_condition`, `record_batch(PairedData)` for windows of 2 and 1 forward steps, `flush_diagnostics` and
 `get_summary_logs`, each rank with its box (`get_local_slices`) of its block of samples (2 initial conditions x 4
 members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and logs.json (rank 0: every scalar, float
-hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a
-threshold each, its maps). Under spatial parallelism a config with ACE's histogram on (a metric gridshard does
-not implement) is refused first, and the message is kept in logs.json; the power spectrum is gridshard's there, of
-variable "b" only (ACE's `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's
+hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a threshold each,
+its maps), and its trend (of "a", "b" and a variable the data lacks, which ACE leaves out). Under spatial
+parallelism a config with ACE's histogram on (a metric gridshard does not implement) is refused first, and the
+message is kept in logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's `variables`
+filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's
 loop in float64), --masked a variable "sst" missing over land with the dataset's mask of it (ACE's mask provider).
 """
 import argparse
@@ -29,6 +30,8 @@ parser.add_argument("out")
 parser.add_argument("--ace", action="store_true", help="ACE's own aggregator (one process)")
 parser.add_argument("--float64", action="store_true", help="tensors in float64")
 parser.add_argument("--no-zonal-mean", action="store_true", help="leave the zonal mean out")
+parser.add_argument("--no-trend", action="store_true",
+                    help="leave the trend out (ACE's own on shards forms its RMSE, a collective, on rank 0 only)")
 parser.add_argument("--masked", action="store_true",
                     help="a third variable, 'sst', missing over land, with the dataset's mask_sst (0 there)")
 parser.add_argument("--outcomes", help="a folder: each rank writes there what the run raised (or 'ok'), and goes on")
@@ -53,6 +56,7 @@ from fme.ace.aggregator.inference import (  # noqa: E402
     EnsembleMetricConfig, HistogramMetricConfig, InferenceEvaluatorAggregatorConfig, PowerSpectrumMetricConfig,
     StepMeanMetricConfig, ZonalMeanMetricConfig)
 from fme.ace.aggregator.inference.near_zero_fraction import NearZeroFractionMetricConfig  # noqa: E402
+from fme.ace.aggregator.inference.trend import TrendMetricConfig  # noqa: E402
 from fme.ace.data_loading.batch_data import PairedData  # noqa: E402
 from fme.core.coordinates import LatLonCoordinates  # noqa: E402
 from fme.core.dataset_info import DatasetInfo  # noqa: E402
@@ -138,7 +142,8 @@ config = InferenceEvaluatorAggregatorConfig(
     zonal_mean=ZonalMeanMetricConfig(enabled=not args.no_zonal_mean),
     # thresholds inside each variable's range, "a"'s its own; "b"'s missing points are not at or below
     near_zero_fraction=NearZeroFractionMetricConfig(enabled=True, variables=["a", "b"], eps=290.0,
-                                                    per_variable_eps={"a": 250.0}, include_maps=True))
+                                                    per_variable_eps={"a": 250.0}, include_maps=True),
+    trend=TrendMetricConfig(enabled=not args.no_trend, variables=["a", "b", "absent"]))
 aggregator = config.build(**build)
 if args.uneven and d_rank == d_size - 1:  # this rank's samples are not whole ensembles
     mine = slice(mine.start, mine.stop - 1)

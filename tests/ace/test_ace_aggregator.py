@@ -22,6 +22,8 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
   magnitude): gridshard's own-points gradient score does the same (metrics/field.hpp, own_gradient_policy).
 - ACE's near_zero_fraction metric (a threshold per variable, a variable with missing points, its maps) is ACE's at
   every mesh: its gen and gen_minus_target keys and its file (gen, target and error maps, global).
+- ACE's trend (per-cell least-squares slopes per year against the Julian calendar's dates) is ACE's at every mesh: its
+  weighted_rmse keys and its file (target and prediction maps over (source, lat, lon), global).
 - The documented difference, where a target is missing: ACE's spread-skill ratio bias counts a missing cell as -1;
   gridshard follows its sums (NaN).
 
@@ -41,9 +43,9 @@ HERE = pathlib.Path(__file__).resolve().parent
 CASE = HERE / "ace_loop_case.py"
 MESHES = [(1, 1, 1), (4, 2, 2), (4, 1, 2), (3, 1, 3)]  # ranks, FME_DISTRIBUTED_H, FME_DISTRIBUTED_W
 OURS = ("mean/", "mean_norm/", "mean_step_2/", "mean_step_2_norm/", "time_mean/", "time_mean_norm/", "ensemble_step_2/",
-        "ensemble_step_3_norm/", "near_zero_fraction/")  # and power_spectrum/ (its variables differ: its own test)
+        "ensemble_step_3_norm/", "near_zero_fraction/", "trend/")  # power_spectrum/: its own test
 FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "time_mean_norm", "zonal_mean",
-         "near_zero_fraction"]
+         "near_zero_fraction", "trend"]
 MISSING = "b"  # the variable with missing points
 
 
@@ -92,7 +94,7 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ace_loop")
     out = {"ace32": run_case(root / "ace32", ace=True), "ace64": run_case(root / "ace64", ace=True, float64=True),
-           "ace_on_shards": run_case(root / "ace-4-2x2", 4, 2, 2, ace=True, flags=["--no-zonal-mean"])}
+           "ace_on_shards": run_case(root / "ace-4-2x2", 4, 2, 2, ace=True, flags=["--no-zonal-mean", "--no-trend"])}
     for ranks, h, w in MESHES:
         out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w)
     return out
@@ -144,7 +146,7 @@ def test_ace_keys_and_numbers(runs):
     ace32, ace64 = ours(runs["ace32"]["summary"]), ours(runs["ace64"]["summary"])
     assert any(k.startswith("ensemble_step_2/ssr_bias/") for k in ace32)
     assert "ensemble_step_3_norm/crps/channel_mean" in ace32
-    assert {"near_zero_fraction/gen/a", "near_zero_fraction/gen_minus_target/b"} <= set(ace32)
+    assert {"near_zero_fraction/gen/a", "near_zero_fraction/gen_minus_target/b", "trend/weighted_rmse/a"} <= set(ace32)
     for mesh in MESHES:
         mine = ours(runs[mesh]["summary"])
         assert sorted(mine) == sorted(ace32), mesh
@@ -187,6 +189,7 @@ def test_the_files_are_aces_with_global_maps(runs):
                 assert np.allclose(values, ace_values, rtol=1e-4, atol=1e-5, equal_nan=True), (mesh, name, variable)
         assert mine["time_mean"]["gen_map-a"][1].shape == (10, 16)  # the global map, at every mesh
         assert mine["near_zero_fraction"]["error_map-b"][1].shape == (10, 16)
+        assert mine["trend"]["a"][1].shape == (2, 10, 16)  # (source, lat, lon): target, prediction
         assert mine["mean"]["weighted_rmse-a"][1].shape == (4,)  # the initial condition and 3 forward steps
 
 
@@ -296,7 +299,8 @@ def test_the_drop_ins_files_follow_the_umask(tmp_path, umask):
 
 
 def test_aces_own_maps_on_shards_are_tiles(runs):
-    """ACE's own aggregator at 1x2x2 (its own backend, the zonal mean off): its scalars are the serial ones, but
+    """ACE's own aggregator at 1x2x2 (its own backend, the zonal mean and the trend off: ACE's trend forms its RMSE,
+    a spatial collective, on rank 0 only, and the job fails in it): its scalars are the serial ones, but
     each rank's time-mean map is its 5 x 8 tile, which its flush_diagnostics puts against the global coordinates:
     xarray refuses it, and no map is written. gridshard's drop-in at the same mesh writes the 10 x 16 map."""
     ace = runs["ace_on_shards"]

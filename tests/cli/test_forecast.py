@@ -357,6 +357,9 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
       "sst=2"], "per_variable_eps names 'sst' twice"),
     (["--near-zero-fraction", "--near-zero-fraction-per-variable-eps", "sst"], "'sst' is not NAME=NUMBER"),
     (["--near-zero-fraction-eps", "1"], "--near-zero-fraction-eps requires --near-zero-fraction"),
+    (["--trend", "--trend-variables", "precip"],
+     "--trend: variables names 'precip', which is not a scored variable (t2m, sst)"),
+    (["--trend-variables", "t2m"], "--trend-variables requires --trend"),
 ])
 def test_bad_forecast_arguments_fail_on_every_rank(args, message, ace_files, mpirun, tmp_path):
     truth, pred = ace_files
@@ -377,7 +380,7 @@ def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tm
 
 
 def test_forecast_options_need_a_forecast(mpirun, tmp_path):
-    for option in ("--region", "tropics"), ("--near-zero-fraction",):
+    for option in ("--region", "tropics"), ("--near-zero-fraction",), ("--trend",):
         r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", *option, "--quiet")
         assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
 

@@ -85,13 +85,19 @@ ForecastCase make_case(GridShape grid, ForecastExtent extent) {
     return k;
 }
 
+/// The time of (initial condition, lead) in the trend's tests: seconds since 2000-01-01, initial conditions 10 days
+/// apart from 2023-02-18, leads 6 hours apart.
+double pair_seconds(std::int64_t ic, std::int64_t lead) {
+    return 7.3e8 + 864000.0 * static_cast<double>(ic) + 21600.0 * static_cast<double>(lead);
+}
+
 /// Every score of `k` as the aggregator gives it on `mesh` with its data ranks sharing the work as `split` says
 /// (`together`: one rank fed every pair, whatever the split).
 VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRule rule, DataSplit split,
                          ReportKind report, ValidityPolicy policy, const std::vector<std::string>& keys = {},
                          std::vector<std::vector<ScoreSeries>>* lead_scores = nullptr,
                          const std::vector<std::int64_t>& cell_leads = {},
-                         const std::optional<PowerSpectrumOptions>& spectrum = {}) {
+                         const std::optional<PowerSpectrumOptions>& spectrum = {}, bool trend = false) {
     const ShardedGrid grid(mesh, k.grid, rule);
     const Box& box = grid.box();
     std::vector<double> lat;
@@ -118,11 +124,17 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
                               .gather_maps = true,
                               .deterministic_keys = keys,
                               .ensemble_cell_leads = cell_leads,
-                              .spectrum = spectrum};
+                              .spectrum = spectrum,
+                              .trend = trend};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
     Aggregator aggregator(grid, {k.extent, k.channels, work}, regions, options);
+    for (std::int64_t ic = 0; ic < k.extent.initial_conditions && trend; ++ic) {
+        for (std::int64_t l = 0; l < k.extent.lead_times; ++l) {
+            aggregator.record_time(ic, l, pair_seconds(ic, l));
+        }
+    }
     const auto climatology = shard_of(k.climatology, k.grid, box, k.channels);
     for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end; ++ic) {
         for (std::int64_t l = work.leads.begin; l < work.leads.end; ++l) {
@@ -188,6 +200,11 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
             }
         }
         if (maps && Communicator::world().rank() == 0) {
+            ASSERT_EQ(got[c].trend_prediction_map.size(), want[c].trend_prediction_map.size()) << what;
+            for (std::size_t i = 0; i < got[c].trend_prediction_map.size(); ++i) {
+                same(got[c].trend_prediction_map[i], want[c].trend_prediction_map[i], got[c].name + " trend map");
+                same(got[c].trend_truth_map[i], want[c].trend_truth_map[i], got[c].name + " truth's trend map");
+            }
             ASSERT_EQ(got[c].bias_map.size(), want[c].bias_map.size()) << what;
             for (std::size_t i = 0; i < got[c].bias_map.size(); ++i) {
                 same(got[c].bias_map[i], want[c].bias_map[i], got[c].name + " bias map");
@@ -213,6 +230,86 @@ TEST(Aggregator, EveryDataSplitGivesTheBitsOfOneRank) {
                                      std::string(to_string(rule)) + " policy " + std::string(to_string(policy)));
             }
         }
+    }
+}
+
+// ACE's trend: at every data split the bits of one rank, and on one rank per cell the least-squares slope per year of
+// the counted values against their times (a two-pass long double reference), NaN where a value is missing, and the
+// RMSE of the slopes' difference over the cells where both are finite.
+TEST(Aggregator, TrendsAreTheLeastSquaresSlopesAndTheBitsOfOneRank) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    const ForecastCase k = make_case({9, 14}, {3, 2, 4});
+    const VariableScores serial =
+        aggregate(alone, k, SplitRule::balanced, DataSplit::initial_conditions, ReportKind::forecast,
+                  ValidityPolicy::skip_invalid_pairs, {}, nullptr, {}, {}, true);
+    for (DataSplit split : {DataSplit::initial_conditions, DataSplit::lead_times, DataSplit::members}) {
+        const VariableScores distributed = aggregate(mesh, k, SplitRule::div_up, split, ReportKind::forecast,
+                                                     ValidityPolicy::skip_invalid_pairs, {}, nullptr, {}, {}, true);
+        expect_same_bits(distributed, serial, true, std::string("trend, split ") + std::string(to_string(split)));
+    }
+    const std::int64_t area = k.grid.nlat * k.grid.nlon;
+    std::int64_t finite = 0;
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        const ChannelScores& got = serial[static_cast<std::size_t>(c)];
+        ASSERT_EQ(got.trend_prediction_map.size(), static_cast<std::size_t>(area));
+        for (std::int64_t p = 0; p < area; ++p) {
+            for (const bool prediction : {true, false}) {
+                std::vector<std::pair<long double, long double>> points;  // (t, y)
+                for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+                    for (std::int64_t l = 1; l < k.extent.lead_times; ++l) {  // lead 0 is not counted
+                        const std::vector<float> values =
+                            prediction ? k.members_at(ic, l, {0, k.extent.members}) : k.truth_at(ic, l);
+                        for (std::size_t m = 0; m < values.size() / static_cast<std::size_t>(k.plane()); ++m) {
+                            points.emplace_back(pair_seconds(ic, l), values[m * static_cast<std::size_t>(k.plane()) +
+                                                                            static_cast<std::size_t>(c * area + p)]);
+                        }
+                    }
+                }
+                long double t_mean = 0, y_mean = 0, ty = 0, tt = 0;
+                for (const auto& [t, y] : points) {
+                    t_mean += t / static_cast<long double>(points.size());
+                    y_mean += y / static_cast<long double>(points.size());
+                }
+                for (const auto& [t, y] : points) {
+                    ty += (t - t_mean) * (y - y_mean);
+                    tt += (t - t_mean) * (t - t_mean);
+                }
+                const double want = static_cast<double>(ty / tt * 31557600.0L);
+                const double value =
+                    (prediction ? got.trend_prediction_map : got.trend_truth_map)[static_cast<std::size_t>(p)];
+                if (std::isnan(want)) {
+                    EXPECT_TRUE(std::isnan(value)) << c << " " << p << " " << prediction;
+                } else {
+                    ++finite;
+                    EXPECT_NEAR(value, want, 1e-12 * std::abs(want)) << c << " " << p << " " << prediction;
+                }
+            }
+        }
+    }
+    EXPECT_GT(finite, area);  // most cells have slopes; the missing ones are NaN
+    // The RMSE: the area-weighted mean of the squared differences over the cells where both slopes are finite.
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        const ChannelScores& got = serial[static_cast<std::size_t>(c)];
+        long double sum = 0, weight = 0;
+        for (std::int64_t p = 0; p < area; ++p) {
+            const double d = got.trend_prediction_map[static_cast<std::size_t>(p)] -
+                             got.trend_truth_map[static_cast<std::size_t>(p)];
+            const double lat =
+                -80.0 + 160.0 * static_cast<double>(p / k.grid.nlon) / static_cast<double>(k.grid.nlat - 1);
+            if (std::isfinite(d)) {
+                sum += std::cos(lat * M_PI / 180.0) * static_cast<long double>(d) * d;
+                weight += std::cos(lat * M_PI / 180.0);
+            }
+        }
+        const double* rmse = nullptr;
+        for (const ScoreValue& v : got.regions.front().time_means) {
+            if (v.score->key == "trend_rmse") {
+                rmse = &v.value;
+            }
+        }
+        ASSERT_NE(rmse, nullptr);
+        EXPECT_NEAR(*rmse, std::sqrt(static_cast<double>(sum / weight)), 1e-12 * *rmse) << c;
     }
 }
 

@@ -7,6 +7,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--normalize MEANS.nc STDS.nc]   # also the normalised scores under ACE's keys, and their channel mean
         [--spectrum]                     # also ACE's power spectra and their norm biases
         [--near-zero JSON]               # also ACE's near-zero fractions (its config fields as JSON) and their maps
+        [--trend]                        # also ACE's trend, the times from the prediction's init_time and time
 """
 import argparse
 import json
@@ -28,6 +29,7 @@ parser.add_argument("--torch", action="store_true", help="record torch tensors i
 parser.add_argument("--normalize", nargs=2, default=None)
 parser.add_argument("--spectrum", action="store_true")
 parser.add_argument("--near-zero", type=json.loads, default=None)
+parser.add_argument("--trend", action="store_true")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -37,6 +39,14 @@ with netCDF4.Dataset(args.truth) as t, netCDF4.Dataset(args.pred) as p:
     truth = {n: np.asarray(t[n][:].filled(np.nan), dtype=np.float32) for n in names}
     pred = {n: np.asarray(p[n][:].filled(np.nan), dtype=np.float32) for n in names}
     lat = np.asarray(t["lat"][:], dtype=np.float64)
+    if args.trend:  # each (initial condition, lead)'s valid time as seconds since 2000-01-01, by cftime
+        import cftime
+
+        init, lead = p["init_time"], np.asarray(p["time"][:], dtype=np.int64)
+        valid = np.asarray(init[:], dtype=np.int64)[:, None] + lead[None, :]
+        dates = cftime.num2date(valid.ravel(), init.units, init.calendar)
+        pair_times = np.asarray(cftime.date2num(dates, "seconds since 2000-01-01 00:00:00", init.calendar),
+                                dtype=np.float64).reshape(valid.shape)
 ics, members, leads, nlat, nlon = pred[names[0]].shape
 # This data rank's block of initial conditions (uneven where they do not split evenly).
 blocks = np.array_split(np.arange(ics), data)
@@ -46,7 +56,7 @@ rows, cols = dist.get_local_slices((nlat, nlon))
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
                                   first_initial_condition=first, local_initial_conditions=len(mine),
                                   normalize=args.normalize, spectrum=True if args.spectrum else None,
-                                  near_zero_fraction=args.near_zero)
+                                  near_zero_fraction=args.near_zero, trend=args.trend or None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -55,7 +65,8 @@ for start in range(0, leads, args.window):
               for n in names}
     prediction = {n: convert(np.ascontiguousarray(pred[n][first:first + len(mine), :, start:stop, rows, cols]))
                   for n in names}
-    aggregator.record(target, prediction, first_lead=start)
+    aggregator.record(target, prediction, first_lead=start,
+                      times=pair_times[first:first + len(mine), start:stop] if args.trend else None)
     windows.append((start, aggregator.lead_scores(start, stop)))
 scores = aggregator.finish()
 # Each window's time series as lead_scores gave it once recorded: the finished per-lead scores, bit for bit.
@@ -84,6 +95,8 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["power_spectrum"] = {k: float(v).hex() for k, v in region["time_means"].items()
                                            if k in spectrum_keys}
             out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
+        if channel.get("trend_maps") is not None:
+            out[name]["trend_maps"] = {k: hexes(v) for k, v in channel["trend_maps"].items()}
         if channel.get("near_zero_maps") is not None:
             out[name]["near_zero_maps"] = {k: hexes(v) for k, v in channel["near_zero_maps"].items()}
         if args.normalize:

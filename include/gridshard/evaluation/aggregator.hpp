@@ -110,6 +110,11 @@ struct NearZeroFractionConfig {
     void check(const std::vector<std::string>& scored) const;
 };
 
+/// Throws ArgumentError naming `setting`, its `field`, the name and the `scored` variables for a name of `names`
+/// that is not scored or is given twice (a misspelt name would leave its variable out). No MPI calls.
+void check_variable_names(const std::string& setting, const std::string& field, const std::vector<std::string>& names,
+                          const std::vector<std::string>& scored);
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -141,6 +146,12 @@ struct AggregatorOptions {
     std::optional<io::ChannelStats> normalization{};
     /// ACE's near-zero fractions (none: not formed).
     std::optional<NearZeroFractionOptions> near_zero_fraction{};
+    /// ACE's trend metric (fme's TrendEvaluatorAggregator): per cell the least-squares slope of the counted pairs'
+    /// values against their times (Aggregator::record_time), per year of 365.25 days, of the prediction (every
+    /// member) and of the truth, and the area-weighted RMSE of their difference. Per cell the exact sums of the
+    /// values and of time x value (72 bytes a point and channel for each field); the slopes from the exact sums,
+    /// each numerator and denominator rounded once, so the maps are the same bits at every mesh.
+    bool trend = false;
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -195,6 +206,10 @@ struct ChannelScores {
     /// the time-mean maps are.
     std::vector<double> near_zero_prediction_map{};
     std::vector<double> near_zero_truth_map{};
+    /// With AggregatorOptions::trend, the per-cell slopes per year of the prediction and of the truth, held as the
+    /// time-mean maps are.
+    std::vector<double> trend_prediction_map{};
+    std::vector<double> trend_truth_map{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -230,11 +245,17 @@ class Aggregator {
     Aggregator& operator=(const Aggregator&) = delete;
 
     /// The bytes an aggregator of `shape` and the run's buffers for it (two pairs of fields) allocate on a rank of
-    /// `box` of `grid`, an estimate that errs high; with `spectrum`, the power spectra's sums, fill and transform too
-    /// (a transform hands each of the `spatial_ranks` whole fields); with `near_zero`, the near-zero counts.
+    /// `box` of `grid`, an estimate that errs high; with `options`' spectrum, the power spectra's sums, fill and
+    /// transform too (a transform hands each of the `spatial_ranks` whole fields), with its near-zero fractions
+    /// their counts, with its trend the trend's sums.
     [[nodiscard]] static std::uint64_t bytes(const Box& box, GridShape grid, const AggregatorShape& shape,
                                              std::size_t regions, std::size_t value_bytes, int data_ranks,
-                                             int spatial_ranks = 1, bool spectrum = false, bool near_zero = false);
+                                             int spatial_ranks = 1, const AggregatorOptions& options = {});
+
+    /// With AggregatorOptions::trend, the time of (initial condition, lead), in seconds since 2000-01-01 00:00:00 of
+    /// the run's calendar (ACE's reference), before that pair is recorded; the same on every rank of the spatial
+    /// group. Throws ArgumentError for a time that is not finite or a pair out of range. No MPI calls.
+    void record_time(std::int64_t initial_condition, std::int64_t lead, double seconds);
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
     /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
@@ -291,6 +312,12 @@ class Aggregator {
     void record_near_zero(FieldShard<T> truth, std::span<const T> members, bool with_truth);
     // The near-zero fractions and maps into `out` (collective over the world).
     void finish_near_zero(VariableScores& out);
+    // The trend's sums of this pair's truth (when `with_truth`) and members at the pair's time (no MPI calls).
+    template <class T>
+    void record_trend(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                      std::span<const T> members, bool with_truth);
+    // The slopes, their RMSE and maps into `out` (collective over the world).
+    void finish_trend(VariableScores& out);
     // Per channel, the maps `part` (channels, rows, cols of this rank's box, the same on every data rank) as the
     // maps are held: whole on world rank 0 with AggregatorOptions::gather_maps (one gather over the world), else each
     // data rank 0's own box; empty elsewhere.
@@ -312,6 +339,16 @@ class Aggregator {
     // With the near-zero fractions, the sums over counted pairs of each point's indicator (value <= eps).
     std::optional<TimeMeanAccumulator> near_zero_prediction_, near_zero_truth_;
     std::vector<double> near_zero_indicator_;
+    // With the trend: per (initial condition, lead) its time (NaN: not given), and per field the sums of the values
+    // and of the exact products time x value (as two sums: the products' rounded parts and their remainders), and
+    // of the times and their squares over the counted values.
+    struct TrendSums {
+        std::optional<TimeMeanAccumulator> values, products, remainders;
+        ExactSum times{}, squares{};
+    };
+    std::vector<double> pair_times_;
+    std::optional<TrendSums> trend_prediction_, trend_truth_;
+    std::vector<double> trend_products_, trend_remainders_;
     std::vector<CellSums> cell_sums_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;

@@ -50,6 +50,9 @@ struct EvaluationPlan {
     std::string normalize_means, normalize_stds;
     /// forecast: ACE's near_zero_fraction metric (none: not formed); the variables it names must be scored.
     std::optional<NearZeroFractionConfig> near_zero_fraction;
+    /// forecast, with scoring.trend: the variables with ACE's trend (ACE's TrendMetricConfig.variables; empty: every
+    /// one); each must be scored.
+    std::vector<std::string> trend_variables;
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.

@@ -58,6 +58,9 @@ enum class ScoreFamily {
     /// the area-weighted fraction of points at or below a threshold, averaged over every counted (sample, lead
     /// time) (ACE's near_zero_fraction metric), and per cell the fraction of those at or below it
     near_zero_fraction,
+    /// per cell the least-squares slope of the counted values against time (ACE's trend metric), and the
+    /// area-weighted RMSE of the prediction's slopes against the truth's
+    trend,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -98,12 +101,14 @@ enum class SpectrumValue { prediction, truth, smallest_scale, positive, negative
 /// ACE's near-zero fractions (AggregatorOptions::near_zero_fraction): of the prediction, of the truth, and their
 /// difference (ACE's gen_minus_target).
 enum class NearZeroValue { prediction, truth, prediction_minus_truth };
+/// ACE's trend scores (AggregatorOptions::trend): the area-weighted RMSE of the slope maps.
+enum class TrendValue { rmse };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
-                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue>;
+                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -149,6 +154,7 @@ struct ReportContents {
     bool ensemble_cells = false;       ///< ACE's ensemble scores (cell statistics at chosen lead times)
     bool power_spectrum = false;       ///< the mean power spectra and their summaries
     bool near_zero_fraction = false;   ///< ACE's near-zero fractions
+    bool trend = false;                ///< ACE's trend
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

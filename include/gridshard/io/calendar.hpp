@@ -56,6 +56,9 @@ struct TimeAxis {
 /// `noleap` is not 2021-02-13 of `standard`.
 [[nodiscard]] bool same_date(const DateTime& a, const DateTime& b, Calendar calendar, double tolerance_s = 1e-3);
 
+/// The seconds from `origin` to `d`, counting days in `calendar` (negative before it). No MPI calls.
+[[nodiscard]] double seconds_between(const DateTime& origin, const DateTime& d, Calendar calendar);
+
 /// `d` as "YYYY-MM-DD HH:MM:SS", with the fraction of a second when there is one.
 [[nodiscard]] std::string to_string(const DateTime& d);
 

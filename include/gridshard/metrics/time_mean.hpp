@@ -20,6 +20,7 @@
 ///   }
 /// @endcode
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -68,6 +69,16 @@ class TimeMeanAccumulator {
     /// The weighted mean of the time-mean differences, as rmse_of_time_mean. Collective over `spatial`.
     [[nodiscard]] std::vector<double> time_and_global_mean_bias(Weights a, ValidityPolicy policy,
                                                                 Summation summation = Summation::reproducible) const;
+
+    /// The points summed (channels x this rank's box).
+    [[nodiscard]] std::size_t points() const noexcept { return sum_.size(); }
+
+    /// Point `k`'s sum: `hi + lo` is the exact sum of its finite values, `special` the IEEE sum of the non-finite
+    /// ones (0 when none). No MPI calls.
+    struct PointSum {
+        double hi, lo, special;
+    };
+    [[nodiscard]] PointSum point_sum(std::size_t k) const noexcept { return {sum_[k], error_[k], special_[k]}; }
 
   private:
     template <bool with_truth, class T>

@@ -42,7 +42,8 @@ class _AceKeys:
     ACE's ``ensemble_step_<k>`` names of the ensemble cell statistics (``ensemble``: ACE's name to the registry's
     key), ACE's names of the time-mean scores (``time_means``, ``norm_time_means``: the registry's key to ACE's name)
     and of the power spectrum's summaries (``spectrum``: the registry's keys, which are ACE's names), and of the
-    near-zero fractions (``near_zero``: the registry's key to ACE's name)."""
+    near-zero fractions (``near_zero``) and of the trend's scores (``trend``), each the registry's key to ACE's
+    name."""
     series: tuple
     norm_series: tuple
     step: tuple
@@ -52,6 +53,7 @@ class _AceKeys:
     norm_time_means: dict
     spectrum: tuple
     near_zero: dict
+    trend: dict
 
     @classmethod
     def from_registry(cls):
@@ -68,7 +70,8 @@ class _AceKeys:
                    time_means={s["key"]: _ace_name(s) for s in time_means},
                    norm_time_means={s["key"]: _ace_name(s) for s in time_means if s["ace_normalized"]},
                    spectrum=tuple(s["key"] for s in forecast if s["family"] == "power_spectrum"),
-                   near_zero={s["key"]: _ace_name(s) for s in forecast if s["family"] == "near_zero_fraction"})
+                   near_zero={s["key"]: _ace_name(s) for s in forecast if s["family"] == "near_zero_fraction"},
+                   trend={s["key"]: _ace_name(s) for s in forecast if s["family"] == "trend"})
 
 
 def _gridshard_distributed():
@@ -153,7 +156,10 @@ class InferenceEvaluatorAggregator:
         implemented = (ace_main.MeanMetricConfig, ace_main.StepMeanMetricConfig, ace_main.TimeMeanMetricConfig,
                        ace_main.ZonalMeanMetricConfig, ace_main.PowerSpectrumMetricConfig,
                        ace_main.NearZeroFractionMetricConfig)
-        ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)]
+        # ACE's trend where ACE's build keeps it: two forward steps at least (it drops, or with strict raises, else)
+        trend_served = [m for m in metrics if isinstance(m, ace_main.TrendMetricConfig) and n_forward_steps >= 2]
+        ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)
+                or any(m is t for t in trend_served)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
         self._steps = [m for m in ours if isinstance(m, ace_main.StepMeanMetricConfig) and m.step <= n_forward_steps]
@@ -162,6 +168,7 @@ class InferenceEvaluatorAggregator:
         self._ensembles = [m for m in ours if isinstance(m, ace_main.EnsembleMetricConfig)]
         self._spectra = [m for m in ours if isinstance(m, ace_main.PowerSpectrumMetricConfig)]
         self._near_zero = [m for m in ours if isinstance(m, ace_main.NearZeroFractionMetricConfig)]
+        self._trends = [m for m in ours if isinstance(m, ace_main.TrendMetricConfig)]
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -255,7 +262,8 @@ class InferenceEvaluatorAggregator:
                       policy="propagate", lead_ensemble=False)  # ACE's sums let a missing value through
         steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
-            bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero)
+            bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
+            bool(self._trends)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
@@ -269,9 +277,12 @@ class InferenceEvaluatorAggregator:
                              "eps": m.eps, "include_maps": m.include_maps,
                              "per_variable_eps": {n: e for n, e in (m.per_variable_eps or {}).items() if n in names}}
                 near_zero = near_zero if near_zero["variables"] else None
+            # ACE's trend of the variables its metric names (every one without a list) that the data has
+            trended = [n for n in names if any(m.variables is None or n in m.variables for m in self._trends)]
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
-                                      near_zero_fraction=near_zero, **common)
+                                      near_zero_fraction=near_zero,
+                                      trend={"variables": trended} if trended else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -301,10 +312,28 @@ class InferenceEvaluatorAggregator:
             raise ValueError(failed[0])
         return truth, {name: unfold(value) for name, value in prediction.items()}
 
-    def _record(self, target, prediction, first_lead):
+    @staticmethod
+    def _time_of(initial_condition):
+        """The times ``(sample, 1)`` of ACE's initial condition (a PairedData or a PrognosticState)."""
+        time = getattr(initial_condition, "time", None)
+        return time if time is not None else initial_condition.as_batch_data().time
+
+    def _seconds(self, time):
+        """ACE's trend times (fme's trend.py): the ``(sample, time)`` dates as seconds since 2000-01-01 00:00:00 in
+        their calendar, one row per initial condition (its members share its dates)."""
+        import cftime
+
+        values = np.asarray(time.values)
+        seconds = cftime.date2num(values.ravel(), units="seconds since 2000-01-01 00:00:00",
+                                  calendar=time.dt.calendar)
+        seconds = np.asarray(seconds, dtype=np.float64).reshape(values.shape)
+        return seconds[::self.n_ensemble_per_ic]
+
+    def _record(self, target, prediction, first_lead, time):
         target, prediction = self._unfolded(target, prediction)
         if self._denorm is not None:
-            self._denorm.record(target, prediction, first_lead=first_lead)
+            self._denorm.record(target, prediction, first_lead=first_lead,
+                                times=self._seconds(time) if self._trends else None)
         if self._norm is not None:
             self._norm.record(self._normalize(target), self._normalize(prediction), first_lead=first_lead)
         stop = first_lead + int(next(iter(target.values())).shape[1])
@@ -348,7 +377,7 @@ class InferenceEvaluatorAggregator:
         if times != 1:
             raise ValueError(f"Expected 1 initial condition steps, but got {times}")
         self._start(target, prediction)
-        rows = self._record(target, prediction, 0)
+        rows = self._record(target, prediction, 0, self._time_of(initial_condition))
         self._seen = 1
         theirs = self._ace.record_initial_condition(initial_condition) if self._ace is not None else None
         return self._merged(rows, theirs)
@@ -361,7 +390,7 @@ class InferenceEvaluatorAggregator:
             raise ValueError("No target values in data")
         if self._seen == 0:
             raise RuntimeError("gridshard's inference aggregator needs record_initial_condition first")
-        rows = self._record(data.target, data.prediction, self._seen)
+        rows = self._record(data.target, data.prediction, self._seen, data.time)
         self._seen += int(data.time.shape[1])
         theirs = self._ace.record_batch(data) if self._ace is not None else None
         return self._merged(rows, theirs)
@@ -407,6 +436,11 @@ class InferenceEvaluatorAggregator:
                 logs.update({f"{metric.get_name()}/{key}/{name}": float(means[key]) for key in keys})
         for metric in self._near_zero:
             logs.update(self._near_zero_logs(metric, denorm))
+        for metric in self._trends:  # fme's TrendEvaluatorAggregator.get_logs, images aside
+            for name in self._trended(metric, denorm):
+                means = denorm[name]["regions"]["global"]["time_means"]
+                logs.update({f"{metric.get_name()}/{ace_name}/{name}": float(means[key])
+                             for key, ace_name in self._keys.trend.items()})
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -451,6 +485,13 @@ class InferenceEvaluatorAggregator:
     def _near_zero_variables(scores):
         """The variables with near-zero fractions, sorted as ACE's aggregator logs them."""
         return sorted(n for n in scores if "near_zero_fraction_gen" in scores[n]["regions"]["global"]["time_means"])
+
+    @staticmethod
+    def _trended(metric, scores):
+        """The variables of a trend metric, sorted as ACE's aggregator orders them."""
+        return sorted(n for n in scores if scores[n].get("trend_maps") is not None or
+                      "trend_rmse" in scores[n]["regions"]["global"]["time_means"]
+                      if metric.variables is None or n in metric.variables)
 
     @staticmethod
     def _spectral(metric, scores):
@@ -549,6 +590,17 @@ class InferenceEvaluatorAggregator:
                 data[f"error_map-{name}"] = xr.DataArray(maps["prediction"] - maps["target"], dims=("lat", "lon"))
             if data:
                 out[metric.get_name()] = xr.Dataset(data, coords=horizontal)
+        for metric in self._trends:  # fme's TrendEvaluatorAggregator.get_dataset: (source, lat, lon)
+            data = {}
+            for name in self._trended(metric, denorm):
+                maps = denorm[name]["trend_maps"]
+                meta = self._metadata.get(name)
+                long_name = getattr(meta, "long_name", None) or name
+                units = getattr(meta, "units", None) or "unknown units"
+                data[name] = xr.DataArray(np.stack([maps["target"], maps["prediction"]]), dims=("source", "lat", "lon"),
+                                          attrs={"long_name": f"{long_name} linear trend", "units": f"{units} / year"})
+            if data:
+                out[metric.get_name()] = xr.Dataset(data, coords={"source": ["target", "prediction"], **horizontal})
         for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
             data = {}
             for name in self._spectral(metric, denorm):
