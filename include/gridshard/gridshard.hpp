@@ -55,6 +55,7 @@
 #include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/terms.hpp"
 #include "gridshard/metrics/time_mean.hpp"
+#include "gridshard/metrics/trend.hpp"
 
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/evaluation/evaluate.hpp"

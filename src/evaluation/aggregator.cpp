@@ -168,10 +168,9 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     // The near-zero counts of the prediction and the truth (24 bytes per point each, and their gather), the indicator.
     const std::uint64_t near_zero_counts =
         options.near_zero_fraction ? c * area * (2 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8) : 0;
-    // The trend's three sums of each field (24 bytes per point each, and their gather), the products' two parts.
+    // The trend's three sums of each field (24 bytes per point each, and their gather), the pairs' times.
     const std::uint64_t trend_sums =
-        options.trend ? c * area * (6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 16) + 8 * samples * leads
-                      : 0;
+        options.trend ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8 * samples * leads : 0;
     return fields + slots + spectra + near_zero_counts + trend_sums;
 }
 
@@ -282,12 +281,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     if (options_.trend) {
         pair_times_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times),
                            std::numeric_limits<double>::quiet_NaN());
-        for (std::optional<TrendSums>* sums : {&trend_prediction_, &trend_truth_}) {
-            sums->emplace();
-            (*sums)->values.emplace(grid_, channels);
-            (*sums)->products.emplace(grid_, channels);
-            (*sums)->remainders.emplace(grid_, channels);
-        }
+        trend_prediction_.emplace(grid_, channels);
+        trend_truth_.emplace(grid_, channels);
     }
     for (const std::int64_t lead : cell_leads) {
         cell_sums_.push_back({lead, TimeMeanAccumulator(grid_, channels), TimeMeanAccumulator(grid_, channels),

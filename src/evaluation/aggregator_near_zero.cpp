@@ -93,18 +93,24 @@ template <class T>
 void Aggregator::record_near_zero(FieldShard<T> truth, std::span<const T> members, bool with_truth) {
     const double eps = options_.near_zero_fraction->eps;
     const std::size_t plane = truth.values.size();
+    const std::size_t held = members.size() / (plane == 0 ? 1 : plane);
     near_zero_indicator_.resize(plane);
-    const auto add = [&](std::span<const T> field, TimeMeanAccumulator& counts) {
-        for (std::size_t k = 0; k < plane; ++k) {
-            near_zero_indicator_[k] = field[k] <= eps ? 1.0 : 0.0;  // NaN is not at or below: 0, as ACE's
-        }
-        counts.add(FieldShard<double>{near_zero_indicator_, truth.channels});
-    };
+    const std::span<const double> counts[] = {near_zero_indicator_};
     if (with_truth) {
-        add(truth.values, *near_zero_truth_);
+        for (std::size_t k = 0; k < plane; ++k) {
+            near_zero_indicator_[k] = truth.values[k] <= eps ? 1.0 : 0.0;  // NaN is not at or below: 0, as ACE's
+        }
+        near_zero_truth_->add_steps(counts, 1);
     }
-    for (std::size_t m = 0; m < members.size() / (plane == 0 ? 1 : plane); ++m) {
-        add(members.subspan(m * plane, plane), *near_zero_prediction_);
+    if (held > 0) {  // per point how many of the members held are at or below: one add for them all
+        std::fill(near_zero_indicator_.begin(), near_zero_indicator_.end(), 0.0);
+        for (std::size_t m = 0; m < held; ++m) {
+            const T* values = members.data() + m * plane;
+            for (std::size_t k = 0; k < plane; ++k) {
+                near_zero_indicator_[k] += values[k] <= eps ? 1.0 : 0.0;
+            }
+        }
+        near_zero_prediction_->add_steps(counts, static_cast<std::int64_t>(held));
     }
 }
 

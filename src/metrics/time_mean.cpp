@@ -85,6 +85,30 @@ void TimeMeanAccumulator::add_step(FieldShard<T> truth, FieldShard<T> prediction
     ++steps_;
 }
 
+void TimeMeanAccumulator::add_steps(std::span<const std::span<const double>> parts, std::int64_t steps) {
+    const std::size_t points = sum_.size();
+    for (const std::span<const double> part : parts) {
+        if (part.size() != points) {
+            throw ArgumentError("TimeMeanAccumulator::add_steps: a part of " + std::to_string(part.size()) +
+                                " values for " + std::to_string(points) + " points");
+        }
+    }
+    // As add_step, each part in turn within each block (the same sums as adding the parts one by one).
+    const auto n = static_cast<std::int64_t>(points);
+    constexpr std::int64_t block = 65536;
+    const std::int64_t blocks = (n + block - 1) / block;
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block)))
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t begin = b * block;
+        const std::int64_t count = std::min(block, n - begin);
+        for (const std::span<const double> part : parts) {
+            add_differences<false>(part.data() + begin, part.data() + begin, count, sum_.data() + begin,
+                                   error_.data() + begin, special_.data() + begin);
+        }
+    }
+    steps_ += steps;
+}
+
 void TimeMeanAccumulator::merge_over_data() {
     const ProcessMesh& mesh = grid_.mesh();
     if (mesh.shape().data == 1) {

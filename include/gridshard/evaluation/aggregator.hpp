@@ -53,6 +53,7 @@
 #include "gridshard/metrics/flood_fill.hpp"
 #include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/time_mean.hpp"
+#include "gridshard/metrics/trend.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 
 namespace gridshard {
@@ -148,9 +149,9 @@ struct AggregatorOptions {
     std::optional<NearZeroFractionOptions> near_zero_fraction{};
     /// ACE's trend metric (fme's TrendEvaluatorAggregator): per cell the least-squares slope of the counted pairs'
     /// values against their times (Aggregator::record_time), per year of 365.25 days, of the prediction (every
-    /// member) and of the truth, and the area-weighted RMSE of their difference. Per cell the exact sums of the
-    /// values and of time x value (72 bytes a point and channel for each field); the slopes from the exact sums,
-    /// each numerator and denominator rounded once, so the maps are the same bits at every mesh.
+    /// member) and of the truth, and the area-weighted RMSE of their difference: a TrendAccumulator of each
+    /// (metrics/trend.hpp; 72 bytes a point and channel each), whose slopes are a function of exact sums alone, so
+    /// the maps are the same bits at every mesh.
     bool trend = false;
 };
 
@@ -339,16 +340,10 @@ class Aggregator {
     // With the near-zero fractions, the sums over counted pairs of each point's indicator (value <= eps).
     std::optional<TimeMeanAccumulator> near_zero_prediction_, near_zero_truth_;
     std::vector<double> near_zero_indicator_;
-    // With the trend: per (initial condition, lead) its time (NaN: not given), and per field the sums of the values
-    // and of the exact products time x value (as two sums: the products' rounded parts and their remainders), and
-    // of the times and their squares over the counted values.
-    struct TrendSums {
-        std::optional<TimeMeanAccumulator> values, products, remainders;
-        ExactSum times{}, squares{};
-    };
+    // With the trend: per (initial condition, lead) its time (NaN: not given), and the trends' sums of the
+    // prediction (every member) and of the truth.
     std::vector<double> pair_times_;
-    std::optional<TrendSums> trend_prediction_, trend_truth_;
-    std::vector<double> trend_products_, trend_remainders_;
+    std::optional<TrendAccumulator> trend_prediction_, trend_truth_;
     std::vector<CellSums> cell_sums_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;

@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "gridshard/metrics/field.hpp"
@@ -48,6 +49,11 @@ class TimeMeanAccumulator {
     template <class T>
     void add(FieldShard<T> values);
 
+    /// Adds `steps` steps of one field at once, given by `parts` (each channels x box) whose exact per-point sum is
+    /// the steps' sum (for example a double-double sum of several members, as its two halves): the sums become
+    /// those of adding each step, as exact. No MPI calls; throws ArgumentError for a part that does not fit.
+    void add_steps(std::span<const std::span<const double>> parts, std::int64_t steps);
+
     /// Collective over `data`: a small agreement that every rank could allocate its send buffer, then one
     /// all-gather of the sums (24 bytes per point per data rank), merged in data-rank order, and of the
     /// step counts; afterwards every data rank holds the sums over every step.
@@ -69,6 +75,20 @@ class TimeMeanAccumulator {
     /// The weighted mean of the time-mean differences, as rmse_of_time_mean. Collective over `spatial`.
     [[nodiscard]] std::vector<double> time_and_global_mean_bias(Weights a, ValidityPolicy policy,
                                                                 Summation summation = Summation::reproducible) const;
+
+    /// For a kernel that adds to several accumulators in one pass (metrics/trend.cpp): per point the running sum of
+    /// the finite values, its error term and the IEEE sum of the non-finite ones, to be updated as add() updates
+    /// them (TwoSum), then count_steps() with the steps so added. No MPI calls.
+    struct RunningSums {
+        double* sum;
+        double* error;
+        double* special;
+    };
+    [[nodiscard]] RunningSums running_sums() noexcept { return {sum_.data(), error_.data(), special_.data()}; }
+    void count_steps(std::int64_t steps) noexcept { steps_ += steps; }
+
+    /// The grid whose box is summed.
+    [[nodiscard]] const ShardedGrid& grid() const noexcept { return grid_; }
 
     /// The points summed (channels x this rank's box).
     [[nodiscard]] std::size_t points() const noexcept { return sum_.size(); }

@@ -1,0 +1,163 @@
+#include "gridshard/metrics/trend.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "../core/kernel_dispatch.hpp"
+#include "gridshard/comm/exact_allreduce.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/numerics/double_double.hpp"
+#include "threads.hpp"
+
+namespace gridshard {
+namespace {
+
+/// `x` into one point's running sums, as TimeMeanAccumulator::add does: a finite value by TwoSum, any other into
+/// the IEEE sum of the non-finite ones.
+inline void accumulate(double x, double& sum, double& error, double& special) noexcept {
+    const bool finite = (x - x) == 0.0;  // false for NaN or infinite
+    const double value = finite ? x : 0.0;
+    const double next = sum + value;
+    const double v = next - sum;
+    error += (sum - (next - v)) + (value - v);
+    sum = next;
+    special += finite ? 0.0 : x;
+}
+
+/// Points [0, n) of `fields` (`count` fields, `stride` apart) at time t, in one pass: their exact sum s + e (TwoSum,
+/// field by field), and t s and t e each as a rounded part and its remainder (fma), into the running sums of the
+/// values (s, e), of the products' rounded parts (t s, t e) and of their remainders.
+template <class T>
+GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count, std::int64_t stride, std::int64_t n,
+                                 double t, TimeMeanAccumulator::RunningSums values,
+                                 TimeMeanAccumulator::RunningSums products,
+                                 TimeMeanAccumulator::RunningSums remainders) noexcept {
+    constexpr std::int64_t chunk = 256;  // the fields' sums of a chunk of points stay in registers and L1
+    double s[chunk];
+    double e[chunk];
+    for (std::int64_t first = 0; first < n; first += chunk) {
+        const std::int64_t size = std::min(chunk, n - first);
+        for (std::int64_t k = 0; k < size; ++k) {
+            s[k] = 0.0;
+            e[k] = 0.0;
+        }
+        for (std::int64_t m = 0; m < count; ++m) {  // field by field, the points independent (vectorised)
+            const T* row = fields + m * stride + first;
+            for (std::int64_t k = 0; k < size; ++k) {
+                const double x = static_cast<double>(row[k]);
+                const double next = s[k] + x;
+                const double v = next - s[k];
+                e[k] += (s[k] - (next - v)) + (x - v);
+                s[k] = next;
+            }
+        }
+        for (std::int64_t k = 0; k < size; ++k) {
+            const std::int64_t p = first + k;
+            const double ps = t * s[k];
+            accumulate(s[k], values.sum[p], values.error[p], values.special[p]);
+            accumulate(ps, products.sum[p], products.error[p], products.special[p]);
+            accumulate(std::fma(t, s[k], -ps), remainders.sum[p], remainders.error[p], remainders.special[p]);
+        }
+        if (count > 1) {  // one field's e is 0, and so are its products
+            for (std::int64_t k = 0; k < size; ++k) {
+                const std::int64_t p = first + k;
+                const double qs = t * e[k];
+                accumulate(e[k], values.sum[p], values.error[p], values.special[p]);
+                accumulate(qs, products.sum[p], products.error[p], products.special[p]);
+                accumulate(std::fma(t, e[k], -qs), remainders.sum[p], remainders.error[p], remainders.special[p]);
+            }
+        }
+    }
+}
+
+}  // namespace
+
+TrendAccumulator::TrendAccumulator(const ShardedGrid& grid, std::int64_t channels)
+    : values_(grid, channels), products_(grid, channels), remainders_(grid, channels) {}
+
+template <class T>
+void TrendAccumulator::add(double t, std::span<const T> fields) {
+    const std::size_t points = values_.points();
+    if (points == 0 ? !fields.empty() : fields.size() % points != 0) {
+        throw ArgumentError("TrendAccumulator::add: " + std::to_string(fields.size()) +
+                            " values are not whole fields of " + std::to_string(points) + " points");
+    }
+    if (!std::isfinite(t)) {
+        throw ArgumentError("TrendAccumulator::add: the time " + std::to_string(t) + " is not finite");
+    }
+    const auto count = static_cast<std::int64_t>(points == 0 ? 0 : fields.size() / points);
+    if (count == 0) {
+        return;
+    }
+    const auto n = static_cast<std::int64_t>(points);
+    constexpr std::int64_t block = 65536;
+    const std::int64_t blocks = (n + block - 1) / block;
+    const TimeMeanAccumulator::RunningSums values = values_.running_sums();
+    const TimeMeanAccumulator::RunningSums products = products_.running_sums();
+    const TimeMeanAccumulator::RunningSums remainders = remainders_.running_sums();
+    const auto at = [](TimeMeanAccumulator::RunningSums r, std::int64_t begin) {
+        return TimeMeanAccumulator::RunningSums{r.sum + begin, r.error + begin, r.special + begin};
+    };
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block * count)))
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t begin = b * block;
+        add_fields<T>(fields.data() + begin, count, n, std::min(block, n - begin), t, at(values, begin),
+                      at(products, begin), at(remainders, begin));
+    }
+    values_.count_steps(count);
+    products_.count_steps(count);
+    remainders_.count_steps(count);
+    for (std::int64_t m = 0; m < count; ++m) {
+        times_.add(t);
+        squares_.add_product(t, t);
+    }
+}
+
+void TrendAccumulator::merge_over_data() {
+    values_.merge_over_data();
+    products_.merge_over_data();
+    remainders_.merge_over_data();
+    ExactSum times[] = {times_, squares_};
+    allreduce_exact(values_.grid().mesh().data(), times);
+    times_ = times[0];
+    squares_ = times[1];
+}
+
+std::vector<double> TrendAccumulator::slopes(double time_unit) const {
+    const auto n = static_cast<double>(values_.steps());
+    ExactSum denominator;
+    denominator.add_scaled(squares_, n);
+    for (const double part : times_.expansion()) {
+        denominator.add_scaled(times_, -part);
+    }
+    const double d = denominator.to_double();
+    const std::size_t points = values_.points();
+    std::vector<double> out(points, std::numeric_limits<double>::quiet_NaN());
+    if (!(d > 0.0)) {
+        return out;
+    }
+    const DoubleDouble sum_of_times = times_.to_double_double();
+    const auto n_points = static_cast<std::int64_t>(points);
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(n_points, 1)))
+    for (std::int64_t point = 0; point < n_points; ++point) {  // each point on its own: any thread count, same bits
+        const auto k = static_cast<std::size_t>(point);
+        const TimeMeanAccumulator::PointSum y = values_.point_sum(k);
+        const TimeMeanAccumulator::PointSum p = products_.point_sum(k);
+        const TimeMeanAccumulator::PointSum r = remainders_.point_sum(k);
+        if (y.special != 0.0 || p.special != 0.0 || r.special != 0.0) {
+            continue;  // a value that was not finite: NaN, as plain sums give
+        }
+        const DoubleDouble sum_of_products = dd::add(dd::two_sum(p.hi, p.lo), dd::two_sum(r.hi, r.lo));
+        const DoubleDouble numerator = dd::add(dd::multiply({n, 0.0}, sum_of_products),
+                                               dd::negate(dd::multiply(sum_of_times, dd::two_sum(y.hi, y.lo))));
+        out[k] = (numerator.hi + numerator.lo) / d * time_unit;
+    }
+    return out;
+}
+
+template void TrendAccumulator::add<float>(double, std::span<const float>);
+template void TrendAccumulator::add<double>(double, std::span<const double>);
+
+}  // namespace gridshard
