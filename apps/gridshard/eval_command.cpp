@@ -57,6 +57,8 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     }
     plan.scoring.trend = options.trend;
     plan.trend_variables = parse_name_list("--trend-variables", options.trend_variables);
+    plan.scoring.video = options.video;
+    plan.video_variables = parse_name_list("--video-variables", options.video_variables);
     plan.access = access;
     return plan;
 }
@@ -121,11 +123,12 @@ int run_eval(const EvalOptions& options) {
         const ReportKind report = forecast ? ReportKind::forecast : ReportKind::pair;
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    options.include_initial_step || options.data_split.has_value() ||
-                                   !options.normalize.empty() || options.near_zero_fraction || options.trend;
+                                   !options.normalize.empty() || options.near_zero_fraction || options.trend ||
+                                   options.video;
         if (!forecast && forecast_only) {
             throw ArgumentError(
-                "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction and "
-                "--trend need a forecast: files with a sample or member dim, or the built-in forecast "
+                "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction, "
+                "--trend and --video need a forecast: files with a sample or member dim, or the built-in forecast "
                 "(--initial-conditions, --ensemble-size)");
         }
         if (!forecast && !options.diagnostics.empty() && !options.spectrum) {
@@ -140,9 +143,9 @@ int run_eval(const EvalOptions& options) {
         }
         // Before any work: no output may be an input or another output, or anything but a regular file. Every
         // rank checks (a node may see another file system), then all agree.
-        const OutputPaths paths =
-            output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
-                         options.near_zero_fraction && options.near_zero_config.include_maps, options.trend);
+        const OutputPaths paths = output_paths(
+            options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
+            options.near_zero_fraction && options.near_zero_config.include_maps, options.trend, options.video);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -343,6 +346,14 @@ Runner add_eval_command(CLI::App& app) {
         ->add_option("--trend-variables", options->trend_variables,
                      "Comma-separated variables with a trend (ACE's variables; default: every variable)")
         ->needs(trend);
+    CLI::Option* video = command->add_flag(
+        "--video", options->video,
+        "Forecast: also ACE's video metric: per counted lead time and cell the mean over every sample of the "
+        "prediction and of the truth, in --diagnostics DIR/video_diagnostics.nc (lead times not counted: NaN)");
+    command
+        ->add_option("--video-variables", options->video_variables,
+                     "Comma-separated variables with a video (ACE's variables; default: every variable)")
+        ->needs(video);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

@@ -55,6 +55,9 @@ struct EvalOptions {
     // ACE's trend (--trend, --trend-variables).
     bool trend = false;
     std::string trend_variables;
+    // ACE's video (--video, --video-variables).
+    bool video = false;
+    std::string video_variables;
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

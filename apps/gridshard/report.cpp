@@ -505,6 +505,35 @@ io::Dataset trend_diagnostics(const EvaluationResult& result, const MapPart& par
     return d;
 }
 
+// ACE's video_diagnostics.nc (fme's VideoAggregator.get_dataset, its default videos): per variable with a video its
+// mean maps per lead time over (source, timestep, lat, lon), source = prediction, target.
+io::Dataset video_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
+    io::Dataset d = lat_lon_dataset(result, "gridshard mean maps per lead time over every sample");
+    d.dims.insert(d.dims.begin(), forecast_step_dim(result));
+    d.dims.front().name = "timestep";
+    d.dims.insert(d.dims.begin(), {"source", 2, {}, {}, false, {"prediction", "target"}});
+    const std::int64_t leads = result.layout.lead_times;
+    for (const ChannelScores& c : result.channels) {
+        if (!c.has_video) {
+            continue;  // a variable without a video
+        }
+        std::vector<double> values = c.video_prediction;
+        values.insert(values.end(), c.video_truth.begin(), c.video_truth.end());
+        std::vector<std::int64_t> start = part.start, count = part.count;
+        if (!start.empty()) {
+            start.insert(start.begin(), {0, 0});
+            count.insert(count.begin(), {values.empty() ? 0 : 2, values.empty() ? 0 : leads});
+        }
+        d.variables.push_back({netcdf_name(c.name),
+                               {"source", "timestep", "lat", "lon"},
+                               values,
+                               {{"long_name", "ensemble mean of " + c.name}},
+                               start,
+                               count});
+    }
+    return d;
+}
+
 // ACE's power_spectrum_diagnostics.nc: per channel its mean spectra over (source, wavenumber), source = prediction,
 // target (fme's PairedSphericalPowerSpectrumAggregator.get_dataset).
 io::Dataset spectrum_diagnostics(const EvaluationResult& result) {
@@ -558,12 +587,12 @@ void write_json_report(io::AtomicOutput& output, const EvaluationResult& result)
 std::vector<io::NamedPath> OutputPaths::named() const {
     return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
             {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum},
-            {"--diagnostics", near_zero},  {"--diagnostics", trend}};
+            {"--diagnostics", near_zero},  {"--diagnostics", trend},     {"--diagnostics", video}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
-                         bool spectrum, bool near_zero_maps, bool trend) {
-    OutputPaths paths{json, zonal, "", "", "", "", "", ""};
+                         bool spectrum, bool near_zero_maps, bool trend, bool video) {
+    OutputPaths paths{json, zonal, "", "", "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -579,6 +608,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (forecast && trend) {
             paths.trend = base + "trend_diagnostics.nc";
+        }
+        if (forecast && video) {
+            paths.video = base + "video_diagnostics.nc";
         }
     }
     return paths;
@@ -617,6 +649,9 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     }
     if (!paths.trend.empty()) {
         jobs.push_back({paths.trend, [&](io::AtomicOutput& o) { io::write_dataset(o, trend_diagnostics(result)); }});
+    }
+    if (!paths.video.empty()) {
+        jobs.push_back({paths.video, [&](io::AtomicOutput& o) { io::write_dataset(o, video_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -657,6 +692,9 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     }
     if (!paths.trend.empty()) {
         jobs.push_back(collectively(paths.trend, trend_diagnostics(result, part)));
+    }
+    if (!paths.video.empty()) {
+        jobs.push_back(collectively(paths.video, video_diagnostics(result, part)));
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

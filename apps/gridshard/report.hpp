@@ -2,10 +2,11 @@
 // The outputs of `gridshard eval`, written from what the library's evaluation gives back
 // (gridshard/evaluation/evaluate.hpp): the table on stdout, the JSON report, and the netCDF files (the --zonal
 // file of a pair; ACE's mean_diagnostics.nc, zonal_mean_diagnostics.nc, time_mean_diagnostics.nc and
-// near_zero_fraction_diagnostics.nc and trend_diagnostics.nc of a forecast, and power_spectrum_diagnostics.nc of
-// either, in --diagnostics). The table and the JSON iterate the scores the result carries, which come from the score
-// registry, so a registered score reaches both. Every file is complete or absent: all are written to temporaries, then
-// renamed. World rank 0 writes them, or (--io collective) every rank the netCDF files together.
+// near_zero_fraction_diagnostics.nc, trend_diagnostics.nc and video_diagnostics.nc of a forecast, and
+// power_spectrum_diagnostics.nc of either, in --diagnostics). The table and the JSON iterate the scores the result
+// carries, which come from the score registry, so a registered score reaches both. Every file is complete or absent:
+// all are written to temporaries, then renamed. World rank 0 writes them, or (--io collective) every rank the netCDF
+// files together.
 
 #include <ostream>
 #include <string>
@@ -26,15 +27,16 @@ struct OutputPaths {
     std::string spectrum;   ///< power_spectrum_diagnostics.nc
     std::string near_zero;  ///< near_zero_fraction_diagnostics.nc
     std::string trend;      ///< trend_diagnostics.nc
+    std::string video;      ///< video_diagnostics.nc
     /// Every path, named for io::check_output_paths.
     [[nodiscard]] std::vector<io::NamedPath> named() const;
 };
 
 /// The paths of `json`, `zonal` and the diagnostics files in `folder` (none when empty): a forecast's three, with
 /// `spectrum` the power spectra's (a pair's only file there), and a forecast's near-zero fraction maps with
-/// `near_zero_maps`, and its trend maps with `trend`.
+/// `near_zero_maps`, its trend maps with `trend` and its video with `video`.
 [[nodiscard]] OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder,
-                                       bool forecast, bool spectrum, bool near_zero_maps, bool trend);
+                                       bool forecast, bool spectrum, bool near_zero_maps, bool trend, bool video);
 
 /// Throws ArgumentError unless `folder` is empty or an existing directory.
 void check_diagnostics_folder(const std::string& folder);

@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 19> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 20> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -19,6 +19,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 19> flags{{
     {"spectrum", "--spectrum"},
     {"near_zero_fraction", "--near-zero-fraction"},
     {"trend", "--trend"},
+    {"video", "--video"},
     {"data_split", "--data-split"},
     {"ensemble_dim", "--ensemble-dim"},
     {"ensemble_size", "--ensemble-size"},

@@ -70,7 +70,10 @@ class Aggregator:
     its config field ``variables`` (default every one): per cell the least-squares slope per year (365.25 days) of the
     counted values against their times (``record(..., times=...)``), of the prediction (every member) and of the
     truth, ``"trend_maps"`` (``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0), and the area-weighted
-    RMSE of their difference among the global time means (``trend_rmse``). Collective over the
+    RMSE of their difference among the global time means (``trend_rmse``). ``video``: ACE's video metric, True or a dict
+    of its config field ``variables``: per counted lead time and cell the mean over every sample of the prediction
+    and of the truth, ``"video"`` (``{"prediction": (lead_times, nlat, nlon), "target": ...}`` on world rank 0; NaN
+    at lead times not counted). Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -78,7 +81,7 @@ class Aggregator:
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
                  lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None,
-                 masks=None, near_zero_fraction=None, trend=None):
+                 masks=None, near_zero_fraction=None, trend=None, video=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -125,17 +128,9 @@ class Aggregator:
                 if spectral - set(self.variables):
                     problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
                                  f"variables={self.variables!r}")
-        trended = set()
-        if trend:
-            with problems.catching("trend"):
-                chosen = None if trend is True else dict(trend).get("variables")
-                unknown = [] if trend is True else sorted(set(dict(trend)) - {"variables"})
-                if unknown:
-                    raise ValueError(f"trend: unknown option(s) {unknown}; known: ['variables']")
-                chosen = list(self.variables) if chosen is None else [str(v) for v in chosen]
-                _core.check_variable_names("trend", "variables", chosen, list(self.variables))
-                trended = set(chosen)
+        trended = _chosen_variables("trend", trend, self.variables, problems)
         self._trended = trended
+        videoed = _chosen_variables("video", video, self.variables, problems)
         near_zero = {}
         if near_zero_fraction is not None:
             with problems.catching("near_zero_fraction"):
@@ -179,7 +174,7 @@ class Aggregator:
                     deterministic_keys=keys, lead_ensemble_scores=bool(lead_ensemble), ensemble_cell_leads=cell_leads,
                     crps_alpha=alpha, normalization=self._stats.get(name),
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
-                    trend=name in trended)
+                    trend=name in trended, video=name in videoed)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -310,6 +305,10 @@ class Aggregator:
         for key in ("prediction_map", "bias_map"):
             if channel[key] is not None:
                 channel[key] = _array(channel[key], (nlat, nlon))
+        video = channel.get("video")
+        if video is not None:
+            channel["video"] = {"prediction": _array(video[0], (self.lead_times, nlat, nlon)),
+                                "target": _array(video[1], (self.lead_times, nlat, nlon))}
         for key in ("near_zero_maps", "trend_maps"):
             maps = channel.get(key)
             if maps is not None:
@@ -323,6 +322,22 @@ class Aggregator:
         channels = [channel["normalized"] for channel in scores.values()]
         return _core.channel_mean([c["regions"]["global"]["time_means"]["rmse"] for c in channels],
                                   [bool(c["target_missing"]) for c in channels])
+
+
+def _chosen_variables(setting, option, variables, problems):
+    """The variables a family's option names (True, or a dict of its config field ``variables``; None or False:
+    none), checked by the library's rule; a problem goes to ``problems``."""
+    if not option:
+        return set()
+    with problems.catching(setting):
+        chosen = None if option is True else dict(option).get("variables")
+        unknown = [] if option is True else sorted(set(dict(option)) - {"variables"})
+        if unknown:
+            raise ValueError(f"{setting}: unknown option(s) {unknown}; known: ['variables']")
+        chosen = list(variables) if chosen is None else [str(v) for v in chosen]
+        _core.check_variable_names(setting, "variables", chosen, list(variables))
+        return set(chosen)
+    return set()
 
 
 _NEAR_ZERO_DEFAULTS = {"variables": None, "eps": 0.0, "per_variable_eps": {}, "include_maps": False}

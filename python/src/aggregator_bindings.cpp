@@ -66,6 +66,8 @@ struct AggregatorArguments {
     bool near_zero_maps = false;
     // ACE's trend (AggregatorOptions::trend): each pair recorded with its time.
     bool trend = false;
+    // ACE's video (AggregatorOptions::video).
+    bool video = false;
 };
 
 /// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
@@ -220,6 +222,7 @@ class PythonAggregator {
                                 .options_for("this variable");
                     }
                     options.trend = args_.trend;
+                    options.video = args_.video;
                 }).message;
         }
         py::gil_scoped_release release;
@@ -250,7 +253,7 @@ class PythonAggregator {
             chosen.add(value);
         }
         const double near_zero[] = {args_.near_zero_eps.value_or(-1.0), args_.near_zero_maps ? 1.0 : 0.0,
-                                    args_.trend ? 1.0 : 0.0};
+                                    args_.trend ? 1.0 : 0.0, args_.video ? 1.0 : 0.0};
         chosen.add(std::span<const double>(near_zero));
         agree_or_throw(
             mesh.mesh().world(), "",
@@ -459,6 +462,10 @@ class PythonAggregator {
                                   ? py::object(py::none())
                                   : py::object(py::make_tuple(map_bytes(channel.near_zero_prediction_map),
                                                               map_bytes(channel.near_zero_truth_map)));
+        c["video"] =
+            channel.video_prediction.empty()
+                ? py::object(py::none())
+                : py::object(py::make_tuple(map_bytes(channel.video_prediction), map_bytes(channel.video_truth)));
         c["trend_maps"] = channel.trend_prediction_map.empty()
                               ? py::object(py::none())
                               : py::object(py::make_tuple(map_bytes(channel.trend_prediction_map),
@@ -530,6 +537,7 @@ void bind_aggregator(py::module_& m) {
                       }},
                      {"near_zero_maps", [&](py::handle v) { a.near_zero_maps = v.cast<bool>(); }},
                      {"trend", [&](py::handle v) { a.trend = v.cast<bool>(); }},
+                     {"video", [&](py::handle v) { a.video = v.cast<bool>(); }},
                  };
                  for (const auto& [key, value] : given) {
                      const std::string name = py::str(key);
@@ -547,8 +555,8 @@ void bind_aggregator(py::module_& m) {
              "conditions), counted_leads, maps, policy, report, deterministic_keys, lead_ensemble_scores, "
              "ensemble_cell_leads, crps_alpha, spectrum_grid ('' for none), spectrum_truncation, spectrum_convention, "
              "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
-             "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps and trend (ACE's "
-             "trend: each pair recorded with its time).");
+             "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps, trend (ACE's "
+             "trend: each pair recorded with its time) and video (ACE's video).");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {

@@ -80,6 +80,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.spectrum.reset();            // ACE logs no spectrum of the normalised fields
     normalized.near_zero_fraction.reset();  // nor near-zero fractions
     normalized.trend = false;               // nor trends
+    normalized.video = false;               // nor videos
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -171,7 +172,10 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     // The trend's three sums of each field (24 bytes per point each, and their gather), the pairs' times.
     const std::uint64_t trend_sums =
         options.trend ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8 * samples * leads : 0;
-    return fields + slots + spectra + near_zero_counts + trend_sums;
+    // The video's sums of each field per lead time (24 bytes per point, and their gather).
+    const std::uint64_t video_sums =
+        options.video ? 2 * leads * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
+    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums;
 }
 
 Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
@@ -274,16 +278,7 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
     if (options_.maps) {
         prediction_sums_.emplace(grid_, channels);
     }
-    if (options_.near_zero_fraction) {
-        near_zero_prediction_.emplace(grid_, channels);
-        near_zero_truth_.emplace(grid_, channels);
-    }
-    if (options_.trend) {
-        pair_times_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times),
-                           std::numeric_limits<double>::quiet_NaN());
-        trend_prediction_.emplace(grid_, channels);
-        trend_truth_.emplace(grid_, channels);
-    }
+    start_climate_families();
     for (const std::int64_t lead : cell_leads) {
         cell_sums_.push_back({lead, TimeMeanAccumulator(grid_, channels), TimeMeanAccumulator(grid_, channels),
                               TimeMeanAccumulator(grid_, channels)});
@@ -438,12 +433,8 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
         // The truth with the members of the data rank that holds member 0 (its only copy when they are split).
         record_spectra<T>(truth, members, shape_.work.members.begin == 0, scratch[2]);
     }
-    if (options_.near_zero_fraction && counted_[static_cast<std::size_t>(lead)]) {
-        // The truth once, by the data rank that holds member 0 (its only copy when the members are split).
-        record_near_zero<T>(truth, members, shape_.work.members.begin == 0);
-    }
-    if (options_.trend && counted_[static_cast<std::size_t>(lead)]) {
-        record_trend<T>(initial_condition, lead, truth, members, shape_.work.members.begin == 0);
+    if (counted_[static_cast<std::size_t>(lead)]) {
+        record_climate_families<T>(initial_condition, lead, truth, members);
     }
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
@@ -696,12 +687,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
     if (options_.spectrum) {
         finish_spectra(out);
     }
-    if (options_.near_zero_fraction) {
-        finish_near_zero(out);
-    }
-    if (options_.trend) {
-        finish_trend(out);
-    }
+    finish_climate_families(out);
     if (options_.maps) {
         // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,
         // each data rank 0 its own box, and no rank a whole map.

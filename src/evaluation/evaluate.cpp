@@ -115,6 +115,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             const std::vector<std::string>& trended = in.plan.trend_variables;
             options.trend = in.plan.scoring.trend &&
                             (trended.empty() || std::find(trended.begin(), trended.end(), name) != trended.end());
+            const std::vector<std::string>& videoed = in.plan.video_variables;
+            options.video = in.plan.scoring.video &&
+                            (videoed.empty() || std::find(videoed.begin(), videoed.end(), name) != videoed.end());
             const bool trend = options.trend;
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
             for (std::size_t k = 0; k < in.pair_seconds.size() && trend; ++k) {  // the trend's times
@@ -444,6 +447,14 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                           std::to_string(layout.members) + " members x " + std::to_string(layout.lead_times) +
                           " lead times, " + std::to_string(variables.size()) + " variables, mesh " + to_string(shape));
 
+    if (plan.scoring.video) {
+        check_collectively(world, attempt([&] {
+                               if (plan.scoring.report != ReportKind::forecast) {
+                                   throw ArgumentError(setting_name("video") + ": ACE's video is a forecast's");
+                               }
+                               check_variable_names("video", "variables", plan.video_variables, variable_names);
+                           }));
+    }
     std::vector<double> pair_seconds;
     if (plan.scoring.trend) {
         check_collectively(world, attempt([&] {

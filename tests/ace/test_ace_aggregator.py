@@ -23,7 +23,8 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
 - ACE's near_zero_fraction metric (a threshold per variable, a variable with missing points, its maps) is ACE's at
   every mesh: its gen and gen_minus_target keys and its file (gen, target and error maps, global).
 - ACE's trend (per-cell least-squares slopes per year against the Julian calendar's dates) is ACE's at every mesh: its
-  weighted_rmse keys and its file (target and prediction maps over (source, lat, lon), global).
+  weighted_rmse keys and its file (target and prediction maps over (source, lat, lon), global); its video (the mean
+  maps per step, global) too.
 - The documented difference, where a target is missing: ACE's spread-skill ratio bias counts a missing cell as -1;
   gridshard follows its sums (NaN).
 
@@ -45,7 +46,7 @@ MESHES = [(1, 1, 1), (4, 2, 2), (4, 1, 2), (3, 1, 3)]  # ranks, FME_DISTRIBUTED_
 OURS = ("mean/", "mean_norm/", "mean_step_2/", "mean_step_2_norm/", "time_mean/", "time_mean_norm/", "ensemble_step_2/",
         "ensemble_step_3_norm/", "near_zero_fraction/", "trend/")  # power_spectrum/: its own test
 FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "time_mean_norm", "zonal_mean",
-         "near_zero_fraction", "trend"]
+         "near_zero_fraction", "trend", "video"]
 MISSING = "b"  # the variable with missing points
 
 
@@ -94,7 +95,8 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ace_loop")
     out = {"ace32": run_case(root / "ace32", ace=True), "ace64": run_case(root / "ace64", ace=True, float64=True),
-           "ace_on_shards": run_case(root / "ace-4-2x2", 4, 2, 2, ace=True, flags=["--no-zonal-mean", "--no-trend"])}
+           "ace_on_shards": run_case(root / "ace-4-2x2", 4, 2, 2, ace=True,
+                                     flags=["--no-zonal-mean", "--no-trend", "--no-video"])}
     for ranks, h, w in MESHES:
         out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w)
     return out
@@ -190,6 +192,7 @@ def test_the_files_are_aces_with_global_maps(runs):
         assert mine["time_mean"]["gen_map-a"][1].shape == (10, 16)  # the global map, at every mesh
         assert mine["near_zero_fraction"]["error_map-b"][1].shape == (10, 16)
         assert mine["trend"]["a"][1].shape == (2, 10, 16)  # (source, lat, lon): target, prediction
+        assert mine["video"]["b"][1].shape == (2, 4, 10, 16)  # (source, timestep, lat, lon), row 0 NaN as ACE's
         assert mine["mean"]["weighted_rmse-a"][1].shape == (4,)  # the initial condition and 3 forward steps
 
 

@@ -125,7 +125,8 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
                               .deterministic_keys = keys,
                               .ensemble_cell_leads = cell_leads,
                               .spectrum = spectrum,
-                              .trend = trend};
+                              .trend = trend,
+                              .video = trend};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
@@ -200,6 +201,11 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
             }
         }
         if (maps && Communicator::world().rank() == 0) {
+            ASSERT_EQ(got[c].video_prediction.size(), want[c].video_prediction.size()) << what;
+            for (std::size_t i = 0; i < got[c].video_prediction.size(); ++i) {
+                same(got[c].video_prediction[i], want[c].video_prediction[i], got[c].name + " video");
+                same(got[c].video_truth[i], want[c].video_truth[i], got[c].name + " truth's video");
+            }
             ASSERT_EQ(got[c].trend_prediction_map.size(), want[c].trend_prediction_map.size()) << what;
             for (std::size_t i = 0; i < got[c].trend_prediction_map.size(); ++i) {
                 same(got[c].trend_prediction_map[i], want[c].trend_prediction_map[i], got[c].name + " trend map");
@@ -233,9 +239,9 @@ TEST(Aggregator, EveryDataSplitGivesTheBitsOfOneRank) {
     }
 }
 
-// ACE's trend: at every data split the bits of one rank, and on one rank per cell the least-squares slope per year of
-// the counted values against their times (a two-pass long double reference), NaN where a value is missing, and the
-// RMSE of the slopes' difference over the cells where both are finite.
+// ACE's trend and video: at every data split the bits of one rank, and on one rank per cell the least-squares slope
+// per year of the counted values against their times (a two-pass long double reference), NaN where a value is
+// missing, the RMSE of the slopes' difference over the cells where both are finite, and per lead time the mean maps.
 TEST(Aggregator, TrendsAreTheLeastSquaresSlopesAndTheBitsOfOneRank) {
     const ProcessMesh mesh = mpitest::make_mesh();
     const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
@@ -288,6 +294,37 @@ TEST(Aggregator, TrendsAreTheLeastSquaresSlopesAndTheBitsOfOneRank) {
         }
     }
     EXPECT_GT(finite, area);  // most cells have slopes; the missing ones are NaN
+    // The video: per lead time and cell the mean over every sample (the truth once per initial condition); NaN at
+    // lead 0, which is not counted.
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        const ChannelScores& got = serial[static_cast<std::size_t>(c)];
+        ASSERT_EQ(got.video_prediction.size(), static_cast<std::size_t>(k.extent.lead_times * area));
+        for (std::int64_t l = 0; l < k.extent.lead_times; ++l) {
+            for (std::int64_t p = 0; p < area; ++p) {
+                long double prediction = 0, truth = 0;
+                for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+                    truth += k.truth_at(ic, l)[static_cast<std::size_t>(c * area + p)];
+                    const std::vector<float> members = k.members_at(ic, l, {0, k.extent.members});
+                    for (std::int64_t m = 0; m < k.extent.members; ++m) {
+                        prediction += members[static_cast<std::size_t>(m * k.plane() + c * area + p)];
+                    }
+                }
+                const auto at = static_cast<std::size_t>(l * area + p);
+                const double want_prediction = static_cast<double>(
+                    prediction / static_cast<long double>(k.extent.initial_conditions * k.extent.members));
+                const double want_truth =
+                    static_cast<double>(truth / static_cast<long double>(k.extent.initial_conditions));
+                for (const auto& [value, want] : {std::pair{got.video_prediction[at], want_prediction},
+                                                  std::pair{got.video_truth[at], want_truth}}) {
+                    if (l == 0 || std::isnan(want)) {
+                        EXPECT_TRUE(std::isnan(value)) << c << " " << l << " " << p;
+                    } else {
+                        EXPECT_NEAR(value, want, 1e-15 * std::abs(want)) << c << " " << l << " " << p;
+                    }
+                }
+            }
+        }
+    }
     // The RMSE: the area-weighted mean of the squared differences over the cells where both slopes are finite.
     for (std::int64_t c = 0; c < k.channels; ++c) {
         const ChannelScores& got = serial[static_cast<std::size_t>(c)];

@@ -8,6 +8,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--spectrum]                     # also ACE's power spectra and their norm biases
         [--near-zero JSON]               # also ACE's near-zero fractions (its config fields as JSON) and their maps
         [--trend]                        # also ACE's trend, the times from the prediction's init_time and time
+        [--video]                        # also ACE's video
 """
 import argparse
 import json
@@ -30,6 +31,7 @@ parser.add_argument("--normalize", nargs=2, default=None)
 parser.add_argument("--spectrum", action="store_true")
 parser.add_argument("--near-zero", type=json.loads, default=None)
 parser.add_argument("--trend", action="store_true")
+parser.add_argument("--video", action="store_true")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -56,7 +58,8 @@ rows, cols = dist.get_local_slices((nlat, nlon))
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
                                   first_initial_condition=first, local_initial_conditions=len(mine),
                                   normalize=args.normalize, spectrum=True if args.spectrum else None,
-                                  near_zero_fraction=args.near_zero, trend=args.trend or None)
+                                  near_zero_fraction=args.near_zero, trend=args.trend or None,
+                                  video=args.video or None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -95,6 +98,8 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["power_spectrum"] = {k: float(v).hex() for k, v in region["time_means"].items()
                                            if k in spectrum_keys}
             out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
+        if channel.get("video") is not None:
+            out[name]["video"] = {k: hexes(v) for k, v in channel["video"].items()}
         if channel.get("trend_maps") is not None:
             out[name]["trend_maps"] = {k: hexes(v) for k, v in channel["trend_maps"].items()}
         if channel.get("near_zero_maps") is not None:

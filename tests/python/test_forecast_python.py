@@ -74,7 +74,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
            "--diagnostics", folder, "--normalize", *stats, "--spectrum", "--quiet", "--near-zero-fraction",
            "--near-zero-fraction-eps", "280", "--near-zero-fraction-per-variable-eps", "sst=295",
-           "--near-zero-fraction-include-maps", "--trend")
+           "--near-zero-fraction-include-maps", "--trend", "--video")
     report = json.loads((folder / "r.json").read_text())
     tool, tool_normalized = report["variables"], report["normalized"]["ace_keys"]
 
@@ -90,6 +90,9 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     with netCDF4.Dataset(folder / "trend_diagnostics.nc") as trends:
         tool_trends = {(source, n): _as_hex(np.asarray(trends[n][k][:].filled(np.nan)).ravel())
                        for n in tool for k, source in enumerate(("target", "prediction"))}
+    with netCDF4.Dataset(folder / "video_diagnostics.nc") as videos:
+        tool_videos = {(source, n): _as_hex(np.asarray(videos[n][k][:].filled(np.nan)).ravel())
+                       for n in tool for k, source in enumerate(("prediction", "target"))}
     with netCDF4.Dataset(folder / "power_spectrum_diagnostics.nc") as spectra:
         tool_spectra = {(source, n): _as_hex(np.asarray(spectra[n][k][:]).ravel())
                         for n in tool for k, source in enumerate(("prediction", "target"))}
@@ -99,7 +102,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
                "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []),
-               "--normalize", *stats, "--spectrum", "--near-zero", json.dumps(near_zero), "--trend")
+               "--normalize", *stats, "--spectrum", "--near-zero", json.dumps(near_zero), "--trend", "--video")
         python = json.loads(out.read_text())
         normalized = python.pop("normalized")  # ACE's normalised keys: the tool's --normalize, bit for bit
         assert sorted(normalized) == sorted(tool_normalized), mesh
@@ -128,6 +131,8 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
             error = np.array([float.fromhex(v) for v in maps["prediction"]]) - \
                 np.array([float.fromhex(v) for v in maps["target"]])
             assert _as_hex(error) == tool_fractions[("error", name)], (mesh, name)
+            for source, values in scores["video"].items():
+                assert values == tool_videos[(source, name)], (mesh, name, source)
             for source, values in scores["trend_maps"].items():  # the trend's RMSE is among the time means
                 assert values == tool_trends[(source, name)], (mesh, name, source)
         assert 0 < float.fromhex(python["t2m"]["time_mean"]["near_zero_fraction_gen"]) < 1

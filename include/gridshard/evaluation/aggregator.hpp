@@ -153,6 +153,10 @@ struct AggregatorOptions {
     /// (metrics/trend.hpp; 72 bytes a point and channel each), whose slopes are a function of exact sums alone, so
     /// the maps are the same bits at every mesh.
     bool trend = false;
+    /// ACE's video metric (fme's VideoAggregator, its default videos): per counted lead time and cell the mean over
+    /// every sample of the prediction (every member) and of the truth, exact; a lead time not counted is NaN, as
+    /// ACE's row of the initial condition, which its video never sees. 48 bytes a point, channel and lead time.
+    bool video = false;
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -211,6 +215,11 @@ struct ChannelScores {
     /// time-mean maps are.
     std::vector<double> trend_prediction_map{};
     std::vector<double> trend_truth_map{};
+    /// With AggregatorOptions::video (`has_video`, on every rank), per lead time (slowest) the mean maps of the
+    /// prediction and of the truth, held as the time-mean maps are (lead times x the map).
+    bool has_video = false;
+    std::vector<double> video_prediction{};
+    std::vector<double> video_truth{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -319,6 +328,16 @@ class Aggregator {
                       std::span<const T> members, bool with_truth);
     // The slopes, their RMSE and maps into `out` (collective over the world).
     void finish_trend(VariableScores& out);
+    // The video's mean maps into `out` (collective over the world).
+    void finish_video(VariableScores& out);
+    // ACE's climate families of the options (near-zero fractions, trend, video): their sums made (no MPI calls), a
+    // counted pair recorded into them (the truth once, by the data rank that holds member 0, its only copy when the
+    // members are split; no MPI calls), and finished into `out` (collective over the world).
+    void start_climate_families();
+    template <class T>
+    void record_climate_families(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                                 std::span<const T> members);
+    void finish_climate_families(VariableScores& out);
     // Per channel, the maps `part` (channels, rows, cols of this rank's box, the same on every data rank) as the
     // maps are held: whole on world rank 0 with AggregatorOptions::gather_maps (one gather over the world), else each
     // data rank 0's own box; empty elsewhere.
@@ -344,6 +363,8 @@ class Aggregator {
     // prediction (every member) and of the truth.
     std::vector<double> pair_times_;
     std::optional<TrendAccumulator> trend_prediction_, trend_truth_;
+    // With the video: per lead time the sums over samples of the prediction and of the truth (empty where not counted).
+    std::vector<std::optional<TimeMeanAccumulator>> video_prediction_, video_truth_;
     std::vector<CellSums> cell_sums_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;

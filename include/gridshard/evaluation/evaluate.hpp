@@ -53,6 +53,9 @@ struct EvaluationPlan {
     /// forecast, with scoring.trend: the variables with ACE's trend (ACE's TrendMetricConfig.variables; empty: every
     /// one); each must be scored.
     std::vector<std::string> trend_variables;
+    /// forecast, with scoring.video: the variables with ACE's video (ACE's VideoMetricConfig.variables; empty: every
+    /// one); each must be scored.
+    std::vector<std::string> video_variables;
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.

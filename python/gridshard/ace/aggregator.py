@@ -158,8 +158,11 @@ class InferenceEvaluatorAggregator:
                        ace_main.NearZeroFractionMetricConfig)
         # ACE's trend where ACE's build keeps it: two forward steps at least (it drops, or with strict raises, else)
         trend_served = [m for m in metrics if isinstance(m, ace_main.TrendMetricConfig) and n_forward_steps >= 2]
+        # ACE's video, its default videos (the extended ones stay ACE's)
+        video_served = [m for m in metrics if isinstance(m, ace_main.VideoMetricConfig) and
+                        not m.enable_extended_videos]
         ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)
-                or any(m is t for t in trend_served)]
+                or any(m is t for t in trend_served + video_served)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
         self._steps = [m for m in ours if isinstance(m, ace_main.StepMeanMetricConfig) and m.step <= n_forward_steps]
@@ -169,6 +172,7 @@ class InferenceEvaluatorAggregator:
         self._spectra = [m for m in ours if isinstance(m, ace_main.PowerSpectrumMetricConfig)]
         self._near_zero = [m for m in ours if isinstance(m, ace_main.NearZeroFractionMetricConfig)]
         self._trends = [m for m in ours if isinstance(m, ace_main.TrendMetricConfig)]
+        self._videos = [m for m in ours if isinstance(m, ace_main.VideoMetricConfig)]
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -263,7 +267,7 @@ class InferenceEvaluatorAggregator:
         steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
             bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
-            bool(self._trends)
+            bool(self._trends) or bool(self._videos)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
@@ -279,10 +283,12 @@ class InferenceEvaluatorAggregator:
                 near_zero = near_zero if near_zero["variables"] else None
             # ACE's trend of the variables its metric names (every one without a list) that the data has
             trended = [n for n in names if any(m.variables is None or n in m.variables for m in self._trends)]
+            videoed = [n for n in names if any(m.variables is None or n in m.variables for m in self._videos)]
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
                                       near_zero_fraction=near_zero,
-                                      trend={"variables": trended} if trended else None, **common)
+                                      trend={"variables": trended} if trended else None,
+                                      video={"variables": videoed} if videoed else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -601,6 +607,19 @@ class InferenceEvaluatorAggregator:
                                           attrs={"long_name": f"{long_name} linear trend", "units": f"{units} / year"})
             if data:
                 out[metric.get_name()] = xr.Dataset(data, coords={"source": ["target", "prediction"], **horizontal})
+        for metric in self._videos:  # fme's VideoAggregator.get_dataset: (source, timestep, lat, lon)
+            data = {}
+            for name in sorted(n for n in denorm if denorm[n].get("video") is not None and
+                               (metric.variables is None or n in metric.variables)):
+                video = denorm[name]["video"]
+                meta = self._metadata.get(name)
+                attrs = {"long_name": f"ensemble mean of {getattr(meta, 'long_name', None) or name}"}
+                if getattr(meta, "units", None) is not None:
+                    attrs = {"units": meta.units, **attrs}
+                data[name] = xr.DataArray(np.stack([video["prediction"], video["target"]]),
+                                          dims=("source", "timestep", "lat", "lon"), attrs=attrs)
+            if data:
+                out[metric.get_name()] = xr.Dataset(data)
         for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
             data = {}
             for name in self._spectral(metric, denorm):

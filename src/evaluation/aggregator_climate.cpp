@@ -1,0 +1,101 @@
+// ACE's climate families in the Aggregator: their sums made, a counted pair recorded and the results finished, each
+// family's own work in its file (aggregator_near_zero.cpp, aggregator_trend.cpp) but the video's, which is here: per
+// counted lead time the exact sums over samples of the prediction and of the truth, and at finish their mean maps,
+// gathered one lead time and field at a time.
+
+#include <limits>
+
+#include "gridshard/evaluation/aggregator.hpp"
+
+namespace gridshard {
+
+void Aggregator::start_climate_families() {
+    const ForecastExtent& e = shape_.extent;
+    const std::int64_t channels = shape_.channels;
+    if (options_.near_zero_fraction) {
+        near_zero_prediction_.emplace(grid_, channels);
+        near_zero_truth_.emplace(grid_, channels);
+    }
+    if (options_.trend) {
+        pair_times_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times),
+                           std::numeric_limits<double>::quiet_NaN());
+        trend_prediction_.emplace(grid_, channels);
+        trend_truth_.emplace(grid_, channels);
+    }
+    if (options_.video) {
+        video_prediction_.resize(static_cast<std::size_t>(e.lead_times));
+        video_truth_.resize(static_cast<std::size_t>(e.lead_times));
+        for (const std::int64_t row : options_.counted_leads) {
+            video_prediction_[static_cast<std::size_t>(row)].emplace(grid_, channels);
+            video_truth_[static_cast<std::size_t>(row)].emplace(grid_, channels);
+        }
+    }
+}
+
+template <class T>
+void Aggregator::record_climate_families(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                                         std::span<const T> members) {
+    const bool with_truth = shape_.work.members.begin == 0;
+    if (options_.near_zero_fraction) {
+        record_near_zero<T>(truth, members, with_truth);
+    }
+    if (options_.trend) {
+        record_trend<T>(initial_condition, lead, truth, members, with_truth);
+    }
+    if (options_.video) {
+        // ACE's video averages the target over its samples, which repeat it per member: the truth counts once per
+        // initial condition, so its mean is ACE's.
+        const std::size_t plane = truth.values.size();
+        for (std::size_t m = 0; m < members.size() / (plane == 0 ? 1 : plane); ++m) {
+            video_prediction_[static_cast<std::size_t>(lead)]->add(
+                FieldShard<T>{members.subspan(m * plane, plane), truth.channels});
+        }
+        if (with_truth) {
+            video_truth_[static_cast<std::size_t>(lead)]->add(truth);
+        }
+    }
+}
+
+void Aggregator::finish_climate_families(VariableScores& out) {
+    if (options_.near_zero_fraction) {
+        finish_near_zero(out);
+    }
+    if (options_.trend) {
+        finish_trend(out);
+    }
+    if (options_.video) {
+        finish_video(out);
+    }
+}
+
+void Aggregator::finish_video(VariableScores& out) {
+    const std::int64_t channels = shape_.channels;
+    const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
+    const std::vector<double> missing(plane, std::numeric_limits<double>::quiet_NaN());  // a lead time not counted
+    for (ChannelScores& channel : out) {
+        channel.has_video = true;
+    }
+    for (std::size_t lead = 0; lead < video_prediction_.size(); ++lead) {
+        for (auto [sums, field] : {std::pair{&video_prediction_[lead], &ChannelScores::video_prediction},
+                                   std::pair{&video_truth_[lead], &ChannelScores::video_truth}}) {
+            if (sums->has_value()) {
+                (*sums)->merge_over_data();  // collective over data: every counted pair added once
+            }
+            // One gather over the world per lead time and field: the writer holds one global map more at a time.
+            std::vector<std::vector<double>> maps =
+                held_maps(sums->has_value() ? (*sums)->mean_difference(ValidityPolicy::propagate) : missing);
+            for (std::int64_t c = 0; c < channels; ++c) {
+                std::vector<double>& video = out[static_cast<std::size_t>(c)].*field;
+                const std::vector<double>& map = maps[static_cast<std::size_t>(c)];
+                video.insert(video.end(), map.begin(), map.end());
+            }
+        }
+    }
+}
+
+template void Aggregator::record_climate_families<float>(std::int64_t, std::int64_t, FieldShard<float>,
+                                                         std::span<const float>);
+template void Aggregator::record_climate_families<double>(std::int64_t, std::int64_t, FieldShard<double>,
+                                                          std::span<const double>);
+
+}  // namespace gridshard
