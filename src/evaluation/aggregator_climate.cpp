@@ -45,11 +45,7 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (options_.video) {
         // ACE's video averages the target over its samples, which repeat it per member: the truth counts once per
         // initial condition, so its mean is ACE's.
-        const std::size_t plane = truth.values.size();
-        for (std::size_t m = 0; m < members.size() / (plane == 0 ? 1 : plane); ++m) {
-            video_prediction_[static_cast<std::size_t>(lead)]->add(
-                FieldShard<T>{members.subspan(m * plane, plane), truth.channels});
-        }
+        video_prediction_[static_cast<std::size_t>(lead)]->add_fields<T>(members);  // every member held at once
         if (with_truth) {
             video_truth_[static_cast<std::size_t>(lead)]->add(truth);
         }

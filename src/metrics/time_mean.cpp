@@ -6,6 +6,7 @@
 #include <span>
 
 #include "../core/kernel_dispatch.hpp"
+#include "field_sums.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
@@ -36,7 +37,51 @@ GRIDSHARD_KERNEL void add_differences(const T* __restrict t, const T* __restrict
     }
 }
 
+/// Points [0, n) of `count` fields `stride` apart into the running sums: their exact sum s + e, s then e (e alone
+/// when there are several fields: one field's is 0).
+template <class T>
+GRIDSHARD_KERNEL void add_field_sums(const T* __restrict fields, std::int64_t count, std::int64_t stride,
+                                     std::int64_t n, double* __restrict sum, double* __restrict error,
+                                     double* __restrict special) noexcept {
+    constexpr std::int64_t chunk = detail::field_sum_chunk;
+    double s[chunk];
+    double e[chunk];
+    for (std::int64_t first = 0; first < n; first += chunk) {
+        const std::int64_t size = std::min(chunk, n - first);
+        detail::sum_fields(fields, count, stride, first, size, s, e);
+        for (std::int64_t k = 0; k < size; ++k) {
+            detail::accumulate(s[k], sum[first + k], error[first + k], special[first + k]);
+        }
+        for (std::int64_t k = 0; k < size && count > 1; ++k) {
+            detail::accumulate(e[k], sum[first + k], error[first + k], special[first + k]);
+        }
+    }
+}
+
 }  // namespace
+
+template <class T>
+void TimeMeanAccumulator::add_fields(std::span<const T> fields) {
+    const std::size_t points = sum_.size();
+    if (points == 0 ? !fields.empty() : fields.size() % points != 0) {
+        throw ArgumentError("TimeMeanAccumulator::add_fields: " + std::to_string(fields.size()) +
+                            " values are not whole fields of " + std::to_string(points) + " points");
+    }
+    const auto count = static_cast<std::int64_t>(points == 0 ? 0 : fields.size() / points);
+    if (count == 0) {
+        return;
+    }
+    const auto n = static_cast<std::int64_t>(points);
+    constexpr std::int64_t block = 65536;
+    const std::int64_t blocks = (n + block - 1) / block;
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block * count)))
+    for (std::int64_t b = 0; b < blocks; ++b) {
+        const std::int64_t begin = b * block;
+        add_field_sums<T>(fields.data() + begin, count, n, std::min(block, n - begin), sum_.data() + begin,
+                          error_.data() + begin, special_.data() + begin);
+    }
+    steps_ += count;
+}
 
 TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t channels)
     : grid_(grid), channels_(channels) {
@@ -189,6 +234,8 @@ std::vector<double> TimeMeanAccumulator::time_and_global_mean_bias(Weights a, Va
 
 template void TimeMeanAccumulator::add<float>(FieldShard<float>, FieldShard<float>);
 template void TimeMeanAccumulator::add<double>(FieldShard<double>, FieldShard<double>);
+template void TimeMeanAccumulator::add_fields<float>(std::span<const float>);
+template void TimeMeanAccumulator::add_fields<double>(std::span<const double>);
 template void TimeMeanAccumulator::add<float>(FieldShard<float>);
 template void TimeMeanAccumulator::add<double>(FieldShard<double>);
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "../core/kernel_dispatch.hpp"
+#include "field_sums.hpp"
 #include "gridshard/comm/exact_allreduce.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/numerics/double_double.hpp"
@@ -13,18 +14,6 @@
 
 namespace gridshard {
 namespace {
-
-/// `x` into one point's running sums, as TimeMeanAccumulator::add does: a finite value by TwoSum, any other into
-/// the IEEE sum of the non-finite ones.
-inline void accumulate(double x, double& sum, double& error, double& special) noexcept {
-    const bool finite = (x - x) == 0.0;  // false for NaN or infinite
-    const double value = finite ? x : 0.0;
-    const double next = sum + value;
-    const double v = next - sum;
-    error += (sum - (next - v)) + (value - v);
-    sum = next;
-    special += finite ? 0.0 : x;
-}
 
 /// Points [0, n) of `fields` (`count` fields, `stride` apart) at time t, in one pass: their exact sum s + e (TwoSum,
 /// field by field), and t s and t e each as a rounded part and its remainder (fma), into the running sums of the
@@ -34,25 +23,13 @@ GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count,
                                  double t, TimeMeanAccumulator::RunningSums values,
                                  TimeMeanAccumulator::RunningSums products,
                                  TimeMeanAccumulator::RunningSums remainders) noexcept {
-    constexpr std::int64_t chunk = 256;  // the fields' sums of a chunk of points stay in registers and L1
+    using detail::accumulate;
+    constexpr std::int64_t chunk = detail::field_sum_chunk;
     double s[chunk];
     double e[chunk];
     for (std::int64_t first = 0; first < n; first += chunk) {
         const std::int64_t size = std::min(chunk, n - first);
-        for (std::int64_t k = 0; k < size; ++k) {
-            s[k] = 0.0;
-            e[k] = 0.0;
-        }
-        for (std::int64_t m = 0; m < count; ++m) {  // field by field, the points independent (vectorised)
-            const T* row = fields + m * stride + first;
-            for (std::int64_t k = 0; k < size; ++k) {
-                const double x = static_cast<double>(row[k]);
-                const double next = s[k] + x;
-                const double v = next - s[k];
-                e[k] += (s[k] - (next - v)) + (x - v);
-                s[k] = next;
-            }
-        }
+        detail::sum_fields(fields, count, stride, first, size, s, e);
         for (std::int64_t k = 0; k < size; ++k) {
             const std::int64_t p = first + k;
             const double ps = t * s[k];

@@ -49,6 +49,12 @@ class TimeMeanAccumulator {
     template <class T>
     void add(FieldShard<T> values);
 
+    /// Adds one or more steps of one field at once: `fields` (their count, channels, rows, cols of this rank's box,
+    /// such as the members of a forecast at one lead time), as their exact double-double sum in one pass: the
+    /// sums of adding each. No MPI calls; throws ArgumentError for a size that is not whole fields.
+    template <class T>
+    void add_fields(std::span<const T> fields);
+
     /// Adds `steps` steps of one field at once, given by `parts` (each channels x box) whose exact per-point sum is
     /// the steps' sum (for example a double-double sum of several members, as its two halves): the sums become
     /// those of adding each step, as exact. No MPI calls; throws ArgumentError for a part that does not fit.
