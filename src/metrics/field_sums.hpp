@@ -32,6 +32,20 @@ inline void sum_fields(const T* fields, std::int64_t count, std::int64_t stride,
     }
 }
 
+/// Points [0, n) of `count` fields `stride` apart, a chunk at a time: `use(first, size, s, e)` with the chunk's
+/// exact sums (sum_fields).
+template <class T, class Use>
+inline void for_each_field_sum(const T* fields, std::int64_t count, std::int64_t stride, std::int64_t n,
+                               Use use) noexcept {
+    double s[field_sum_chunk];
+    double e[field_sum_chunk];
+    for (std::int64_t first = 0; first < n; first += field_sum_chunk) {
+        const std::int64_t size = std::min(field_sum_chunk, n - first);
+        sum_fields(fields, count, stride, first, size, s, e);
+        use(first, size, s, e);
+    }
+}
+
 /// `x` into one point's running sums as TimeMeanAccumulator keeps them: a finite value by TwoSum, any other into the
 /// IEEE sum of the non-finite ones.
 inline void accumulate(double x, double& sum, double& error, double& special) noexcept {

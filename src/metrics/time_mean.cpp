@@ -43,19 +43,15 @@ template <class T>
 GRIDSHARD_KERNEL void add_field_sums(const T* __restrict fields, std::int64_t count, std::int64_t stride,
                                      std::int64_t n, double* __restrict sum, double* __restrict error,
                                      double* __restrict special) noexcept {
-    constexpr std::int64_t chunk = detail::field_sum_chunk;
-    double s[chunk];
-    double e[chunk];
-    for (std::int64_t first = 0; first < n; first += chunk) {
-        const std::int64_t size = std::min(chunk, n - first);
-        detail::sum_fields(fields, count, stride, first, size, s, e);
-        for (std::int64_t k = 0; k < size; ++k) {
-            detail::accumulate(s[k], sum[first + k], error[first + k], special[first + k]);
-        }
-        for (std::int64_t k = 0; k < size && count > 1; ++k) {
-            detail::accumulate(e[k], sum[first + k], error[first + k], special[first + k]);
-        }
-    }
+    detail::for_each_field_sum(fields, count, stride, n,
+                               [&](std::int64_t first, std::int64_t size, const double* s, const double* e) {
+                                   for (std::int64_t k = 0; k < size; ++k) {
+                                       detail::accumulate(s[k], sum[first + k], error[first + k], special[first + k]);
+                                   }
+                                   for (std::int64_t k = 0; k < size && count > 1; ++k) {
+                                       detail::accumulate(e[k], sum[first + k], error[first + k], special[first + k]);
+                                   }
+                               });
 }
 
 }  // namespace
@@ -72,14 +68,10 @@ void TimeMeanAccumulator::add_fields(std::span<const T> fields) {
         return;
     }
     const auto n = static_cast<std::int64_t>(points);
-    constexpr std::int64_t block = 65536;
-    const std::int64_t blocks = (n + block - 1) / block;
-    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block * count)))
-    for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::int64_t begin = b * block;
-        add_field_sums<T>(fields.data() + begin, count, n, std::min(block, n - begin), sum_.data() + begin,
-                          error_.data() + begin, special_.data() + begin);
-    }
+    detail::for_each_block(n, count, [&](std::int64_t begin, std::int64_t size) {
+        add_field_sums<T>(fields.data() + begin, count, n, size, sum_.data() + begin, error_.data() + begin,
+                          special_.data() + begin);
+    });
     steps_ += count;
 }
 
@@ -117,16 +109,10 @@ void TimeMeanAccumulator::add_step(FieldShard<T> truth, FieldShard<T> prediction
     }
     // Each point on its own: the threads split the points into blocks, and the sums are the same bits for
     // any count.
-    const auto n = static_cast<std::int64_t>(points);
-    constexpr std::int64_t block = 65536;
-    const std::int64_t blocks = (n + block - 1) / block;
-    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block)))
-    for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::int64_t begin = b * block;
-        const std::int64_t count = std::min(block, n - begin);
+    detail::for_each_block(static_cast<std::int64_t>(points), 1, [&](std::int64_t begin, std::int64_t count) {
         add_differences<with_truth>(truth.values.data() + begin, prediction.values.data() + begin, count,
                                     sum_.data() + begin, error_.data() + begin, special_.data() + begin);
-    }
+    });
     ++steps_;
 }
 
@@ -139,18 +125,12 @@ void TimeMeanAccumulator::add_steps(std::span<const std::span<const double>> par
         }
     }
     // As add_step, each part in turn within each block (the same sums as adding the parts one by one).
-    const auto n = static_cast<std::int64_t>(points);
-    constexpr std::int64_t block = 65536;
-    const std::int64_t blocks = (n + block - 1) / block;
-    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block)))
-    for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::int64_t begin = b * block;
-        const std::int64_t count = std::min(block, n - begin);
+    detail::for_each_block(static_cast<std::int64_t>(points), 1, [&](std::int64_t begin, std::int64_t count) {
         for (const std::span<const double> part : parts) {
             add_differences<false>(part.data() + begin, part.data() + begin, count, sum_.data() + begin,
                                    error_.data() + begin, special_.data() + begin);
         }
-    }
+    });
     steps_ += steps;
 }
 

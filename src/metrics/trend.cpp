@@ -24,29 +24,23 @@ GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count,
                                  TimeMeanAccumulator::RunningSums products,
                                  TimeMeanAccumulator::RunningSums remainders) noexcept {
     using detail::accumulate;
-    constexpr std::int64_t chunk = detail::field_sum_chunk;
-    double s[chunk];
-    double e[chunk];
-    for (std::int64_t first = 0; first < n; first += chunk) {
-        const std::int64_t size = std::min(chunk, n - first);
-        detail::sum_fields(fields, count, stride, first, size, s, e);
-        for (std::int64_t k = 0; k < size; ++k) {
-            const std::int64_t p = first + k;
-            const double ps = t * s[k];
-            accumulate(s[k], values.sum[p], values.error[p], values.special[p]);
-            accumulate(ps, products.sum[p], products.error[p], products.special[p]);
-            accumulate(std::fma(t, s[k], -ps), remainders.sum[p], remainders.error[p], remainders.special[p]);
-        }
-        if (count > 1) {  // one field's e is 0, and so are its products
+    detail::for_each_field_sum(
+        fields, count, stride, n, [&](std::int64_t first, std::int64_t size, const double* s, const double* e) {
             for (std::int64_t k = 0; k < size; ++k) {
+                const std::int64_t p = first + k;
+                const double ps = t * s[k];
+                accumulate(s[k], values.sum[p], values.error[p], values.special[p]);
+                accumulate(ps, products.sum[p], products.error[p], products.special[p]);
+                accumulate(std::fma(t, s[k], -ps), remainders.sum[p], remainders.error[p], remainders.special[p]);
+            }
+            for (std::int64_t k = 0; k < size && count > 1; ++k) {  // one field's e is 0, and so are its products
                 const std::int64_t p = first + k;
                 const double qs = t * e[k];
                 accumulate(e[k], values.sum[p], values.error[p], values.special[p]);
                 accumulate(qs, products.sum[p], products.error[p], products.special[p]);
                 accumulate(std::fma(t, e[k], -qs), remainders.sum[p], remainders.error[p], remainders.special[p]);
             }
-        }
-    }
+        });
 }
 
 }  // namespace
@@ -69,20 +63,16 @@ void TrendAccumulator::add(double t, std::span<const T> fields) {
         return;
     }
     const auto n = static_cast<std::int64_t>(points);
-    constexpr std::int64_t block = 65536;
-    const std::int64_t blocks = (n + block - 1) / block;
     const TimeMeanAccumulator::RunningSums values = values_.running_sums();
     const TimeMeanAccumulator::RunningSums products = products_.running_sums();
     const TimeMeanAccumulator::RunningSums remainders = remainders_.running_sums();
     const auto at = [](TimeMeanAccumulator::RunningSums r, std::int64_t begin) {
         return TimeMeanAccumulator::RunningSums{r.sum + begin, r.error + begin, r.special + begin};
     };
-    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(blocks, block * count)))
-    for (std::int64_t b = 0; b < blocks; ++b) {
-        const std::int64_t begin = b * block;
-        add_fields<T>(fields.data() + begin, count, n, std::min(block, n - begin), t, at(values, begin),
-                      at(products, begin), at(remainders, begin));
-    }
+    detail::for_each_block(n, count, [&](std::int64_t begin, std::int64_t size) {
+        add_fields<T>(fields.data() + begin, count, n, size, t, at(values, begin), at(products, begin),
+                      at(remainders, begin));
+    });
     values_.count_steps(count);
     products_.count_steps(count);
     remainders_.count_steps(count);
