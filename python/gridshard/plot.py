@@ -9,7 +9,13 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
   and their difference;
 - ``bias_map-VAR.png``: the time-mean bias map over (latitude, longitude);
 - ``power_spectrum-VAR.png``: with ``--spectrum``, the mean power spectra of the prediction (dashed) and of the
-  target against the wavenumber on log axes, as ACE draws them (a folder of two fields holds these only).
+  target against the wavenumber on log axes, as ACE draws them (a folder of two fields holds these only);
+- ``trend-VAR.png``: with ``--trend``, the target's and the prediction's trend maps and their difference, as ACE
+  logs its trend images;
+- ``near_zero_fraction-VAR.png``: with ``--near-zero-fraction-include-maps``, the prediction's and the target's
+  per-cell near-zero fractions and their difference, as ACE logs its images;
+- ``video-VAR.png``: with ``--video``, the prediction's and the target's mean maps at the first, middle and last
+  lead times of ACE's video (a frame each).
 
 Each image is written to a temporary file in the output folder and renamed, so a failed run leaves none;
 the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's python3-matplotlib and
@@ -21,6 +27,7 @@ from pathlib import Path
 
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
 SPECTRUM = "power_spectrum_diagnostics.nc"
+CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc")
 
 
 def _read(path):
@@ -166,6 +173,68 @@ def plot_spectrum(spectra, variable, out):
     plt.close(figure)
 
 
+def _map_panels(rows, title, path):
+    """One figure of map panels: `rows` a list of rows of (label, 2-D values, diverging); the panels of a row share
+    a colour scale (symmetric about 0 where diverging)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    columns = max(len(row) for row in rows)
+    figure, axes = plt.subplots(len(rows), columns, figsize=(4.2 * columns, 2.6 * len(rows) + 0.6), squeeze=False)
+    for r, row in enumerate(rows):
+        finite = [v[np.isfinite(v)] for _, v, _ in row]
+        low = min((f.min() for f in finite if f.size), default=0.0)
+        high = max((f.max() for f in finite if f.size), default=1.0)
+        for c, (label, values, diverging) in enumerate(row):
+            limit = max(abs(low), abs(high)) or 1.0
+            bounds = dict(vmin=-limit, vmax=limit, cmap="RdBu_r") if diverging else \
+                dict(vmin=low, vmax=high if high > low else low + 1.0, cmap="viridis")
+            image = axes[r][c].imshow(values, origin="lower", aspect="auto", interpolation="nearest", **bounds)
+            figure.colorbar(image, ax=axes[r][c])
+            axes[r][c].set_title(label, fontsize=9)
+        for c in range(len(row), columns):
+            axes[r][c].axis("off")
+    figure.suptitle(title)
+    figure.tight_layout()
+    _save(figure, path)
+    plt.close(figure)
+
+
+def plot_climate(folder, out):
+    """The trend, near-zero fraction and video images of the files present in `folder`; returns the paths."""
+    written = []
+    if (folder / CLIMATE[0]).is_file():  # (source = target, prediction, lat, lon) per variable
+        trends, _ = _read(folder / CLIMATE[0])
+        for variable in (n for n, v in trends.items() if v.ndim == 3):
+            target, prediction = trends[variable]
+            _map_panels([[("target", target, True), ("prediction", prediction, True),
+                          ("prediction - target", prediction - target, True)]],
+                        f"{variable}: linear trend per year", out / f"trend-{variable}.png")
+            written.append(out / f"trend-{variable}.png")
+    if (folder / CLIMATE[1]).is_file():  # gen_map-VAR, target_map-VAR, error_map-VAR
+        fractions, _ = _read(folder / CLIMATE[1])
+        for variable in (n[len("gen_map-"):] for n in fractions if n.startswith("gen_map-")):
+            _map_panels([[("prediction", fractions[f"gen_map-{variable}"], False),
+                          ("target", fractions[f"target_map-{variable}"], False),
+                          ("prediction - target", fractions[f"error_map-{variable}"], True)]],
+                        f"{variable}: fraction of the time at or below eps", out / f"near_zero_fraction-{variable}.png")
+            written.append(out / f"near_zero_fraction-{variable}.png")
+    if (folder / CLIMATE[2]).is_file():  # (source = prediction, target, timestep, lat, lon) per variable
+        import numpy as np
+
+        videos, _ = _read(folder / CLIMATE[2])
+        for variable in (n for n, v in videos.items() if v.ndim == 4):
+            prediction, target = videos[variable]
+            steps = [k for k in range(prediction.shape[0]) if np.isfinite(prediction[k]).any()]
+            frames = sorted({steps[0], steps[len(steps) // 2], steps[-1]}) if steps else []
+            rows = [[(f"{source}, step {k}", values[k], False) for k in frames]
+                    for source, values in (("prediction", prediction), ("target", target))]
+            if frames:
+                _map_panels(rows, f"{variable}: mean over every sample", out / f"video-{variable}.png")
+                written.append(out / f"video-{variable}.png")
+    return written
+
+
 def plot(folder, out=None):
     """Draws every plot of the diagnostics in `folder` into `out` (default: `folder`); returns the paths."""
     import matplotlib
@@ -181,7 +250,7 @@ def plot(folder, out=None):
                                 f"with gridshard eval --diagnostics)")
     if not out.is_dir():
         raise FileNotFoundError(f"--out {out}: not an existing folder")
-    written = []
+    written = plot_climate(folder, out)
     if has_spectrum:
         spectra, _ = _read(folder / SPECTRUM)
         for variable in (name for name, values in spectra.items() if values.ndim == 2):

@@ -207,7 +207,9 @@ def test_plot_draws_the_diagnostics(tmp_path):
     folder.mkdir()
     mpirun(2, os.environ["GRIDSHARD_BIN"], "eval", "--nlat", "37", "--nlon", "72", "--ntime", "6",
            "--initial-conditions", "2", "--ensemble-size", "4", "--diagnostics", folder, "--json",
-           folder / "report.json", "--spectrum", "--quiet")
+           folder / "report.json", "--spectrum", "--quiet", "--trend", "--video", "--near-zero-fraction",
+           "--near-zero-fraction-include-maps", "--near-zero-fraction-per-variable-eps", "h=9500",
+           "--near-zero-fraction-per-variable-eps", "t850=275", "--near-zero-fraction-per-variable-eps", "sst=291")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}
     result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
                             timeout=300)
@@ -216,7 +218,8 @@ def test_plot_draws_the_diagnostics(tmp_path):
     names = {p.name for p in pngs}
     for variable in ("h", "t850", "sst"):
         assert {f"scores-{variable}.png", f"zonal_mean-{variable}.png", f"bias_map-{variable}.png",
-                f"power_spectrum-{variable}.png"} <= names
+                f"power_spectrum-{variable}.png", f"trend-{variable}.png", f"near_zero_fraction-{variable}.png",
+                f"video-{variable}.png"} <= names
     for name, content in before.items():  # the inputs are untouched
         assert (folder / name).read_bytes() == content
     import matplotlib.image
