@@ -48,7 +48,9 @@ class Aggregator:
     gradient score left out saves its halo exchange and gradients). ``lead_ensemble``: with members, form the
     per-lead ensemble scores (WeatherBench 2's). ``ensemble_cell_leads``: the lead times at which ACE's ensemble
     scores are formed (``almost_fair_crps`` with ``crps_alpha``, ``cell_ensemble_mean_rmse``, ``ssr_bias``: per
-    cell over every initial condition, then the area mean; ``finish`` gives them under ``at_leads``).
+    cell over every initial condition, then the area mean; ``finish`` gives them under ``at_leads``), with
+    ``ensemble_cell_maps=True`` their maps too (ACE's ``log_mean_maps``: ``"cell_maps"``, ``{key: {lead: (nlat,
+    nlon)}}`` on world rank 0).
     ``normalize=(MEANS.nc, STDS.nc)``: ACE's stats files, read as ``gridshard eval --normalize`` reads them; every
     window is also scored normalised, ``(x - mean) / std`` in its dtype, and ``finish`` gives each channel's
     ``"normalized"`` scores (those ACE logs normalised) with their ``"ace_keys"`` (``mean_norm/...``,
@@ -80,7 +82,8 @@ class Aggregator:
     def __init__(self, distributed, variables, lat, nlon, initial_conditions, lead_times, members=1,
                  counted_leads=None, dtype=np.float32, maps=True, policy="skip_invalid_pairs",
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
-                 lead_ensemble=True, ensemble_cell_leads=(), crps_alpha=0.95, normalize=None, spectrum=None,
+                 lead_ensemble=True, ensemble_cell_leads=(), ensemble_cell_maps=False, crps_alpha=0.95, normalize=None,
+                 spectrum=None,
                  masks=None, near_zero_fraction=None, trend=None, video=None):
         self.distributed = distributed
         problems = Problems()
@@ -172,6 +175,7 @@ class Aggregator:
                     members=self.members, lead_times=self.lead_times, channels=1, mine=(first, first + local),
                     counted_leads=counted, maps=bool(maps), policy=str(policy), report=str(report),
                     deterministic_keys=keys, lead_ensemble_scores=bool(lead_ensemble), ensemble_cell_leads=cell_leads,
+                    ensemble_cell_maps=bool(ensemble_cell_maps),
                     crps_alpha=alpha, normalization=self._stats.get(name),
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
                     trend=name in trended, video=name in videoed)
@@ -305,6 +309,8 @@ class Aggregator:
         for key in ("prediction_map", "bias_map"):
             if channel[key] is not None:
                 channel[key] = _array(channel[key], (nlat, nlon))
+        channel["cell_maps"] = {key: {lead: _array(values, (nlat, nlon)) for lead, values in leads.items()}
+                                for key, leads in channel.get("cell_maps", {}).items()}
         video = channel.get("video")
         if video is not None:
             channel["video"] = {"prediction": _array(video[0], (self.lead_times, nlat, nlon)),

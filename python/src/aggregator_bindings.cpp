@@ -53,6 +53,7 @@ struct AggregatorArguments {
     std::vector<std::string> deterministic_keys{};  // empty: every one
     bool lead_ensemble_scores = true;
     std::vector<std::int64_t> ensemble_cell_leads{};
+    bool ensemble_cell_maps = false;  // the statistics' maps too (ACE's log_mean_maps)
     double crps_alpha = 0.95;
     // The power spectra: none when `spectrum_grid` is empty; the fill's steps, or -1 for none.
     std::string spectrum_grid, spectrum_truncation, spectrum_convention;
@@ -241,6 +242,7 @@ class PythonAggregator {
             chosen.add(lead);
         }
         chosen.add(std::span<const double>(&args_.crps_alpha, 1));
+        chosen.add(static_cast<std::int64_t>(args_.ensemble_cell_maps ? 1 : 0));
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
         for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true, true, true})) {
@@ -268,6 +270,7 @@ class PythonAggregator {
         options.deterministic_keys = args_.deterministic_keys;
         options.lead_ensemble_scores = args_.lead_ensemble_scores;
         options.ensemble_cell_leads = args_.ensemble_cell_leads;
+        options.ensemble_cell_maps = args_.ensemble_cell_maps;
         options.crps_alpha = args_.crps_alpha;
         options.gather_maps = true;
         if (args_.normalization) {
@@ -462,6 +465,16 @@ class PythonAggregator {
                                   ? py::object(py::none())
                                   : py::object(py::make_tuple(map_bytes(channel.near_zero_prediction_map),
                                                               map_bytes(channel.near_zero_truth_map)));
+        py::dict cell_maps;  // {key: {lead: map}} where this rank holds them
+        for (const ScoreMapAtLead& m : channel.cell_maps) {
+            if (!m.values.empty()) {
+                if (!cell_maps.contains(m.score->key)) {
+                    cell_maps[py::str(m.score->key)] = py::dict();
+                }
+                cell_maps[py::str(m.score->key)].cast<py::dict>()[py::int_(m.lead)] = map_bytes(m.values);
+            }
+        }
+        c["cell_maps"] = cell_maps;
         c["video"] =
             channel.video_prediction.empty()
                 ? py::object(py::none())
@@ -517,6 +530,7 @@ void bind_aggregator(py::module_& m) {
                      {"ensemble_cell_leads",
                       [&](py::handle v) { a.ensemble_cell_leads = v.cast<std::vector<std::int64_t>>(); }},
                      {"crps_alpha", [&](py::handle v) { a.crps_alpha = v.cast<double>(); }},
+                     {"ensemble_cell_maps", [&](py::handle v) { a.ensemble_cell_maps = v.cast<bool>(); }},
                      {"spectrum_grid", [&](py::handle v) { a.spectrum_grid = v.cast<std::string>(); }},
                      {"spectrum_truncation", [&](py::handle v) { a.spectrum_truncation = v.cast<std::string>(); }},
                      {"spectrum_convention", [&](py::handle v) { a.spectrum_convention = v.cast<std::string>(); }},
@@ -553,7 +567,8 @@ void bind_aggregator(py::module_& m) {
              "Every setting by keyword: problem, nlat, nlon, element_code (4: float32, 8: float64), "
              "initial_conditions, members, lead_times, channels, mine ((first, stop) of this rank's initial "
              "conditions), counted_leads, maps, policy, report, deterministic_keys, lead_ensemble_scores, "
-             "ensemble_cell_leads, crps_alpha, spectrum_grid ('' for none), spectrum_truncation, spectrum_convention, "
+             "ensemble_cell_leads, ensemble_cell_maps, crps_alpha, spectrum_grid ('' for none), spectrum_truncation, "
+             "spectrum_convention, "
              "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
              "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps, trend (ACE's "
              "trend: each pair recorded with its time) and video (ACE's video).");

@@ -77,6 +77,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.maps = false;
     normalized.lead_ensemble_scores = false;
     normalized.ensemble_cell_leads.clear();
+    normalized.ensemble_cell_maps = false;
     normalized.spectrum.reset();            // ACE logs no spectrum of the normalised fields
     normalized.near_zero_fraction.reset();  // nor near-zero fractions
     normalized.trend = false;               // nor trends
@@ -654,7 +655,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
         }
     }
     for (CellSums& sums : cell_sums_) {
-        const std::vector<std::vector<ScoreAtLead>> at_lead = cell_scores(sums);  // per region and channel
+        const std::vector<std::vector<ScoreAtLead>> at_lead = cell_scores(sums, out);  // per region and channel
         for (std::size_t r = 0; r < regions_.size(); ++r) {
             for (std::int64_t c = 0; c < channels; ++c) {
                 const std::vector<ScoreAtLead>& values =
@@ -715,7 +716,7 @@ VariableScores Aggregator::finish(const std::string& variable) {
     return out;
 }
 
-std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
+std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums, VariableScores& maps_out) {
     const std::int64_t channels = shape_.channels;
     const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
     const auto area = static_cast<std::size_t>(grid_.box().area());
@@ -748,6 +749,15 @@ std::vector<std::vector<ScoreAtLead>> Aggregator::cell_scores(CellSums& sums) {
     for (const RegisteredScore* s : scores_) {
         if (ensemble_cells(*s)) {
             stacked[static_cast<std::size_t>(std::get<CellStatistic>(s->source))] = s;
+        }
+    }
+    for (std::size_t k = 0; k < stacked.size() && options_.ensemble_cell_maps; ++k) {  // one gather over the world each
+        std::vector<std::vector<double>> held =
+            held_maps({maps.begin() + static_cast<std::ptrdiff_t>(k * plane),
+                       maps.begin() + static_cast<std::ptrdiff_t>((k + 1) * plane)});
+        for (std::int64_t c = 0; c < channels && stacked[k] != nullptr; ++c) {
+            maps_out[static_cast<std::size_t>(c)].cell_maps.push_back(
+                {stacked[k], sums.lead, std::move(held[static_cast<std::size_t>(c)])});
         }
     }
     std::vector<std::vector<ScoreAtLead>> out;

@@ -9,7 +9,8 @@ Both build the aggregator through ACE's own `InferenceEvaluatorAggregatorConfig(
 `get_summary_logs`, each rank with its box (`get_local_slices`) of its block of samples (2 initial conditions x 4
 members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and logs.json (rank 0: every scalar, float
 hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a threshold each,
-its maps), its trend (of "a", "b" and a variable the data lacks, which ACE leaves out) and its video (of "b").
+its maps), its trend (of "a", "b" and a variable the data lacks, which ACE leaves out), its video (of "b") and
+an ensemble metric's mean maps (log_mean_maps, images).
 Under spatial parallelism a config with ACE's histogram on (a metric gridshard does not implement) is refused
 first, and the message is kept in logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's
 `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's loop in float64),
@@ -143,7 +144,7 @@ if spatial:
         out["refused"] = str(error)
 config = InferenceEvaluatorAggregatorConfig(
     step_means=[StepMeanMetricConfig(step=2, target="denorm"), StepMeanMetricConfig(step=2, target="norm")],
-    ensembles=[EnsembleMetricConfig(step=2), EnsembleMetricConfig(step=3, target="norm")],
+    ensembles=[EnsembleMetricConfig(step=2, log_mean_maps=True), EnsembleMetricConfig(step=3, target="norm")],
     power_spectrum=PowerSpectrumMetricConfig(variables=NAMES if args.ace or not spatial else ["b"]),
     zonal_mean=ZonalMeanMetricConfig(enabled=not args.no_zonal_mean),
     # thresholds inside each variable's range, "a"'s its own; "b"'s missing points are not at or below
@@ -197,6 +198,7 @@ def scalar(value):
 
 
 out["summary"] = {k: scalar(v) for k, v in summary.items() if scalar(v) is not None}
+out["images"] = sorted(k for k, v in summary.items() if scalar(v) is None)  # the keys of ACE's images
 out["rows"] = [{k: scalar(v) for k, v in row.items() if scalar(v) is not None} for row in rows_out]
 if dist.is_root():
     with open(os.path.join(args.out, "logs.json"), "w") as f:

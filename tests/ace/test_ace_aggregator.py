@@ -88,7 +88,7 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
     logs = json.loads((out / "logs.json").read_text())
     values = lambda d: {k: float.fromhex(v) for k, v in d.items()}  # noqa: E731
     return {"refused": logs["refused"], "flush_error": logs.get("flush_error"), "summary": values(logs["summary"]),
-            "rows": [values(row) for row in logs["rows"]], "folder": out}
+            "rows": [values(row) for row in logs["rows"]], "folder": out, "images": logs.get("images", [])}
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +149,11 @@ def test_ace_keys_and_numbers(runs):
     assert any(k.startswith("ensemble_step_2/ssr_bias/") for k in ace32)
     assert "ensemble_step_3_norm/crps/channel_mean" in ace32
     assert {"near_zero_fraction/gen/a", "near_zero_fraction/gen_minus_target/b", "trend/weighted_rmse/a"} <= set(ace32)
+    # ACE's images of an ensemble metric's mean maps (log_mean_maps): the same keys, drawn from the global maps
+    mean_maps = {k for k in runs["ace32"]["images"] if "/mean_map/" in k}
+    assert "ensemble_step_2/ssr_bias/mean_map/a" in mean_maps, sorted(mean_maps)
+    for mesh in MESHES:
+        assert {k for k in runs[mesh]["images"] if "/mean_map/" in k} == mean_maps, mesh
     for mesh in MESHES:
         mine = ours(runs[mesh]["summary"])
         assert sorted(mine) == sorted(ace32), mesh

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <optional>
@@ -124,6 +125,7 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
                               .gather_maps = true,
                               .deterministic_keys = keys,
                               .ensemble_cell_leads = cell_leads,
+                              .ensemble_cell_maps = !cell_leads.empty(),
                               .spectrum = spectrum,
                               .trend = trend,
                               .video = trend};
@@ -201,6 +203,14 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
             }
         }
         if (maps && Communicator::world().rank() == 0) {
+            ASSERT_EQ(got[c].cell_maps.size(), want[c].cell_maps.size()) << what;
+            for (std::size_t m = 0; m < got[c].cell_maps.size(); ++m) {
+                ASSERT_EQ(got[c].cell_maps[m].values.size(), want[c].cell_maps[m].values.size()) << what;
+                for (std::size_t i = 0; i < got[c].cell_maps[m].values.size(); ++i) {
+                    same(got[c].cell_maps[m].values[i], want[c].cell_maps[m].values[i],
+                         got[c].name + " map of " + got[c].cell_maps[m].score->key);
+                }
+            }
             ASSERT_EQ(got[c].video_prediction.size(), want[c].video_prediction.size()) << what;
             for (std::size_t i = 0; i < got[c].video_prediction.size(); ++i) {
                 same(got[c].video_prediction[i], want[c].video_prediction[i], got[c].name + " video");
@@ -655,6 +665,27 @@ TEST(Aggregator, AcesEnsembleScoresAreTheirDefinitionAndTheBitsOfOneRank) {
                         << keys[s] << " channel " << c << " region " << region.name << " lead " << cell_leads[l];
                 }
             }
+        }
+        // The maps (ACE's log_mean_maps): per statistic and lead the map whose global area mean is the score.
+        ASSERT_EQ(serial[c].cell_maps.size(), 6U);
+        for (const ScoreMapAtLead& map : serial[c].cell_maps) {
+            ASSERT_EQ(map.values.size(), static_cast<std::size_t>(k.grid.nlat * k.grid.nlon));
+            long double sum = 0, weight = 0;
+            for (std::int64_t p = 0; p < k.grid.nlat * k.grid.nlon; ++p) {
+                const double lat =
+                    -80.0 + 160.0 * static_cast<double>(p / k.grid.nlon) / static_cast<double>(k.grid.nlat - 1);
+                const double v = map.values[static_cast<std::size_t>(p)];
+                if (std::isfinite(v)) {
+                    sum += std::cos(lat * M_PI / 180.0) * static_cast<long double>(v);
+                    weight += std::cos(lat * M_PI / 180.0);
+                }
+            }
+            const auto score =
+                std::find_if(serial[c].regions[0].at_leads.begin(), serial[c].regions[0].at_leads.end(),
+                             [&](const ScoreAtLead& a) { return a.score == map.score && a.lead == map.lead; });
+            ASSERT_NE(score, serial[c].regions[0].at_leads.end());
+            EXPECT_NEAR(score->value, static_cast<double>(sum / weight), 1e-12 * std::max(1.0, std::abs(score->value)))
+                << map.score->key << " lead " << map.lead;
         }
     }
     for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {

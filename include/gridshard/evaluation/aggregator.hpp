@@ -137,6 +137,8 @@ struct AggregatorOptions {
     /// cell_ensemble_mean_rmse, ssr_bias) are formed; none: not formed. Each costs 72 bytes per point and channel
     /// of the box. They need several members held together (not DataSplit::members).
     std::vector<std::int64_t> ensemble_cell_leads{};
+    /// With ensemble_cell_leads, also the statistics' maps (ACE's log_mean_maps): ChannelScores::cell_maps.
+    bool ensemble_cell_maps = false;
     /// The alpha of ACE's almost-fair CRPS (fme's ensemble aggregator uses 0.95; 1 is the fair CRPS).
     double crps_alpha = 0.95;
     /// The power spectra (none: not formed). Each counted pair costs a transform of the truth and of every member.
@@ -179,6 +181,14 @@ struct ScoreAtLead {
     double value = 0.0;
 };
 
+/// The map of one of ACE's ensemble cell statistics at one lead time (AggregatorOptions::ensemble_cell_maps), held as
+/// the time-mean maps are.
+struct ScoreMapAtLead {
+    const RegisteredScore* score = nullptr;
+    std::int64_t lead = 0;
+    std::vector<double> values;
+};
+
 /// One score over the counted lead times (a time mean) for one channel over one region.
 struct ScoreValue {
     const RegisteredScore* score = nullptr;
@@ -207,6 +217,8 @@ struct ChannelScores {
     std::vector<ScoreSeries> spectra{};
     std::vector<double> prediction_map;
     std::vector<double> bias_map;
+    /// With AggregatorOptions::ensemble_cell_maps, per ensemble cell statistic and lead time its map.
+    std::vector<ScoreMapAtLead> cell_maps{};
     /// With NearZeroFractionOptions::maps, the per-cell near-zero fractions of the prediction and of the truth, held as
     /// the time-mean maps are.
     std::vector<double> near_zero_prediction_map{};
@@ -310,7 +322,7 @@ class Aggregator {
     template <class T>
     [[nodiscard]] FieldShard<T> repeated(std::vector<T>& buffer, FieldShard<T> one) const;
     // ACE's ensemble scores of one lead's sums over each region (collective over the world).
-    [[nodiscard]] std::vector<std::vector<ScoreAtLead>> cell_scores(CellSums& sums);
+    [[nodiscard]] std::vector<std::vector<ScoreAtLead>> cell_scores(CellSums& sums, VariableScores& out);
     // The power spectra of this pair's truth (when `with_truth`) and members, stacked in `stacked`, added to their
     // sums (collective over the spatial group).
     template <class T>

@@ -186,8 +186,8 @@ class InferenceEvaluatorAggregator:
             for metric in rest:
                 if self._active_on_shards(ace_main, metric, build_args):
                     field = _field_of(config, metric)
-                    off = f"{field}.log_mean_maps=False or {field}.enabled=False" if isinstance(
-                        metric, ace_main.EnsembleMetricConfig) else f"{field}.enabled=False"
+                    off = f"{field}.enable_extended_videos=False or {field}.enabled=False" if isinstance(
+                        metric, ace_main.VideoMetricConfig) else f"{field}.enabled=False"
                     raise ValueError(
                         f"InferenceEvaluatorAggregatorConfig.{field} ({type(metric).__name__}, "
                         f"'{metric.get_name()}'): not implemented by gridshard under spatial parallelism "
@@ -202,10 +202,10 @@ class InferenceEvaluatorAggregator:
         self._seen = 0
 
     def _ensemble_served(self, ace_main, metric, n_forward_steps):
-        """Whether gridshard scores ``metric``: an ensemble metric of a run with members at a step the run has, its
-        mean maps (images) off; ACE's build drops one at a later step, and so does this one."""
+        """Whether gridshard scores ``metric``: an ensemble metric of a run with members at a step the run has (its
+        mean maps too, with log_mean_maps); ACE's build drops one at a later step, and so does this one."""
         return (isinstance(metric, ace_main.EnsembleMetricConfig) and self.n_ensemble_per_ic > 1 and
-                metric.step <= n_forward_steps and not metric.log_mean_maps)
+                metric.step <= n_forward_steps)
 
     @staticmethod
     def _active_on_shards(ace_main, metric, build_args):
@@ -265,6 +265,8 @@ class InferenceEvaluatorAggregator:
                       first_initial_condition=dist.data_parallel_rank * local, local_initial_conditions=local,
                       policy="propagate", lead_ensemble=False)  # ACE's sums let a missing value through
         steps = {target: [m.step for m in self._ensembles if m.target == target] for target in ("denorm", "norm")}
+        maps_of = {target: any(m.log_mean_maps for m in self._ensembles if m.target == target)
+                   for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
             bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
             bool(self._trends) or bool(self._videos)
@@ -285,6 +287,7 @@ class InferenceEvaluatorAggregator:
             trended = [n for n in names if any(m.variables is None or n in m.variables for m in self._trends)]
             videoed = [n for n in names if any(m.variables is None or n in m.variables for m in self._videos)]
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
+                                      ensemble_cell_maps=maps_of["denorm"],
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
                                       near_zero_fraction=near_zero,
                                       trend={"variables": trended} if trended else None,
@@ -292,7 +295,7 @@ class InferenceEvaluatorAggregator:
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
-                                    ensemble_cell_leads=steps["norm"],
+                                    ensemble_cell_leads=steps["norm"], ensemble_cell_maps=maps_of["norm"],
                                     masks={n: m for n, m in masks.items() if n in norm_names},
                                     **common)  # no gradient: ACE logs none
 
@@ -475,7 +478,21 @@ class InferenceEvaluatorAggregator:
             if metric.target == "norm":
                 logs[f"{label}/{ace_key}/channel_mean"] = self._channel_mean(
                     values, scores, metric.channel_mean_names or self._channel_mean_names)
+            for name, channel in scores.items() if metric.log_mean_maps else ():  # the global maps, on world rank 0
+                mean_map = channel["cell_maps"].get(key, {}).get(metric.step)
+                if mean_map is not None:
+                    logs[f"{label}/{ace_key}/mean_map/{name}"] = self._mean_map_image(ace_key, name, mean_map)
         return logs
+
+    def _mean_map_image(self, ace_key, name, values):
+        """ACE's image of an ensemble statistic's mean map (fme's ensemble aggregator: plot_paneled_data, diverging
+        for the spread-skill ratio bias, its caption)."""
+        from fme.ace.aggregator.plotting import plot_paneled_data
+
+        meta = self._metadata.get(name)
+        caption = (f"{meta.display_long_name(name)} ({meta.display_units()})" if meta is not None
+                   else f"{name} (unknown_units)")
+        return plot_paneled_data([[values]], diverging=ace_key == "ssr_bias", caption=caption)
 
     def _near_zero_logs(self, metric, scores):
         """ACE's ``<name>/gen/<var>`` and ``<name>/gen_minus_target/<var>`` of its near_zero_fraction metric: the
