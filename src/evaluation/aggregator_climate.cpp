@@ -3,11 +3,30 @@
 // counted lead time the exact sums over samples of the prediction and of the truth, and at finish their mean maps,
 // gathered one lead time and field at a time.
 
+#include <algorithm>
 #include <limits>
 
+#include "gridshard/core/error.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
 
 namespace gridshard {
+
+void check_variable_names(const std::string& setting, const std::string& field, const std::vector<std::string>& names,
+                          const std::vector<std::string>& scored) {
+    std::string known;
+    for (const std::string& name : scored) {
+        known += (known.empty() ? "" : ", ") + name;
+    }
+    for (auto it = names.begin(); it != names.end(); ++it) {
+        if (std::find(scored.begin(), scored.end(), *it) == scored.end()) {
+            throw ArgumentError(setting_name(setting) + ": " + field + " names '" + *it +
+                                "', which is not a scored variable (" + known + ")");
+        }
+        if (std::find(names.begin(), it, *it) != it) {
+            throw ArgumentError(setting_name(setting) + ": " + field + " names '" + *it + "' twice");
+        }
+    }
+}
 
 void Aggregator::start_climate_families() {
     const ForecastExtent& e = shape_.extent;

@@ -1,12 +1,11 @@
-// The Aggregator's maps as they are held, and ACE's near-zero fractions (AggregatorOptions::near_zero_fraction):
-// per-cell counts of the indicator (value <= eps) over the counted pairs, exact, and at finish the fractions.
+// ACE's near-zero fractions (AggregatorOptions::near_zero_fraction): the config's rule, per-cell counts of the
+// indicator (value <= eps) over the counted pairs, exact, and at finish the fractions.
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
 
-#include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/metrics/metrics.hpp"
@@ -39,23 +38,6 @@ std::optional<NearZeroFractionOptions> NearZeroFractionConfig::options_for(const
     return NearZeroFractionOptions{threshold, include_maps};
 }
 
-void check_variable_names(const std::string& setting, const std::string& field, const std::vector<std::string>& names,
-                          const std::vector<std::string>& scored) {
-    std::string known;
-    for (const std::string& name : scored) {
-        known += (known.empty() ? "" : ", ") + name;
-    }
-    for (auto it = names.begin(); it != names.end(); ++it) {
-        if (std::find(scored.begin(), scored.end(), *it) == scored.end()) {
-            throw ArgumentError(setting_name(setting) + ": " + field + " names '" + *it +
-                                "', which is not a scored variable (" + known + ")");
-        }
-        if (std::find(names.begin(), it, *it) != it) {
-            throw ArgumentError(setting_name(setting) + ": " + field + " names '" + *it + "' twice");
-        }
-    }
-}
-
 void NearZeroFractionConfig::check(const std::vector<std::string>& scored) const {
     check_variable_names("near_zero_fraction", "variables", variables, scored);
     std::vector<std::string> own;
@@ -66,27 +48,6 @@ void NearZeroFractionConfig::check(const std::vector<std::string>& scored) const
     for (const std::string& name : scored) {
         (void)options_for(name);
     }
-}
-
-std::vector<std::vector<double>> Aggregator::held_maps(const std::vector<double>& part) const {
-    const ProcessMesh& mesh = grid_.mesh();
-    const std::int64_t channels = shape_.channels;
-    auto plane = static_cast<std::size_t>(grid_.box().area());
-    bool holds = mesh.coords().data == 0;
-    std::vector<double> maps = part;
-    if (options_.gather_maps) {
-        maps = gather_global<double>(mesh, grid_.decomposition(),
-                                     std::span<const double>(part.data(), holds ? part.size() : 0), holds ? 1 : 0,
-                                     channels);
-        plane = static_cast<std::size_t>(grid_.grid().nlat * grid_.grid().nlon);
-        holds = mesh.world().rank() == 0;
-    }
-    std::vector<std::vector<double>> out(static_cast<std::size_t>(channels));
-    for (std::int64_t c = 0; c < channels && holds; ++c) {
-        const auto first = maps.begin() + static_cast<std::ptrdiff_t>(static_cast<std::size_t>(c) * plane);
-        out[static_cast<std::size_t>(c)].assign(first, first + static_cast<std::ptrdiff_t>(plane));
-    }
-    return out;
 }
 
 template <class T>

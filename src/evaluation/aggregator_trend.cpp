@@ -56,21 +56,16 @@ void Aggregator::finish_trend(VariableScores& out) {
     trend_truth_->merge_over_data();
     const std::vector<double> gen = trend_prediction_->slopes(seconds_per_year);
     const std::vector<double> target = trend_truth_->slopes(seconds_per_year);
-    // The area-weighted RMSE of the slopes' difference (collective over spatial), as the time-mean RMSE weighs.
-    std::vector<double> squares(gen.size());
-    for (std::size_t k = 0; k < squares.size(); ++k) {
-        squares[k] = (gen[k] - target[k]) * (gen[k] - target[k]);
-    }
-    const Weights w = regions_.front().weights.view();
-    const FieldShard<double> field{squares, channels};
-    std::vector<double> rmse = options_.policy == ValidityPolicy::propagate
-                                   ? weighted_mean<double>(grid_, field, w, options_.summation)
-                                   : weighted_nanmean<double>(grid_, field, w, options_.summation);
+    // The area-weighted RMSE of the prediction's slopes against the truth's over the points the policy counts (the
+    // library's masked_rmse; collective over spatial).
+    const std::vector<double> rmse =
+        masked_rmse<double>(grid_, FieldShard<double>{target, channels}, FieldShard<double>{gen, channels},
+                            regions_.front().weights.view(), options_.policy, options_.summation);
     for (std::int64_t c = 0; c < channels; ++c) {
         const auto k = static_cast<std::size_t>(c);
         for (const RegisteredScore* s : scores_) {
             if (std::holds_alternative<TrendValue>(s->source)) {
-                out[k].regions.front().time_means.push_back({s, std::sqrt(rmse[k])});
+                out[k].regions.front().time_means.push_back({s, rmse[k]});
             }
         }
     }

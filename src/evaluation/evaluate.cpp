@@ -402,17 +402,33 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .power_spectrum = plan.scoring.spectrum.has_value(),
                        .near_zero_fraction = plan.near_zero_fraction.has_value(),
                        .trend = plan.scoring.trend};
-    std::vector<std::string> variable_names;  // the variables' names, which a family's list may name
-    for (const io::SourceVariable& v : variables) {
-        variable_names.push_back(v.name);
-    }
-    if (plan.near_zero_fraction) {
+    // ACE's climate families, in one agreement: each a forecast's, their variable lists naming scored variables, and
+    // the trend's times.
+    std::vector<double> pair_seconds;
+    if (plan.near_zero_fraction || plan.scoring.trend || plan.scoring.video) {
+        std::vector<std::string> variable_names;
+        for (const io::SourceVariable& v : variables) {
+            variable_names.push_back(v.name);
+        }
+        const auto forecast_only = [&](const char* setting, const char* family) {
+            if (plan.scoring.report != ReportKind::forecast) {
+                throw ArgumentError(setting_name(setting) + ": ACE's " + family + " a forecast's");
+            }
+        };
         check_collectively(world, attempt([&] {
-                               if (plan.scoring.report != ReportKind::forecast) {
-                                   throw ArgumentError(setting_name("near_zero_fraction") +
-                                                       ": ACE's near-zero fractions are a forecast's");
+                               if (plan.near_zero_fraction) {
+                                   forecast_only("near_zero_fraction", "near-zero fractions are");
+                                   plan.near_zero_fraction->check(variable_names);
                                }
-                               plan.near_zero_fraction->check(variable_names);
+                               if (plan.scoring.video) {
+                                   forecast_only("video", "video is");
+                                   check_variable_names("video", "variables", plan.video_variables, variable_names);
+                               }
+                               if (plan.scoring.trend) {
+                                   forecast_only("trend", "trend is");
+                                   check_variable_names("trend", "variables", plan.trend_variables, variable_names);
+                                   pair_seconds = trend_times(source, result.time_means);
+                               }
                            }));
     }
     if (plan.scoring.spectrum) {
@@ -447,24 +463,6 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                           std::to_string(layout.members) + " members x " + std::to_string(layout.lead_times) +
                           " lead times, " + std::to_string(variables.size()) + " variables, mesh " + to_string(shape));
 
-    if (plan.scoring.video) {
-        check_collectively(world, attempt([&] {
-                               if (plan.scoring.report != ReportKind::forecast) {
-                                   throw ArgumentError(setting_name("video") + ": ACE's video is a forecast's");
-                               }
-                               check_variable_names("video", "variables", plan.video_variables, variable_names);
-                           }));
-    }
-    std::vector<double> pair_seconds;
-    if (plan.scoring.trend) {
-        check_collectively(world, attempt([&] {
-                               if (plan.scoring.report != ReportKind::forecast) {
-                                   throw ArgumentError(setting_name("trend") + ": ACE's trend is a forecast's");
-                               }
-                               check_variable_names("trend", "variables", plan.trend_variables, variable_names);
-                               pair_seconds = trend_times(source, result.time_means);
-                           }));
-    }
     const RunInputs inputs{plan,
                            source,
                            grid,

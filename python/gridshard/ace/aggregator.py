@@ -512,9 +512,8 @@ class InferenceEvaluatorAggregator:
     @staticmethod
     def _trended(metric, scores):
         """The variables of a trend metric, sorted as ACE's aggregator orders them."""
-        return sorted(n for n in scores if scores[n].get("trend_maps") is not None or
-                      "trend_rmse" in scores[n]["regions"]["global"]["time_means"]
-                      if metric.variables is None or n in metric.variables)
+        return sorted(n for n in scores if "trend_rmse" in scores[n]["regions"]["global"]["time_means"] and
+                      (metric.variables is None or n in metric.variables))
 
     @staticmethod
     def _spectral(metric, scores):
