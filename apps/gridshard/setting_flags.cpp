@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 20> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 22> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -20,6 +20,8 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 20> flags{{
     {"near_zero_fraction", "--near-zero-fraction"},
     {"trend", "--trend"},
     {"video", "--video"},
+    {"annual", "--annual"},
+    {"seasonal", "--seasonal"},
     {"data_split", "--data-split"},
     {"ensemble_dim", "--ensemble-dim"},
     {"ensemble_size", "--ensemble-size"},

@@ -69,6 +69,11 @@ struct AggregatorArguments {
     bool trend = false;
     // ACE's video (AggregatorOptions::video).
     bool video = false;
+    // ACE's annual means (AggregatorOptions::annual) of a run of this timestep (0: none), and seasonal means.
+    double annual_timestep = 0.0;
+    bool seasonal = false;
+    // Whether the aggregator needs each pair's valid time (the trend, annual or seasonal means).
+    [[nodiscard]] bool timed() const { return trend || annual_timestep != 0.0 || seasonal; }
 };
 
 /// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
@@ -224,6 +229,10 @@ class PythonAggregator {
                     }
                     options.trend = args_.trend;
                     options.video = args_.video;
+                    if (args_.annual_timestep != 0.0) {
+                        options.annual = AnnualOptions{args_.annual_timestep};
+                    }
+                    options.seasonal = args_.seasonal;
                 }).message;
         }
         py::gil_scoped_release release;
@@ -245,7 +254,8 @@ class PythonAggregator {
         chosen.add(static_cast<std::int64_t>(args_.ensemble_cell_maps ? 1 : 0));
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
-        for (const RegisteredScore* s : report_scores(options.report, {true, true, true, true, true, true})) {
+        for (const RegisteredScore* s :
+             report_scores(options.report, {true, true, true, true, true, true, true, true})) {
             chosen.add(s->key);
         }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
@@ -254,8 +264,12 @@ class PythonAggregator {
         for (const std::int64_t value : {args_.spectrum_lmax, args_.spectrum_mmax, args_.spectrum_fill_steps}) {
             chosen.add(value);
         }
-        const double near_zero[] = {args_.near_zero_eps.value_or(-1.0), args_.near_zero_maps ? 1.0 : 0.0,
-                                    args_.trend ? 1.0 : 0.0, args_.video ? 1.0 : 0.0};
+        const double near_zero[] = {args_.near_zero_eps.value_or(-1.0),
+                                    args_.near_zero_maps ? 1.0 : 0.0,
+                                    args_.trend ? 1.0 : 0.0,
+                                    args_.video ? 1.0 : 0.0,
+                                    args_.annual_timestep,
+                                    args_.seasonal ? 1.0 : 0.0};
         chosen.add(std::span<const double>(near_zero));
         agree_or_throw(
             mesh.mesh().world(), "",
@@ -302,7 +316,7 @@ class PythonAggregator {
     /// one agreement (that every rank of it records the same pair, and any rank's problem), then the
     /// aggregator's record.
     void record(std::string problem, std::int64_t initial_condition, std::int64_t lead, py::object truth,
-                py::object members, std::optional<double> time) {
+                py::object members, std::optional<std::tuple<double, std::int64_t, int>> time) {
         std::optional<py::buffer> t;
         std::optional<py::buffer> m;
         const auto [rows, cols] = box();
@@ -318,12 +332,17 @@ class PythonAggregator {
                               throw ArgumentError("lead " + std::to_string(lead) + " is not one of the " +
                                                   std::to_string(args_.lead_times) + " lead times");
                           }
-                          if (args_.trend != time.has_value()) {
-                              throw ArgumentError(args_.trend ? "time: the trend needs each pair's time"
-                                                              : "time: given to an aggregator without a trend");
+                          if (args_.timed() != time.has_value()) {
+                              throw ArgumentError(args_.timed()
+                                                      ? "time: the trend, annual and seasonal means need each pair's "
+                                                        "valid time"
+                                                      : "time: given to an aggregator without a trend, annual or "
+                                                        "seasonal means");
                           }
-                          if (time && !std::isfinite(*time)) {
-                              throw ArgumentError("time: " + std::to_string(*time) + " is not finite");
+                          if (time && (!std::isfinite(std::get<0>(*time)) || std::get<2>(*time) < 1 ||
+                                       std::get<2>(*time) > 12)) {
+                              throw ArgumentError("time: " + std::to_string(std::get<0>(*time)) + " seconds, month " +
+                                                  std::to_string(std::get<2>(*time)) + " is not a valid time");
                           }
                           if (recorded_[slot(initial_condition, lead)]) {
                               throw ArgumentError("initial condition " + std::to_string(initial_condition) + ", lead " +
@@ -351,11 +370,13 @@ class PythonAggregator {
         }
         py::gil_scoped_release release;
         agree_or_throw(grid_->mesh().spatial(), problem_of(problem),
-                       {initial_condition, lead, std::bit_cast<std::int64_t>(time.value_or(0.0))},
-                       "the (initial condition, lead time, time) the ranks of a spatial group record");
+                       {initial_condition, lead, std::bit_cast<std::int64_t>(time ? std::get<0>(*time) : 0.0),
+                        time ? std::get<1>(*time) * 12 + std::get<2>(*time) : 0},
+                       "the (initial condition, lead time, valid time) the ranks of a spatial group record");
         recorded_[slot(initial_condition, lead)] = true;
         if (time) {
-            aggregator_->record_time(initial_condition, lead, *time);
+            aggregator_->record_time(initial_condition, lead,
+                                     {std::get<0>(*time), std::get<1>(*time), std::get<2>(*time)});
         }
         py::gil_scoped_acquire acquire;
         with_floating_type(*t, "target", [&](auto zero) {
@@ -483,6 +504,22 @@ class PythonAggregator {
                               ? py::object(py::none())
                               : py::object(py::make_tuple(map_bytes(channel.trend_prediction_map),
                                                           map_bytes(channel.trend_truth_map)));
+        c["seasonal"] =
+            channel.has_seasonal
+                ? py::object(py::make_tuple(map_bytes(channel.seasonal_prediction), map_bytes(channel.seasonal_truth)))
+                : py::object(py::none());
+        if (channel.annual) {
+            const AnnualMeans& a = *channel.annual;
+            py::dict annual;
+            annual["years"] = py::bytes(reinterpret_cast<const char*>(a.years.data()), a.years.size() * 8);
+            annual["samples"] = a.samples;
+            annual["prediction"] = map_bytes(a.prediction);
+            annual["target"] = map_bytes(a.truth);
+            annual["counts"] = map_bytes(a.counts);
+            c["annual"] = annual;
+        } else {
+            c["annual"] = py::none();
+        }
         c["target_missing"] = target_missing_everywhere(channel);
         return c;
     }
@@ -552,6 +589,8 @@ void bind_aggregator(py::module_& m) {
                      {"near_zero_maps", [&](py::handle v) { a.near_zero_maps = v.cast<bool>(); }},
                      {"trend", [&](py::handle v) { a.trend = v.cast<bool>(); }},
                      {"video", [&](py::handle v) { a.video = v.cast<bool>(); }},
+                     {"annual_timestep", [&](py::handle v) { a.annual_timestep = v.cast<double>(); }},
+                     {"seasonal", [&](py::handle v) { a.seasonal = v.cast<bool>(); }},
                  };
                  for (const auto& [key, value] : given) {
                      const std::string name = py::str(key);
@@ -571,7 +610,8 @@ void bind_aggregator(py::module_& m) {
              "spectrum_convention, "
              "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
              "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps, trend (ACE's "
-             "trend: each pair recorded with its time) and video (ACE's video).");
+             "trend: each pair recorded with its time), video (ACE's video), annual_timestep (ACE's annual means of "
+             "a run of this timestep in seconds; 0: none) and seasonal (ACE's seasonal means).");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {
@@ -585,8 +625,8 @@ void bind_aggregator(py::module_& m) {
         .def_property_readonly("box", &PythonAggregator::box, "(rows, cols) of this rank's box")
         .def("record", &PythonAggregator::record, py::arg("problem"), py::arg("initial_condition"), py::arg("lead"),
              py::arg("truth"), py::arg("members"), py::arg("time") = py::none(),
-             "Collective over the spatial group; `time` (with the trend): the pair's seconds since 2000-01-01 "
-             "00:00:00 of the run's calendar.")
+             "Collective over the spatial group; `time` (with the trend, annual or seasonal means): the pair's valid "
+             "time, (seconds since 2000-01-01 00:00:00 of the run's calendar, year, month).")
         .def("lead_scores", &PythonAggregator::lead_scores, py::arg("first"), py::arg("stop"),
              "Collective over the world: the deterministic per-lead scores of leads first..stop-1.")
         .def("finish", &PythonAggregator::finish, py::arg("variable"),

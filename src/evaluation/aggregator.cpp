@@ -82,6 +82,8 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.near_zero_fraction.reset();  // nor near-zero fractions
     normalized.trend = false;               // nor trends
     normalized.video = false;               // nor videos
+    normalized.annual.reset();              // nor annual or seasonal means
+    normalized.seasonal = false;
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -172,11 +174,15 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
         options.near_zero_fraction ? c * area * (2 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8) : 0;
     // The trend's three sums of each field (24 bytes per point each, and their gather), the pairs' times.
     const std::uint64_t trend_sums =
-        options.trend ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8 * samples * leads : 0;
+        options.trend ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
     // The video's sums of each field per lead time (24 bytes per point, and their gather).
     const std::uint64_t video_sums =
         options.video ? 2 * leads * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
-    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums;
+    // The seasonal sums of each field per season (24 bytes per point, and their gather); the pairs' times.
+    const std::uint64_t seasonal_sums =
+        options.seasonal ? 8 * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
+    const std::uint64_t times = options.trend || options.annual || options.seasonal ? 24 * samples * leads : 0;
+    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times;
 }
 
 Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
@@ -232,8 +238,23 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .ensemble_cells = !cell_leads.empty(),
                                               .power_spectrum = options_.spectrum.has_value(),
                                               .near_zero_fraction = options_.near_zero_fraction.has_value(),
-                                              .trend = options_.trend});
-    const std::vector<std::string>& keep = options_.deterministic_keys;
+                                              .trend = options_.trend,
+                                              .annual = options_.annual.has_value(),
+                                              .seasonal = options_.seasonal});
+    if (options_.annual &&
+        (options_.report != ReportKind::forecast ||
+         !(std::isfinite(options_.annual->timestep_seconds) && options_.annual->timestep_seconds > 0.0))) {
+        throw ArgumentError(setting_name("annual") +
+                            ": the annual means need a forecast report and a timestep above 0 "
+                            "seconds, got " +
+                            std::to_string(options_.annual->timestep_seconds));
+    }
+    std::vector<std::string>& keep = options_.deterministic_keys;
+    for (const char* key : {"weighted_mean_gen", "weighted_mean_target"}) {  // the annual means' per-sample values
+        if (options_.annual && !keep.empty() && std::find(keep.begin(), keep.end(), key) == keep.end()) {
+            keep.emplace_back(key);
+        }
+    }
     for (const std::string& key : keep) {
         if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
                 return s->family == ScoreFamily::deterministic && s->key == key;

@@ -1,5 +1,6 @@
 // ACE's climate families in the Aggregator: their sums made, a counted pair recorded and the results finished, each
-// family's own work in its file (aggregator_near_zero.cpp, aggregator_trend.cpp) but the video's, which is here: per
+// family's own work in its file (aggregator_near_zero.cpp, aggregator_trend.cpp, aggregator_calendar.cpp) but the
+// video's, which is here: per
 // counted lead time the exact sums over samples of the prediction and of the truth, and at finish their mean maps,
 // gathered one lead time and field at a time.
 
@@ -35,9 +36,10 @@ void Aggregator::start_climate_families() {
         near_zero_prediction_.emplace(grid_, channels);
         near_zero_truth_.emplace(grid_, channels);
     }
+    if (needs_times()) {
+        pair_times_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times), ValidTime{});
+    }
     if (options_.trend) {
-        pair_times_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times),
-                           std::numeric_limits<double>::quiet_NaN());
         trend_prediction_.emplace(grid_, channels);
         trend_truth_.emplace(grid_, channels);
     }
@@ -48,6 +50,10 @@ void Aggregator::start_climate_families() {
             video_prediction_[static_cast<std::size_t>(row)].emplace(grid_, channels);
             video_truth_[static_cast<std::size_t>(row)].emplace(grid_, channels);
         }
+    }
+    for (std::size_t season = 0; season < season_names.size() && options_.seasonal; ++season) {
+        seasonal_prediction_.emplace_back(grid_, channels);
+        seasonal_truth_.emplace_back(grid_, channels);
     }
 }
 
@@ -69,6 +75,9 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
             video_truth_[static_cast<std::size_t>(lead)]->add(truth);
         }
     }
+    if (options_.seasonal) {
+        record_seasonal<T>(initial_condition, lead, truth, members, with_truth);
+    }
 }
 
 void Aggregator::finish_climate_families(VariableScores& out) {
@@ -80,6 +89,13 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     }
     if (options_.video) {
         finish_video(out);
+    }
+    if (options_.annual) {
+        merge_times_over_data();
+        finish_annual(out);  // from the per-sample global means, summed over the world already
+    }
+    if (options_.seasonal) {
+        finish_seasonal(out);
     }
 }
 

@@ -1,5 +1,6 @@
-// ACE's trend metric (AggregatorOptions::trend): the counted pairs' times, their fields into a TrendAccumulator
-// (metrics/trend.hpp) each, and at finish the slopes per year, their RMSE and maps.
+// ACE's trend metric (AggregatorOptions::trend): the counted pairs' fields at their times (record_time,
+// aggregator_calendar.cpp) into a TrendAccumulator (metrics/trend.hpp) each, and at finish the slopes per year, their
+// RMSE and maps.
 
 #include <cmath>
 #include <limits>
@@ -17,33 +18,10 @@ constexpr double seconds_per_year = 365.25 * 24 * 60 * 60;
 
 }  // namespace
 
-void Aggregator::record_time(std::int64_t initial_condition, std::int64_t lead, double seconds) {
-    const ForecastExtent& e = shape_.extent;
-    if (!options_.trend) {
-        throw ArgumentError("record_time: the aggregator forms no trend (" + setting_name("trend") + ")");
-    }
-    if (initial_condition < 0 || initial_condition >= e.initial_conditions || lead < 0 || lead >= e.lead_times) {
-        throw ArgumentError("record_time: (initial condition " + std::to_string(initial_condition) + ", lead " +
-                            std::to_string(lead) + ") is outside " + std::to_string(e.initial_conditions) + " x " +
-                            std::to_string(e.lead_times));
-    }
-    if (!std::isfinite(seconds)) {
-        throw ArgumentError(setting_name("trend") + ": the time of initial condition " +
-                            std::to_string(initial_condition) + ", lead " + std::to_string(lead) +
-                            " is not finite: " + std::to_string(seconds));
-    }
-    pair_times_[static_cast<std::size_t>(initial_condition * e.lead_times + lead)] = seconds;
-}
-
 template <class T>
 void Aggregator::record_trend(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                               std::span<const T> members, bool with_truth) {
-    const double t = pair_times_[static_cast<std::size_t>(initial_condition * shape_.extent.lead_times + lead)];
-    if (std::isnan(t)) {
-        throw ArgumentError(setting_name("trend") + ": no time was given for initial condition " +
-                            std::to_string(initial_condition) + ", lead " + std::to_string(lead) +
-                            " (record_time, before the pair)");
-    }
+    const double t = time_of(initial_condition, lead, "trend").seconds;
     if (with_truth) {
         trend_truth_->add<T>(t, truth.values);
     }

@@ -46,8 +46,10 @@ struct RunInputs {
     const std::vector<RegionWeights>& regions;
     const io::Climatology* climatology;
     const io::TimeMeanRows& time_means;
-    const io::Normalization* normalization;   // ACE's stats, or none
-    const std::vector<double>& pair_seconds;  // with the trend, each (initial condition, lead)'s time, else empty
+    const io::Normalization* normalization;  // ACE's stats, or none
+    // with the trend, annual or seasonal means, each (initial condition, lead)'s valid time, else empty
+    const std::vector<ValidTime>& pair_times;
+    double annual_timestep_seconds;  // with the annual means, the files' timestep
 };
 
 /// One variable's scores, and with the normalisation its scores on the normalised fields.
@@ -112,17 +114,21 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             if (in.plan.near_zero_fraction) {
                 options.near_zero_fraction = in.plan.near_zero_fraction->options_for(name);
             }
-            const std::vector<std::string>& trended = in.plan.trend_variables;
-            options.trend = in.plan.scoring.trend &&
-                            (trended.empty() || std::find(trended.begin(), trended.end(), name) != trended.end());
-            const std::vector<std::string>& videoed = in.plan.video_variables;
-            options.video = in.plan.scoring.video &&
-                            (videoed.empty() || std::find(videoed.begin(), videoed.end(), name) != videoed.end());
-            const bool trend = options.trend;
+            const auto chosen = [&](bool on, const std::vector<std::string>& names) {
+                return on && (names.empty() || std::find(names.begin(), names.end(), name) != names.end());
+            };
+            options.trend = chosen(in.plan.scoring.trend, in.plan.trend_variables);
+            options.video = chosen(in.plan.scoring.video, in.plan.video_variables);
+            options.seasonal = chosen(in.plan.scoring.seasonal, in.plan.seasonal_variables);
+            if (!chosen(in.plan.scoring.annual.has_value(), in.plan.annual_variables)) {
+                options.annual.reset();
+            } else {
+                options.annual->timestep_seconds = in.annual_timestep_seconds;
+            }
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
-            for (std::size_t k = 0; k < in.pair_seconds.size() && trend; ++k) {  // the trend's times
+            for (std::size_t k = 0; k < in.pair_times.size() && aggregator->needs_times(); ++k) {  // the valid times
                 const auto pair = static_cast<std::int64_t>(k);
-                aggregator->record_time(pair / leads, pair % leads, in.pair_seconds[k]);
+                aggregator->record_time(pair / leads, pair % leads, in.pair_times[k]);
             }
             reader = in.source.open(variable, box);
         }));
@@ -240,22 +246,16 @@ std::string number_text(double value) {
     return text;
 }
 
-/// ACE's trend times: per (initial condition, lead) of the source, the seconds from 2000-01-01 00:00:00 to its valid
-/// time (initial time plus lead) in the files' calendar (fme's trend.py takes its times so). Throws ArgumentError
-/// naming the setting for a forecast without initial times or lead times, or with fewer than two counted lead times
-/// (ACE leaves its trend out of such a run). No MPI calls.
-std::vector<double> trend_times(const io::ForecastSource& source, const io::TimeMeanRows& counted) {
+/// The valid times of the source's (initial condition, lead) pairs (initial time plus lead) in the files' calendar:
+/// seconds from 2000-01-01 00:00:00 (fme's trend.py takes its times so), year and month. Throws ArgumentError naming
+/// `setting` for a forecast without initial times or lead times. No MPI calls.
+std::vector<ValidTime> valid_times(const io::ForecastSource& source, const char* setting) {
     const io::LeadTimes& t = source.lead_times();
     const io::ForecastLayout& layout = source.layout();
-    if (counted.rows.size() < 2) {
-        throw ArgumentError(setting_name("trend") +
-                            ": a trend needs at least two counted lead times (ACE's rule), got " +
-                            std::to_string(counted.rows.size()));
-    }
     if (t.init_times.size() != static_cast<std::size_t>(layout.initial_conditions) ||
         t.values.size() != static_cast<std::size_t>(layout.lead_times)) {
-        throw ArgumentError(setting_name("trend") +
-                            ": a trend needs each initial condition's time and each lead time; the prediction has " +
+        throw ArgumentError(setting_name(setting) +
+                            ": needs each initial condition's time and each lead time; the prediction has " +
                             std::to_string(t.init_times.size()) + " initial times for " +
                             std::to_string(layout.initial_conditions) + " initial conditions and " +
                             std::to_string(t.values.size()) + " lead times for " + std::to_string(layout.lead_times));
@@ -263,18 +263,38 @@ std::vector<double> trend_times(const io::ForecastSource& source, const io::Time
     const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
     const double lead_unit = io::seconds_per_unit(t.units);
     if (!(lead_unit > 0.0)) {
-        throw ArgumentError(setting_name("trend") + ": the lead times' units '" + t.units + "' are not a unit of time");
+        throw ArgumentError(setting_name(setting) + ": the lead times' units '" + t.units + "' are not a unit of time");
     }
     const io::DateTime origin{.year = 2000, .month = 1, .day = 1};
-    std::vector<double> seconds;
+    std::vector<ValidTime> times;
     for (std::int64_t i = 0; i < layout.initial_conditions; ++i) {
         for (std::int64_t l = 0; l < layout.lead_times; ++l) {
             const io::DateTime valid = axis.date_after(t.init_times[static_cast<std::size_t>(i)],
                                                        t.values[static_cast<std::size_t>(l)] * lead_unit);
-            seconds.push_back(io::seconds_between(origin, valid, axis.calendar));
+            times.push_back({io::seconds_between(origin, valid, axis.calendar), valid.year, valid.month});
         }
     }
-    return seconds;
+    return times;
+}
+
+/// The source's timestep in seconds: its lead times' one spacing (ACE's run has one timestep). Throws ArgumentError
+/// naming `setting` for fewer than two lead times or uneven spacing. No MPI calls.
+double lead_timestep_seconds(const io::ForecastSource& source, const char* setting) {
+    const io::LeadTimes& t = source.lead_times();
+    const double unit = io::seconds_per_unit(t.units);
+    const double step = t.values.size() >= 2 ? (t.values[1] - t.values[0]) * unit : 0.0;
+    for (std::size_t k = 1; k < t.values.size(); ++k) {
+        if ((t.values[k] - t.values[k - 1]) * unit != step) {
+            throw ArgumentError(setting_name(setting) + ": the lead times are not evenly spaced (" +
+                                number_text(t.values[k - 1]) + " to " + number_text(t.values[k]) + " " + t.units +
+                                ", the first step is " + number_text(step) + " s)");
+        }
+    }
+    if (!(step > 0.0)) {
+        throw ArgumentError(setting_name(setting) + ": needs two increasing lead times to know the timestep, got " +
+                            std::to_string(t.values.size()));
+    }
+    return step;
 }
 
 /// Refuses longitudes that are not whole latitude circles at equal spacing (a regional grid, half the globe), which a
@@ -401,35 +421,64 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .ensemble_cells = !plan.scoring.ensemble_cell_leads.empty(),
                        .power_spectrum = plan.scoring.spectrum.has_value(),
                        .near_zero_fraction = plan.near_zero_fraction.has_value(),
-                       .trend = plan.scoring.trend};
+                       .trend = plan.scoring.trend,
+                       .annual = plan.scoring.annual.has_value(),
+                       .seasonal = plan.scoring.seasonal};
     // ACE's climate families, in one agreement: each a forecast's, their variable lists naming scored variables, and
-    // the trend's times.
-    std::vector<double> pair_seconds;
-    if (plan.near_zero_fraction || plan.scoring.trend || plan.scoring.video) {
+    // the valid times; ACE's gates (a trend needs two counted steps, annual means a run of more than 730 days).
+    std::vector<ValidTime> pair_times;
+    const AggregatorOptions& scoring = plan.scoring;
+    double annual_timestep = 0.0;  // with the annual means, the files' timestep
+    if (plan.near_zero_fraction || scoring.trend || scoring.video || scoring.annual || scoring.seasonal) {
         std::vector<std::string> variable_names;
         for (const io::SourceVariable& v : variables) {
             variable_names.push_back(v.name);
         }
         const auto forecast_only = [&](const char* setting, const char* family) {
-            if (plan.scoring.report != ReportKind::forecast) {
+            if (scoring.report != ReportKind::forecast) {
                 throw ArgumentError(setting_name(setting) + ": ACE's " + family + " a forecast's");
             }
         };
-        check_collectively(world, attempt([&] {
-                               if (plan.near_zero_fraction) {
-                                   forecast_only("near_zero_fraction", "near-zero fractions are");
-                                   plan.near_zero_fraction->check(variable_names);
-                               }
-                               if (plan.scoring.video) {
-                                   forecast_only("video", "video is");
-                                   check_variable_names("video", "variables", plan.video_variables, variable_names);
-                               }
-                               if (plan.scoring.trend) {
-                                   forecast_only("trend", "trend is");
-                                   check_variable_names("trend", "variables", plan.trend_variables, variable_names);
-                                   pair_seconds = trend_times(source, result.time_means);
-                               }
-                           }));
+        check_collectively(
+            world, attempt([&] {
+                if (plan.near_zero_fraction) {
+                    forecast_only("near_zero_fraction", "near-zero fractions are");
+                    plan.near_zero_fraction->check(variable_names);
+                }
+                if (scoring.video) {
+                    forecast_only("video", "video is");
+                    check_variable_names("video", "variables", plan.video_variables, variable_names);
+                }
+                if (scoring.trend) {
+                    forecast_only("trend", "trend is");
+                    check_variable_names("trend", "variables", plan.trend_variables, variable_names);
+                    if (result.time_means.rows.size() < 2) {
+                        throw ArgumentError(setting_name("trend") +
+                                            ": a trend needs at least two counted lead times (ACE's rule), got " +
+                                            std::to_string(result.time_means.rows.size()));
+                    }
+                }
+                if (scoring.seasonal) {
+                    forecast_only("seasonal", "seasonal means are");
+                    check_variable_names("seasonal", "variables", plan.seasonal_variables, variable_names);
+                }
+                if (scoring.annual) {
+                    forecast_only("annual", "annual means are");
+                    check_variable_names("annual", "variables", plan.annual_variables, variable_names);
+                    annual_timestep = lead_timestep_seconds(source, "annual");
+                    const double days = static_cast<double>(layout.lead_times) * annual_timestep / 86400.0;
+                    if (!(days > 730.0)) {  // fme's AnnualMetricConfig.build
+                        throw ArgumentError(setting_name("annual") +
+                                            ": ACE's annual means need a run of more than 730 days, "
+                                            "this one is " +
+                                            number_text(days) + " days (" + std::to_string(layout.lead_times) +
+                                            " steps)");
+                    }
+                }
+                if (scoring.trend || scoring.annual || scoring.seasonal) {
+                    pair_times = valid_times(source, scoring.trend ? "trend" : scoring.annual ? "annual" : "seasonal");
+                }
+            }));
     }
     if (plan.scoring.spectrum) {
         result.spectrum = plan.scoring.spectrum;
@@ -472,7 +521,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                            climatology.get(),
                            result.time_means,
                            normalization.get(),
-                           pair_seconds};
+                           pair_times,
+                           annual_timestep};
     RunClock clock;
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());

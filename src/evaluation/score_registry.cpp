@@ -1,6 +1,7 @@
 #include "gridshard/evaluation/score_registry.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <deque>
 
 #include "gridshard/core/error.hpp"
@@ -185,6 +186,28 @@ std::deque<RegisteredScore> make_registry() {
               .ace_key = "trend/weighted_rmse/{var}",
               .source = TrendValue::rmse,
               .table_order = 112});
+    // ACE's annual metric (fme's PairedGlobalMeanAnnualAggregator, under its default name "annual").
+    forecast({.key = "annual_rmse",
+              .label = "annual_rmse",
+              .ace_key = "annual/rmse/{var}",
+              .source = AnnualValue::rmse,
+              .table_order = 113});
+    forecast({.key = "annual_crps", .ace_key = "annual/crps/{var}", .source = AnnualValue::crps});
+    // ACE's seasonal metric (fme's SeasonalAggregator, under its default name "seasonal").
+    forecast({.key = "seasonal_rmse",
+              .label = "season_rmse",
+              .ace_key = "seasonal/time-mean-rmse/{var}",
+              .source = SeasonalValue::rmse,
+              .table_order = 114});
+    for (const auto& [season, value] :
+         {std::pair{"DJF", SeasonalValue::rmse_djf}, std::pair{"MAM", SeasonalValue::rmse_mam},
+          std::pair{"JJA", SeasonalValue::rmse_jja}, std::pair{"SON", SeasonalValue::rmse_son}}) {
+        std::string lower(season);
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+        forecast({.key = "seasonal_rmse_" + lower,
+                  .ace_key = std::string("seasonal/time-mean-rmse/{var}-") + season,
+                  .source = value});
+    }
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -211,6 +234,8 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(SpectrumValue) const { return F::power_spectrum; }
         F operator()(NearZeroValue) const { return F::near_zero_fraction; }
         F operator()(TrendValue) const { return F::trend; }
+        F operator()(AnnualValue) const { return F::annual; }
+        F operator()(SeasonalValue) const { return F::seasonal; }
     } family;
     return std::visit(family, source);
 }
@@ -220,7 +245,8 @@ SampleCombination combination_of(const ScoreSource& source) noexcept {
         return C::ratio_of_means;
     }
     if (std::holds_alternative<CellStatistic>(source) || std::holds_alternative<TimeMeanStatistic>(source) ||
-        std::holds_alternative<NearZeroValue>(source) || std::holds_alternative<TrendValue>(source)) {
+        std::holds_alternative<NearZeroValue>(source) || std::holds_alternative<TrendValue>(source) ||
+        std::holds_alternative<SeasonalValue>(source)) {
         return C::cell_statistic;
     }
     if (const auto* value = std::get_if<SpectrumValue>(&source)) {
@@ -248,6 +274,10 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "near_zero_fraction";
         case F::trend:
             return "trend";
+        case F::annual:
+            return "annual";
+        case F::seasonal:
+            return "seasonal";
     }
     return "deterministic";
 }
@@ -354,6 +384,8 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
                              : s.family == F::power_spectrum      ? contents.power_spectrum
                              : s.family == F::near_zero_fraction  ? contents.near_zero_fraction
                              : s.family == F::trend               ? contents.trend
+                             : s.family == F::annual              ? contents.annual
+                             : s.family == F::seasonal            ? contents.seasonal
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

@@ -84,14 +84,16 @@ GRIDSHARD_KERNEL void block_statistics(const double* __restrict x, const double*
             }
         }
     }
+    // With one member there are no pairs: the fair pair terms are 0 (ACE's get_crps with n_ens == 1), not 0 / 0.
+    const double fair_pairs = m > 1 ? 2.0 * members * (members - 1.0) : std::numeric_limits<double>::infinity();
     for (std::int64_t p = 0; p < n; ++p) {
         const double skill = absolute[p] / members;
         const double both_orders = 2.0 * pairs[p];
         squared_error[p] = (sum[p] - y[p]) * (sum[p] - y[p]);
         variance[p] = squares[p] / (members - 1.0);
         crps[p] = skill - both_orders / (2.0 * members * members);
-        fair_crps[p] = skill - both_orders / (2.0 * members * (members - 1.0));
-        almost_fair_crps[p] = skill - almost_fair_factor * (both_orders / (2.0 * members * (members - 1.0)));
+        fair_crps[p] = skill - both_orders / fair_pairs;
+        almost_fair_crps[p] = skill - almost_fair_factor * (both_orders / fair_pairs);
     }
 }
 
@@ -274,6 +276,20 @@ EnsemblePointStatistics ensemble_point_statistics(const ShardedGrid& grid, Field
         return std::vector<double>(first, first + static_cast<std::ptrdiff_t>(plane));
     };
     return {statistic(0), statistic(1), statistic(2)};
+}
+
+std::vector<double> almost_fair_crps_of(std::span<const double> truth, std::span<const double> members, std::int64_t m,
+                                        double alpha) {
+    const auto n = static_cast<std::int64_t>(truth.size());
+    if (m < 1 || static_cast<std::int64_t>(members.size()) != m * n || !(alpha >= 0.0 && alpha <= 1.0)) {
+        throw ArgumentError("almost_fair_crps_of: " + std::to_string(members.size()) + " member values for " +
+                            std::to_string(m) + " members of " + std::to_string(n) + " cases, alpha " +
+                            std::to_string(alpha) + " (needs m >= 1, m * cases values, 0 <= alpha <= 1)");
+    }
+    const std::int64_t kept[] = {4};  // the almost-fair CRPS
+    std::vector<double> derived(truth.size(), not_a_number);
+    fill_statistics<double>(truth, members.data(), m, n, {0, n}, n, derived, kept, 1.0 - (1.0 - alpha) / 2.0);
+    return derived;
 }
 
 template <class T>

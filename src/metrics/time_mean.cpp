@@ -188,16 +188,19 @@ std::vector<double> TimeMeanAccumulator::mean_difference(ValidityPolicy policy) 
     return mean;
 }
 
-std::vector<double> TimeMeanAccumulator::rmse_of_time_mean(Weights a, ValidityPolicy policy,
-                                                           Summation summation) const {
-    std::vector<double> squares = mean_difference(policy);
-    for (double& d : squares) {
+std::vector<double> mean_square(const ShardedGrid& grid, std::vector<double> differences, std::int64_t channels,
+                                Weights a, ValidityPolicy policy, Summation summation) {
+    for (double& d : differences) {
         d *= d;
     }
-    const FieldShard<double> field{squares, channels_};
-    std::vector<double> result = policy == ValidityPolicy::propagate
-                                     ? weighted_mean<double>(grid_, field, a, summation)
-                                     : weighted_nanmean<double>(grid_, field, a, summation);
+    const FieldShard<double> field{differences, channels};
+    return policy == ValidityPolicy::propagate ? weighted_mean<double>(grid, field, a, summation)
+                                               : weighted_nanmean<double>(grid, field, a, summation);
+}
+
+std::vector<double> TimeMeanAccumulator::rmse_of_time_mean(Weights a, ValidityPolicy policy,
+                                                           Summation summation) const {
+    std::vector<double> result = mean_square(grid_, mean_difference(policy), channels_, a, policy, summation);
     for (double& r : result) {
         r = std::sqrt(r);
     }

@@ -6,8 +6,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <random>
 #include <string>
@@ -92,6 +94,15 @@ double pair_seconds(std::int64_t ic, std::int64_t lead) {
     return 7.3e8 + 864000.0 * static_cast<double>(ic) + 21600.0 * static_cast<double>(lead);
 }
 
+/// The valid time of (initial condition, lead) in the calendar means' tests: pair_seconds, and years and months that
+/// spread the pairs over three years and every season.
+ValidTime pair_time(std::int64_t ic, std::int64_t lead) {
+    return {pair_seconds(ic, lead), 2000 + (ic + lead) % 3, static_cast<int>(1 + (5 * ic + 3 * lead) % 12)};
+}
+
+/// The calendar means' timestep in those tests: 400 days, so that a year with one step is kept (more than 350 days).
+constexpr double annual_timestep = 400.0 * 86400.0;
+
 /// Every score of `k` as the aggregator gives it on `mesh` with its data ranks sharing the work as `split` says
 /// (`together`: one rank fed every pair, whatever the split).
 VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRule rule, DataSplit split,
@@ -116,26 +127,29 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
         regions.push_back({"north", inside});
     }
     const WorkShare work = share_work(split, k.extent, mesh.shape().data, mesh.coords().data);
-    AggregatorOptions options{.report = report,
-                              .summation = Summation::reproducible,
-                              .policy = policy,
-                              .counted_leads = {},
-                              .anomaly_correlation = forecast,
-                              .maps = forecast,
-                              .gather_maps = true,
-                              .deterministic_keys = keys,
-                              .ensemble_cell_leads = cell_leads,
-                              .ensemble_cell_maps = !cell_leads.empty(),
-                              .spectrum = spectrum,
-                              .trend = trend,
-                              .video = trend};
+    AggregatorOptions options{
+        .report = report,
+        .summation = Summation::reproducible,
+        .policy = policy,
+        .counted_leads = {},
+        .anomaly_correlation = forecast,
+        .maps = forecast,
+        .gather_maps = true,
+        .deterministic_keys = keys,
+        .ensemble_cell_leads = cell_leads,
+        .ensemble_cell_maps = !cell_leads.empty(),
+        .spectrum = spectrum,
+        .trend = trend,
+        .video = trend,
+        .annual = trend ? std::optional<AnnualOptions>(AnnualOptions{annual_timestep}) : std::nullopt,
+        .seasonal = trend};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
     Aggregator aggregator(grid, {k.extent, k.channels, work}, regions, options);
     for (std::int64_t ic = 0; ic < k.extent.initial_conditions && trend; ++ic) {
         for (std::int64_t l = 0; l < k.extent.lead_times; ++l) {
-            aggregator.record_time(ic, l, pair_seconds(ic, l));
+            aggregator.record_time(ic, l, pair_time(ic, l));
         }
     }
     const auto climatology = shard_of(k.climatology, k.grid, box, k.channels);
@@ -188,6 +202,16 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
                      got[c].name + " " + a.name + " time mean " + a.time_means[s].score->key);
             }
         }
+        ASSERT_EQ(got[c].annual.has_value(), want[c].annual.has_value()) << what;
+        if (got[c].annual) {
+            EXPECT_EQ(got[c].annual->years, want[c].annual->years) << what;
+            ASSERT_EQ(got[c].annual->prediction.size(), want[c].annual->prediction.size()) << what;
+            for (std::size_t i = 0; i < got[c].annual->prediction.size(); ++i) {
+                same(got[c].annual->prediction[i], want[c].annual->prediction[i], got[c].name + " annual mean");
+                same(got[c].annual->truth[i], want[c].annual->truth[i], got[c].name + " truth's annual mean");
+                same(got[c].annual->counts[i], want[c].annual->counts[i], got[c].name + " annual counts");
+            }
+        }
         ASSERT_EQ(got[c].spectra.size(), want[c].spectra.size()) << what;
         for (std::size_t p = 0; p < got[c].spectra.size(); ++p) {
             for (std::size_t i = 0; i < got[c].spectra[p].values.size(); ++i) {
@@ -220,6 +244,11 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
             for (std::size_t i = 0; i < got[c].trend_prediction_map.size(); ++i) {
                 same(got[c].trend_prediction_map[i], want[c].trend_prediction_map[i], got[c].name + " trend map");
                 same(got[c].trend_truth_map[i], want[c].trend_truth_map[i], got[c].name + " truth's trend map");
+            }
+            ASSERT_EQ(got[c].seasonal_prediction.size(), want[c].seasonal_prediction.size()) << what;
+            for (std::size_t i = 0; i < got[c].seasonal_prediction.size(); ++i) {
+                same(got[c].seasonal_prediction[i], want[c].seasonal_prediction[i], got[c].name + " seasonal map");
+                same(got[c].seasonal_truth[i], want[c].seasonal_truth[i], got[c].name + " truth's seasonal map");
             }
             ASSERT_EQ(got[c].bias_map.size(), want[c].bias_map.size()) << what;
             for (std::size_t i = 0; i < got[c].bias_map.size(); ++i) {
@@ -357,6 +386,148 @@ TEST(Aggregator, TrendsAreTheLeastSquaresSlopesAndTheBitsOfOneRank) {
         }
         ASSERT_NE(rmse, nullptr);
         EXPECT_NEAR(*rmse, std::sqrt(static_cast<double>(sum / weight)), 1e-12 * *rmse) << c;
+    }
+}
+
+// ACE's annual and seasonal means on one rank against their definitions, in long double: per sample and year the
+// mean of the counted steps' global means (over the points where truth and prediction are finite, the policy's), the
+// years between the first and the last, ACE's RMSE of the ensemble means and fair CRPS over the years; per season and
+// cell the mean of its counted steps, and the area-weighted RMSE of the seasonal means' difference. The bits of one
+// rank at every data split are the trend test's.
+TEST(Aggregator, AnnualAndSeasonalMeansAreAcesDefinitions) {
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    const ForecastCase k = make_case({9, 14}, {3, 2, 4});
+    const VariableScores got =
+        aggregate(alone, k, SplitRule::balanced, DataSplit::initial_conditions, ReportKind::forecast,
+                  ValidityPolicy::skip_invalid_pairs, {}, nullptr, {}, {}, true);
+    const std::int64_t area = k.grid.nlat * k.grid.nlon;
+    const std::int64_t members = k.extent.members;
+    const std::int64_t samples = k.extent.initial_conditions * members;
+    const auto weight = [&](std::int64_t p) {
+        const double lat = -80.0 + 160.0 * static_cast<double>(p / k.grid.nlon) / static_cast<double>(k.grid.nlat - 1);
+        return static_cast<long double>(std::cos(lat * M_PI / 180.0));
+    };
+    const auto time_mean = [&](const ChannelScores& channel, std::string_view key) {
+        for (const ScoreValue& v : channel.regions.front().time_means) {
+            if (v.score->key == key) {
+                return v.value;
+            }
+        }
+        ADD_FAILURE() << "no " << key;
+        return 0.0;
+    };
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        const ChannelScores& channel = got[static_cast<std::size_t>(c)];
+        // Per sample and year the sums of the global means of the prediction and the truth, and their steps.
+        std::map<std::int64_t, std::vector<std::array<long double, 3>>> years;
+        for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+            for (std::int64_t l = 1; l < k.extent.lead_times; ++l) {
+                const std::vector<float> truth = k.truth_at(ic, l);
+                const std::vector<float> all = k.members_at(ic, l, {0, members});
+                auto& year = years[pair_time(ic, l).year];
+                year.resize(static_cast<std::size_t>(samples), {0, 0, 0});
+                for (std::int64_t m = 0; m < members; ++m) {
+                    long double gen = 0, target = 0, weights = 0;
+                    for (std::int64_t p = 0; p < area; ++p) {
+                        const float y = truth[static_cast<std::size_t>(c * area + p)];
+                        const float x = all[static_cast<std::size_t>(m * k.plane() + c * area + p)];
+                        if (std::isfinite(x) && std::isfinite(y)) {
+                            gen += weight(p) * x;
+                            target += weight(p) * y;
+                            weights += weight(p);
+                        }
+                    }
+                    auto& sums = year[static_cast<std::size_t>(ic * members + m)];
+                    sums[0] += gen / weights;
+                    sums[1] += target / weights;
+                    sums[2] += 1;
+                }
+            }
+        }
+        ASSERT_TRUE(channel.annual.has_value());
+        const AnnualMeans& annual = *channel.annual;
+        const auto nyears = static_cast<std::int64_t>(years.size());
+        ASSERT_EQ(annual.years.size(), years.size());  // 2000 to 2002, every one with steps
+        long double squares = 0, crps = 0;
+        std::int64_t y = 0;
+        for (const auto& [year, sums] : years) {
+            EXPECT_EQ(annual.years[static_cast<std::size_t>(y)], year);
+            long double gen_mean = 0, target_mean = 0, kept = 0;
+            std::vector<long double> gen(static_cast<std::size_t>(samples));
+            for (std::int64_t s = 0; s < samples; ++s) {
+                const auto& sum = sums[static_cast<std::size_t>(s)];
+                const auto at = static_cast<std::size_t>(s * nyears + y);
+                if (sum[2] == 0) {  // this sample has no step in the year
+                    EXPECT_TRUE(std::isnan(annual.prediction[at]));
+                    continue;
+                }
+                gen[static_cast<std::size_t>(s)] = sum[0] / sum[2];
+                EXPECT_NEAR(annual.prediction[at], static_cast<double>(sum[0] / sum[2]), 1e-12) << c << " " << year;
+                EXPECT_NEAR(annual.truth[at], static_cast<double>(sum[1] / sum[2]), 1e-12) << c << " " << year;
+                EXPECT_EQ(annual.counts[at], 1.0);
+                gen_mean += sum[0] / sum[2];
+                target_mean += sum[1] / sum[2];
+                ++kept;
+            }
+            ASSERT_EQ(kept, samples) << "every sample has every year in this case";
+            gen_mean /= kept;
+            target_mean /= kept;
+            squares += (gen_mean - target_mean) * (gen_mean - target_mean);
+            long double skill = 0, spread = 0;
+            for (std::int64_t s = 0; s < samples; ++s) {
+                skill += std::fabs(gen[static_cast<std::size_t>(s)] - target_mean) / samples;
+                for (std::int64_t t = s + 1; t < samples; ++t) {
+                    spread += std::fabs(gen[static_cast<std::size_t>(s)] - gen[static_cast<std::size_t>(t)]);
+                }
+            }
+            crps += skill - spread / (samples * (samples - 1));
+            ++y;
+        }
+        EXPECT_NEAR(time_mean(channel, "annual_rmse"), static_cast<double>(std::sqrt(squares / nyears)), 1e-12) << c;
+        EXPECT_NEAR(time_mean(channel, "annual_crps"), static_cast<double>(crps / nyears), 1e-12) << c;
+        // The seasonal means, NaN where a counted step was missing (the policy), and their RMSE.
+        ASSERT_EQ(channel.seasonal_prediction.size(), static_cast<std::size_t>(4 * area));
+        long double all_seasons = 0;
+        for (int season = 0; season < 4; ++season) {
+            long double squared = 0, weights = 0;
+            for (std::int64_t p = 0; p < area; ++p) {
+                long double gen = 0, target = 0, gen_steps = 0, target_steps = 0;
+                for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+                    for (std::int64_t l = 1; l < k.extent.lead_times; ++l) {
+                        if (season_of(pair_time(ic, l).month) != season) {
+                            continue;
+                        }
+                        target += k.truth_at(ic, l)[static_cast<std::size_t>(c * area + p)];
+                        ++target_steps;
+                        const std::vector<float> all = k.members_at(ic, l, {0, members});
+                        for (std::int64_t m = 0; m < members; ++m) {
+                            gen += all[static_cast<std::size_t>(m * k.plane() + c * area + p)];
+                            ++gen_steps;
+                        }
+                    }
+                }
+                ASSERT_GT(target_steps, 0) << "every season has steps in this case";
+                const auto at = static_cast<std::size_t>(season * area + p);
+                for (const auto& [value, want] : {std::pair{channel.seasonal_prediction[at], gen / gen_steps},
+                                                  std::pair{channel.seasonal_truth[at], target / target_steps}}) {
+                    if (std::isnan(static_cast<double>(want))) {
+                        EXPECT_TRUE(std::isnan(value)) << c << " " << season << " " << p;
+                    } else {
+                        EXPECT_NEAR(value, static_cast<double>(want), 1e-12 * std::fabs(static_cast<double>(want)));
+                    }
+                }
+                const long double d = gen / gen_steps - target / target_steps;
+                if (std::isfinite(static_cast<double>(d))) {
+                    squared += weight(p) * d * d;
+                    weights += weight(p);
+                }
+            }
+            const char* keys[] = {"seasonal_rmse_djf", "seasonal_rmse_mam", "seasonal_rmse_jja", "seasonal_rmse_son"};
+            EXPECT_NEAR(time_mean(channel, keys[season]), static_cast<double>(std::sqrt(squared / weights)), 1e-12)
+                << c << " " << season;
+            all_seasons += squared / weights / 4;
+        }
+        EXPECT_NEAR(time_mean(channel, "seasonal_rmse"), static_cast<double>(std::sqrt(all_seasons)), 1e-12) << c;
     }
 }
 

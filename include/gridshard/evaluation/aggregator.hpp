@@ -37,11 +37,14 @@
 ///   }
 /// @endcode
 
+#include <array>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gridshard/evaluation/score_registry.hpp"
@@ -116,6 +119,31 @@ struct NearZeroFractionConfig {
 void check_variable_names(const std::string& setting, const std::string& field, const std::vector<std::string>& names,
                           const std::vector<std::string>& scored);
 
+/// ACE's annual metric (fme's PairedGlobalMeanAnnualAggregator): per sample and calendar year of the valid times, the
+/// mean of the counted steps' global area means (the registry's weighted_mean_gen and weighted_mean_target of each
+/// sample, exact), kept where the year holds more than 350 days of steps of `timestep_seconds` (ACE's
+/// MIN_COMPLETE_YEAR_DAYS); over the kept years, ACE's RMSE of the ensemble means and its fair CRPS of the samples
+/// against the truth's ensemble mean.
+struct AnnualOptions {
+    double timestep_seconds = 0.0;
+};
+
+/// The valid time of one (initial condition, lead) pair in the run's calendar: seconds since 2000-01-01 00:00:00 (the
+/// trend's times, ACE's reference) and its calendar year and month (the annual and seasonal groups).
+struct ValidTime {
+    double seconds = std::numeric_limits<double>::quiet_NaN();
+    std::int64_t year = 0;
+    int month = 0;  ///< 1 to 12
+};
+
+/// ACE's seasons (its valid_time.dt.season), in the order gridshard gives them: DJF, MAM, JJA, SON.
+inline constexpr std::array<std::string_view, 4> season_names{"DJF", "MAM", "JJA", "SON"};
+
+/// The season of `month` (1 to 12): 0 DJF, 1 MAM, 2 JJA, 3 SON.
+[[nodiscard]] constexpr int season_of(int month) noexcept {
+    return (month % 12) / 3;
+}
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -159,6 +187,14 @@ struct AggregatorOptions {
     /// every sample of the prediction (every member) and of the truth, exact; a lead time not counted is NaN, as
     /// ACE's row of the initial condition, which its video never sees. 48 bytes a point, channel and lead time.
     bool video = false;
+    /// ACE's annual metric (none: not formed); it needs the valid times (Aggregator::record_time) and the global
+    /// weighted means of the prediction and the truth, which it adds to deterministic_keys where those leave them out.
+    std::optional<AnnualOptions> annual{};
+    /// ACE's seasonal metric (fme's SeasonalAggregator): per season of the valid times (record_time) and cell the
+    /// exact mean over every counted (sample, lead time) of the prediction (every member) and of the truth, and the
+    /// area-weighted RMSE of their difference per season and over the four (the root of the mean of the four
+    /// seasons' mean squares), NaN when a season has no counted step. 192 bytes a point and channel.
+    bool seasonal = false;
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -205,6 +241,16 @@ struct RegionScores {
     std::vector<ScoreAtLead> at_leads{};
 };
 
+/// ACE's annual means of one channel (fme's annual_diagnostics.nc): `years` contiguous from the first kept year to the
+/// last, and per (sample, year) (sample slowest) the mean of the prediction's and of the truth's global means over the
+/// year's counted steps, NaN where the year is not kept for that sample (too few steps, or none); `counts` is ACE's
+/// counts variable there, the steps over themselves (1 where kept, NaN elsewhere).
+struct AnnualMeans {
+    std::vector<std::int64_t> years;
+    std::int64_t samples = 0;
+    std::vector<double> prediction, truth, counts;
+};
+
 /// One channel ("NAME", or "NAME[k]" for level k): its regions (global first), its zonal profiles (the
 /// registry's zonal_mean scores, global), with AggregatorOptions::spectrum its mean power spectra (the registry's
 /// power_spectrum "prediction" and "target", `width` degrees, one row; their summaries are time means of the global
@@ -232,6 +278,13 @@ struct ChannelScores {
     bool has_video = false;
     std::vector<double> video_prediction{};
     std::vector<double> video_truth{};
+    /// With AggregatorOptions::annual, ACE's annual means on every rank.
+    std::optional<AnnualMeans> annual{};
+    /// With AggregatorOptions::seasonal (`has_seasonal`, on every rank), per season (DJF, MAM, JJA, SON; slowest) the
+    /// mean maps of the prediction and of the truth, held as the time-mean maps are (4 x the map).
+    bool has_seasonal = false;
+    std::vector<double> seasonal_prediction{};
+    std::vector<double> seasonal_truth{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -274,10 +327,14 @@ class Aggregator {
                                              std::size_t regions, std::size_t value_bytes, int data_ranks,
                                              int spatial_ranks = 1, const AggregatorOptions& options = {});
 
-    /// With AggregatorOptions::trend, the time of (initial condition, lead), in seconds since 2000-01-01 00:00:00 of
-    /// the run's calendar (ACE's reference), before that pair is recorded; the same on every rank of the spatial
-    /// group. Throws ArgumentError for a time that is not finite or a pair out of range. No MPI calls.
-    void record_time(std::int64_t initial_condition, std::int64_t lead, double seconds);
+    /// With AggregatorOptions::trend, annual or seasonal (needs_times()), the valid time of (initial condition, lead)
+    /// before that pair is recorded; the same on every rank of the spatial group. Throws ArgumentError for seconds
+    /// that are not finite, a month outside 1 to 12 or a pair out of range. No MPI calls.
+    void record_time(std::int64_t initial_condition, std::int64_t lead, ValidTime time);
+    /// Whether record() needs each pair's valid time first (record_time).
+    [[nodiscard]] bool needs_times() const noexcept {
+        return options_.trend || options_.annual.has_value() || options_.seasonal;
+    }
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
     /// rank's box, `members` this rank's block of members (members, channels, rows, cols; none when the members
@@ -342,9 +399,22 @@ class Aggregator {
     void finish_trend(VariableScores& out);
     // The video's mean maps into `out` (collective over the world).
     void finish_video(VariableScores& out);
-    // ACE's climate families of the options (near-zero fractions, trend, video): their sums made (no MPI calls), a
-    // counted pair recorded into them (the truth once, by the data rank that holds member 0, its only copy when the
-    // members are split; no MPI calls), and finished into `out` (collective over the world).
+    // The pair's valid time (record_time's; throws ArgumentError naming `setting` when none was given).
+    [[nodiscard]] const ValidTime& time_of(std::int64_t initial_condition, std::int64_t lead,
+                                           const std::string& setting) const;
+    // The seasonal sums of this pair (no MPI calls), and the annual means and seasonal maps and scores into `out`
+    // (finish_annual: no MPI calls, from the per-sample global means once summed; finish_seasonal: collective over the
+    // world).
+    template <class T>
+    void record_seasonal(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                         std::span<const T> members, bool with_truth);
+    void finish_annual(VariableScores& out) const;
+    // Every pair's valid time on every rank (collective over data: two allreduces of the pairs).
+    void merge_times_over_data();
+    void finish_seasonal(VariableScores& out);
+    // ACE's climate families of the options (near-zero fractions, trend, video, annual and seasonal means): their sums
+    // made (no MPI calls), a counted pair recorded into them (the truth once, by the data rank that holds member 0, its
+    // only copy when the members are split; no MPI calls), and finished into `out` (collective over the world).
     void start_climate_families();
     template <class T>
     void record_climate_families(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
@@ -371,12 +441,15 @@ class Aggregator {
     // With the near-zero fractions, the sums over counted pairs of each point's indicator (value <= eps).
     std::optional<TimeMeanAccumulator> near_zero_prediction_, near_zero_truth_;
     std::vector<double> near_zero_indicator_;
-    // With the trend: per (initial condition, lead) its time (NaN: not given), and the trends' sums of the
+    // With the trend, annual or seasonal means: per (initial condition, lead) its valid time (seconds NaN: not given);
+    // with the trend, the trends' sums of the
     // prediction (every member) and of the truth.
-    std::vector<double> pair_times_;
+    std::vector<ValidTime> pair_times_;
     std::optional<TrendAccumulator> trend_prediction_, trend_truth_;
     // With the video: per lead time the sums over samples of the prediction and of the truth (empty where not counted).
     std::vector<std::optional<TimeMeanAccumulator>> video_prediction_, video_truth_;
+    // With the seasonal means: per season the sums over its counted pairs of the prediction and of the truth.
+    std::vector<TimeMeanAccumulator> seasonal_prediction_, seasonal_truth_;
     std::vector<CellSums> cell_sums_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;

@@ -56,6 +56,10 @@ struct EvaluationPlan {
     /// forecast, with scoring.video: the variables with ACE's video (ACE's VideoMetricConfig.variables; empty: every
     /// one); each must be scored.
     std::vector<std::string> video_variables;
+    /// forecast, with scoring.annual (its timestep is the files' lead-time step, whatever it holds here) and
+    /// scoring.seasonal: the variables with ACE's annual and seasonal means (ACE's AnnualMetricConfig.variables and
+    /// SeasonalMetricConfig.variables; empty: every one); each must be scored.
+    std::vector<std::string> annual_variables, seasonal_variables;
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.

@@ -61,6 +61,12 @@ enum class ScoreFamily {
     /// per cell the least-squares slope of the counted values against time (ACE's trend metric), and the
     /// area-weighted RMSE of the prediction's slopes against the truth's
     trend,
+    /// per sample and calendar year the mean of the counted steps' global means (ACE's annual metric): the RMSE of
+    /// the yearly ensemble means and the fair CRPS of the samples' yearly means
+    annual,
+    /// per season and cell the mean over its counted steps (ACE's seasonal metric): the area-weighted RMSE of the
+    /// prediction's seasonal means against the truth's
+    seasonal,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -103,12 +109,18 @@ enum class SpectrumValue { prediction, truth, smallest_scale, positive, negative
 enum class NearZeroValue { prediction, truth, prediction_minus_truth };
 /// ACE's trend scores (AggregatorOptions::trend): the area-weighted RMSE of the slope maps.
 enum class TrendValue { rmse };
+/// ACE's annual scores (AggregatorOptions::annual): the RMSE over years of the ensemble means and the fair CRPS.
+enum class AnnualValue { rmse, crps };
+/// ACE's seasonal scores (AggregatorOptions::seasonal): the RMSE of one season's mean maps (in season_names' order),
+/// and over the four seasons.
+enum class SeasonalValue { rmse_djf, rmse_mam, rmse_jja, rmse_son, rmse };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
-                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue>;
+                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue,
+                                 AnnualValue, SeasonalValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -155,6 +167,8 @@ struct ReportContents {
     bool power_spectrum = false;       ///< the mean power spectra and their summaries
     bool near_zero_fraction = false;   ///< ACE's near-zero fractions
     bool trend = false;                ///< ACE's trend
+    bool annual = false;               ///< ACE's annual means
+    bool seasonal = false;             ///< ACE's seasonal means
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

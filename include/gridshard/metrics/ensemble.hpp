@@ -89,6 +89,13 @@ template <class T>
 [[nodiscard]] EnsemblePointStatistics ensemble_point_statistics(const ShardedGrid& grid, FieldShard<T> truth,
                                                                 EnsembleShard<T> members, double alpha);
 
+/// ACE's almost-fair CRPS (as EnsemblePointStatistics') of `truth.size()` cases from their `m` member values each
+/// (member slowest: `members[j * cases + p]`), in double: NaN where the truth or a member is not finite; with one
+/// member the pair term is 0 (fme's get_crps with n_ens == 1). No MPI calls; throws ArgumentError for sizes that do not
+/// fit or alpha outside [0, 1].
+[[nodiscard]] std::vector<double> almost_fair_crps_of(std::span<const double> truth, std::span<const double> members,
+                                                      std::int64_t m, double alpha);
+
 /// The uncentred anomaly correlation per channel, as WeatherBench 2 computes it:
 /// `sum a x' y' / sqrt(sum a x'^2 * sum a y'^2)` with x' = prediction - climatology and y' = truth - climatology,
 /// over the points where all three are finite and the weight is non-zero. Collective over `spatial`: one

@@ -29,6 +29,13 @@
 
 namespace gridshard {
 
+/// Per channel the weighted mean of the squares of `differences` (channels, rows, cols of this rank's box): with
+/// propagate as weighted_mean treats values, otherwise over the points left (weighted_nanmean). The mean square
+/// under rmse_of_time_mean's root. Collective over `spatial`.
+[[nodiscard]] std::vector<double> mean_square(const ShardedGrid& grid, std::vector<double> differences,
+                                              std::int64_t channels, Weights a, ValidityPolicy policy,
+                                              Summation summation = Summation::reproducible);
+
 /// Per point of a rank's box and channel: the sum over steps of the finite differences (prediction -
 /// truth) as a double-double (TwoSum), and the IEEE sum of the non-finite ones. The finite sum is exact
 /// while a point's differences span less than about 2^(80 - log2 steps), so its value does not depend on

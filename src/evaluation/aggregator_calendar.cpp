@@ -1,0 +1,265 @@
+// ACE's calendar means in the Aggregator: the pairs' valid times (record_time, shared with the trend), the annual
+// means (fme's PairedGlobalMeanAnnualAggregator) from the per-sample global means the deterministic slots already
+// hold, and the seasonal means (fme's SeasonalAggregator), per season exact sums of the fields.
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+
+#include "gridshard/comm/collectives.hpp"
+#include "gridshard/core/error.hpp"
+#include "gridshard/evaluation/aggregator.hpp"
+#include "gridshard/metrics/ensemble.hpp"
+#include "gridshard/numerics/exact_sum.hpp"
+
+namespace gridshard {
+namespace {
+
+constexpr double not_a_number = std::numeric_limits<double>::quiet_NaN();
+
+/// ACE's MIN_COMPLETE_YEAR_DAYS (fme's annual.py): a year is kept when it holds more steps than this many days'.
+constexpr double min_complete_year_days = 350.0;
+
+/// A valid time's year and month as one ordered integer (none: the pair has no time), and back.
+constexpr std::int64_t no_month = std::numeric_limits<std::int64_t>::min();
+std::int64_t month_key(const ValidTime& t) {
+    return std::isnan(t.seconds) ? no_month : t.year * 12 + (t.month - 1);
+}
+void set_month(ValidTime& t, std::int64_t key) {
+    const std::int64_t year = key >= 0 ? key / 12 : -((-key + 11) / 12);  // floor division
+    t.year = year;
+    t.month = static_cast<int>(key - 12 * year) + 1;
+}
+
+/// The mean of the values that are not NaN, in order (xarray's mean over samples, skipna); NaN when none.
+double nan_mean(std::span<const double> values) {
+    ExactSum sum;
+    std::int64_t kept = 0;
+    for (const double v : values) {
+        if (!std::isnan(v)) {
+            sum.add(v);
+            ++kept;
+        }
+    }
+    return kept == 0 ? not_a_number : sum.to_double() / static_cast<double>(kept);
+}
+
+}  // namespace
+
+void Aggregator::record_time(std::int64_t initial_condition, std::int64_t lead, ValidTime time) {
+    const ForecastExtent& e = shape_.extent;
+    if (!needs_times()) {
+        throw ArgumentError("record_time: the aggregator forms no trend, annual or seasonal means (" +
+                            setting_name("trend") + ", " + setting_name("annual") + ", " + setting_name("seasonal") +
+                            ")");
+    }
+    if (initial_condition < 0 || initial_condition >= e.initial_conditions || lead < 0 || lead >= e.lead_times) {
+        throw ArgumentError("record_time: (initial condition " + std::to_string(initial_condition) + ", lead " +
+                            std::to_string(lead) + ") is outside " + std::to_string(e.initial_conditions) + " x " +
+                            std::to_string(e.lead_times));
+    }
+    if (!std::isfinite(time.seconds) || time.month < 1 || time.month > 12) {
+        throw ArgumentError("record_time: the valid time of initial condition " + std::to_string(initial_condition) +
+                            ", lead " + std::to_string(lead) + " is not a time: " + std::to_string(time.seconds) +
+                            " seconds, month " + std::to_string(time.month));
+    }
+    pair_times_[static_cast<std::size_t>(initial_condition * e.lead_times + lead)] = time;
+}
+
+const ValidTime& Aggregator::time_of(std::int64_t initial_condition, std::int64_t lead,
+                                     const std::string& setting) const {
+    const ValidTime& t = pair_times_[static_cast<std::size_t>(initial_condition * shape_.extent.lead_times + lead)];
+    if (std::isnan(t.seconds)) {
+        throw ArgumentError(setting_name(setting) + ": no valid time was given for initial condition " +
+                            std::to_string(initial_condition) + ", lead " + std::to_string(lead) +
+                            " (record_time, before the pair)");
+    }
+    return t;
+}
+
+void Aggregator::merge_times_over_data() {
+    // Each pair's time was given on the ranks that recorded it (several data ranks when the members are split, all
+    // alike): the maximum over the data group is that time, on every rank.
+    std::vector<double> seconds(pair_times_.size());
+    std::vector<std::int64_t> months(pair_times_.size());
+    for (std::size_t k = 0; k < pair_times_.size(); ++k) {
+        const bool given = !std::isnan(pair_times_[k].seconds);
+        seconds[k] = given ? pair_times_[k].seconds : -std::numeric_limits<double>::infinity();
+        months[k] = month_key(pair_times_[k]);
+    }
+    reduce_max<double>(grid_.mesh(), seconds);
+    reduce_max<std::int64_t>(grid_.mesh(), months);
+    for (std::size_t k = 0; k < pair_times_.size(); ++k) {
+        if (months[k] == no_month) {
+            pair_times_[k] = ValidTime{};
+            continue;
+        }
+        pair_times_[k].seconds = seconds[k];
+        set_month(pair_times_[k], months[k]);
+    }
+}
+
+template <class T>
+void Aggregator::record_seasonal(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                                 std::span<const T> members, bool with_truth) {
+    const auto season = static_cast<std::size_t>(season_of(time_of(initial_condition, lead, "seasonal").month));
+    seasonal_prediction_[season].add_fields<T>(members);  // every member held at once
+    if (with_truth) {  // the truth once per initial condition: ACE's repeats it per member, the same mean
+        seasonal_truth_[season].add(truth);
+    }
+}
+
+void Aggregator::finish_seasonal(VariableScores& out) {
+    const std::int64_t channels = shape_.channels;
+    const Weights a = regions_.front().weights.view();
+    std::vector<std::vector<double>> mean_squares;
+    bool every_season = true;
+    for (std::size_t season = 0; season < season_names.size(); ++season) {
+        seasonal_prediction_[season].merge_over_data();  // collective over data: every counted pair added once
+        seasonal_truth_[season].merge_over_data();
+        every_season = every_season && seasonal_prediction_[season].steps() > 0 && seasonal_truth_[season].steps() > 0;
+        const std::vector<double> gen = seasonal_prediction_[season].mean_difference(options_.policy);
+        const std::vector<double> target = seasonal_truth_[season].mean_difference(options_.policy);
+        std::vector<double> bias(gen.size());
+        for (std::size_t k = 0; k < gen.size(); ++k) {
+            bias[k] = gen[k] - target[k];
+        }
+        // ACE's area mean of the squared bias of the seasonal means (collective over spatial)
+        mean_squares.push_back(mean_square(grid_, std::move(bias), channels, a, options_.policy, options_.summation));
+        for (auto [map, field] : {std::pair{&gen, &ChannelScores::seasonal_prediction},
+                                  std::pair{&target, &ChannelScores::seasonal_truth}}) {
+            std::vector<std::vector<double>> maps = held_maps(*map);  // one gather over the world
+            for (std::int64_t c = 0; c < channels; ++c) {
+                std::vector<double>& held = out[static_cast<std::size_t>(c)].*field;
+                held.insert(held.end(), maps[static_cast<std::size_t>(c)].begin(),
+                            maps[static_cast<std::size_t>(c)].end());
+            }
+        }
+    }
+    for (std::int64_t c = 0; c < channels; ++c) {
+        const auto k = static_cast<std::size_t>(c);
+        out[k].has_seasonal = true;
+        // A season without a counted step has no mean: its RMSE and the one over the seasons are NaN.
+        double sum = 0.0;
+        for (const std::vector<double>& m : mean_squares) {
+            sum += m[k];
+        }
+        for (const RegisteredScore* s : scores_) {
+            const auto* value = std::get_if<SeasonalValue>(&s->source);
+            if (value == nullptr) {
+                continue;
+            }
+            const double mse = *value == SeasonalValue::rmse ? sum / static_cast<double>(mean_squares.size())
+                                                             : mean_squares[static_cast<std::size_t>(*value)][k];
+            out[k].regions.front().time_means.push_back({s, every_season ? std::sqrt(mse) : not_a_number});
+        }
+    }
+}
+
+void Aggregator::finish_annual(VariableScores& out) const {
+    const ForecastExtent& e = shape_.extent;
+    const std::int64_t channels = shape_.channels;
+    const auto slot_of = [&](std::string_view key) {
+        const auto at = std::find_if(per_sample_.begin(), per_sample_.end(),
+                                     [&](const RegisteredScore* s) { return s->key == key; });
+        return static_cast<std::int64_t>(at - per_sample_.begin());
+    };
+    const std::int64_t gen_slot = slot_of("weighted_mean_gen");
+    const std::int64_t truth_slot = slot_of("weighted_mean_target");
+    const double min_steps = min_complete_year_days * 86400.0 / options_.annual->timestep_seconds;
+    const std::int64_t samples = det_.samples;
+    // Per sample and year, the exact sums of the counted steps' global means and their count.
+    struct YearSums {
+        std::vector<ExactSum> gen, truth;
+        std::int64_t steps = 0;
+    };
+    std::vector<std::map<std::int64_t, YearSums>> by_sample(static_cast<std::size_t>(samples));
+    for (std::int64_t s = 0; s < samples; ++s) {
+        const std::int64_t ic = s / e.members;
+        for (const std::int64_t lead : options_.counted_leads) {
+            const ValidTime& t = pair_times_[static_cast<std::size_t>(ic * e.lead_times + lead)];
+            if (std::isnan(t.seconds)) {
+                continue;  // not recorded anywhere
+            }
+            YearSums& year = by_sample[static_cast<std::size_t>(s)][t.year];
+            year.gen.resize(static_cast<std::size_t>(channels));
+            year.truth.resize(static_cast<std::size_t>(channels));
+            for (std::int64_t c = 0; c < channels; ++c) {
+                year.gen[static_cast<std::size_t>(c)].add(det_values_[det_.at(s, lead, 0, gen_slot, c)]);
+                year.truth[static_cast<std::size_t>(c)].add(det_values_[det_.at(s, lead, 0, truth_slot, c)]);
+            }
+            ++year.steps;
+        }
+    }
+    // ACE keeps a year where some sample has enough steps, then fills the years between with NaN.
+    std::int64_t first = std::numeric_limits<std::int64_t>::max();
+    std::int64_t last = std::numeric_limits<std::int64_t>::min();
+    for (const auto& years : by_sample) {
+        for (const auto& [year, sums] : years) {
+            if (static_cast<double>(sums.steps) > min_steps) {
+                first = std::min(first, year);
+                last = std::max(last, year);
+            }
+        }
+    }
+    const std::int64_t nyears = first <= last ? last - first + 1 : 0;
+    for (std::int64_t c = 0; c < channels; ++c) {
+        AnnualMeans means;
+        means.samples = samples;
+        for (std::int64_t y = 0; y < nyears; ++y) {
+            means.years.push_back(first + y);
+        }
+        const auto size = static_cast<std::size_t>(samples * nyears);
+        means.prediction.assign(size, not_a_number);
+        means.truth.assign(size, not_a_number);
+        means.counts.assign(size, not_a_number);
+        for (std::int64_t s = 0; s < samples; ++s) {
+            for (const auto& [year, sums] : by_sample[static_cast<std::size_t>(s)]) {
+                const double steps = static_cast<double>(sums.steps);
+                if (steps > min_steps) {
+                    const auto k = static_cast<std::size_t>(s * nyears + (year - first));
+                    means.prediction[k] = sums.gen[static_cast<std::size_t>(c)].to_double() / steps;
+                    means.truth[k] = sums.truth[static_cast<std::size_t>(c)].to_double() / steps;
+                    means.counts[k] = steps / steps;
+                }
+            }
+        }
+        // ACE's scores over more than one year: the RMSE of the yearly ensemble means (each over the samples that
+        // have the year) and the fair CRPS per year of the samples against the truth's ensemble mean, each averaged
+        // over the years that are not NaN.
+        if (nyears > 1) {
+            std::vector<double> column(static_cast<std::size_t>(samples));
+            std::vector<double> target_mean(static_cast<std::size_t>(nyears));
+            std::vector<double> squared(static_cast<std::size_t>(nyears));
+            for (std::int64_t y = 0; y < nyears; ++y) {
+                for (std::int64_t s = 0; s < samples; ++s) {
+                    column[static_cast<std::size_t>(s)] = means.truth[static_cast<std::size_t>(s * nyears + y)];
+                }
+                target_mean[static_cast<std::size_t>(y)] = nan_mean(column);
+                for (std::int64_t s = 0; s < samples; ++s) {
+                    column[static_cast<std::size_t>(s)] = means.prediction[static_cast<std::size_t>(s * nyears + y)];
+                }
+                const double difference = nan_mean(column) - target_mean[static_cast<std::size_t>(y)];
+                squared[static_cast<std::size_t>(y)] = difference * difference;
+            }
+            // the samples' yearly means are the members, sample slowest (fair: alpha 1)
+            const std::vector<double> crps = almost_fair_crps_of(target_mean, means.prediction, samples, 1.0);
+            for (const RegisteredScore* s : scores_) {
+                if (const auto* value = std::get_if<AnnualValue>(&s->source)) {
+                    const double v = *value == AnnualValue::rmse ? std::sqrt(nan_mean(squared)) : nan_mean(crps);
+                    out[static_cast<std::size_t>(c)].regions.front().time_means.push_back({s, v});
+                }
+            }
+        }
+        out[static_cast<std::size_t>(c)].annual = std::move(means);
+    }
+}
+
+template void Aggregator::record_seasonal<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
+                                                 bool);
+template void Aggregator::record_seasonal<double>(std::int64_t, std::int64_t, FieldShard<double>,
+                                                  std::span<const double>, bool);
+
+}  // namespace gridshard
