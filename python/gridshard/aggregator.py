@@ -75,7 +75,15 @@ class Aggregator:
     RMSE of their difference among the global time means (``trend_rmse``). ``video``: ACE's video metric, True or a dict
     of its config field ``variables``: per counted lead time and cell the mean over every sample of the prediction
     and of the truth, ``"video"`` (``{"prediction": (lead_times, nlat, nlon), "target": ...}`` on world rank 0; NaN
-    at lead times not counted). Collective over the
+    at lead times not counted). ``annual``: ACE's annual metric, a dict of the run's ``timestep`` (seconds or a
+    ``datetime.timedelta``) and its config field ``variables``: per sample and calendar year of the valid times the mean
+    of the counted steps' global means, kept where the year has more than 350 days of steps, ``"annual"`` (``{"years":
+    (Y,), "prediction": (sample, Y), "target": ..., "counts": ...}`` on every rank, NaN where a year is not kept), and
+    ACE's ``annual_rmse`` and ``annual_crps`` among the global time means (over more than one year). ``seasonal``: ACE's
+    seasonal metric, True or a dict of ``variables``: per season (DJF, MAM, JJA, SON) and cell the mean of its counted
+    steps, ``"seasonal"`` (``{"prediction": (4, nlat, nlon), "target": ...}`` on world rank 0), and ACE's time-mean RMSE
+    per season (``seasonal_rmse_djf``, ...) and over the four (``seasonal_rmse``). The trend, annual and seasonal means
+    take each pair's valid time (``record(..., times=...)``). Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -84,7 +92,7 @@ class Aggregator:
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
                  lead_ensemble=True, ensemble_cell_leads=(), ensemble_cell_maps=False, crps_alpha=0.95, normalize=None,
                  spectrum=None,
-                 masks=None, near_zero_fraction=None, trend=None, video=None):
+                 masks=None, near_zero_fraction=None, trend=None, video=None, annual=None, seasonal=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -132,8 +140,15 @@ class Aggregator:
                     problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
                                  f"variables={self.variables!r}")
         trended = _chosen_variables("trend", trend, self.variables, problems)
-        self._trended = trended
         videoed = _chosen_variables("video", video, self.variables, problems)
+        annualized = _chosen_variables("annual", annual, self.variables, problems, ("variables", "timestep"))
+        timestep = 0.0
+        if annualized:
+            with problems.catching("annual"):
+                timestep = _annual_timestep(annual)
+        seasoned = _chosen_variables("seasonal", seasonal, self.variables, problems)
+        self._timed = trended | annualized | seasoned
+        self._dated = annualized | seasoned
         near_zero = {}
         if near_zero_fraction is not None:
             with problems.catching("near_zero_fraction"):
@@ -178,7 +193,8 @@ class Aggregator:
                     ensemble_cell_maps=bool(ensemble_cell_maps),
                     crps_alpha=alpha, normalization=self._stats.get(name),
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
-                    trend=name in trended, video=name in videoed)
+                    trend=name in trended, video=name in videoed,
+                    annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -194,16 +210,17 @@ class Aggregator:
         """Records one window: ``target[name]`` ``(sample, time, h_local, w_local)`` and ``prediction[name]`` the
         same, or ``(sample, member, time, h_local, w_local)`` with members, for every variable; sample ``s`` is
         initial condition ``first_initial_condition + first_sample + s`` and time ``t`` lead ``first_lead + t``.
-        ``times`` (with a trend): ``(sample, time)`` seconds since 2000-01-01 00:00:00 in the run's calendar (ACE's
-        reference: ``cftime.date2num(dates, "seconds since 2000-01-01 00:00:00", calendar)``).
+        ``times`` (with a trend, annual or seasonal means): ``(sample, time)`` valid dates (cftime or datetime objects,
+        or numpy datetime64), each taken in its calendar as seconds since 2000-01-01 00:00:00 (ACE's trend reference),
+        year and month; with a trend alone, seconds will do.
         Collective over the spatial group (one agreement and one fused evaluation per pair)."""
         problems = Problems()
         pair_times = None
-        if self._trended:
+        if self._timed:
             with problems.catching("times"):
                 if times is None:
-                    raise ValueError("the trend needs each pair's time")
-                pair_times = np.asarray(times, dtype=np.float64)
+                    raise ValueError("the trend, annual and seasonal means need each pair's valid time")
+                pair_times = _valid_times(times, bool(self._dated))
         fields = {}
         samples = steps = 0
         for name in self.variables:
@@ -229,8 +246,8 @@ class Aggregator:
             else:
                 samples, steps = truth.shape[:2]
                 fields[name] = (truth, pred)
-        if pair_times is not None and pair_times.shape != (samples, steps) and not problems.text():
-            problems.add(f"times: shape {pair_times.shape}, the window's (sample, time) is {(samples, steps)}")
+        if pair_times is not None and pair_times[0].shape != (samples, steps) and not problems.text():
+            problems.add(f"times: shape {pair_times[0].shape}, the window's (sample, time) is {(samples, steps)}")
         # One agreement over the spatial group before any pair: every rank of it records the same window.
         with mpi_errors():
             seen = self.distributed._spatial_comm.allgather(
@@ -249,7 +266,9 @@ class Aggregator:
                         aggregator.record("", self.first_initial_condition + first_sample + s, first_lead + t,
                                           _arrays.contiguous(truth[s, t][None]),
                                           _arrays.contiguous(pred[s, :, t][:, None]),
-                                          time=float(pair_times[s, t]) if name in self._trended else None)
+                                          time=tuple(int(v[s, t]) if k else float(v[s, t])
+                                                     for k, v in enumerate(pair_times))
+                                          if name in self._timed else None)
 
     def _field(self, fields, name, what, problems):
         try:
@@ -315,6 +334,17 @@ class Aggregator:
         if video is not None:
             channel["video"] = {"prediction": _array(video[0], (self.lead_times, nlat, nlon)),
                                 "target": _array(video[1], (self.lead_times, nlat, nlon))}
+        seasonal = channel.get("seasonal")
+        if seasonal is not None:
+            channel["seasonal"] = {"prediction": _array(seasonal[0], (4, nlat, nlon)),
+                                   "target": _array(seasonal[1], (4, nlat, nlon))}
+        annual = channel.get("annual")
+        if annual is not None:
+            years = np.frombuffer(annual["years"], dtype=np.int64).copy()
+            shape = (int(annual["samples"]), len(years))
+            channel["annual"] = {"years": years, **{key: np.zeros(shape) if annual[key] is None else
+                                                    _array(annual[key], shape)
+                                                    for key in ("prediction", "target", "counts")}}
         for key in ("near_zero_maps", "trend_maps"):
             maps = channel.get(key)
             if maps is not None:
@@ -330,20 +360,52 @@ class Aggregator:
                                   [bool(c["target_missing"]) for c in channels])
 
 
-def _chosen_variables(setting, option, variables, problems):
-    """The variables a family's option names (True, or a dict of its config field ``variables``; None or False:
-    none), checked by the library's rule; a problem goes to ``problems``."""
+def _chosen_variables(setting, option, variables, problems, known=("variables",)):
+    """The variables a family's option names (True, or a dict of its config field ``variables`` and the ``known``
+    others; None or False: none), checked by the library's rule; a problem goes to ``problems``."""
     if not option:
         return set()
     with problems.catching(setting):
         chosen = None if option is True else dict(option).get("variables")
-        unknown = [] if option is True else sorted(set(dict(option)) - {"variables"})
+        unknown = [] if option is True else sorted(set(dict(option)) - set(known))
         if unknown:
-            raise ValueError(f"{setting}: unknown option(s) {unknown}; known: ['variables']")
+            raise ValueError(f"{setting}: unknown option(s) {unknown}; known: {sorted(known)}")
         chosen = list(variables) if chosen is None else [str(v) for v in chosen]
         _core.check_variable_names(setting, "variables", chosen, list(variables))
         return set(chosen)
     return set()
+
+
+def _annual_timestep(annual):
+    """The timestep in seconds of ``annual``'s ``timestep`` (seconds, or a ``datetime.timedelta``)."""
+    if annual is True or "timestep" not in dict(annual):
+        raise ValueError("annual: needs the run's timestep, {'timestep': seconds or datetime.timedelta}")
+    step = dict(annual)["timestep"]
+    seconds = step.total_seconds() if hasattr(step, "total_seconds") else float(step)
+    if not seconds > 0:
+        raise ValueError(f"annual: timestep={step!r}, needs more than 0 seconds")
+    return seconds
+
+
+def _valid_times(times, dated):
+    """The pairs' valid times ``(seconds since 2000-01-01 00:00:00 in their calendar, year, month)`` of ``times``:
+    dates (cftime or datetime objects, numpy datetime64), or seconds (then no year or month; refused when ``dated``,
+    for the annual and seasonal means)."""
+    values = np.asarray(times)
+    if values.dtype.kind in "fiu":
+        if dated:
+            raise ValueError("times: the annual and seasonal means need dates (cftime or datetime), got numbers")
+        return values.astype(np.float64), np.full(values.shape, 2000, np.int64), np.ones(values.shape, np.int64)
+    import cftime
+
+    if values.dtype.kind == "M":
+        values = values.astype("datetime64[us]").astype(object)
+    flat = list(values.ravel())
+    calendar = (getattr(flat[0], "calendar", None) or "standard") if flat else "standard"
+    seconds = np.asarray(cftime.date2num(flat, "seconds since 2000-01-01 00:00:00", calendar), dtype=np.float64)
+    years = np.array([d.year for d in flat], dtype=np.int64)
+    months = np.array([d.month for d in flat], dtype=np.int64)
+    return seconds.reshape(values.shape), years.reshape(values.shape), months.reshape(values.shape)
 
 
 _NEAR_ZERO_DEFAULTS = {"variables": None, "eps": 0.0, "per_variable_eps": {}, "include_maps": False}

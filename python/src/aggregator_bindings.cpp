@@ -505,7 +505,7 @@ class PythonAggregator {
                               : py::object(py::make_tuple(map_bytes(channel.trend_prediction_map),
                                                           map_bytes(channel.trend_truth_map)));
         c["seasonal"] =
-            channel.has_seasonal
+            !channel.seasonal_prediction.empty()
                 ? py::object(py::make_tuple(map_bytes(channel.seasonal_prediction), map_bytes(channel.seasonal_truth)))
                 : py::object(py::none());
         if (channel.annual) {

@@ -39,6 +39,9 @@ parser.add_argument("--masked", action="store_true",
 parser.add_argument("--outcomes", help="a folder: each rank writes there what the run raised (or 'ok'), and goes on")
 parser.add_argument("--flush-first", action="store_true", help="flush_diagnostics before any record")
 parser.add_argument("--uneven", action="store_true", help="the last data rank records one sample fewer")
+parser.add_argument("--climate", action="store_true",
+                    help="a run of 2.4 years: 11 forward steps of 73 days (windows of 2, 1 and 8), ACE's annual (its "
+                         "default) and seasonal metrics on; its ENSO and IPO metrics off")
 parser.add_argument("--extra-score", action="store_true",
                     help="the drop-in with a score added through the registry alone: test_only_rmse, rmse's definition")
 args = parser.parse_args()
@@ -57,7 +60,12 @@ elif "OMPI_COMM_WORLD_RANK" in os.environ:  # ACE's own backend over gloo: torch
 from fme.ace.aggregator.inference import (  # noqa: E402
     EnsembleMetricConfig, HistogramMetricConfig, InferenceEvaluatorAggregatorConfig, PowerSpectrumMetricConfig,
     StepMeanMetricConfig, ZonalMeanMetricConfig)
+from fme.ace.aggregator.inference.annual import AnnualMetricConfig  # noqa: E402
+from fme.ace.aggregator.inference.enso.dynamic_index import EnsoIndexMetricConfig  # noqa: E402
+from fme.ace.aggregator.inference.enso.enso_coefficient import EnsoCoefficientMetricConfig  # noqa: E402
+from fme.ace.aggregator.inference.ipo.ipo_index import IpoIndexMetricConfig  # noqa: E402
 from fme.ace.aggregator.inference.near_zero_fraction import NearZeroFractionMetricConfig  # noqa: E402
+from fme.ace.aggregator.inference.seasonal import SeasonalMetricConfig  # noqa: E402
 from fme.ace.aggregator.inference.trend import TrendMetricConfig  # noqa: E402
 from fme.ace.aggregator.inference.video import VideoMetricConfig  # noqa: E402
 from fme.core.wandb import WandB  # noqa: E402
@@ -70,7 +78,9 @@ from fme.core.dataset_info import DatasetInfo  # noqa: E402
 from fme.core.distributed import Distributed  # noqa: E402
 from fme.core.spatial_mask_provider import SpatialMaskProvider  # noqa: E402
 
-NLAT, NLON, ICS, MEMBERS, FORWARD = 10, 16, 2, 4, 3
+NLAT, NLON, ICS, MEMBERS, FORWARD = 10, 16, 2, 4, 11 if args.climate else 3
+STEP = datetime.timedelta(days=73) if args.climate else datetime.timedelta(hours=6)
+WINDOWS = ((1, 2), (3, 1), (4, 8)) if args.climate else ((1, 2), (3, 1))
 NAMES = ["a", "b"] + (["sst"] if args.masked else [])
 dtype = torch.float64 if args.float64 else torch.float32
 rng = np.random.default_rng(3)
@@ -124,20 +134,20 @@ t0 = cftime.DatetimeJulian(2000, 1, 1)
 
 
 def times(first, n):
-    row = [t0 + datetime.timedelta(hours=6 * (first + k)) for k in range(n)]
+    row = [t0 + STEP * (first + k) for k in range(n)]
     return xr.DataArray([row] * (mine.stop - mine.start), dims=["sample", "time"])
 
 
 masks = SpatialMaskProvider({"mask_sst": torch.from_numpy((~LAND).astype(np.float32)).to(dtype)}) \
     if args.masked else None
 info = DatasetInfo(horizontal_coordinates=LatLonCoordinates(lat=torch.from_numpy(lat), lon=torch.from_numpy(lon)),
-                   timestep=datetime.timedelta(hours=6), spatial_mask_provider=masks)
+                   timestep=STEP, spatial_mask_provider=masks)
 build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_time=times(0, 1).isel(time=0),
              normalize=normalize, output_dir=args.out, n_ensemble_per_ic=MEMBERS)
 out = {"refused": None}
 spatial = not args.ace and getattr(dist._distributed, "distributed", None) is not None and \
     dist._distributed.distributed.has_spatial_parallelism
-if spatial:
+if spatial and not args.climate:
     try:
         InferenceEvaluatorAggregatorConfig(histogram=HistogramMetricConfig(enabled=True)).build(**build)
     except ValueError as error:
@@ -151,7 +161,12 @@ config = InferenceEvaluatorAggregatorConfig(
     near_zero_fraction=NearZeroFractionMetricConfig(enabled=True, variables=["a", "b"], eps=290.0,
                                                     per_variable_eps={"a": 250.0}, include_maps=True),
     trend=TrendMetricConfig(enabled=not args.no_trend, variables=["a", "b", "absent"]),
-    video=VideoMetricConfig(enabled=not args.no_video, variables=["b"]))
+    video=VideoMetricConfig(enabled=not args.no_video, variables=["b"]),
+    annual=AnnualMetricConfig(variables=None if args.climate else ["a"]),  # ACE's default; a short run drops it
+    seasonal=SeasonalMetricConfig(enabled=args.climate, variables=["a", "b"] + (["sst"] if args.masked else [])),
+    enso_index=EnsoIndexMetricConfig(enabled=not args.climate),
+    enso_coefficient=EnsoCoefficientMetricConfig(enabled=not args.climate),
+    ipo_index=IpoIndexMetricConfig(enabled=not args.climate))
 aggregator = config.build(**build)
 if args.uneven and d_rank == d_size - 1:  # this rank's samples are not whole ensembles
     mine = slice(mine.start, mine.stop - 1)
@@ -163,7 +178,7 @@ def run():
     ic = tensors(truth, slice(0, 1))
     rows = list(aggregator.record_initial_condition(PairedData(prediction=tensors(pred, slice(0, 1)), reference=ic,
                                                                time=times(0, 1))))
-    for first, n in ((1, 2), (3, 1)):
+    for first, n in WINDOWS:
         window = slice(first, first + n)
         data = PairedData(prediction=tensors(pred, window), reference=tensors(truth, window), time=times(first, n),
                           n_ensemble=MEMBERS)

@@ -364,6 +364,74 @@ def test_the_power_spectrum_is_aces_at_every_mesh(runs):
                 assert serial["summary"][k] == pytest.approx(theirs[k], rel=1e-3, abs=1e-5), (run, k)
 
 
+CLIMATE = ("annual/", "seasonal/")
+
+
+@pytest.fixture(scope="module")
+def climate_runs(tmp_path_factory):
+    """The case as a run of 2.4 years (--climate: 11 steps of 73 days, ACE's annual metric, its default, and its
+    seasonal one): ACE's own serially in float32 and float64, the drop-in at every mesh."""
+    root = tmp_path_factory.mktemp("ace_climate")
+    out = {"ace32": run_case(root / "ace32", ace=True, flags=["--climate"]),
+           "ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--climate"])}
+    for ranks, h, w in MESHES:
+        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=["--climate"])
+    return out
+
+
+def annual_difference(key):
+    """ACE's annual means sum each step's global mean with xarray's NaN-skipping sum but count every step: a variable
+    with missing points (a NaN global mean every step) gets annual means of 0, and RMSE and CRPS 0. gridshard's are
+    NaN (the means are missing)."""
+    return key.startswith("annual/") and key.endswith(f"/{MISSING}")
+
+
+def test_annual_and_seasonal_means_are_aces_at_every_mesh(climate_runs):
+    """ACE's annual (per sample and year the mean of the steps' global means, its RMSE and fair CRPS over the years)
+    and seasonal metrics (the time-mean RMSE of the seasonal mean maps, per season and over the four) on a run of 2.4
+    years: every key ACE logs, within ACE's float32 rounding (1e-4 relative, or twice ACE's own float32 error) and
+    ACE's float64 numbers to 1e-7 (its annual CRPS, which it forms in float32 in a float64 loop too, to 1e-4);
+    annual_diagnostics.nc (source, sample, year) ACE's to 1e-4; the same bits at every
+    mesh. The documented difference: ACE's annual means of a variable with missing points are 0, gridshard's NaN."""
+    ace32, ace64 = (
+        {k: v for k, v in climate_runs[run]["summary"].items() if k.startswith(CLIMATE)} for run in ("ace32", "ace64"))
+    assert {"annual/rmse/a", "annual/crps/a", "seasonal/time-mean-rmse/a-DJF", "seasonal/time-mean-rmse/a"} <= set(ace32)
+    serial = climate_runs[(1, 1, 1)]
+    with xr.open_dataset(climate_runs["ace64"]["folder"] / "annual_diagnostics.nc") as ds:
+        ace_file = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
+        ace_years = ds["year"].values
+    with xr.open_dataset(serial["folder"] / "annual_diagnostics.nc") as ds:
+        serial_file = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
+    for mesh in MESHES:
+        run = climate_runs[mesh]
+        mine = {k: v for k, v in run["summary"].items() if k.startswith(CLIMATE)}
+        assert sorted(mine) == sorted(ace32), mesh
+        for key, value in mine.items():
+            assert same_bits(np.float64(value), np.float64(serial["summary"][key])), (mesh, key)
+            if annual_difference(key):
+                assert np.isnan(value) and ace32[key] == 0.0, (mesh, key)
+                continue
+            if np.isnan(ace32[key]):
+                assert np.isnan(value), (mesh, key)
+                continue
+            float32_error = abs(ace32[key] - ace64[key])
+            assert abs(value - ace32[key]) <= max(1e-4 * abs(ace32[key]) + 1e-6, 2 * float32_error), (mesh, key)
+            # ACE forms its annual CRPS in float32 whatever the loop's dtype (fme's annual.get_crps): 1e-4 there
+            rel = 1e-4 if key.startswith("annual/crps/") else 1e-7
+            assert value == pytest.approx(ace64[key], rel=rel, abs=1e-9), (mesh, key)
+        with xr.open_dataset(run["folder"] / "annual_diagnostics.nc") as ds:
+            assert list(ds["year"].values) == list(ace_years) == [2000, 2001], mesh
+            assert set(ds.data_vars) == set(ace_file), mesh
+            for variable in ds.data_vars:
+                values = ds[variable].values.astype(np.float64)
+                assert ds[variable].dims == ("source", "sample", "year"), (mesh, variable)
+                assert same_bits(values, serial_file[variable]), (mesh, variable)
+                if variable == MISSING:
+                    assert np.isnan(values).all() and (ace_file[variable] == 0).all(), mesh
+                else:
+                    assert np.allclose(values, ace_file[variable], rtol=1e-4, atol=1e-5), (mesh, variable)
+
+
 def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):
     """gridshard.register_score (a test-only entry: rmse's definition under the key test_only_rmse, ACE key
     mean/test_only_rmse/{var}, logged on the normalised fields and by the mean_step_<k> metrics too) and nothing

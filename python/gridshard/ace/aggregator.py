@@ -8,9 +8,10 @@ implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and 
 ``time_mean_norm``, ``zonal_mean``, ``power_spectrum`` (ACE's NaN fill and spherical power spectrum of every
 forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
-cell, then the area mean). Every other enabled metric (histogram, video, ENSO, seasonal, annual, trend, ensemble
-mean maps, ...) is ACE's own aggregator when the grid is not split, and is refused at build time under spatial
-parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
+cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
+annual (without monthly reference data) and seasonal metrics. Every other enabled metric (histogram, extended
+videos, ENSO, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at build time under
+spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
 """
 
 import dataclasses
@@ -22,6 +23,7 @@ from .. import _arrays, _outputs
 from .. import _gridshard as _core
 from ..aggregator import Aggregator, registered_scores
 from ..distributed import ArgumentError, Distributed
+from . import calendar
 from .backend import GridshardBackend
 
 # ACE's power_spectrum summaries that its report_directional_bias option adds.
@@ -161,8 +163,12 @@ class InferenceEvaluatorAggregator:
         # ACE's video, its default videos (the extended ones stay ACE's)
         video_served = [m for m in metrics if isinstance(m, ace_main.VideoMetricConfig) and
                         not m.enable_extended_videos]
+        # ACE's annual (where its build keeps it) and seasonal metrics
+        annual_served, seasonal_served = calendar.served(ace_main, config, metrics, dataset_info,
+                                                         n_ic_steps + n_forward_steps)
+        self._timestep = dataset_info.timestep
         ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)
-                or any(m is t for t in trend_served + video_served)]
+                or any(m is t for t in trend_served + video_served + annual_served + seasonal_served)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
         self._steps = [m for m in ours if isinstance(m, ace_main.StepMeanMetricConfig) and m.step <= n_forward_steps]
@@ -173,6 +179,8 @@ class InferenceEvaluatorAggregator:
         self._near_zero = [m for m in ours if isinstance(m, ace_main.NearZeroFractionMetricConfig)]
         self._trends = [m for m in ours if isinstance(m, ace_main.TrendMetricConfig)]
         self._videos = [m for m in ours if isinstance(m, ace_main.VideoMetricConfig)]
+        self._annual = [m for m in ours if isinstance(m, ace_main.AnnualMetricConfig)]
+        self._seasonal = [m for m in ours if isinstance(m, ace_main.SeasonalMetricConfig)]
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -269,7 +277,7 @@ class InferenceEvaluatorAggregator:
                    for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
             bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
-            bool(self._trends) or bool(self._videos)
+            bool(self._trends) or bool(self._videos) or bool(self._annual) or bool(self._seasonal)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
@@ -286,12 +294,16 @@ class InferenceEvaluatorAggregator:
             # ACE's trend of the variables its metric names (every one without a list) that the data has
             trended = [n for n in names if any(m.variables is None or n in m.variables for m in self._trends)]
             videoed = [n for n in names if any(m.variables is None or n in m.variables for m in self._videos)]
+            annualized, seasoned = calendar.chosen(self._annual, names), calendar.chosen(self._seasonal, names)
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
                                       ensemble_cell_maps=maps_of["denorm"],
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
                                       near_zero_fraction=near_zero,
                                       trend={"variables": trended} if trended else None,
-                                      video={"variables": videoed} if videoed else None, **common)
+                                      video={"variables": videoed} if videoed else None,
+                                      annual={"variables": annualized, "timestep": self._timestep} if annualized
+                                      else None,
+                                      seasonal={"variables": seasoned} if seasoned else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -327,22 +339,16 @@ class InferenceEvaluatorAggregator:
         time = getattr(initial_condition, "time", None)
         return time if time is not None else initial_condition.as_batch_data().time
 
-    def _seconds(self, time):
-        """ACE's trend times (fme's trend.py): the ``(sample, time)`` dates as seconds since 2000-01-01 00:00:00 in
-        their calendar, one row per initial condition (its members share its dates)."""
-        import cftime
-
-        values = np.asarray(time.values)
-        seconds = cftime.date2num(values.ravel(), units="seconds since 2000-01-01 00:00:00",
-                                  calendar=time.dt.calendar)
-        seconds = np.asarray(seconds, dtype=np.float64).reshape(values.shape)
-        return seconds[::self.n_ensemble_per_ic]
+    def _dates(self, time):
+        """The valid dates ``(initial condition, time)`` of ACE's ``(sample, time)`` times (cftime, in the run's
+        calendar; an initial condition's members share its dates): the trend's, annual and seasonal means' times."""
+        return np.asarray(time.values)[::self.n_ensemble_per_ic]
 
     def _record(self, target, prediction, first_lead, time):
         target, prediction = self._unfolded(target, prediction)
         if self._denorm is not None:
             self._denorm.record(target, prediction, first_lead=first_lead,
-                                times=self._seconds(time) if self._trends else None)
+                                times=self._dates(time) if self._trends or self._annual or self._seasonal else None)
         if self._norm is not None:
             self._norm.record(self._normalize(target), self._normalize(prediction), first_lead=first_lead)
         stop = first_lead + int(next(iter(target.values())).shape[1])
@@ -450,6 +456,7 @@ class InferenceEvaluatorAggregator:
                 means = denorm[name]["regions"]["global"]["time_means"]
                 logs.update({f"{metric.get_name()}/{ace_name}/{name}": float(means[key])
                              for key, ace_name in self._keys.trend.items()})
+        logs.update(calendar.logs(self._annual, self._seasonal, denorm or {}))
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -636,6 +643,7 @@ class InferenceEvaluatorAggregator:
                                           dims=("source", "timestep", "lat", "lon"), attrs=attrs)
             if data:
                 out[metric.get_name()] = xr.Dataset(data)
+        out.update(calendar.annual_datasets(self._annual, denorm or {}))  # fme's annual_diagnostics.nc
         for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
             data = {}
             for name in self._spectral(metric, denorm):

@@ -1,0 +1,75 @@
+"""ACE's annual and seasonal metrics in the drop-in (fme's ``annual`` and ``seasonal``): which of them it serves,
+their keys and their file, from ``gridshard.Aggregator``'s annual means and seasonal scores (the library's
+evaluation layer: exact, the same bits on every mesh). No numerics here: the values are the library's."""
+import datetime
+
+import numpy as np
+
+from ..aggregator import registered_scores
+
+# fme's AnnualMetricConfig.build: a run of more than ~2 years
+_ANNUAL_MIN_DURATION = datetime.timedelta(days=730)
+
+
+def served(ace_main, config, metrics, dataset_info, n_timesteps):
+    """The annual and seasonal metrics of ``metrics`` the drop-in scores: every seasonal one, and the annual ones
+    where ACE's build keeps them (a run of more than 730 days) without monthly reference data (its R2 stays ACE's)."""
+    long_enough = n_timesteps * dataset_info.timestep > _ANNUAL_MIN_DURATION
+    annual = [m for m in metrics if isinstance(m, ace_main.AnnualMetricConfig) and long_enough and
+              m.reference_data is None and getattr(config, "monthly_reference_data", None) is None]
+    seasonal = [m for m in metrics if isinstance(m, ace_main.SeasonalMetricConfig)]
+    return annual, seasonal
+
+
+def chosen(metrics, names):
+    """The variables of ``names`` that one of ``metrics`` names (every one without a list)."""
+    return [n for n in names if any(m.variables is None or n in m.variables for m in metrics)]
+
+
+def _keys(family):
+    """The registry's scores of ``family`` with an ACE key: {key: ACE's key with {var}}."""
+    return {s["key"]: s["ace_key"] for s in registered_scores()
+            if s["report"] == "forecast" and s["family"] == family and s["ace_key"]}
+
+
+def _relabelled(ace_key, label, name):
+    """ACE's key of a score under the metric's configured name (its first segment) for variable ``name``."""
+    return label + ace_key[ace_key.index("/"):].replace("{var}", name)
+
+
+def logs(annual, seasonal, scores):
+    """ACE's scalar logs of its annual metrics (``<name>/rmse/<var>`` and ``<name>/crps/<var>`` as its report_rmse and
+    report_crps say, over more than one year) and seasonal ones (``<name>/time-mean-rmse/<var>-<season>`` and over
+    the four seasons), images aside."""
+    out = {}
+    for metric in annual:
+        for name in chosen([metric], sorted(scores)):
+            means = scores[name]["regions"]["global"]["time_means"]
+            for key, ace_key in _keys("annual").items():
+                reported = getattr(metric, "report_" + key.split("_", 1)[1], True)
+                if reported and key in means:  # the library forms them over more than one year, as ACE
+                    out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
+    for metric in seasonal:
+        for name in chosen([metric], sorted(scores)):
+            means = scores[name]["regions"]["global"]["time_means"]
+            for key, ace_key in _keys("seasonal").items():
+                out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
+    return out
+
+
+def annual_datasets(annual, scores):
+    """fme's annual_diagnostics.nc of each annual metric: per variable and ``counts`` (source = target, prediction;
+    sample; year), the years from the first kept to the last."""
+    import xarray as xr
+
+    out = {}
+    for metric in annual:
+        data, years, counts = {}, None, None
+        for name in chosen([metric], sorted(scores)):
+            means = scores[name]["annual"]
+            years, counts = means["years"], means["counts"]
+            data[name] = (("source", "sample", "year"), np.stack([means["target"], means["prediction"]]))
+        if data:
+            data["counts"] = (("source", "sample", "year"), np.stack([counts, counts]))
+            out[metric.get_name()] = xr.Dataset(data, coords={"source": ["target", "prediction"], "year": years})
+    return out
