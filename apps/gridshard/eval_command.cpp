@@ -59,6 +59,12 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.trend_variables = parse_name_list("--trend-variables", options.trend_variables);
     plan.scoring.video = options.video;
     plan.video_variables = parse_name_list("--video-variables", options.video_variables);
+    if (options.annual) {
+        plan.scoring.annual = AnnualOptions{};  // its timestep: the files' lead-time step
+    }
+    plan.annual_variables = parse_name_list("--annual-variables", options.annual_variables);
+    plan.scoring.seasonal = options.seasonal;
+    plan.seasonal_variables = parse_name_list("--seasonal-variables", options.seasonal_variables);
     plan.access = access;
     return plan;
 }
@@ -124,11 +130,12 @@ int run_eval(const EvalOptions& options) {
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    options.include_initial_step || options.data_split.has_value() ||
                                    !options.normalize.empty() || options.near_zero_fraction || options.trend ||
-                                   options.video;
+                                   options.video || options.annual || options.seasonal;
         if (!forecast && forecast_only) {
             throw ArgumentError(
                 "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction, "
-                "--trend and --video need a forecast: files with a sample or member dim, or the built-in forecast "
+                "--trend, --video, --annual and --seasonal need a forecast: files with a sample or member dim, or the "
+                "built-in forecast "
                 "(--initial-conditions, --ensemble-size)");
         }
         if (!forecast && !options.diagnostics.empty() && !options.spectrum) {
@@ -143,9 +150,10 @@ int run_eval(const EvalOptions& options) {
         }
         // Before any work: no output may be an input or another output, or anything but a regular file. Every
         // rank checks (a node may see another file system), then all agree.
-        const OutputPaths paths = output_paths(
-            options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
-            options.near_zero_fraction && options.near_zero_config.include_maps, options.trend, options.video);
+        const OutputPaths paths =
+            output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
+                         options.near_zero_fraction && options.near_zero_config.include_maps, options.trend,
+                         options.video, options.annual);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -354,6 +362,25 @@ Runner add_eval_command(CLI::App& app) {
         ->add_option("--video-variables", options->video_variables,
                      "Comma-separated variables with a video (ACE's variables; default: every variable)")
         ->needs(video);
+    CLI::Option* annual = command->add_flag(
+        "--annual", options->annual,
+        "Forecast: also ACE's annual metric: per sample and calendar year of the valid times the mean of the counted "
+        "lead times' global means, kept where the year holds more than 350 days of steps (the run must be longer "
+        "than 730 days), in --diagnostics DIR/annual_diagnostics.nc, and over more than one year ACE's RMSE of the "
+        "yearly ensemble means and fair CRPS (annual/rmse, annual/crps) in the JSON report");
+    command
+        ->add_option("--annual-variables", options->annual_variables,
+                     "Comma-separated variables with annual means (ACE's variables; default: every variable)")
+        ->needs(annual);
+    CLI::Option* seasonal = command->add_flag(
+        "--seasonal", options->seasonal,
+        "Forecast: also ACE's seasonal metric: per season (DJF, MAM, JJA, SON) of the valid times the mean maps of "
+        "the prediction and of the truth, and the area-weighted RMSE of their difference per season and over the "
+        "four (seasonal/time-mean-rmse) in the JSON report");
+    command
+        ->add_option("--seasonal-variables", options->seasonal_variables,
+                     "Comma-separated variables with seasonal means (ACE's variables; default: every variable)")
+        ->needs(seasonal);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

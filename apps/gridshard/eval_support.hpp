@@ -58,6 +58,9 @@ struct EvalOptions {
     // ACE's video (--video, --video-variables).
     bool video = false;
     std::string video_variables;
+    // ACE's annual and seasonal means (--annual, --annual-variables, --seasonal, --seasonal-variables).
+    bool annual = false, seasonal = false;
+    std::string annual_variables, seasonal_variables;
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

@@ -505,6 +505,35 @@ io::Dataset trend_diagnostics(const EvaluationResult& result, const MapPart& par
     return d;
 }
 
+// ACE's annual_diagnostics.nc (fme's PairedGlobalMeanAnnualAggregator.get_dataset): per variable with annual means
+// and `counts` (ACE's: 1 where a year is kept) over (source, sample, year), source = target, prediction.
+io::Dataset annual_diagnostics(const EvaluationResult& result) {
+    io::Dataset d;
+    d.global_attributes = global_attributes("gridshard annual means of the global means, per sample (" +
+                                            time_mean_rows_text(result) + ")");
+    const AnnualMeans* first = nullptr;
+    for (const ChannelScores& c : result.channels) {
+        if (!c.annual) {
+            continue;  // a variable without annual means
+        }
+        first = first == nullptr ? &*c.annual : first;
+        std::vector<double> values = c.annual->truth;
+        values.insert(values.end(), c.annual->prediction.begin(), c.annual->prediction.end());
+        d.variables.push_back(
+            {netcdf_name(c.name), {"source", "sample", "year"}, values, {{"long_name", c.name + " annual mean"}}});
+    }
+    if (first != nullptr) {
+        std::vector<double> years(first->years.begin(), first->years.end());
+        d.dims = {{"source", 2, {}, {}, false, {"target", "prediction"}},
+                  {"sample", first->samples},
+                  {"year", static_cast<std::int64_t>(years.size()), years, {{"long_name", "calendar year"}}}};
+        std::vector<double> counts = first->counts;
+        counts.insert(counts.end(), first->counts.begin(), first->counts.end());
+        d.variables.push_back({"counts", {"source", "sample", "year"}, counts, {}});
+    }
+    return d;
+}
+
 // ACE's video_diagnostics.nc (fme's VideoAggregator.get_dataset, its default videos): per variable with a video its
 // mean maps per lead time over (source, timestep, lat, lon), source = prediction, target.
 io::Dataset video_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
@@ -587,12 +616,13 @@ void write_json_report(io::AtomicOutput& output, const EvaluationResult& result)
 std::vector<io::NamedPath> OutputPaths::named() const {
     return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
             {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum},
-            {"--diagnostics", near_zero},  {"--diagnostics", trend},     {"--diagnostics", video}};
+            {"--diagnostics", near_zero},  {"--diagnostics", trend},     {"--diagnostics", video},
+            {"--diagnostics", annual}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
-                         bool spectrum, bool near_zero_maps, bool trend, bool video) {
-    OutputPaths paths{json, zonal, "", "", "", "", "", "", ""};
+                         bool spectrum, bool near_zero_maps, bool trend, bool video, bool annual) {
+    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -611,6 +641,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (forecast && video) {
             paths.video = base + "video_diagnostics.nc";
+        }
+        if (forecast && annual) {
+            paths.annual = base + "annual_diagnostics.nc";
         }
     }
     return paths;
@@ -652,6 +685,9 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     }
     if (!paths.video.empty()) {
         jobs.push_back({paths.video, [&](io::AtomicOutput& o) { io::write_dataset(o, video_diagnostics(result)); }});
+    }
+    if (!paths.annual.empty()) {
+        jobs.push_back({paths.annual, [&](io::AtomicOutput& o) { io::write_dataset(o, annual_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -695,6 +731,22 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     }
     if (!paths.video.empty()) {
         jobs.push_back(collectively(paths.video, video_diagnostics(result, part)));
+    }
+    if (!paths.annual.empty()) {  // every rank holds the annual means; rank 0 writes them
+        io::Dataset annual = annual_diagnostics(result);
+        for (io::DatasetVariable& v : annual.variables) {
+            v.start.assign(v.dims.size(), 0);
+            v.count.assign(v.dims.size(), 0);
+            for (std::size_t k = 0; k < v.dims.size() && world.rank() == 0; ++k) {
+                v.count[k] = std::find_if(annual.dims.begin(), annual.dims.end(), [&](const io::DatasetDim& d) {
+                                 return d.name == v.dims[k];
+                             })->size;
+            }
+            if (world.rank() != 0) {
+                v.values.clear();
+            }
+        }
+        jobs.push_back(collectively(paths.annual, std::move(annual)));
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

@@ -28,6 +28,7 @@ struct OutputPaths {
     std::string near_zero;  ///< near_zero_fraction_diagnostics.nc
     std::string trend;      ///< trend_diagnostics.nc
     std::string video;      ///< video_diagnostics.nc
+    std::string annual;     ///< annual_diagnostics.nc
     /// Every path, named for io::check_output_paths.
     [[nodiscard]] std::vector<io::NamedPath> named() const;
 };
@@ -36,7 +37,8 @@ struct OutputPaths {
 /// `spectrum` the power spectra's (a pair's only file there), and a forecast's near-zero fraction maps with
 /// `near_zero_maps`, its trend maps with `trend` and its video with `video`.
 [[nodiscard]] OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder,
-                                       bool forecast, bool spectrum, bool near_zero_maps, bool trend, bool video);
+                                       bool forecast, bool spectrum, bool near_zero_maps, bool trend, bool video,
+                                       bool annual);
 
 /// Throws ArgumentError unless `folder` is empty or an existing directory.
 void check_diagnostics_folder(const std::string& folder);

@@ -241,20 +241,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .trend = options_.trend,
                                               .annual = options_.annual.has_value(),
                                               .seasonal = options_.seasonal});
-    if (options_.annual &&
-        (options_.report != ReportKind::forecast ||
-         !(std::isfinite(options_.annual->timestep_seconds) && options_.annual->timestep_seconds > 0.0))) {
-        throw ArgumentError(setting_name("annual") +
-                            ": the annual means need a forecast report and a timestep above 0 "
-                            "seconds, got " +
-                            std::to_string(options_.annual->timestep_seconds));
-    }
-    std::vector<std::string>& keep = options_.deterministic_keys;
-    for (const char* key : {"weighted_mean_gen", "weighted_mean_target"}) {  // the annual means' per-sample values
-        if (options_.annual && !keep.empty() && std::find(keep.begin(), keep.end(), key) == keep.end()) {
-            keep.emplace_back(key);
-        }
-    }
+    check_annual(options_);  // and keeps the per-sample global means the annual means take
+    const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {
         if (std::none_of(scores_.begin(), scores_.end(), [&](const RegisteredScore* s) {
                 return s->family == ScoreFamily::deterministic && s->key == key;

@@ -48,6 +48,24 @@ double nan_mean(std::span<const double> values) {
 
 }  // namespace
 
+void Aggregator::check_annual(AggregatorOptions& options) {
+    if (!options.annual) {
+        return;
+    }
+    if (options.report != ReportKind::forecast ||
+        !(std::isfinite(options.annual->timestep_seconds) && options.annual->timestep_seconds > 0.0)) {
+        throw ArgumentError(setting_name("annual") +
+                            ": the annual means need a forecast report and a timestep above 0 seconds, got " +
+                            std::to_string(options.annual->timestep_seconds));
+    }
+    std::vector<std::string>& keep = options.deterministic_keys;
+    for (const char* key : {"weighted_mean_gen", "weighted_mean_target"}) {  // the annual means' per-sample values
+        if (!keep.empty() && std::find(keep.begin(), keep.end(), key) == keep.end()) {
+            keep.emplace_back(key);
+        }
+    }
+}
+
 void Aggregator::record_time(std::int64_t initial_condition, std::int64_t lead, ValidTime time) {
     const ForecastExtent& e = shape_.extent;
     if (!needs_times()) {

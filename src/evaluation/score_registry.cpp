@@ -187,18 +187,10 @@ std::deque<RegisteredScore> make_registry() {
               .source = TrendValue::rmse,
               .table_order = 112});
     // ACE's annual metric (fme's PairedGlobalMeanAnnualAggregator, under its default name "annual").
-    forecast({.key = "annual_rmse",
-              .label = "annual_rmse",
-              .ace_key = "annual/rmse/{var}",
-              .source = AnnualValue::rmse,
-              .table_order = 113});
+    forecast({.key = "annual_rmse", .ace_key = "annual/rmse/{var}", .source = AnnualValue::rmse});
     forecast({.key = "annual_crps", .ace_key = "annual/crps/{var}", .source = AnnualValue::crps});
     // ACE's seasonal metric (fme's SeasonalAggregator, under its default name "seasonal").
-    forecast({.key = "seasonal_rmse",
-              .label = "season_rmse",
-              .ace_key = "seasonal/time-mean-rmse/{var}",
-              .source = SeasonalValue::rmse,
-              .table_order = 114});
+    forecast({.key = "seasonal_rmse", .ace_key = "seasonal/time-mean-rmse/{var}", .source = SeasonalValue::rmse});
     for (const auto& [season, value] :
          {std::pair{"DJF", SeasonalValue::rmse_djf}, std::pair{"MAM", SeasonalValue::rmse_mam},
           std::pair{"JJA", SeasonalValue::rmse_jja}, std::pair{"SON", SeasonalValue::rmse_son}}) {

@@ -395,7 +395,8 @@ def test_annual_and_seasonal_means_are_aces_at_every_mesh(climate_runs):
     mesh. The documented difference: ACE's annual means of a variable with missing points are 0, gridshard's NaN."""
     ace32, ace64 = (
         {k: v for k, v in climate_runs[run]["summary"].items() if k.startswith(CLIMATE)} for run in ("ace32", "ace64"))
-    assert {"annual/rmse/a", "annual/crps/a", "seasonal/time-mean-rmse/a-DJF", "seasonal/time-mean-rmse/a"} <= set(ace32)
+    assert {"annual/rmse/a", "annual/crps/a", "seasonal/time-mean-rmse/a-DJF",
+            "seasonal/time-mean-rmse/a"} <= set(ace32)
     serial = climate_runs[(1, 1, 1)]
     with xr.open_dataset(climate_runs["ace64"]["folder"] / "annual_diagnostics.nc") as ds:
         ace_file = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}

@@ -362,6 +362,10 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     (["--trend-variables", "t2m"], "--trend-variables requires --trend"),
     (["--video", "--video-variables", "t2m,t2m"], "--video-variables 't2m,t2m' names 't2m' twice"),
     (["--video", "--video-variables", "u10"], "--video: variables names 'u10', which is not a scored variable"),
+    (["--annual"], "--annual: ACE's annual means need a run of more than 730 days, this one is"),
+    (["--annual-variables", "t2m"], "--annual-variables requires --annual"),
+    (["--seasonal", "--seasonal-variables", "precip"],
+     "--seasonal: variables names 'precip', which is not a scored variable (t2m, sst)"),
 ])
 def test_bad_forecast_arguments_fail_on_every_rank(args, message, ace_files, mpirun, tmp_path):
     truth, pred = ace_files
@@ -382,7 +386,8 @@ def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tm
 
 
 def test_forecast_options_need_a_forecast(mpirun, tmp_path):
-    for option in ("--region", "tropics"), ("--near-zero-fraction",), ("--trend",), ("--video",):
+    for option in ("--region", "tropics"), ("--near-zero-fraction",), ("--trend",), ("--video",), ("--annual",), \
+            ("--seasonal",):
         r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", *option, "--quiet")
         assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
 

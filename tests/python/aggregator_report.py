@@ -9,6 +9,8 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--near-zero JSON]               # also ACE's near-zero fractions (its config fields as JSON) and their maps
         [--trend]                        # also ACE's trend, the times from the prediction's init_time and time
         [--video]                        # also ACE's video
+        [--seasonal]                     # also ACE's seasonal means, the dates from init_time and time
+        [--annual SECONDS]               # also ACE's annual means of a run of this timestep
 """
 import argparse
 import json
@@ -32,6 +34,8 @@ parser.add_argument("--spectrum", action="store_true")
 parser.add_argument("--near-zero", type=json.loads, default=None)
 parser.add_argument("--trend", action="store_true")
 parser.add_argument("--video", action="store_true")
+parser.add_argument("--seasonal", action="store_true")
+parser.add_argument("--annual", type=float, default=None, help="ACE's annual means of a run of this timestep (s)")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -41,14 +45,13 @@ with netCDF4.Dataset(args.truth) as t, netCDF4.Dataset(args.pred) as p:
     truth = {n: np.asarray(t[n][:].filled(np.nan), dtype=np.float32) for n in names}
     pred = {n: np.asarray(p[n][:].filled(np.nan), dtype=np.float32) for n in names}
     lat = np.asarray(t["lat"][:], dtype=np.float64)
-    if args.trend:  # each (initial condition, lead)'s valid time as seconds since 2000-01-01, by cftime
+    timed = args.trend or args.seasonal or args.annual
+    if timed:  # each (initial condition, lead)'s valid date, by cftime in the files' calendar
         import cftime
 
         init, lead = p["init_time"], np.asarray(p["time"][:], dtype=np.int64)
         valid = np.asarray(init[:], dtype=np.int64)[:, None] + lead[None, :]
-        dates = cftime.num2date(valid.ravel(), init.units, init.calendar)
-        pair_times = np.asarray(cftime.date2num(dates, "seconds since 2000-01-01 00:00:00", init.calendar),
-                                dtype=np.float64).reshape(valid.shape)
+        pair_times = np.asarray(cftime.num2date(valid.ravel(), init.units, init.calendar)).reshape(valid.shape)
 ics, members, leads, nlat, nlon = pred[names[0]].shape
 # This data rank's block of initial conditions (uneven where they do not split evenly).
 blocks = np.array_split(np.arange(ics), data)
@@ -59,7 +62,8 @@ aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=me
                                   first_initial_condition=first, local_initial_conditions=len(mine),
                                   normalize=args.normalize, spectrum=True if args.spectrum else None,
                                   near_zero_fraction=args.near_zero, trend=args.trend or None,
-                                  video=args.video or None)
+                                  video=args.video or None, seasonal=args.seasonal or None,
+                                  annual={"timestep": args.annual} if args.annual else None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -69,7 +73,7 @@ for start in range(0, leads, args.window):
     prediction = {n: convert(np.ascontiguousarray(pred[n][first:first + len(mine), :, start:stop, rows, cols]))
                   for n in names}
     aggregator.record(target, prediction, first_lead=start,
-                      times=pair_times[first:first + len(mine), start:stop] if args.trend else None)
+                      times=pair_times[first:first + len(mine), start:stop] if timed else None)
     windows.append((start, aggregator.lead_scores(start, stop)))
 scores = aggregator.finish()
 # Each window's time series as lead_scores gave it once recorded: the finished per-lead scores, bit for bit.
@@ -100,6 +104,10 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
         if channel.get("video") is not None:
             out[name]["video"] = {k: hexes(v) for k, v in channel["video"].items()}
+        if channel.get("annual") is not None:
+            out[name]["annual"] = {k: hexes(v) for k, v in channel["annual"].items()}
+        if channel.get("seasonal") is not None:
+            out[name]["seasonal"] = {k: hexes(v) for k, v in channel["seasonal"].items()}
         if channel.get("trend_maps") is not None:
             out[name]["trend_maps"] = {k: hexes(v) for k, v in channel["trend_maps"].items()}
         if channel.get("near_zero_maps") is not None:

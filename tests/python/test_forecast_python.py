@@ -74,7 +74,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
            "--diagnostics", folder, "--normalize", *stats, "--spectrum", "--quiet", "--near-zero-fraction",
            "--near-zero-fraction-eps", "280", "--near-zero-fraction-per-variable-eps", "sst=295",
-           "--near-zero-fraction-include-maps", "--trend", "--video")
+           "--near-zero-fraction-include-maps", "--trend", "--video", "--seasonal")
     report = json.loads((folder / "r.json").read_text())
     tool, tool_normalized = report["variables"], report["normalized"]["ace_keys"]
 
@@ -102,7 +102,8 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
                "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []),
-               "--normalize", *stats, "--spectrum", "--near-zero", json.dumps(near_zero), "--trend", "--video")
+               "--normalize", *stats, "--spectrum", "--near-zero", json.dumps(near_zero), "--trend", "--video",
+               "--seasonal")
         python = json.loads(out.read_text())
         normalized = python.pop("normalized")  # ACE's normalised keys: the tool's --normalize, bit for bit
         assert sorted(normalized) == sorted(tool_normalized), mesh
@@ -137,6 +138,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
                 assert values == tool_trends[(source, name)], (mesh, name, source)
         assert 0 < float.fromhex(python["t2m"]["time_mean"]["near_zero_fraction_gen"]) < 1
         assert np.isfinite(float.fromhex(python["t2m"]["time_mean"]["trend_rmse"]))
+        assert "seasonal_rmse_djf" in python["t2m"]["time_mean"] and "seasonal" in python["t2m"]
 
 
 def test_the_aggregator_refuses_bad_windows_on_every_rank(tmp_path):
@@ -257,3 +259,38 @@ def test_plot_refuses_a_folder_without_diagnostics(tmp_path):
                             timeout=120)
     assert result.returncode == 2
     assert "mean_diagnostics.nc" in result.stderr and str(tmp_path) in result.stderr
+
+
+def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
+    """ACE's annual and seasonal means of a run of 2.4 years (12 lead times 73 days apart, from 2020-01-01):
+    `gridshard eval --annual --seasonal` gives gridshard.Aggregator's bits at every mesh: the scores (annual RMSE and
+    CRPS, seasonal RMSEs) and annual_diagnostics.nc (source, sample, year)."""
+    import netCDF4
+
+    forecast = ff.Forecast(ics=2, members=3, leads=12, nlat=9, nlon=14, seed=11)
+    forecast.lead_us = np.arange(12) * 73 * 24 * ff.HOUR_US
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_member_dim(forecast, truth, pred, member_dim="member")
+    folder = tmp_path / "tool"
+    folder.mkdir()
+    mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
+           "--diagnostics", folder, "--quiet", "--annual", "--seasonal")
+    tool = json.loads((folder / "r.json").read_text())["variables"]
+    with netCDF4.Dataset(folder / "annual_diagnostics.nc") as annual:
+        years = list(annual["year"][:])
+        tool_annual = {(n, k): _as_hex(np.asarray(annual[n][k][:].filled(np.nan)).ravel())
+                       for n in tool for k in range(2)}
+        counts = _as_hex(np.asarray(annual["counts"][0][:].filled(np.nan)).ravel())
+    assert years == [2020, 2021]
+    for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
+        out = tmp_path / f"{mesh}.json"
+        mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
+               "--truth", truth, "--pred", pred, "--window", 5, "--annual", 73 * 86400, "--seasonal")
+        python = json.loads(out.read_text())
+        for name, scores in python.items():
+            for key in ("annual_rmse", "annual_crps", "seasonal_rmse", "seasonal_rmse_djf", "seasonal_rmse_jja"):
+                assert scores["time_mean"][key] == _as_hex([tool[name]["time_mean"][key]])[0], (mesh, name, key)
+            assert scores["annual"]["target"] == tool_annual[(name, 0)], (mesh, name)
+            assert scores["annual"]["prediction"] == tool_annual[(name, 1)], (mesh, name)
+            assert scores["annual"]["counts"] == counts, (mesh, name)
+        assert np.isfinite(float.fromhex(python["t2m"]["time_mean"]["annual_crps"]))

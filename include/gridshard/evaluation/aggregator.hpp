@@ -409,6 +409,9 @@ class Aggregator {
     void record_seasonal(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                          std::span<const T> members, bool with_truth);
     void finish_annual(VariableScores& out) const;
+    // Throws ArgumentError naming the setting for annual means of a pair report or a timestep not above 0; keeps the
+    // per-sample global means they take among the deterministic keys. No MPI calls.
+    static void check_annual(AggregatorOptions& options);
     // Every pair's valid time on every rank (collective over data: two allreduces of the pairs).
     void merge_times_over_data();
     void finish_seasonal(VariableScores& out);
