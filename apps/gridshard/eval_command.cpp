@@ -21,6 +21,17 @@
 namespace gridshard::cli {
 namespace {
 
+/// One of ACE's climate families as flags named after its config: `flag` turns it on, `flag`-variables (comma-
+/// separated, ACE's `variables`) chooses the variables that have `what`, and needs `flag`.
+void add_family(CLI::App* command, const std::string& flag, bool& on, std::string& variables, const std::string& what,
+                const std::string& help) {
+    CLI::Option* family = command->add_flag(flag, on, help);
+    command
+        ->add_option(flag + "-variables", variables,
+                     "Comma-separated variables with " + what + " (ACE's variables; default: every variable)")
+        ->needs(family);
+}
+
 /// The plan of `options`, for a pair or a forecast as `report` says.
 EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io::InputAccess& access) {
     EvaluationPlan plan;
@@ -344,43 +355,25 @@ Runner add_eval_command(CLI::App& app) {
                    "Also the per-cell fractions of the counted lead times and samples at or below eps, not "
                    "area-weighted (ACE's include_maps), in --diagnostics DIR/near_zero_fraction_diagnostics.nc")
         ->needs(near_zero);
-    CLI::Option* trend = command->add_flag(
-        "--trend", options->trend,
-        "Forecast: also ACE's trend metric: per cell the least-squares slope per year (365.25 days) of the counted "
-        "lead times' values against their valid times, of the prediction (every member) and of the truth, and the "
-        "area-weighted RMSE of their difference (ACE's trend/weighted_rmse) in the JSON report; the maps in "
-        "--diagnostics DIR/trend_diagnostics.nc");
-    command
-        ->add_option("--trend-variables", options->trend_variables,
-                     "Comma-separated variables with a trend (ACE's variables; default: every variable)")
-        ->needs(trend);
-    CLI::Option* video = command->add_flag(
-        "--video", options->video,
-        "Forecast: also ACE's video metric: per counted lead time and cell the mean over every sample of the "
-        "prediction and of the truth, in --diagnostics DIR/video_diagnostics.nc (lead times not counted: NaN)");
-    command
-        ->add_option("--video-variables", options->video_variables,
-                     "Comma-separated variables with a video (ACE's variables; default: every variable)")
-        ->needs(video);
-    CLI::Option* annual = command->add_flag(
-        "--annual", options->annual,
-        "Forecast: also ACE's annual metric: per sample and calendar year of the valid times the mean of the counted "
-        "lead times' global means, kept where the year holds more than 350 days of steps (the run must be longer "
-        "than 730 days), in --diagnostics DIR/annual_diagnostics.nc, and over more than one year ACE's RMSE of the "
-        "yearly ensemble means and fair CRPS (annual/rmse, annual/crps) in the JSON report");
-    command
-        ->add_option("--annual-variables", options->annual_variables,
-                     "Comma-separated variables with annual means (ACE's variables; default: every variable)")
-        ->needs(annual);
-    CLI::Option* seasonal = command->add_flag(
-        "--seasonal", options->seasonal,
-        "Forecast: also ACE's seasonal metric: per season (DJF, MAM, JJA, SON) of the valid times the mean maps of "
-        "the prediction and of the truth, and the area-weighted RMSE of their difference per season and over the "
-        "four (seasonal/time-mean-rmse) in the JSON report");
-    command
-        ->add_option("--seasonal-variables", options->seasonal_variables,
-                     "Comma-separated variables with seasonal means (ACE's variables; default: every variable)")
-        ->needs(seasonal);
+    add_family(command, "--trend", options->trend, options->trend_variables, "a trend",
+               "Forecast: also ACE's trend metric: per cell the least-squares slope per year (365.25 days) of the "
+               "counted lead times' values against their valid times, of the prediction (every member) and of the "
+               "truth, and the area-weighted RMSE of their difference (ACE's trend/weighted_rmse) in the JSON report; "
+               "the maps in --diagnostics DIR/trend_diagnostics.nc");
+    add_family(command, "--video", options->video, options->video_variables, "a video",
+               "Forecast: also ACE's video metric: per counted lead time and cell the mean over every sample of the "
+               "prediction and of the truth, in --diagnostics DIR/video_diagnostics.nc (lead times not counted: "
+               "NaN)");
+    add_family(command, "--annual", options->annual, options->annual_variables, "annual means",
+               "Forecast: also ACE's annual metric: per sample and calendar year of the valid times the mean of the "
+               "counted lead times' global means, kept where the year holds more than 350 days of steps (the run "
+               "must be longer than 730 days), in --diagnostics DIR/annual_diagnostics.nc, and over more than one "
+               "year ACE's RMSE of the yearly ensemble means and fair CRPS (annual/rmse, annual/crps) in the JSON "
+               "report");
+    add_family(command, "--seasonal", options->seasonal, options->seasonal_variables, "seasonal means",
+               "Forecast: also ACE's seasonal metric: per season (DJF, MAM, JJA, SON) of the valid times the mean "
+               "maps of the prediction and of the truth, and the area-weighted RMSE of their difference per season "
+               "and over the four (seasonal/time-mean-rmse) in the JSON report");
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

@@ -732,21 +732,9 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     if (!paths.video.empty()) {
         jobs.push_back(collectively(paths.video, video_diagnostics(result, part)));
     }
-    if (!paths.annual.empty()) {  // every rank holds the annual means; rank 0 writes them
-        io::Dataset annual = annual_diagnostics(result);
-        for (io::DatasetVariable& v : annual.variables) {
-            v.start.assign(v.dims.size(), 0);
-            v.count.assign(v.dims.size(), 0);
-            for (std::size_t k = 0; k < v.dims.size() && world.rank() == 0; ++k) {
-                v.count[k] = std::find_if(annual.dims.begin(), annual.dims.end(), [&](const io::DatasetDim& d) {
-                                 return d.name == v.dims[k];
-                             })->size;
-            }
-            if (world.rank() != 0) {
-                v.values.clear();
-            }
-        }
-        jobs.push_back(collectively(paths.annual, std::move(annual)));
+    if (!paths.annual.empty()) {  // every rank holds the annual means, small: written whole, as the report
+        jobs.push_back(
+            {paths.annual, [&](io::AtomicOutput& o) { io::write_dataset(o, annual_diagnostics(result)); }, {}});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

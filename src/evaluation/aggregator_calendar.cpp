@@ -240,7 +240,7 @@ void Aggregator::finish_annual(VariableScores& out) const {
                     const auto k = static_cast<std::size_t>(s * nyears + (year - first));
                     means.prediction[k] = sums.gen[static_cast<std::size_t>(c)].to_double() / steps;
                     means.truth[k] = sums.truth[static_cast<std::size_t>(c)].to_double() / steps;
-                    means.counts[k] = steps / steps;
+                    means.counts[k] = 1.0;  // ACE's counts over themselves
                 }
             }
         }

@@ -439,6 +439,11 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                 throw ArgumentError(setting_name(setting) + ": ACE's " + family + " a forecast's");
             }
         };
+        // A family is a forecast's, and the variables it names are scored ones.
+        const auto family = [&](const char* setting, const char* what, const std::vector<std::string>& names) {
+            forecast_only(setting, what);
+            check_variable_names(setting, "variables", names, variable_names);
+        };
         check_collectively(
             world, attempt([&] {
                 if (plan.near_zero_fraction) {
@@ -446,12 +451,10 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                     plan.near_zero_fraction->check(variable_names);
                 }
                 if (scoring.video) {
-                    forecast_only("video", "video is");
-                    check_variable_names("video", "variables", plan.video_variables, variable_names);
+                    family("video", "video is", plan.video_variables);
                 }
                 if (scoring.trend) {
-                    forecast_only("trend", "trend is");
-                    check_variable_names("trend", "variables", plan.trend_variables, variable_names);
+                    family("trend", "trend is", plan.trend_variables);
                     if (result.time_means.rows.size() < 2) {
                         throw ArgumentError(setting_name("trend") +
                                             ": a trend needs at least two counted lead times (ACE's rule), got " +
@@ -459,12 +462,10 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                     }
                 }
                 if (scoring.seasonal) {
-                    forecast_only("seasonal", "seasonal means are");
-                    check_variable_names("seasonal", "variables", plan.seasonal_variables, variable_names);
+                    family("seasonal", "seasonal means are", plan.seasonal_variables);
                 }
                 if (scoring.annual) {
-                    forecast_only("annual", "annual means are");
-                    check_variable_names("annual", "variables", plan.annual_variables, variable_names);
+                    family("annual", "annual means are", plan.annual_variables);
                     annual_timestep = lead_timestep_seconds(source, "annual");
                     const double days = static_cast<double>(layout.lead_times) * annual_timestep / 86400.0;
                     if (!(days > 730.0)) {  // fme's AnnualMetricConfig.build

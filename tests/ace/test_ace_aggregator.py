@@ -144,6 +144,15 @@ def documented_difference(key):
     return key.endswith((f"ssr_bias/{MISSING}", "ssr_bias/channel_mean"))
 
 
+def assert_aces_number(value, ace32, ace64, rel, where):
+    """``value`` within ACE's float32 rounding of ACE's float32 number ``ace32``: 1e-4, or twice ACE's own float32
+    error (its distance to its float64 answer) where a cancellation makes that larger (the spread-skill ratio bias:
+    mse - var / M); and ACE's float64 number ``ace64`` to ``rel``."""
+    float32_error = abs(ace32 - ace64)
+    assert abs(value - ace32) <= max(1e-4 * abs(ace32) + 1e-6, 2 * float32_error), where
+    assert value == pytest.approx(ace64, rel=rel, abs=1e-9), where
+
+
 def test_ace_keys_and_numbers(runs):
     ace32, ace64 = ours(runs["ace32"]["summary"]), ours(runs["ace64"]["summary"])
     assert any(k.startswith("ensemble_step_2/ssr_bias/") for k in ace32)
@@ -164,16 +173,12 @@ def test_ace_keys_and_numbers(runs):
             if np.isnan(ace32[key]):
                 assert np.isnan(value), (mesh, key)
                 continue
-            # Within ACE's float32 rounding: 1e-4, or twice ACE's own float32 error (its distance to its float64
-            # answer) where a cancellation makes that larger (the spread-skill ratio bias: mse - var / M).
-            float32_error = abs(ace32[key] - ace64[key])
-            assert abs(value - ace32[key]) <= max(1e-4 * abs(ace32[key]) + 1e-6, 2 * float32_error), (mesh, key)
             # Against float64 ACE: 1e-7, but where gridshard's inputs are not ACE's float64 ones: the normalised
             # fields (rounded to float32 by the normalisation of the float32 loop) and the gradient magnitudes (the
             # library forms those of float32 fields in float32, correctly rounded).
             rel = 1e-5 if ("_norm" in key or "grad_mag" in key) else 1e-7
             assert np.isfinite(value) or key.endswith(f"/{MISSING}") or key.endswith("/channel_mean"), key
-            assert value == pytest.approx(ace64[key], rel=rel, abs=1e-9), (mesh, key)
+            assert_aces_number(value, ace32[key], ace64[key], rel, (mesh, key))
         for row, ace_row in zip(runs[mesh]["rows"], runs["ace32"]["rows"]):
             assert sorted(row) == sorted(ace_row), mesh
             for key, value in row.items():
@@ -415,11 +420,9 @@ def test_annual_and_seasonal_means_are_aces_at_every_mesh(climate_runs):
             if np.isnan(ace32[key]):
                 assert np.isnan(value), (mesh, key)
                 continue
-            float32_error = abs(ace32[key] - ace64[key])
-            assert abs(value - ace32[key]) <= max(1e-4 * abs(ace32[key]) + 1e-6, 2 * float32_error), (mesh, key)
             # ACE forms its annual CRPS in float32 whatever the loop's dtype (fme's annual.get_crps): 1e-4 there
             rel = 1e-4 if key.startswith("annual/crps/") else 1e-7
-            assert value == pytest.approx(ace64[key], rel=rel, abs=1e-9), (mesh, key)
+            assert_aces_number(value, ace32[key], ace64[key], rel, (mesh, key))
         with xr.open_dataset(run["folder"] / "annual_diagnostics.nc") as ds:
             assert list(ds["year"].values) == list(ace_years) == [2000, 2001], mesh
             assert set(ds.data_vars) == set(ace_file), mesh

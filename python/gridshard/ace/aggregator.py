@@ -283,17 +283,17 @@ class InferenceEvaluatorAggregator:
         if wants_denorm:
             # ACE's power spectrum of the variables its metrics name (every one without a list): its fill, its
             # transform (legendre-gauss, torch-harmonics 0.8.0's truncation), each order once.
-            spectral = [n for n in names if any(m.variables is None or n in m.variables for m in self._spectra)]
+            spectral = calendar.chosen(self._spectra, names)
             near_zero = None
             for m in self._near_zero:  # ACE's config fields (ACE's config has one such metric); as ACE's filter
                 # does, the names of variables the data lacks are left out
-                near_zero = {"variables": [n for n in names if m.variables is None or n in m.variables],
+                near_zero = {"variables": calendar.chosen([m], names),
                              "eps": m.eps, "include_maps": m.include_maps,
                              "per_variable_eps": {n: e for n, e in (m.per_variable_eps or {}).items() if n in names}}
                 near_zero = near_zero if near_zero["variables"] else None
-            # ACE's trend of the variables its metric names (every one without a list) that the data has
-            trended = [n for n in names if any(m.variables is None or n in m.variables for m in self._trends)]
-            videoed = [n for n in names if any(m.variables is None or n in m.variables for m in self._videos)]
+            # ACE's trend, video, annual and seasonal means of the variables their metrics name (every one without a
+            # list) that the data has
+            trended, videoed = calendar.chosen(self._trends, names), calendar.chosen(self._videos, names)
             annualized, seasoned = calendar.chosen(self._annual, names), calendar.chosen(self._seasonal, names)
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
                                       ensemble_cell_maps=maps_of["denorm"],

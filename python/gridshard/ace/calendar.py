@@ -22,7 +22,8 @@ def served(ace_main, config, metrics, dataset_info, n_timesteps):
 
 
 def chosen(metrics, names):
-    """The variables of ``names`` that one of ``metrics`` names (every one without a list)."""
+    """The variables of ``names`` that one of ``metrics`` names (every one without a list): ACE's ``variables``
+    filter, for every family the drop-in serves."""
     return [n for n in names if any(m.variables is None or n in m.variables for m in metrics)]
 
 
