@@ -255,7 +255,7 @@ class PythonAggregator {
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
         for (const RegisteredScore* s :
-             report_scores(options.report, {true, true, true, true, true, true, true, true})) {
+             report_scores(options.report, {true, true, true, true, true, true, true, true, true})) {
             chosen.add(s->key);
         }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {

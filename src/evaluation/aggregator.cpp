@@ -84,6 +84,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.video = false;               // nor videos
     normalized.annual.reset();              // nor annual or seasonal means
     normalized.seasonal = false;
+    normalized.regional_index.reset();
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -143,48 +144,6 @@ double Aggregator::Slots::sample_mean(const std::vector<double>& values, std::in
     return sum / static_cast<double>(samples);
 }
 
-std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const AggregatorShape& shape, std::size_t regions,
-                                std::size_t value_bytes, int data_ranks, int spatial_ranks,
-                                const AggregatorOptions& options) {
-    const auto area = static_cast<std::uint64_t>(box.area());
-    const auto c = static_cast<std::uint64_t>(shape.channels);
-    const auto m = static_cast<std::uint64_t>(shape.work.members.size());
-    const auto nlat = static_cast<std::uint64_t>(grid.nlat);
-    const std::uint64_t samples =
-        static_cast<std::uint64_t>(shape.extent.initial_conditions) * static_cast<std::uint64_t>(shape.extent.members);
-    const auto leads = static_cast<std::uint64_t>(shape.extent.lead_times);
-    // Fields: the caller's truth, members and climatology twice (the pair being scored and the next one, read
-    // meanwhile), the repeated truth and climatology; the time sums (2 x 24 bytes) and their gather over the data
-    // group; the per-sample slots and the zonal means.
-    const std::uint64_t fields =
-        c * area * (value_bytes * (4 + 4 * m) + 48 + 48 * static_cast<std::uint64_t>(data_ranks));
-    const std::uint64_t slots =
-        samples * leads * regions * 12 * c * 8 + 2 * samples * leads * c * 8 * static_cast<std::uint64_t>(nlat);
-    std::uint64_t spectra = 0;
-    if (options.spectrum) {
-        // The sums per degree; the stacked and filled fields and the fill's work (about 8 planes of doubles); the
-        // transform's rows, orders and columns of the whole fields an owner holds, in doubles.
-        const std::uint64_t transformed = (1 + m) * c;
-        const std::uint64_t per_owner = transformed / static_cast<std::uint64_t>(std::max(spatial_ranks, 1)) + 1;
-        spectra = 2 * c * nlat * sizeof(ExactSum) + transformed * area * (value_bytes + 8 * 8) +
-                  3 * 8 * per_owner * nlat * static_cast<std::uint64_t>(grid.nlon);
-    }
-    // The near-zero counts of the prediction and the truth (24 bytes per point each, and their gather), the indicator.
-    const std::uint64_t near_zero_counts =
-        options.near_zero_fraction ? c * area * (2 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) + 8) : 0;
-    // The trend's three sums of each field (24 bytes per point each, and their gather), the pairs' times.
-    const std::uint64_t trend_sums =
-        options.trend ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
-    // The video's sums of each field per lead time (24 bytes per point, and their gather).
-    const std::uint64_t video_sums =
-        options.video ? 2 * leads * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
-    // The seasonal sums of each field per season (24 bytes per point, and their gather); the pairs' times.
-    const std::uint64_t seasonal_sums =
-        options.seasonal ? 8 * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
-    const std::uint64_t times = options.trend || options.annual || options.seasonal ? 24 * samples * leads : 0;
-    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times;
-}
-
 Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std::vector<RegionWeights>& regions,
                        AggregatorOptions options)
     : grid_(grid), shape_(shape), options_(std::move(options)), regions_(regions) {
@@ -240,7 +199,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .near_zero_fraction = options_.near_zero_fraction.has_value(),
                                               .trend = options_.trend,
                                               .annual = options_.annual.has_value(),
-                                              .seasonal = options_.seasonal});
+                                              .seasonal = options_.seasonal,
+                                              .regional_index = options_.regional_index.has_value()});
     check_annual(options_);  // and keeps the per-sample global means the annual means take
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/metrics/ensemble.hpp"
+#include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 
 namespace gridshard {
@@ -275,6 +277,107 @@ void Aggregator::finish_annual(VariableScores& out) const {
     }
 }
 
+template <class T>
+void Aggregator::record_index(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                              std::span<const T> members, bool with_truth) {
+    const ForecastExtent& e = shape_.extent;
+    const std::int64_t channels = shape_.channels;
+    const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
+    const auto mine = static_cast<std::int64_t>(members.size() / plane);
+    index_stacked_.clear();  // the truth (once per initial condition) and the members, as one field of channels
+    if (with_truth) {
+        index_stacked_.insert(index_stacked_.end(), truth.values.begin(), truth.values.end());
+    }
+    index_stacked_.insert(index_stacked_.end(), members.begin(), members.end());
+    const auto fields = static_cast<std::int64_t>(index_stacked_.size() / plane);
+    if (fields == 0) {
+        return;  // every rank of the spatial group alike: the same share
+    }
+    // ACE's regional means, NaN under a zero weight left out (collective over spatial: one allreduce)
+    const std::vector<double> means = weighted_mean<double>(
+        grid_, {index_stacked_, channels * fields}, options_.regional_index->weights.view(), options_.summation);
+    const std::int64_t first_member = with_truth ? 1 : 0;
+    for (std::int64_t c = 0; c < channels; ++c) {
+        if (with_truth) {
+            index_truth_values_[static_cast<std::size_t>((initial_condition * e.lead_times + lead) * channels + c)] =
+                means[static_cast<std::size_t>(c)];
+        }
+        for (std::int64_t m = 0; m < mine; ++m) {
+            const std::int64_t sample = initial_condition * e.members + shape_.work.members.begin + m;
+            index_prediction_values_[static_cast<std::size_t>((sample * e.lead_times + lead) * channels + c)] =
+                means[static_cast<std::size_t>((first_member + m) * channels + c)];
+        }
+    }
+}
+
+void Aggregator::finish_index(VariableScores& out) {
+    const ForecastExtent& e = shape_.extent;
+    const std::int64_t channels = shape_.channels;
+    reduce_sum<double>(grid_.mesh(), index_prediction_values_);  // collective over data: each value written once
+    reduce_sum<double>(grid_.mesh(), index_truth_values_);
+    const std::int64_t samples = e.initial_conditions * e.members;
+    const auto steps = static_cast<std::int64_t>(options_.counted_leads.size());
+    std::vector<std::int64_t> years(static_cast<std::size_t>(samples * steps));
+    std::vector<int> months(years.size());
+    std::vector<double> gen(years.size()), target(years.size());
+    for (std::int64_t c = 0; c < channels; ++c) {
+        for (std::int64_t s = 0; s < samples; ++s) {
+            const std::int64_t ic = s / e.members;
+            for (std::int64_t k = 0; k < steps; ++k) {
+                const std::int64_t lead = options_.counted_leads[static_cast<std::size_t>(k)];
+                const ValidTime& t = pair_times_[static_cast<std::size_t>(ic * e.lead_times + lead)];
+                const auto at = static_cast<std::size_t>(s * steps + k);
+                years[at] = t.year;
+                months[at] = std::isnan(t.seconds) ? 0 : t.month;  // a pair not recorded is not in the series
+                gen[at] = index_prediction_values_[static_cast<std::size_t>((s * e.lead_times + lead) * channels + c)];
+                target[at] = index_truth_values_[static_cast<std::size_t>((ic * e.lead_times + lead) * channels + c)];
+            }
+        }
+        const std::int64_t running = options_.regional_index->running_months;
+        MonthlyIndex prediction = monthly_index(gen, years, months, samples, running);
+        MonthlyIndex truth = monthly_index(target, years, months, samples, running);
+        // ACE's summaries, where its logs have them: the spread over more than one month, the band powers where the
+        // prediction's index has a value, their ratios where the truth's power is a number other than 0.
+        const IndexSpectrum gen_spectrum = index_power_spectrum(prediction);
+        const IndexSpectrum target_spectrum = index_power_spectrum(truth);
+        const bool spread = prediction.years.size() > 1;
+        const bool powered = !gen_spectrum.power.empty();
+        for (const RegisteredScore* s : scores_) {
+            const auto* value = std::get_if<IndexValue>(&s->source);
+            if (value == nullptr) {
+                continue;
+            }
+            const auto band = [&](const IndexSpectrum& spectrum) {
+                return *value == IndexValue::power_2_5yr || *value == IndexValue::power_2_5yr_norm
+                           ? band_power(spectrum, 2.0, 5.0)
+                           : band_power(spectrum, 1.0, 16.0);
+            };
+            std::optional<double> v;
+            if (*value == IndexValue::std && spread) {
+                v = index_std(prediction);
+            } else if (*value == IndexValue::std_norm && spread) {
+                v = index_std(prediction, &truth);
+            } else if ((*value == IndexValue::power_2_5yr || *value == IndexValue::power_1_16yr) && powered) {
+                v = band(gen_spectrum);
+            } else if (powered && (*value == IndexValue::power_2_5yr_norm || *value == IndexValue::power_1_16yr_norm)) {
+                const double reference = band(target_spectrum);
+                if (reference != 0.0 && !std::isnan(reference)) {
+                    v = band(gen_spectrum) / reference;
+                }
+            }
+            if (v) {
+                out[static_cast<std::size_t>(c)].regions.front().time_means.push_back({s, *v});
+            }
+        }
+        out[static_cast<std::size_t>(c)].index_prediction = std::move(prediction);
+        out[static_cast<std::size_t>(c)].index_truth = std::move(truth);
+    }
+}
+
+template void Aggregator::record_index<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
+                                              bool);
+template void Aggregator::record_index<double>(std::int64_t, std::int64_t, FieldShard<double>, std::span<const double>,
+                                               bool);
 template void Aggregator::record_seasonal<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
                                                  bool);
 template void Aggregator::record_seasonal<double>(std::int64_t, std::int64_t, FieldShard<double>,

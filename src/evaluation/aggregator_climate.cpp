@@ -51,6 +51,11 @@ void Aggregator::start_climate_families() {
             video_truth_[static_cast<std::size_t>(row)].emplace(grid_, channels);
         }
     }
+    if (options_.regional_index) {
+        index_prediction_values_.assign(
+            static_cast<std::size_t>(e.initial_conditions * e.members * e.lead_times * channels), 0.0);
+        index_truth_values_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times * channels), 0.0);
+    }
     for (std::size_t season = 0; season < season_names.size() && options_.seasonal; ++season) {
         seasonal_prediction_.emplace_back(grid_, channels);
         seasonal_truth_.emplace_back(grid_, channels);
@@ -78,6 +83,9 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (options_.seasonal) {
         record_seasonal<T>(initial_condition, lead, truth, members, with_truth);
     }
+    if (options_.regional_index) {
+        record_index<T>(initial_condition, lead, truth, members, with_truth);  // collective over spatial
+    }
 }
 
 void Aggregator::finish_climate_families(VariableScores& out) {
@@ -90,9 +98,14 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     if (options_.video) {
         finish_video(out);
     }
-    if (options_.annual) {
+    if (options_.annual || options_.regional_index) {
         merge_times_over_data();
+    }
+    if (options_.annual) {
         finish_annual(out);  // from the per-sample global means, summed over the world already
+    }
+    if (options_.regional_index) {
+        finish_index(out);
     }
     if (options_.seasonal) {
         finish_seasonal(out);

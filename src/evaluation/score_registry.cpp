@@ -200,6 +200,16 @@ std::deque<RegisteredScore> make_registry() {
                   .ace_key = std::string("seasonal/time-mean-rmse/{var}-") + season,
                   .source = value});
     }
+    // ACE's enso_index metric (fme's PairedRegionalIndexAggregator, its default name): the Niño 3.4 index's summaries.
+    for (const auto& [suffix, value] : {std::pair{"std", IndexValue::std}, std::pair{"std_norm", IndexValue::std_norm},
+                                        std::pair{"power_2_5yr", IndexValue::power_2_5yr},
+                                        std::pair{"power_2_5yr_norm", IndexValue::power_2_5yr_norm},
+                                        std::pair{"power_1_16yr", IndexValue::power_1_16yr},
+                                        std::pair{"power_1_16yr_norm", IndexValue::power_1_16yr_norm}}) {
+        forecast({.key = std::string("nino34_index_") + suffix,
+                  .ace_key = std::string("enso_index/{var}_nino34_index_") + suffix,
+                  .source = value});
+    }
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -228,6 +238,7 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(TrendValue) const { return F::trend; }
         F operator()(AnnualValue) const { return F::annual; }
         F operator()(SeasonalValue) const { return F::seasonal; }
+        F operator()(IndexValue) const { return F::regional_index; }
     } family;
     return std::visit(family, source);
 }
@@ -270,6 +281,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "annual";
         case F::seasonal:
             return "seasonal";
+        case F::regional_index:
+            return "regional_index";
     }
     return "deterministic";
 }
@@ -378,6 +391,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
                              : s.family == F::trend               ? contents.trend
                              : s.family == F::annual              ? contents.annual
                              : s.family == F::seasonal            ? contents.seasonal
+                             : s.family == F::regional_index      ? contents.regional_index
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

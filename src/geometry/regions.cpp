@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <numbers>
 
 #include "gridshard/core/error.hpp"
 
@@ -118,6 +119,19 @@ AreaWeights region_weights(Weights weights, std::span<const double> lat_deg, std
             const auto k = static_cast<std::size_t>(i * cols + j);
             const double w = weights.per_point ? weights.values[k] : weights.values[static_cast<std::size_t>(i)];
             out.values[k] = in_box(region, lat, lon) ? w : 0.0;
+        }
+    }
+    return out;
+}
+
+AreaWeights ace_regional_weights(Weights weights, std::span<const double> lat_deg, std::span<const double> lon_deg,
+                                 const Box& box_of_rank, const LatLonBox& region) {
+    AreaWeights out = region_weights(weights, lat_deg, lon_deg, box_of_rank, region);
+    const auto cols = out.per_point ? box_of_rank.lon.size() : 1;
+    for (std::int64_t i = 0; i < box_of_rank.lat.size(); ++i) {
+        const double lat = lat_deg[static_cast<std::size_t>(box_of_rank.lat.begin + i)];
+        for (std::int64_t j = 0; j < cols; ++j) {
+            out.values[static_cast<std::size_t>(i * cols + j)] *= std::cos(lat * std::numbers::pi / 180.0);
         }
     }
     return out;

@@ -18,6 +18,7 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/geometry/area_weights.hpp"
+#include "gridshard/geometry/regions.hpp"
 #include "mpi_test_support.hpp"
 
 namespace gridshard {
@@ -100,6 +101,16 @@ ValidTime pair_time(std::int64_t ic, std::int64_t lead) {
     return {pair_seconds(ic, lead), 2000 + (ic + lead) % 3, static_cast<int>(1 + (5 * ic + 3 * lead) % 12)};
 }
 
+/// The longitudes of `grid` (degrees, from 0 eastward) and the box of the regional index in those tests.
+std::vector<double> lon_of(GridShape grid) {
+    std::vector<double> lon;
+    for (std::int64_t j = 0; j < grid.nlon; ++j) {
+        lon.push_back(360.0 * static_cast<double>(j) / static_cast<double>(grid.nlon));
+    }
+    return lon;
+}
+constexpr LatLonBox index_box{-45.0, 30.0, 100.0, 300.0, false};
+
 /// The calendar means' timestep in those tests: 400 days, so that a year with one step is kept (more than 350 days).
 constexpr double annual_timestep = 400.0 * 86400.0;
 
@@ -145,6 +156,10 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
         .seasonal = trend};
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
+    }
+    if (trend) {  // ACE's regional index over index_box, its weights ACE's
+        options.regional_index =
+            RegionalIndexOptions{ace_regional_weights(base.view(), lat, lon_of(k.grid), box, index_box), 3};
     }
     Aggregator aggregator(grid, {k.extent, k.channels, work}, regions, options);
     for (std::int64_t ic = 0; ic < k.extent.initial_conditions && trend; ++ic) {
@@ -200,6 +215,13 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
             for (std::size_t s = 0; s < a.time_means.size(); ++s) {
                 same(a.time_means[s].value, b.time_means[s].value,
                      got[c].name + " " + a.name + " time mean " + a.time_means[s].score->key);
+            }
+        }
+        ASSERT_EQ(got[c].index_prediction.has_value(), want[c].index_prediction.has_value()) << what;
+        if (got[c].index_prediction) {
+            for (std::size_t i = 0; i < got[c].index_prediction->values.size(); ++i) {
+                same(got[c].index_prediction->values[i], want[c].index_prediction->values[i], got[c].name + " index");
+                same(got[c].index_truth->values[i], want[c].index_truth->values[i], got[c].name + " truth's index");
             }
         }
         ASSERT_EQ(got[c].annual.has_value(), want[c].annual.has_value()) << what;
@@ -528,6 +550,60 @@ TEST(Aggregator, AnnualAndSeasonalMeansAreAcesDefinitions) {
             all_seasons += squared / weights / 4;
         }
         EXPECT_NEAR(time_mean(channel, "seasonal_rmse"), static_cast<double>(std::sqrt(all_seasons)), 1e-12) << c;
+        // The regional index: ACE's monthly index of each counted step's regional mean (ACE's weights: the box,
+        // cos(lat) twice; a missing value under a zero weight left out).
+        const std::int64_t steps = k.extent.lead_times - 1;
+        std::vector<double> gen(static_cast<std::size_t>(samples * steps));
+        std::vector<double> target(gen.size());
+        std::vector<std::int64_t> index_years(gen.size());
+        std::vector<int> index_months(gen.size());
+        const std::vector<double> lon = lon_of(k.grid);
+        for (std::int64_t s = 0; s < samples; ++s) {
+            const std::int64_t ic = s / members;
+            for (std::int64_t l = 1; l < k.extent.lead_times; ++l) {
+                const std::vector<float> truth = k.truth_at(ic, l);
+                const std::vector<float> all = k.members_at(ic, l, {s % members, s % members + 1});
+                long double x = 0, truth_sum = 0, weights = 0;
+                for (std::int64_t p = 0; p < area; ++p) {
+                    const double lat =
+                        -80.0 + 160.0 * static_cast<double>(p / k.grid.nlon) / static_cast<double>(k.grid.nlat - 1);
+                    const long double w = in_box(index_box, lat, lon[static_cast<std::size_t>(p % k.grid.nlon)])
+                                              ? weight(p) * weight(p)
+                                              : 0.0L;
+                    if (w != 0) {
+                        x += w * all[static_cast<std::size_t>(c * area + p)];
+                        truth_sum += w * truth[static_cast<std::size_t>(c * area + p)];
+                        weights += w;
+                    }
+                }
+                const auto at = static_cast<std::size_t>(s * steps + l - 1);
+                gen[at] = static_cast<double>(x / weights);
+                target[at] = static_cast<double>(truth_sum / weights);
+                index_years[at] = pair_time(ic, l).year;
+                index_months[at] = pair_time(ic, l).month;
+            }
+        }
+        ASSERT_TRUE(channel.index_prediction.has_value());
+        for (const auto& [index, series] :
+             {std::pair{&*channel.index_prediction, &gen}, std::pair{&*channel.index_truth, &target}}) {
+            const MonthlyIndex want = monthly_index(*series, index_years, index_months, samples, 3);
+            EXPECT_EQ(index->years, want.years);
+            EXPECT_EQ(index->months, want.months);
+            ASSERT_EQ(index->values.size(), want.values.size());
+            std::int64_t finite = 0;
+            for (std::size_t i = 0; i < want.values.size(); ++i) {
+                if (std::isnan(want.values[i])) {
+                    EXPECT_TRUE(std::isnan(index->values[i])) << c << " " << i;
+                } else {
+                    ++finite;
+                    EXPECT_NEAR(index->values[i], want.values[i], 1e-9) << c << " " << i;
+                }
+            }
+            EXPECT_EQ(finite > 0, c == 0) << c;  // channel 1's truth is missing over land: NaN means, as ACE's
+        }
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(time_mean(channel, "nino34_index_std")),
+                  std::bit_cast<std::uint64_t>(index_std(*channel.index_prediction)))
+            << c;
     }
 }
 

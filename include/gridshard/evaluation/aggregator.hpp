@@ -51,6 +51,7 @@
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/geometry/work_split.hpp"
 #include "gridshard/io/normalization.hpp"
+#include "gridshard/metrics/climate_index.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/flood_fill.hpp"
@@ -144,6 +145,15 @@ inline constexpr std::array<std::string_view, 4> season_names{"DJF", "MAM", "JJA
     return (month % 12) / 3;
 }
 
+/// ACE's regional index (fme's RegionalIndexAggregator, its enso_index metric): per counted (sample, lead time) the
+/// weighted mean of the prediction and of the truth with `weights` (this rank's box: ace_regional_weights of the
+/// Niño 3.4 box), exact, then per sample ACE's monthly index of each (metrics/climate_index.hpp, over
+/// `running_months`) and its summaries. It needs the valid times (Aggregator::record_time).
+struct RegionalIndexOptions {
+    AreaWeights weights;
+    std::int64_t running_months = 5;
+};
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -195,6 +205,8 @@ struct AggregatorOptions {
     /// area-weighted RMSE of their difference per season and over the four (the root of the mean of the four
     /// seasons' mean squares), NaN when a season has no counted step. 192 bytes a point and channel.
     bool seasonal = false;
+    /// ACE's regional index (none: not formed). 16 bytes a (sample, lead time) and channel.
+    std::optional<RegionalIndexOptions> regional_index{};
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -285,6 +297,9 @@ struct ChannelScores {
     bool has_seasonal = false;
     std::vector<double> seasonal_prediction{};
     std::vector<double> seasonal_truth{};
+    /// With AggregatorOptions::regional_index, ACE's index of the prediction and of the truth (per sample: the truth
+    /// of its initial condition), on every rank.
+    std::optional<MonthlyIndex> index_prediction{}, index_truth{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -333,7 +348,8 @@ class Aggregator {
     void record_time(std::int64_t initial_condition, std::int64_t lead, ValidTime time);
     /// Whether record() needs each pair's valid time first (record_time).
     [[nodiscard]] bool needs_times() const noexcept {
-        return options_.trend || options_.annual.has_value() || options_.seasonal;
+        return options_.trend || options_.annual.has_value() || options_.seasonal ||
+               options_.regional_index.has_value();
     }
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
@@ -409,6 +425,12 @@ class Aggregator {
     void record_seasonal(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                          std::span<const T> members, bool with_truth);
     void finish_annual(VariableScores& out) const;
+    // The regional means of this pair's truth (when `with_truth`) and members (collective over the spatial group), and
+    // the indices and their summaries into `out` (no MPI calls, once the means are summed over the data group).
+    template <class T>
+    void record_index(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                      std::span<const T> members, bool with_truth);
+    void finish_index(VariableScores& out);
     // Throws ArgumentError naming the setting for annual means of a pair report or a timestep not above 0; keeps the
     // per-sample global means they take among the deterministic keys. No MPI calls.
     static void check_annual(AggregatorOptions& options);
@@ -453,6 +475,10 @@ class Aggregator {
     std::vector<std::optional<TimeMeanAccumulator>> video_prediction_, video_truth_;
     // With the seasonal means: per season the sums over its counted pairs of the prediction and of the truth.
     std::vector<TimeMeanAccumulator> seasonal_prediction_, seasonal_truth_;
+    // With the regional index: per (sample, lead, channel) the prediction's regional means, per (initial condition,
+    // lead, channel) the truth's (0 where this rank did not form them, so the sums over data are exact), and the
+    // fields stacked for their one weighted mean.
+    std::vector<double> index_prediction_values_, index_truth_values_, index_stacked_;
     std::vector<CellSums> cell_sums_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;

@@ -67,6 +67,9 @@ enum class ScoreFamily {
     /// per season and cell the mean over its counted steps (ACE's seasonal metric): the area-weighted RMSE of the
     /// prediction's seasonal means against the truth's
     seasonal,
+    /// per sample ACE's monthly regional index of the counted steps' regional means (ACE's enso_index metric): its
+    /// standard deviation over time and the band powers of its spectrum, and their ratios to the truth's
+    regional_index,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -114,13 +117,16 @@ enum class AnnualValue { rmse, crps };
 /// ACE's seasonal scores (AggregatorOptions::seasonal): the RMSE of one season's mean maps (in season_names' order),
 /// and over the four seasons.
 enum class SeasonalValue { rmse_djf, rmse_mam, rmse_jja, rmse_son, rmse };
+/// ACE's regional index summaries (AggregatorOptions::regional_index): the prediction's index's standard deviation
+/// (and over the truth's), its band powers over 2 to 5 and 1 to 16 years (and over the truth's).
+enum class IndexValue { std, std_norm, power_2_5yr, power_2_5yr_norm, power_1_16yr, power_1_16yr_norm };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
                                  AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue,
-                                 AnnualValue, SeasonalValue>;
+                                 AnnualValue, SeasonalValue, IndexValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -169,6 +175,7 @@ struct ReportContents {
     bool trend = false;                ///< ACE's trend
     bool annual = false;               ///< ACE's annual means
     bool seasonal = false;             ///< ACE's seasonal means
+    bool regional_index = false;       ///< ACE's regional index
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

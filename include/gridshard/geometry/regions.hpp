@@ -62,6 +62,15 @@ struct Region {
                                          std::span<const double> lon_deg, const Box& box_of_rank,
                                          const LatLonBox& region);
 
+/// ACE's Niño 3.4 box (fme's NINO34_LAT and NINO34_LON): 5S to 5N, 190E to 240E.
+inline constexpr LatLonBox nino34_box{-5.0, 5.0, 190.0, 240.0, false};
+
+/// ACE's weights of a regional index (fme's LatLonRegion.regional_weights, which its regional means multiply into the
+/// area weights): region_weights of `region` times cos(lat) once more, per point.
+[[nodiscard]] AreaWeights ace_regional_weights(Weights weights, std::span<const double> lat_deg,
+                                               std::span<const double> lon_deg, const Box& box_of_rank,
+                                               const LatLonBox& region);
+
 /// `weights` times `mask` (one value per point of the rank's box; NaN as 0). Throws ArgumentError for a
 /// mask of the wrong size or a negative value.
 [[nodiscard]] AreaWeights mask_weights(Weights weights, const Box& box_of_rank, std::span<const double> mask);
