@@ -83,7 +83,13 @@ class Aggregator:
     seasonal metric, True or a dict of ``variables``: per season (DJF, MAM, JJA, SON) and cell the mean of its counted
     steps, ``"seasonal"`` (``{"prediction": (4, nlat, nlon), "target": ...}`` on world rank 0), and ACE's time-mean RMSE
     per season (``seasonal_rmse_djf``, ...) and over the four (``seasonal_rmse``). The trend, annual and seasonal means
-    take each pair's valid time (``record(..., times=...)``). Collective over the
+    take each pair's valid time (``record(..., times=...)``). ``nino34_index``: ACE's enso_index metric, True or a dict
+    of ``variables`` and the grid's ``lon`` (degrees; default ``k * 360 / nlon``): per counted (sample, lead time) the
+    regional mean in ACE's Niño 3.4 box with ACE's weights, then per sample ACE's 5-month running index of the monthly
+    anomalies, ``"nino34_index"`` (``{"years": (M,), "months": (M,), "prediction": (sample, M), "target": ...}`` on
+    every rank), and ACE's summaries among the global time means (``nino34_index_std``, ``_std_norm``, the band powers
+    ``nino34_index_power_2_5yr``, ``_power_1_16yr`` and their ``_norm``, where ACE logs them); it takes each pair's
+    valid time too. Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -92,7 +98,8 @@ class Aggregator:
                  first_initial_condition=None, local_initial_conditions=None, report="forecast", scores=None,
                  lead_ensemble=True, ensemble_cell_leads=(), ensemble_cell_maps=False, crps_alpha=0.95, normalize=None,
                  spectrum=None,
-                 masks=None, near_zero_fraction=None, trend=None, video=None, annual=None, seasonal=None):
+                 masks=None, near_zero_fraction=None, trend=None, video=None, annual=None, seasonal=None,
+                 nino34_index=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -147,7 +154,14 @@ class Aggregator:
             with problems.catching("annual"):
                 timestep = _annual_timestep(annual)
         seasoned = _chosen_variables("seasonal", seasonal, self.variables, problems)
-        self._timed = trended | annualized | seasoned
+        indexed = _chosen_variables("nino34_index", nino34_index, self.variables, problems, ("variables", "lon"))
+        index_lon = None
+        if indexed:
+            with problems.catching("nino34_index"):
+                chosen_lon = None if nino34_index is True else dict(nino34_index).get("lon")
+                index_lon = [float(v) for v in (np.arange(nlon_value) * 360.0 / nlon_value if chosen_lon is None
+                                                else np.asarray(chosen_lon, dtype=np.float64).ravel())]
+        self._timed = trended | annualized | seasoned | indexed
         self._dated = annualized | seasoned
         near_zero = {}
         if near_zero_fraction is not None:
@@ -194,7 +208,8 @@ class Aggregator:
                     crps_alpha=alpha, normalization=self._stats.get(name),
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
                     trend=name in trended, video=name in videoed,
-                    annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned)
+                    annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned,
+                    nino34_lon=index_lon if name in indexed else None)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -338,6 +353,13 @@ class Aggregator:
         if seasonal is not None:
             channel["seasonal"] = {"prediction": _array(seasonal[0], (4, nlat, nlon)),
                                    "target": _array(seasonal[1], (4, nlat, nlon))}
+        index = channel.get("nino34_index")
+        if index is not None:
+            shape = (int(index["samples"]), len(index["years"]) // 8)
+            channel["nino34_index"] = {"years": np.frombuffer(index["years"], dtype=np.int64).copy(),
+                                       "months": np.frombuffer(index["months"], dtype=np.int64).copy(),
+                                       **{key: np.zeros(shape) if index[key] is None else _array(index[key], shape)
+                                          for key in ("prediction", "target")}}
         annual = channel.get("annual")
         if annual is not None:
             years = np.frombuffer(annual["years"], dtype=np.int64).copy()

@@ -28,6 +28,7 @@
 #include "gridshard/evaluation/aggregator.hpp"
 #include "gridshard/evaluation/score_registry.hpp"
 #include "gridshard/geometry/area_weights.hpp"
+#include "gridshard/geometry/regions.hpp"
 #include "gridshard/io/forecast_inputs.hpp"
 #include "gridshard/io/normalization.hpp"
 #include "python_mesh.hpp"
@@ -72,6 +73,8 @@ struct AggregatorArguments {
     // ACE's annual means (AggregatorOptions::annual) of a run of this timestep (0: none), and seasonal means.
     double annual_timestep = 0.0;
     bool seasonal = false;
+    // ACE's Niño 3.4 index (AggregatorOptions::regional_index) over the grid's longitudes `lon` (degrees), or none.
+    std::optional<std::vector<double>> nino34_lon{};
     // Whether the aggregator needs each pair's valid time (the trend, annual or seasonal means).
     [[nodiscard]] bool timed() const { return trend || annual_timestep != 0.0 || seasonal; }
 };
@@ -271,6 +274,9 @@ class PythonAggregator {
                                     args_.annual_timestep,
                                     args_.seasonal ? 1.0 : 0.0};
         chosen.add(std::span<const double>(near_zero));
+        if (args_.nino34_lon) {  // the index's longitudes, alike on every rank
+            chosen.add(std::span<const double>(*args_.nino34_lon));
+        }
         agree_or_throw(
             mesh.mesh().world(), "",
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
@@ -300,6 +306,15 @@ class PythonAggregator {
                                const AreaWeights area = cos_lat_weights(lat, args_.nlon, grid.box().lat);
                                const std::vector<RegionWeights> regions{
                                    {"global", args_.mask ? masked_weights(area, *args_.mask, grid.box()) : area}};
+                               if (args_.nino34_lon) {  // ACE's regional means take no mask
+                                   if (static_cast<std::int64_t>(args_.nino34_lon->size()) != args_.nlon) {
+                                       throw ArgumentError("nino34_lon: " + std::to_string(args_.nino34_lon->size()) +
+                                                           " longitudes for " + std::to_string(args_.nlon) +
+                                                           " columns");
+                                   }
+                                   options.regional_index = RegionalIndexOptions{ace_regional_weights(
+                                       area.view(), lat, *args_.nino34_lon, grid.box(), nino34_box)};
+                               }
                                made = std::make_unique<Aggregator>(grid, shape, regions, options);
                                recorded_.assign(static_cast<std::size_t>(args_.mine.size() * args_.lead_times), false);
                            }));
@@ -508,6 +523,19 @@ class PythonAggregator {
             !channel.seasonal_prediction.empty()
                 ? py::object(py::make_tuple(map_bytes(channel.seasonal_prediction), map_bytes(channel.seasonal_truth)))
                 : py::object(py::none());
+        if (channel.index_prediction) {
+            const MonthlyIndex& gen = *channel.index_prediction;
+            py::dict index;
+            index["years"] = py::bytes(reinterpret_cast<const char*>(gen.years.data()), gen.years.size() * 8);
+            std::vector<std::int64_t> months(gen.months.begin(), gen.months.end());
+            index["months"] = py::bytes(reinterpret_cast<const char*>(months.data()), months.size() * 8);
+            index["samples"] = gen.samples;
+            index["prediction"] = map_bytes(gen.values);
+            index["target"] = map_bytes(channel.index_truth->values);
+            c["nino34_index"] = index;
+        } else {
+            c["nino34_index"] = py::none();
+        }
         if (channel.annual) {
             const AnnualMeans& a = *channel.annual;
             py::dict annual;
@@ -591,6 +619,12 @@ void bind_aggregator(py::module_& m) {
                      {"video", [&](py::handle v) { a.video = v.cast<bool>(); }},
                      {"annual_timestep", [&](py::handle v) { a.annual_timestep = v.cast<double>(); }},
                      {"seasonal", [&](py::handle v) { a.seasonal = v.cast<bool>(); }},
+                     {"nino34_lon",
+                      [&](py::handle v) {
+                          if (!v.is_none()) {
+                              a.nino34_lon = v.cast<std::vector<double>>();
+                          }
+                      }},
                  };
                  for (const auto& [key, value] : given) {
                      const std::string name = py::str(key);
@@ -611,7 +645,9 @@ void bind_aggregator(py::module_& m) {
              "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
              "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps, trend (ACE's "
              "trend: each pair recorded with its time), video (ACE's video), annual_timestep (ACE's annual means of "
-             "a run of this timestep in seconds; 0: none) and seasonal (ACE's seasonal means).");
+             "a run of this timestep in seconds; 0: none), seasonal (ACE's seasonal means) and nino34_lon (ACE's Nino "
+             "3.4 "
+             "index over the grid's longitudes, or None).");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {

@@ -40,8 +40,9 @@ parser.add_argument("--outcomes", help="a folder: each rank writes there what th
 parser.add_argument("--flush-first", action="store_true", help="flush_diagnostics before any record")
 parser.add_argument("--uneven", action="store_true", help="the last data rank records one sample fewer")
 parser.add_argument("--climate", action="store_true",
-                    help="a run of 2.4 years: 11 forward steps of 73 days (windows of 2, 1 and 8), ACE's annual (its "
-                         "default) and seasonal metrics on; its ENSO and IPO metrics off")
+                    help="a run of 2.4 years: 29 forward steps of 30 days (windows of 2, 1 and 26) on 11 latitudes, a "
+                         "variable 'TS' with an ENSO-like oscillation; ACE's annual and ENSO index metrics (its "
+                         "defaults) and seasonal metric on; its ENSO coefficient and IPO metrics off")
 parser.add_argument("--extra-score", action="store_true",
                     help="the drop-in with a score added through the registry alone: test_only_rmse, rmse's definition")
 args = parser.parse_args()
@@ -78,10 +79,10 @@ from fme.core.dataset_info import DatasetInfo  # noqa: E402
 from fme.core.distributed import Distributed  # noqa: E402
 from fme.core.spatial_mask_provider import SpatialMaskProvider  # noqa: E402
 
-NLAT, NLON, ICS, MEMBERS, FORWARD = 10, 16, 2, 4, 11 if args.climate else 3
-STEP = datetime.timedelta(days=73) if args.climate else datetime.timedelta(hours=6)
-WINDOWS = ((1, 2), (3, 1), (4, 8)) if args.climate else ((1, 2), (3, 1))
-NAMES = ["a", "b"] + (["sst"] if args.masked else [])
+NLAT, NLON, ICS, MEMBERS, FORWARD = 11 if args.climate else 10, 16, 2, 4, 29 if args.climate else 3
+STEP = datetime.timedelta(days=30) if args.climate else datetime.timedelta(hours=6)
+WINDOWS = ((1, 2), (3, 1), (4, 26)) if args.climate else ((1, 2), (3, 1))
+NAMES = ["a", "b"] + (["sst"] if args.masked else []) + (["TS"] if args.climate else [])
 dtype = torch.float64 if args.float64 else torch.float32
 rng = np.random.default_rng(3)
 lat = np.linspace(-81.0, 81.0, NLAT).astype(np.float32)
@@ -98,6 +99,10 @@ truth, pred = {}, {}
 for k, name in enumerate(NAMES):
     base = 250.0 + 40.0 * k + 20.0 * np.cos(la) * np.sin(2 * lo + k)
     t = base[None, None] + rng.normal(0, 1.0, (ICS, 1 + FORWARD, NLAT, NLON))
+    if name == "TS":  # an ENSO-like oscillation of 3.5 years in the tropical Pacific, each initial condition's phase
+        years = np.arange(1 + FORWARD)[None, :] * STEP.days / 365.25 + 0.7 * np.arange(ICS)[:, None]
+        pacific = np.exp(-(np.rad2deg(la) / 10.0) ** 2) * np.exp(-((np.rad2deg(lo) - 215.0) / 40.0) ** 2)
+        t = t + 1.5 * np.sin(2 * np.pi * years / 3.5)[:, :, None, None] * pacific[None, None]
     t = np.repeat(t, MEMBERS, axis=0)  # the same target for every member of an initial condition
     p = t + 0.3 + rng.normal(0, 0.7, t.shape) * np.sqrt(np.arange(1 + FORWARD))[None, :, None, None]
     if name == "b":
@@ -164,7 +169,7 @@ config = InferenceEvaluatorAggregatorConfig(
     video=VideoMetricConfig(enabled=not args.no_video, variables=["b"]),
     annual=AnnualMetricConfig(variables=None if args.climate else ["a"]),  # ACE's default; a short run drops it
     seasonal=SeasonalMetricConfig(enabled=args.climate, variables=["a", "b"] + (["sst"] if args.masked else [])),
-    enso_index=EnsoIndexMetricConfig(enabled=not args.climate),
+    enso_index=EnsoIndexMetricConfig(),  # ACE's default; a short run drops it
     enso_coefficient=EnsoCoefficientMetricConfig(enabled=not args.climate),
     ipo_index=IpoIndexMetricConfig(enabled=not args.climate))
 aggregator = config.build(**build)

@@ -369,13 +369,14 @@ def test_the_power_spectrum_is_aces_at_every_mesh(runs):
                 assert serial["summary"][k] == pytest.approx(theirs[k], rel=1e-3, abs=1e-5), (run, k)
 
 
-CLIMATE = ("annual/", "seasonal/")
+CLIMATE = ("annual/", "seasonal/", "enso_index/")
 
 
 @pytest.fixture(scope="module")
 def climate_runs(tmp_path_factory):
-    """The case as a run of 2.4 years (--climate: 11 steps of 73 days, ACE's annual metric, its default, and its
-    seasonal one): ACE's own serially in float32 and float64, the drop-in at every mesh."""
+    """The case as a run of 2.4 years (--climate: 29 steps of 30 days, a variable "TS" with an ENSO-like oscillation,
+    ACE's annual and ENSO index metrics, its defaults, and its seasonal one): ACE's own serially in float32 and
+    float64, the drop-in at every mesh."""
     root = tmp_path_factory.mktemp("ace_climate")
     out = {"ace32": run_case(root / "ace32", ace=True, flags=["--climate"]),
            "ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--climate"])}
@@ -391,17 +392,24 @@ def annual_difference(key):
     return key.startswith("annual/") and key.endswith(f"/{MISSING}")
 
 
-def test_annual_and_seasonal_means_are_aces_at_every_mesh(climate_runs):
-    """ACE's annual (per sample and year the mean of the steps' global means, its RMSE and fair CRPS over the years)
-    and seasonal metrics (the time-mean RMSE of the seasonal mean maps, per season and over the four) on a run of 2.4
-    years: every key ACE logs, within ACE's float32 rounding (1e-4 relative, or twice ACE's own float32 error) and
-    ACE's float64 numbers to 1e-7 (its annual CRPS, which it forms in float32 in a float64 loop too, to 1e-4);
-    annual_diagnostics.nc (source, sample, year) ACE's to 1e-4; the same bits at every
-    mesh. The documented difference: ACE's annual means of a variable with missing points are 0, gridshard's NaN."""
+def test_annual_seasonal_and_enso_index_are_aces_at_every_mesh(climate_runs):
+    """ACE's annual (per sample and year the mean of the steps' global means, its RMSE and fair CRPS over the years),
+    seasonal (the time-mean RMSE of the seasonal mean maps, per season and over the four) and ENSO index metrics (the
+    Niño 3.4 index's spread and band powers, and their ratios to the target's) on a run of 2.4 years: every key ACE
+    logs, within ACE's float32 rounding (1e-4 relative, or twice ACE's own float32 error) and ACE's float64 numbers to
+    1e-7 (its annual CRPS, which it forms in float32 in a float64 loop too, to 1e-4); enso_index_diagnostics.nc
+    (source, sample, time: the 15th of each month) and annual_diagnostics.nc (source, sample, year) ACE's to 1e-4; the
+    same bits at every mesh. The documented difference: ACE's annual means of a variable with missing points are 0,
+    gridshard's NaN."""
     ace32, ace64 = (
         {k: v for k, v in climate_runs[run]["summary"].items() if k.startswith(CLIMATE)} for run in ("ace32", "ace64"))
-    assert {"annual/rmse/a", "annual/crps/a", "seasonal/time-mean-rmse/a-DJF",
-            "seasonal/time-mean-rmse/a"} <= set(ace32)
+    assert {"annual/rmse/a", "annual/crps/a", "seasonal/time-mean-rmse/a-DJF", "seasonal/time-mean-rmse/a",
+            "enso_index/TS_nino34_index_std", "enso_index/TS_nino34_index_power_1_16yr_norm"} <= set(ace32)
+    with xr.open_dataset(climate_runs["ace64"]["folder"] / "enso_index_diagnostics.nc") as ds:
+        ace_index = ds["TS"].values.astype(np.float64)
+        ace_months = [(t.year, t.month, t.day) for t in ds["time"].values]
+    with xr.open_dataset(climate_runs[(1, 1, 1)]["folder"] / "enso_index_diagnostics.nc") as ds:
+        serial_index = ds["TS"].values.astype(np.float64)
     serial = climate_runs[(1, 1, 1)]
     with xr.open_dataset(climate_runs["ace64"]["folder"] / "annual_diagnostics.nc") as ds:
         ace_file = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
@@ -434,6 +442,13 @@ def test_annual_and_seasonal_means_are_aces_at_every_mesh(climate_runs):
                     assert np.isnan(values).all() and (ace_file[variable] == 0).all(), mesh
                 else:
                     assert np.allclose(values, ace_file[variable], rtol=1e-4, atol=1e-5), (mesh, variable)
+        with xr.open_dataset(run["folder"] / "enso_index_diagnostics.nc") as ds:
+            assert ds["TS"].dims == ("source", "sample", "time"), mesh
+            assert [(t.year, t.month, t.day) for t in ds["time"].values] == ace_months, mesh
+            index = ds["TS"].values.astype(np.float64)
+            assert same_bits(index, serial_index), mesh
+            assert np.array_equal(np.isnan(index), np.isnan(ace_index)), mesh
+            assert np.allclose(index, ace_index, rtol=1e-4, atol=1e-5, equal_nan=True), mesh
 
 
 def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):

@@ -9,8 +9,8 @@ implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and 
 forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
 cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
-annual (without monthly reference data) and seasonal metrics. Every other enabled metric (histogram, extended
-videos, ENSO, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at build time under
+annual (without monthly reference data), seasonal and ENSO index metrics. Every other enabled metric (histogram,
+extended videos, ENSO coefficient, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at build time under
 spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
 """
 
@@ -164,11 +164,11 @@ class InferenceEvaluatorAggregator:
         video_served = [m for m in metrics if isinstance(m, ace_main.VideoMetricConfig) and
                         not m.enable_extended_videos]
         # ACE's annual (where its build keeps it) and seasonal metrics
-        annual_served, seasonal_served = calendar.served(ace_main, config, metrics, dataset_info,
-                                                         n_ic_steps + n_forward_steps)
+        annual_served, seasonal_served, enso_served = calendar.served(ace_main, config, metrics, dataset_info,
+                                                                      n_ic_steps + n_forward_steps)
         self._timestep = dataset_info.timestep
         ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)
-                or any(m is t for t in trend_served + video_served + annual_served + seasonal_served)]
+                or any(m is t for t in trend_served + video_served + annual_served + seasonal_served + enso_served)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
         self._series = [m for m in ours if isinstance(m, ace_main.MeanMetricConfig)]
         self._steps = [m for m in ours if isinstance(m, ace_main.StepMeanMetricConfig) and m.step <= n_forward_steps]
@@ -181,6 +181,8 @@ class InferenceEvaluatorAggregator:
         self._videos = [m for m in ours if isinstance(m, ace_main.VideoMetricConfig)]
         self._annual = [m for m in ours if isinstance(m, ace_main.AnnualMetricConfig)]
         self._seasonal = [m for m in ours if isinstance(m, ace_main.SeasonalMetricConfig)]
+        self._enso = [m for m in ours if any(m is e for e in enso_served)]
+        self._calendar = None  # the run's calendar, from its first dates
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
                 raise ValueError(f"zonal_mean: {n_ic_steps + n_forward_steps} steps exceed zonal_mean_max_size="
@@ -277,7 +279,7 @@ class InferenceEvaluatorAggregator:
                    for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
             bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
-            bool(self._trends) or bool(self._videos) or bool(self._annual) or bool(self._seasonal)
+            bool(self._trends) or bool(self._videos) or bool(self._annual) or bool(self._seasonal) or bool(self._enso)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
@@ -295,6 +297,7 @@ class InferenceEvaluatorAggregator:
             # list) that the data has
             trended, videoed = calendar.chosen(self._trends, names), calendar.chosen(self._videos, names)
             annualized, seasoned = calendar.chosen(self._annual, names), calendar.chosen(self._seasonal, names)
+            indexed = [n for n in names if n in calendar.SST_NAMES] if self._enso else []
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
                                       ensemble_cell_maps=maps_of["denorm"],
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
@@ -303,7 +306,9 @@ class InferenceEvaluatorAggregator:
                                       video={"variables": videoed} if videoed else None,
                                       annual={"variables": annualized, "timestep": self._timestep} if annualized
                                       else None,
-                                      seasonal={"variables": seasoned} if seasoned else None, **common)
+                                      seasonal={"variables": seasoned} if seasoned else None,
+                                      nino34_index={"variables": indexed, "lon": self._coords["lon"]} if indexed
+                                      else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -342,13 +347,16 @@ class InferenceEvaluatorAggregator:
     def _dates(self, time):
         """The valid dates ``(initial condition, time)`` of ACE's ``(sample, time)`` times (cftime, in the run's
         calendar; an initial condition's members share its dates): the trend's, annual and seasonal means' times."""
+        if self._calendar is None:
+            self._calendar = time.dt.calendar
         return np.asarray(time.values)[::self.n_ensemble_per_ic]
 
     def _record(self, target, prediction, first_lead, time):
         target, prediction = self._unfolded(target, prediction)
         if self._denorm is not None:
             self._denorm.record(target, prediction, first_lead=first_lead,
-                                times=self._dates(time) if self._trends or self._annual or self._seasonal else None)
+                                times=self._dates(time) if self._trends or self._annual or self._seasonal or self._enso
+                                else None)
         if self._norm is not None:
             self._norm.record(self._normalize(target), self._normalize(prediction), first_lead=first_lead)
         stop = first_lead + int(next(iter(target.values())).shape[1])
@@ -456,7 +464,7 @@ class InferenceEvaluatorAggregator:
                 means = denorm[name]["regions"]["global"]["time_means"]
                 logs.update({f"{metric.get_name()}/{ace_name}/{name}": float(means[key])
                              for key, ace_name in self._keys.trend.items()})
-        logs.update(calendar.logs(self._annual, self._seasonal, denorm or {}))
+        logs.update(calendar.logs(self._annual, self._seasonal, self._enso, denorm or {}))
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -644,6 +652,7 @@ class InferenceEvaluatorAggregator:
             if data:
                 out[metric.get_name()] = xr.Dataset(data)
         out.update(calendar.annual_datasets(self._annual, denorm or {}))  # fme's annual_diagnostics.nc
+        out.update(calendar.enso_datasets(self._enso, denorm or {}, self._calendar))  # enso_index_diagnostics.nc
         for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
             data = {}
             for name in self._spectral(metric, denorm):

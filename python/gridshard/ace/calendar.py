@@ -1,6 +1,6 @@
-"""ACE's annual and seasonal metrics in the drop-in (fme's ``annual`` and ``seasonal``): which of them it serves,
-their keys and their file, from ``gridshard.Aggregator``'s annual means and seasonal scores (the library's
-evaluation layer: exact, the same bits on every mesh). No numerics here: the values are the library's."""
+"""ACE's calendar metrics in the drop-in (fme's ``annual``, ``seasonal`` and ``enso_index``): which of them it serves,
+their keys and their files, from ``gridshard.Aggregator``'s annual means, seasonal scores and Niño 3.4 index (the
+library's evaluation layer: exact, the same bits on every mesh). No numerics here: the values are the library's."""
 import datetime
 
 import numpy as np
@@ -11,14 +11,24 @@ from ..aggregator import registered_scores
 _ANNUAL_MIN_DURATION = datetime.timedelta(days=730)
 
 
+# fme's SEA_SURFACE_TEMPERATURE_NAMES: the variables its ENSO index is formed of
+SST_NAMES = ("sst", "surface_temperature", "TS")
+
+
 def served(ace_main, config, metrics, dataset_info, n_timesteps):
-    """The annual and seasonal metrics of ``metrics`` the drop-in scores: every seasonal one, and the annual ones
-    where ACE's build keeps them (a run of more than 730 days) without monthly reference data (its R2 stays ACE's)."""
+    """The annual, seasonal and ENSO index metrics of ``metrics`` the drop-in scores: every seasonal one, the annual
+    ones where ACE's build keeps them (a run of more than 730 days) without monthly reference data (its R2 stays
+    ACE's), and the ENSO index ones where ACE's build keeps them (the same length, a latitude-longitude grid)."""
+    from fme.ace.aggregator.inference.enso.dynamic_index import EnsoIndexMetricConfig
+    from fme.core.coordinates import LatLonCoordinates
+
     long_enough = n_timesteps * dataset_info.timestep > _ANNUAL_MIN_DURATION
     annual = [m for m in metrics if isinstance(m, ace_main.AnnualMetricConfig) and long_enough and
               m.reference_data is None and getattr(config, "monthly_reference_data", None) is None]
     seasonal = [m for m in metrics if isinstance(m, ace_main.SeasonalMetricConfig)]
-    return annual, seasonal
+    lat_lon = isinstance(dataset_info.horizontal_coordinates, LatLonCoordinates)
+    enso = [m for m in metrics if isinstance(m, EnsoIndexMetricConfig) and long_enough and lat_lon]
+    return annual, seasonal, enso
 
 
 def chosen(metrics, names):
@@ -38,7 +48,7 @@ def _relabelled(ace_key, label, name):
     return label + ace_key[ace_key.index("/"):].replace("{var}", name)
 
 
-def logs(annual, seasonal, scores):
+def logs(annual, seasonal, enso, scores):
     """ACE's scalar logs of its annual metrics (``<name>/rmse/<var>`` and ``<name>/crps/<var>`` as its report_rmse and
     report_crps say, over more than one year) and seasonal ones (``<name>/time-mean-rmse/<var>-<season>`` and over
     the four seasons), images aside."""
@@ -55,6 +65,31 @@ def logs(annual, seasonal, scores):
             means = scores[name]["regions"]["global"]["time_means"]
             for key, ace_key in _keys("seasonal").items():
                 out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
+    for metric in enso:  # fme's PairedRegionalIndexAggregator.get_logs, images aside
+        for name in (n for n in SST_NAMES if n in scores):
+            means = scores[name]["regions"]["global"]["time_means"]
+            for key, ace_key in _keys("regional_index").items():
+                if key in means:  # the library forms them where ACE logs them
+                    out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
+    return out
+
+
+def enso_datasets(enso, scores, calendar):
+    """fme's enso_index_diagnostics.nc of each ENSO index metric: per SST variable its index over (source = target,
+    prediction; sample; time), the time the 15th of each month in the run's ``calendar``."""
+    import cftime
+    import xarray as xr
+
+    out = {}
+    for metric in enso:
+        data, time = {}, None
+        for name in (n for n in SST_NAMES if n in scores):
+            index = scores[name]["nino34_index"]
+            time = [cftime.datetime(int(y), int(m), 15, calendar=calendar or "standard")
+                    for y, m in zip(index["years"], index["months"])]
+            data[name] = (("source", "sample", "time"), np.stack([index["target"], index["prediction"]]))
+        if data:
+            out[metric.get_name()] = xr.Dataset(data, coords={"source": ["target", "prediction"], "time": time})
     return out
 
 
