@@ -10,8 +10,8 @@ forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) 
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
 cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
 annual (without monthly reference data), seasonal and ENSO index metrics. Every other enabled metric (histogram,
-extended videos, ENSO coefficient, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at build time under
-spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
+extended videos, ENSO coefficient, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at
+build time under spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
 """
 
 import dataclasses
