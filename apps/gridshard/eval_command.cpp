@@ -75,6 +75,7 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     }
     plan.annual_variables = parse_name_list("--annual-variables", options.annual_variables);
     plan.scoring.seasonal = options.seasonal;
+    plan.enso_index = options.enso_index;
     plan.seasonal_variables = parse_name_list("--seasonal-variables", options.seasonal_variables);
     plan.access = access;
     return plan;
@@ -141,11 +142,12 @@ int run_eval(const EvalOptions& options) {
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    options.include_initial_step || options.data_split.has_value() ||
                                    !options.normalize.empty() || options.near_zero_fraction || options.trend ||
-                                   options.video || options.annual || options.seasonal;
+                                   options.video || options.annual || options.seasonal || options.enso_index;
         if (!forecast && forecast_only) {
             throw ArgumentError(
                 "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction, "
-                "--trend, --video, --annual and --seasonal need a forecast: files with a sample or member dim, or the "
+                "--trend, --video, --annual, --seasonal and --enso-index need a forecast: files with a sample or "
+                "member dim, or the "
                 "built-in forecast "
                 "(--initial-conditions, --ensemble-size)");
         }
@@ -164,7 +166,7 @@ int run_eval(const EvalOptions& options) {
         const OutputPaths paths =
             output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
                          options.near_zero_fraction && options.near_zero_config.include_maps, options.trend,
-                         options.video, options.annual);
+                         options.video, options.annual, options.enso_index);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -374,6 +376,12 @@ Runner add_eval_command(CLI::App& app) {
                "Forecast: also ACE's seasonal metric: per season (DJF, MAM, JJA, SON) of the valid times the mean "
                "maps of the prediction and of the truth, and the area-weighted RMSE of their difference per season "
                "and over the four (seasonal/time-mean-rmse) in the JSON report");
+    command->add_flag("--enso-index", options->enso_index,
+                      "Forecast: also ACE's enso_index metric of the variables named sst, surface_temperature or TS: "
+                      "per counted lead time the regional mean in ACE's Nino 3.4 box (5S-5N, 190-240E, ACE's "
+                      "weights), per sample ACE's 5-month running index of its monthly anomalies, in --diagnostics "
+                      "DIR/enso_index_diagnostics.nc, and ACE's summaries (nino34_index_std, its band powers and their "
+                      "ratios to the truth's) in the JSON report; a run longer than 730 days");
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

@@ -60,6 +60,8 @@ struct EvalOptions {
     std::string video_variables;
     // ACE's annual and seasonal means (--annual, --annual-variables, --seasonal, --seasonal-variables).
     bool annual = false, seasonal = false;
+    // ACE's ENSO index (--enso-index).
+    bool enso_index = false;
     std::string annual_variables, seasonal_variables;
 };
 

@@ -534,6 +534,43 @@ io::Dataset annual_diagnostics(const EvaluationResult& result) {
     return d;
 }
 
+// ACE's enso_index_diagnostics.nc (fme's PairedRegionalIndexAggregator.get_dataset): per variable with a Nino 3.4
+// index its index over (source, sample, time), source = target, prediction, the time the 15th of each month in the
+// files' calendar.
+io::Dataset enso_index_diagnostics(const EvaluationResult& result) {
+    io::Dataset d;
+    d.global_attributes = global_attributes(
+        "gridshard Nino 3.4 index per sample (ACE's 5-month running monthly "
+        "anomalies of the Nino 3.4 regional means)");
+    for (const ChannelScores& c : result.channels) {
+        if (!c.index_prediction) {
+            continue;  // a variable without an index
+        }
+        if (d.dims.empty()) {
+            const io::Calendar calendar = io::parse_calendar(result.lead_times.calendar);
+            std::vector<double> days;
+            for (std::size_t m = 0; m < c.index_prediction->years.size(); ++m) {
+                const io::DateTime mid{
+                    .year = c.index_prediction->years[m], .month = c.index_prediction->months[m], .day = 15};
+                days.push_back(io::seconds_between({.year = 1970, .month = 1, .day = 1}, mid, calendar) / 86400.0);
+            }
+            const std::string calendar_name =
+                result.lead_times.calendar.empty() ? "standard" : result.lead_times.calendar;
+            d.dims = {{"source", 2, {}, {}, false, {"target", "prediction"}},
+                      {"sample", c.index_prediction->samples},
+                      {"time",
+                       static_cast<std::int64_t>(days.size()),
+                       days,
+                       {{"units", "days since 1970-01-01 00:00:00"}, {"calendar", calendar_name}}}};
+        }
+        std::vector<double> values = c.index_truth->values;
+        values.insert(values.end(), c.index_prediction->values.begin(), c.index_prediction->values.end());
+        d.variables.push_back(
+            {netcdf_name(c.name), {"source", "sample", "time"}, values, {{"long_name", c.name + " Nino 3.4 index"}}});
+    }
+    return d;
+}
+
 // ACE's video_diagnostics.nc (fme's VideoAggregator.get_dataset, its default videos): per variable with a video its
 // mean maps per lead time over (source, timestep, lat, lon), source = prediction, target.
 io::Dataset video_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
@@ -617,12 +654,12 @@ std::vector<io::NamedPath> OutputPaths::named() const {
     return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
             {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum},
             {"--diagnostics", near_zero},  {"--diagnostics", trend},     {"--diagnostics", video},
-            {"--diagnostics", annual}};
+            {"--diagnostics", annual},     {"--diagnostics", enso_index}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
-                         bool spectrum, bool near_zero_maps, bool trend, bool video, bool annual) {
-    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", ""};
+                         bool spectrum, bool near_zero_maps, bool trend, bool video, bool annual, bool enso_index) {
+    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -644,6 +681,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (forecast && annual) {
             paths.annual = base + "annual_diagnostics.nc";
+        }
+        if (forecast && enso_index) {
+            paths.enso_index = base + "enso_index_diagnostics.nc";
         }
     }
     return paths;
@@ -688,6 +728,10 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     }
     if (!paths.annual.empty()) {
         jobs.push_back({paths.annual, [&](io::AtomicOutput& o) { io::write_dataset(o, annual_diagnostics(result)); }});
+    }
+    if (!paths.enso_index.empty()) {
+        jobs.push_back(
+            {paths.enso_index, [&](io::AtomicOutput& o) { io::write_dataset(o, enso_index_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -735,6 +779,10 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     if (!paths.annual.empty()) {  // every rank holds the annual means, small: written whole, as the report
         jobs.push_back(
             {paths.annual, [&](io::AtomicOutput& o) { io::write_dataset(o, annual_diagnostics(result)); }, {}});
+    }
+    if (!paths.enso_index.empty()) {  // every rank holds the indices, small: written whole
+        jobs.push_back(
+            {paths.enso_index, [&](io::AtomicOutput& o) { io::write_dataset(o, enso_index_diagnostics(result)); }, {}});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

@@ -24,11 +24,12 @@ struct OutputPaths {
     std::string mean;
     std::string zonal_mean;
     std::string time_mean;
-    std::string spectrum;   ///< power_spectrum_diagnostics.nc
-    std::string near_zero;  ///< near_zero_fraction_diagnostics.nc
-    std::string trend;      ///< trend_diagnostics.nc
-    std::string video;      ///< video_diagnostics.nc
-    std::string annual;     ///< annual_diagnostics.nc
+    std::string spectrum;    ///< power_spectrum_diagnostics.nc
+    std::string near_zero;   ///< near_zero_fraction_diagnostics.nc
+    std::string trend;       ///< trend_diagnostics.nc
+    std::string video;       ///< video_diagnostics.nc
+    std::string annual;      ///< annual_diagnostics.nc
+    std::string enso_index;  ///< enso_index_diagnostics.nc
     /// Every path, named for io::check_output_paths.
     [[nodiscard]] std::vector<io::NamedPath> named() const;
 };
@@ -38,7 +39,7 @@ struct OutputPaths {
 /// `near_zero_maps`, its trend maps with `trend` and its video with `video`.
 [[nodiscard]] OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder,
                                        bool forecast, bool spectrum, bool near_zero_maps, bool trend, bool video,
-                                       bool annual);
+                                       bool annual, bool enso_index);
 
 /// Throws ArgumentError unless `folder` is empty or an existing directory.
 void check_diagnostics_folder(const std::string& folder);

@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 22> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 23> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -22,6 +22,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 22> flags{{
     {"video", "--video"},
     {"annual", "--annual"},
     {"seasonal", "--seasonal"},
+    {"enso_index", "--enso-index"},
     {"data_split", "--data-split"},
     {"ensemble_dim", "--ensemble-dim"},
     {"ensemble_size", "--ensemble-size"},

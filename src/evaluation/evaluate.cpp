@@ -2,6 +2,7 @@
 // variable one Aggregator fed by read rounds.
 
 #include "gridshard/evaluation/evaluate.hpp"
+#include "gridshard/geometry/regions.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -50,6 +51,7 @@ struct RunInputs {
     // with the trend, annual or seasonal means, each (initial condition, lead)'s valid time, else empty
     const std::vector<ValidTime>& pair_times;
     double annual_timestep_seconds;  // with the annual means, the files' timestep
+    const AreaWeights* nino34;       // with the ENSO index, its weights on this rank's box, else none
 };
 
 /// One variable's scores, and with the normalisation its scores on the normalised fields.
@@ -124,6 +126,10 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                 options.annual.reset();
             } else {
                 options.annual->timestep_seconds = in.annual_timestep_seconds;
+            }
+            if (in.nino34 != nullptr &&
+                std::find(ace_sst_names.begin(), ace_sst_names.end(), name) != ace_sst_names.end()) {
+                options.regional_index = RegionalIndexOptions{*in.nino34};
             }
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
             for (std::size_t k = 0; k < in.pair_times.size() && aggregator->needs_times(); ++k) {  // the valid times
@@ -297,6 +303,20 @@ double lead_timestep_seconds(const io::ForecastSource& source, const char* setti
     return step;
 }
 
+/// The source's timestep (lead_timestep_seconds) of a run ACE's `setting` metric takes: longer than 730 days (fme's
+/// AnnualMetricConfig and EnsoIndexMetricConfig builds). Throws ArgumentError naming the setting and `what` needs it
+/// otherwise.
+double longer_than_two_years(const io::ForecastSource& source, const char* setting, const char* what) {
+    const double step = lead_timestep_seconds(source, setting);
+    const auto steps = static_cast<std::int64_t>(source.lead_times().values.size());
+    const double days = static_cast<double>(steps) * step / 86400.0;
+    if (!(days > 730.0)) {
+        throw ArgumentError(setting_name(setting) + ": ACE's " + what + " a run of more than 730 days, this one is " +
+                            number_text(days) + " days (" + std::to_string(steps) + " steps)");
+    }
+    return step;
+}
+
 /// Refuses longitudes that are not whole latitude circles at equal spacing (a regional grid, half the globe), which a
 /// spherical transform would take as whole circles. A spacing may differ from 360 / nlon by a thousandth of itself
 /// (longitudes stored in float).
@@ -423,13 +443,16 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .near_zero_fraction = plan.near_zero_fraction.has_value(),
                        .trend = plan.scoring.trend,
                        .annual = plan.scoring.annual.has_value(),
-                       .seasonal = plan.scoring.seasonal};
+                       .seasonal = plan.scoring.seasonal,
+                       .regional_index = plan.enso_index};
     // ACE's climate families, in one agreement: each a forecast's, their variable lists naming scored variables, and
     // the valid times; ACE's gates (a trend needs two counted steps, annual means a run of more than 730 days).
     std::vector<ValidTime> pair_times;
     const AggregatorOptions& scoring = plan.scoring;
-    double annual_timestep = 0.0;  // with the annual means, the files' timestep
-    if (plan.near_zero_fraction || scoring.trend || scoring.video || scoring.annual || scoring.seasonal) {
+    double annual_timestep = 0.0;       // with the annual means, the files' timestep
+    std::optional<AreaWeights> nino34;  // with the ENSO index, ACE's weights of its box
+    if (plan.near_zero_fraction || scoring.trend || scoring.video || scoring.annual || scoring.seasonal ||
+        plan.enso_index) {
         std::vector<std::string> variable_names;
         for (const io::SourceVariable& v : variables) {
             variable_names.push_back(v.name);
@@ -466,18 +489,26 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                 }
                 if (scoring.annual) {
                     family("annual", "annual means are", plan.annual_variables);
-                    annual_timestep = lead_timestep_seconds(source, "annual");
-                    const double days = static_cast<double>(layout.lead_times) * annual_timestep / 86400.0;
-                    if (!(days > 730.0)) {  // fme's AnnualMetricConfig.build
-                        throw ArgumentError(setting_name("annual") +
-                                            ": ACE's annual means need a run of more than 730 days, "
-                                            "this one is " +
-                                            number_text(days) + " days (" + std::to_string(layout.lead_times) +
-                                            " steps)");
-                    }
+                    annual_timestep = longer_than_two_years(source, "annual", "annual means need");
                 }
-                if (scoring.trend || scoring.annual || scoring.seasonal) {
-                    pair_times = valid_times(source, scoring.trend ? "trend" : scoring.annual ? "annual" : "seasonal");
+                if (plan.enso_index) {
+                    family("enso_index", "ENSO index is", {});
+                    longer_than_two_years(source, "enso_index", "ENSO index needs");
+                    if (std::none_of(variables.begin(), variables.end(), [](const io::SourceVariable& v) {
+                            return std::find(ace_sst_names.begin(), ace_sst_names.end(), v.name) != ace_sst_names.end();
+                        })) {
+                        throw ArgumentError(setting_name("enso_index") +
+                                            ": no scored variable is named sst, surface_temperature or TS, the "
+                                            "variables ACE forms its Nino 3.4 index of");
+                    }
+                    nino34 = ace_regional_weights(region_weights.front().weights.view(), g.lat_deg, g.lon_deg,
+                                                  grid.box(), nino34_box);
+                }
+                if (scoring.trend || scoring.annual || scoring.seasonal || plan.enso_index) {
+                    pair_times = valid_times(source, scoring.trend      ? "trend"
+                                                     : scoring.annual   ? "annual"
+                                                     : scoring.seasonal ? "seasonal"
+                                                                        : "enso_index");
                 }
             }));
     }
@@ -523,7 +554,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                            result.time_means,
                            normalization.get(),
                            pair_times,
-                           annual_timestep};
+                           annual_timestep,
+                           nino34 ? &*nino34 : nullptr};
     RunClock clock;
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());

@@ -364,6 +364,7 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     (["--video", "--video-variables", "u10"], "--video: variables names 'u10', which is not a scored variable"),
     (["--annual"], "--annual: ACE's annual means need a run of more than 730 days, this one is"),
     (["--annual-variables", "t2m"], "--annual-variables requires --annual"),
+    (["--enso-index"], "--enso-index: ACE's ENSO index needs a run of more than 730 days, this one is"),
     (["--seasonal", "--seasonal-variables", "precip"],
      "--seasonal: variables names 'precip', which is not a scored variable (t2m, sst)"),
 ])
@@ -387,7 +388,7 @@ def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tm
 
 def test_forecast_options_need_a_forecast(mpirun, tmp_path):
     for option in ("--region", "tropics"), ("--near-zero-fraction",), ("--trend",), ("--video",), ("--annual",), \
-            ("--seasonal",):
+            ("--seasonal",), ("--enso-index",):
         r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", *option, "--quiet")
         assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
 

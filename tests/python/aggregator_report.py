@@ -11,6 +11,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--video]                        # also ACE's video
         [--seasonal]                     # also ACE's seasonal means, the dates from init_time and time
         [--annual SECONDS]               # also ACE's annual means of a run of this timestep
+        [--nino34]                       # also ACE's Nino 3.4 index of sst
 """
 import argparse
 import json
@@ -35,6 +36,7 @@ parser.add_argument("--near-zero", type=json.loads, default=None)
 parser.add_argument("--trend", action="store_true")
 parser.add_argument("--video", action="store_true")
 parser.add_argument("--seasonal", action="store_true")
+parser.add_argument("--nino34", action="store_true", help="ACE's Nino 3.4 index of the variables ACE names")
 parser.add_argument("--annual", type=float, default=None, help="ACE's annual means of a run of this timestep (s)")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
@@ -45,7 +47,7 @@ with netCDF4.Dataset(args.truth) as t, netCDF4.Dataset(args.pred) as p:
     truth = {n: np.asarray(t[n][:].filled(np.nan), dtype=np.float32) for n in names}
     pred = {n: np.asarray(p[n][:].filled(np.nan), dtype=np.float32) for n in names}
     lat = np.asarray(t["lat"][:], dtype=np.float64)
-    timed = args.trend or args.seasonal or args.annual
+    timed = args.trend or args.seasonal or args.annual or args.nino34
     if timed:  # each (initial condition, lead)'s valid date, by cftime in the files' calendar
         import cftime
 
@@ -63,7 +65,9 @@ aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=me
                                   normalize=args.normalize, spectrum=True if args.spectrum else None,
                                   near_zero_fraction=args.near_zero, trend=args.trend or None,
                                   video=args.video or None, seasonal=args.seasonal or None,
-                                  annual={"timestep": args.annual} if args.annual else None)
+                                  annual={"timestep": args.annual} if args.annual else None,
+                                  nino34_index={"variables": [n for n in names if n in ("sst", "TS")]}
+                                  if args.nino34 else None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 for start in range(0, leads, args.window):
@@ -104,6 +108,9 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
         if channel.get("video") is not None:
             out[name]["video"] = {k: hexes(v) for k, v in channel["video"].items()}
+        if channel.get("nino34_index") is not None:
+            out[name]["nino34_index"] = {k: hexes(v) for k, v in channel["nino34_index"].items()
+                                         if k in ("prediction", "target")}
         if channel.get("annual") is not None:
             out[name]["annual"] = {k: hexes(v) for k, v in channel["annual"].items()}
         if channel.get("seasonal") is not None:

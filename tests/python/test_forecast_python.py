@@ -262,9 +262,10 @@ def test_plot_refuses_a_folder_without_diagnostics(tmp_path):
 
 
 def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
-    """ACE's annual and seasonal means of a run of 2.4 years (12 lead times 73 days apart, from 2020-01-01):
-    `gridshard eval --annual --seasonal` gives gridshard.Aggregator's bits at every mesh: the scores (annual RMSE and
-    CRPS, seasonal RMSEs) and annual_diagnostics.nc (source, sample, year)."""
+    """ACE's annual and seasonal means and Niño 3.4 index of a run of 2.4 years (12 lead times 73 days apart, from
+    2020-01-01): `gridshard eval --annual --seasonal --enso-index` gives gridshard.Aggregator's bits at every mesh: the
+    scores (annual RMSE and CRPS, seasonal RMSEs, the index's spread), annual_diagnostics.nc (source, sample, year)
+    and enso_index_diagnostics.nc (source, sample, time)."""
     import netCDF4
 
     forecast = ff.Forecast(ics=2, members=3, leads=12, nlat=9, nlon=14, seed=11)
@@ -274,18 +275,22 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
     folder = tmp_path / "tool"
     folder.mkdir()
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
-           "--diagnostics", folder, "--quiet", "--annual", "--seasonal")
+           "--diagnostics", folder, "--quiet", "--annual", "--seasonal", "--enso-index")
     tool = json.loads((folder / "r.json").read_text())["variables"]
     with netCDF4.Dataset(folder / "annual_diagnostics.nc") as annual:
         years = list(annual["year"][:])
         tool_annual = {(n, k): _as_hex(np.asarray(annual[n][k][:].filled(np.nan)).ravel())
                        for n in tool for k in range(2)}
         counts = _as_hex(np.asarray(annual["counts"][0][:].filled(np.nan)).ravel())
+    with netCDF4.Dataset(folder / "enso_index_diagnostics.nc") as enso:
+        tool_index = {k: _as_hex(np.asarray(enso["sst"][k][:].filled(np.nan)).ravel()) for k in range(2)}
+        first_month = netCDF4.num2date(enso["time"][0], enso["time"].units, enso["time"].calendar)
+    assert (first_month.year, first_month.month, first_month.day) == (2020, 3, 15)  # 73 days on: March
     assert years == [2020, 2021]
     for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
-               "--truth", truth, "--pred", pred, "--window", 5, "--annual", 73 * 86400, "--seasonal")
+               "--truth", truth, "--pred", pred, "--window", 5, "--annual", 73 * 86400, "--seasonal", "--nino34")
         python = json.loads(out.read_text())
         for name, scores in python.items():
             for key in ("annual_rmse", "annual_crps", "seasonal_rmse", "seasonal_rmse_djf", "seasonal_rmse_jja"):
@@ -293,4 +298,14 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
             assert scores["annual"]["target"] == tool_annual[(name, 0)], (mesh, name)
             assert scores["annual"]["prediction"] == tool_annual[(name, 1)], (mesh, name)
             assert scores["annual"]["counts"] == counts, (mesh, name)
+        assert scores_of_sst(python) == scores_of_sst(tool), mesh
+        assert python["sst"]["nino34_index"]["target"] == tool_index[0], mesh
+        assert python["sst"]["nino34_index"]["prediction"] == tool_index[1], mesh
         assert np.isfinite(float.fromhex(python["t2m"]["time_mean"]["annual_crps"]))
+        assert np.isfinite(float.fromhex(python["sst"]["time_mean"]["nino34_index_std"]))
+
+
+def scores_of_sst(report):
+    """The Niño 3.4 index's scores of sst, as float hex (the tool's numbers or the report's hex)."""
+    means = report["sst"]["time_mean"]
+    return {k: v if isinstance(v, str) else _as_hex([v])[0] for k, v in means.items() if k.startswith("nino34")}

@@ -60,6 +60,9 @@ struct EvaluationPlan {
     /// scoring.seasonal: the variables with ACE's annual and seasonal means (ACE's AnnualMetricConfig.variables and
     /// SeasonalMetricConfig.variables; empty: every one); each must be scored.
     std::vector<std::string> annual_variables, seasonal_variables;
+    /// forecast: ACE's enso_index metric (AggregatorOptions::regional_index) of the variables ACE forms it of (sst,
+    /// surface_temperature, TS: ace_sst_names), over ACE's Niño 3.4 box; a run longer than 730 days.
+    bool enso_index = false;
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.

@@ -18,6 +18,9 @@
 #include <string_view>
 #include <vector>
 
+#include <array>
+#include <string_view>
+
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/geometry/field_views.hpp"
 
@@ -64,6 +67,9 @@ struct Region {
 
 /// ACE's Niño 3.4 box (fme's NINO34_LAT and NINO34_LON): 5S to 5N, 190E to 240E.
 inline constexpr LatLonBox nino34_box{-5.0, 5.0, 190.0, 240.0, false};
+
+/// The variables ACE forms its Niño 3.4 index of (fme's SEA_SURFACE_TEMPERATURE_NAMES).
+inline constexpr std::array<std::string_view, 3> ace_sst_names{"sst", "surface_temperature", "TS"};
 
 /// ACE's weights of a regional index (fme's LatLonRegion.regional_weights, which its regional means multiply into the
 /// area weights): region_weights of `region` times cos(lat) once more, per point.
