@@ -46,6 +46,7 @@
 #include "gridshard/comm/redistribution.hpp"
 #include "gridshard/comm/threads.hpp"
 
+#include "gridshard/metrics/climate_index.hpp"
 #include "gridshard/metrics/ensemble.hpp"
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
