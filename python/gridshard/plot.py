@@ -15,7 +15,11 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
 - ``near_zero_fraction-VAR.png``: with ``--near-zero-fraction-include-maps``, the prediction's and the target's
   per-cell near-zero fractions and their difference, as ACE logs its images;
 - ``video-VAR.png``: with ``--video``, the prediction's and the target's mean maps at the first, middle and last
-  lead times of ACE's video (a frame each).
+  lead times of ACE's video (a frame each);
+- ``annual-VAR.png``: with ``--annual``, the annual means per year, each sample's and their mean, and the target's
+  mean, as ACE logs its annual plot;
+- ``enso_index-VAR.png``: with ``--enso-index``, the Niño 3.4 index per month, each sample's and their mean, and the
+  target's mean, as ACE logs its index plot.
 
 Each image is written to a temporary file in the output folder and renamed, so a failed run leaves none;
 the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's python3-matplotlib and
@@ -27,7 +31,8 @@ from pathlib import Path
 
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
 SPECTRUM = "power_spectrum_diagnostics.nc"
-CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc")
+CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc",
+           "annual_diagnostics.nc", "enso_index_diagnostics.nc")
 
 
 def _read(path):
@@ -200,8 +205,39 @@ def _map_panels(rows, title, path):
     plt.close(figure)
 
 
+def _series_panel(times, target, prediction, title, ylabel, path):
+    """A series per sample of the prediction (thin), their mean, and the target's mean over samples (NaN skipped)
+    against `times`, as ACE's plot_mean_and_samples draws them."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, axis = plt.subplots(figsize=(8, 4))
+    for row in prediction:
+        axis.plot(times, row, color="tab:blue", linewidth=0.5, alpha=0.5)
+    with np.errstate(all="ignore"):
+        axis.plot(times, np.nanmean(prediction, axis=0), color="tab:blue", linewidth=2, label="prediction mean")
+        axis.plot(times, np.nanmean(target, axis=0), color="tab:orange", linewidth=2, label="target mean")
+    axis.set_title(title)
+    axis.set_ylabel(ylabel)
+    axis.legend()
+    figure.tight_layout()
+    _save(figure, path)
+    plt.close(figure)
+
+
+def _decimal_years(path):
+    """The time coordinate of `path` as decimal years (year + (month - 1) / 12), in its calendar."""
+    import netCDF4
+
+    with netCDF4.Dataset(path) as ds:
+        time = ds["time"]
+        dates = netCDF4.num2date(time[:], time.units, getattr(time, "calendar", "standard"))
+        return [d.year + (d.month - 1) / 12 for d in dates]
+
+
 def plot_climate(folder, out):
-    """The trend, near-zero fraction and video images of the files present in `folder`; returns the paths."""
+    """The trend, near-zero fraction, video, annual and ENSO index images of the files present in `folder`; returns
+    the paths."""
     written = []
     if (folder / CLIMATE[0]).is_file():  # (source = target, prediction, lat, lon) per variable
         trends, _ = _read(folder / CLIMATE[0])
@@ -232,6 +268,16 @@ def plot_climate(folder, out):
             if frames:
                 _map_panels(rows, f"{variable}: mean over every sample", out / f"video-{variable}.png")
                 written.append(out / f"video-{variable}.png")
+    for file, name, axis, title in ((CLIMATE[3], "annual", "year", "annual global mean"),
+                                    (CLIMATE[4], "enso_index", "time", "Nino 3.4 index")):
+        if not (folder / file).is_file():  # (source = target, prediction, sample, year or time) per variable
+            continue
+        series, _ = _read(folder / file)
+        times = series[axis] if axis == "year" else _decimal_years(folder / file)
+        for variable in (n for n, v in series.items() if v.ndim == 3 and n != "counts"):
+            target, prediction = series[variable]
+            _series_panel(times, target, prediction, f"{variable}: {title}", variable, out / f"{name}-{variable}.png")
+            written.append(out / f"{name}-{variable}.png")
     return written
 
 

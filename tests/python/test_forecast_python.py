@@ -287,6 +287,17 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
         first_month = netCDF4.num2date(enso["time"][0], enso["time"].units, enso["time"].calendar)
     assert (first_month.year, first_month.month, first_month.day) == (2020, 3, 15)  # 73 days on: March
     assert years == [2020, 2021]
+    # gridshard.plot draws the annual means and the index as ACE logs them: the samples, their mean, the target's
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    import matplotlib.image
+
+    for png in ("annual-t2m.png", "annual-sst.png", "enso_index-sst.png"):
+        pixels = (matplotlib.image.imread(folder / png)[..., :3] * 255).astype(int).reshape(-1, 3)
+        blue = ((pixels[:, 2] > pixels[:, 0] + 60) & (pixels[:, 2] > 150)).sum()
+        orange = ((pixels[:, 0] > pixels[:, 2] + 60) & (pixels[:, 0] > 200)).sum()
+        assert blue > 200 and orange > 200, (png, blue, orange)
     for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
