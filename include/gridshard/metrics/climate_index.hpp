@@ -7,9 +7,12 @@
 /// holds alike: no MPI calls, and the same bits wherever it runs.
 ///
 /// @code
-///   // per (sample, step) regional means and each step's calendar month, the months of the run sorted
-///   gridshard::MonthlyIndex index = gridshard::monthly_index(means, years, months, samples, 5);
-///   double spread = gridshard::index_std(index);   // ACE's <sst>_nino34_index_std
+///   // Per (sample, step) regional means and each step's calendar year and month: ACE's index and its spread.
+///   double nino34_spread(std::span<const double> means, std::span<const std::int64_t> years,
+///                        std::span<const int> months, std::int64_t samples) {
+///       const gridshard::MonthlyIndex index = gridshard::monthly_index(means, years, months, samples, 5);
+///       return gridshard::index_std(index);   // ACE's <sst>_nino34_index_std
+///   }
 /// @endcode
 
 #include <cstdint>
