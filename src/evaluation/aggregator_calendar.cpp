@@ -121,16 +121,6 @@ void Aggregator::merge_times_over_data() {
     }
 }
 
-template <class T>
-void Aggregator::record_seasonal(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
-                                 std::span<const T> members, bool with_truth) {
-    const auto season = static_cast<std::size_t>(season_of(time_of(initial_condition, lead, "seasonal").month));
-    seasonal_prediction_[season].add_fields<T>(members);  // every member held at once
-    if (with_truth) {  // the truth once per initial condition: ACE's repeats it per member, the same mean
-        seasonal_truth_[season].add(truth);
-    }
-}
-
 void Aggregator::finish_seasonal(VariableScores& out) {
     const std::int64_t channels = shape_.channels;
     const Weights a = regions_.front().weights.view();
@@ -378,9 +368,4 @@ template void Aggregator::record_index<float>(std::int64_t, std::int64_t, FieldS
                                               bool);
 template void Aggregator::record_index<double>(std::int64_t, std::int64_t, FieldShard<double>, std::span<const double>,
                                                bool);
-template void Aggregator::record_seasonal<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
-                                                 bool);
-template void Aggregator::record_seasonal<double>(std::int64_t, std::int64_t, FieldShard<double>,
-                                                  std::span<const double>, bool);
-
 }  // namespace gridshard

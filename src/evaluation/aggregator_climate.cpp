@@ -72,16 +72,24 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (options_.trend) {
         record_trend<T>(initial_condition, lead, truth, members, with_truth);
     }
+    // ACE's video and seasonal means: the members' exact sum formed once for both (add_fields_to), and the truth's
+    // sums. ACE's video averages the target over its samples, which repeat it per member: the truth counts once per
+    // initial condition, so its mean is ACE's (its seasonal means alike).
+    TimeMeanAccumulator* prediction_sums[2];
+    TimeMeanAccumulator* truth_sums[2];
+    std::size_t held = 0;
     if (options_.video) {
-        // ACE's video averages the target over its samples, which repeat it per member: the truth counts once per
-        // initial condition, so its mean is ACE's.
-        video_prediction_[static_cast<std::size_t>(lead)]->add_fields<T>(members);  // every member held at once
-        if (with_truth) {
-            video_truth_[static_cast<std::size_t>(lead)]->add(truth);
-        }
+        prediction_sums[held] = &*video_prediction_[static_cast<std::size_t>(lead)];
+        truth_sums[held++] = &*video_truth_[static_cast<std::size_t>(lead)];
     }
     if (options_.seasonal) {
-        record_seasonal<T>(initial_condition, lead, truth, members, with_truth);
+        const auto season = static_cast<std::size_t>(season_of(time_of(initial_condition, lead, "seasonal").month));
+        prediction_sums[held] = &seasonal_prediction_[season];
+        truth_sums[held++] = &seasonal_truth_[season];
+    }
+    add_fields_to<T>(std::span(prediction_sums, held), members);  // every member held at once
+    if (with_truth) {
+        add_fields_to<T>(std::span(truth_sums, held), truth.values);
     }
     if (options_.regional_index) {
         record_index<T>(initial_condition, lead, truth, members, with_truth);  // collective over spatial

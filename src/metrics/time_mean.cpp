@@ -37,19 +37,25 @@ GRIDSHARD_KERNEL void add_differences(const T* __restrict t, const T* __restrict
     }
 }
 
-/// Points [0, n) of `count` fields `stride` apart into the running sums: their exact sum s + e, s then e (e alone
-/// when there are several fields: one field's is 0).
+/// Points [0, n) of `count` fields `stride` apart into the running sums of each of `targets` (offset to the
+/// points' first): their exact sum s + e formed once a chunk, then into each target s then e (e alone when there are
+/// several fields: one field's is 0).
 template <class T>
 GRIDSHARD_KERNEL void add_field_sums(const T* __restrict fields, std::int64_t count, std::int64_t stride,
-                                     std::int64_t n, double* __restrict sum, double* __restrict error,
-                                     double* __restrict special) noexcept {
+                                     std::int64_t n,
+                                     std::span<const TimeMeanAccumulator::RunningSums> targets) noexcept {
     detail::for_each_field_sum(fields, count, stride, n,
                                [&](std::int64_t first, std::int64_t size, const double* s, const double* e) {
-                                   for (std::int64_t k = 0; k < size; ++k) {
-                                       detail::accumulate(s[k], sum[first + k], error[first + k], special[first + k]);
-                                   }
-                                   for (std::int64_t k = 0; k < size && count > 1; ++k) {
-                                       detail::accumulate(e[k], sum[first + k], error[first + k], special[first + k]);
+                                   for (const TimeMeanAccumulator::RunningSums& t : targets) {
+                                       double* __restrict sum = t.sum + first;
+                                       double* __restrict error = t.error + first;
+                                       double* __restrict special = t.special + first;
+                                       for (std::int64_t k = 0; k < size; ++k) {
+                                           detail::accumulate(s[k], sum[k], error[k], special[k]);
+                                       }
+                                       for (std::int64_t k = 0; k < size && count > 1; ++k) {
+                                           detail::accumulate(e[k], sum[k], error[k], special[k]);
+                                       }
                                    }
                                });
 }
@@ -58,21 +64,42 @@ GRIDSHARD_KERNEL void add_field_sums(const T* __restrict fields, std::int64_t co
 
 template <class T>
 void TimeMeanAccumulator::add_fields(std::span<const T> fields) {
-    const std::size_t points = sum_.size();
-    if (points == 0 ? !fields.empty() : fields.size() % points != 0) {
-        throw ArgumentError("TimeMeanAccumulator::add_fields: " + std::to_string(fields.size()) +
-                            " values are not whole fields of " + std::to_string(points) + " points");
+    TimeMeanAccumulator* self[] = {this};
+    add_fields_to<T>(self, fields);
+}
+
+template <class T>
+void add_fields_to(std::span<TimeMeanAccumulator* const> accumulators, std::span<const T> fields) {
+    if (accumulators.empty()) {
+        return;
+    }
+    const std::size_t points = accumulators.front()->sum_.size();
+    for (const TimeMeanAccumulator* a : accumulators) {
+        if (a->sum_.size() != points || (points == 0 ? !fields.empty() : fields.size() % points != 0)) {
+            throw ArgumentError("TimeMeanAccumulator::add_fields: " + std::to_string(fields.size()) +
+                                " values are not whole fields of " + std::to_string(a->sum_.size()) + " points");
+        }
     }
     const auto count = static_cast<std::int64_t>(points == 0 ? 0 : fields.size() / points);
     if (count == 0) {
         return;
     }
     const auto n = static_cast<std::int64_t>(points);
-    detail::for_each_block(n, count, [&](std::int64_t begin, std::int64_t size) {
-        add_field_sums<T>(fields.data() + begin, count, n, size, sum_.data() + begin, error_.data() + begin,
-                          special_.data() + begin);
-    });
-    steps_ += count;
+    std::vector<TimeMeanAccumulator::RunningSums> all;
+    for (TimeMeanAccumulator* a : accumulators) {
+        all.push_back(a->running_sums());
+    }
+    detail::for_each_block(n, count * static_cast<std::int64_t>(all.size()),
+                           [&](std::int64_t begin, std::int64_t size) {
+                               std::vector<TimeMeanAccumulator::RunningSums> block(all.size());
+                               for (std::size_t k = 0; k < all.size(); ++k) {
+                                   block[k] = {all[k].sum + begin, all[k].error + begin, all[k].special + begin};
+                               }
+                               add_field_sums<T>(fields.data() + begin, count, n, size, block);
+                           });
+    for (TimeMeanAccumulator* a : accumulators) {
+        a->steps_ += count;
+    }
 }
 
 TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t channels)
@@ -217,6 +244,8 @@ std::vector<double> TimeMeanAccumulator::time_and_global_mean_bias(Weights a, Va
 
 template void TimeMeanAccumulator::add<float>(FieldShard<float>, FieldShard<float>);
 template void TimeMeanAccumulator::add<double>(FieldShard<double>, FieldShard<double>);
+template void add_fields_to<float>(std::span<TimeMeanAccumulator* const>, std::span<const float>);
+template void add_fields_to<double>(std::span<TimeMeanAccumulator* const>, std::span<const double>);
 template void TimeMeanAccumulator::add_fields<float>(std::span<const float>);
 template void TimeMeanAccumulator::add_fields<double>(std::span<const double>);
 template void TimeMeanAccumulator::add<float>(FieldShard<float>);

@@ -418,12 +418,8 @@ class Aggregator {
     // The pair's valid time (record_time's; throws ArgumentError naming `setting` when none was given).
     [[nodiscard]] const ValidTime& time_of(std::int64_t initial_condition, std::int64_t lead,
                                            const std::string& setting) const;
-    // The seasonal sums of this pair (no MPI calls), and the annual means and seasonal maps and scores into `out`
-    // (finish_annual: no MPI calls, from the per-sample global means once summed; finish_seasonal: collective over the
-    // world).
-    template <class T>
-    void record_seasonal(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
-                         std::span<const T> members, bool with_truth);
+    // The annual means and the seasonal maps and scores into `out` (finish_annual: no MPI calls, from the per-sample
+    // global means once summed; finish_seasonal: collective over the world).
     void finish_annual(VariableScores& out) const;
     // The regional means of this pair's truth (when `with_truth`) and members (collective over the spatial group), and
     // the indices and their summaries into `out` (no MPI calls, once the means are summed over the data group).

@@ -36,6 +36,11 @@ namespace gridshard {
                                               std::int64_t channels, Weights a, ValidityPolicy policy,
                                               Summation summation = Summation::reproducible);
 
+class TimeMeanAccumulator;
+/// add_fields of the same fields to several accumulators in one pass (TimeMeanAccumulator's friend, below).
+template <class T>
+void add_fields_to(std::span<TimeMeanAccumulator* const> accumulators, std::span<const T> fields);
+
 /// Per point of a rank's box and channel: the sum over steps of the finite differences (prediction -
 /// truth) as a double-double (TwoSum), and the IEEE sum of the non-finite ones. The finite sum is exact
 /// while a point's differences span less than about 2^(80 - log2 steps), so its value does not depend on
@@ -61,6 +66,10 @@ class TimeMeanAccumulator {
     /// sums of adding each. No MPI calls; throws ArgumentError for a size that is not whole fields.
     template <class T>
     void add_fields(std::span<const T> fields);
+    /// add_fields of the same `fields` to each of `accumulators` (of one grid and channels) in one pass: each block's
+    /// exact sum formed once, then added to each, the sums of add_fields to each in turn. No MPI calls.
+    template <class T>
+    friend void add_fields_to(std::span<TimeMeanAccumulator* const> accumulators, std::span<const T> fields);
 
     /// Adds `steps` steps of one field at once, given by `parts` (each channels x box) whose exact per-point sum is
     /// the steps' sum (for example a double-double sum of several members, as its two halves): the sums become
