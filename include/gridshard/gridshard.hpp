@@ -51,6 +51,7 @@
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/flood_fill.hpp"
+#include "gridshard/metrics/histogram.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
 #include "gridshard/metrics/spectrum.hpp"

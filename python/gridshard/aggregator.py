@@ -89,7 +89,14 @@ class Aggregator:
     anomalies, ``"nino34_index"`` (``{"years": (M,), "months": (M,), "prediction": (sample, M), "target": ...}`` on
     every rank), and ACE's summaries among the global time means (``nino34_index_std``, ``_std_norm``, the band powers
     ``nino34_index_power_2_5yr``, ``_power_1_16yr`` and their ``_norm``, where ACE logs them); it takes each pair's
-    valid time too. Collective over the
+    valid time too. ``histogram``: ACE's histogram metric, True or a dict of ``variables``: every ``record`` is one of
+    ACE's windows, whose range is agreed over the world before its values are binned into ACE's 200 dynamic bins (the
+    edges set by the first window and doubled as later ones need, as ACE's), at the points where the target of the
+    first initial condition's first counted lead is not NaN; ``"histogram"`` (``{"target_edges": (201,),
+    "target_counts": (200,), "prediction_edges": ..., "prediction_counts": ..., "windows_left_out": (target,
+    prediction)}`` on every rank; the target's counts once per member, as ACE's folded samples repeat it, and a window
+    with a NaN or infinite value at a counted point left out) and the 99.9999th percentiles among the global time means
+    (``histogram_percentile_gen``, ``histogram_percentile_target``). Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -99,7 +106,7 @@ class Aggregator:
                  lead_ensemble=True, ensemble_cell_leads=(), ensemble_cell_maps=False, crps_alpha=0.95, normalize=None,
                  spectrum=None,
                  masks=None, near_zero_fraction=None, trend=None, video=None, annual=None, seasonal=None,
-                 nino34_index=None):
+                 nino34_index=None, histogram=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -161,6 +168,7 @@ class Aggregator:
                 chosen_lon = None if nino34_index is True else dict(nino34_index).get("lon")
                 index_lon = [float(v) for v in (np.arange(nlon_value) * 360.0 / nlon_value if chosen_lon is None
                                                 else np.asarray(chosen_lon, dtype=np.float64).ravel())]
+        self._histogrammed = _chosen_variables("histogram", histogram, self.variables, problems)
         self._timed = trended | annualized | seasoned | indexed
         self._dated = annualized | seasoned
         near_zero = {}
@@ -209,7 +217,7 @@ class Aggregator:
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
                     trend=name in trended, video=name in videoed,
                     annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned,
-                    nino34_lon=index_lon if name in indexed else None)
+                    nino34_lon=index_lon if name in indexed else None, histogram=name in self._histogrammed)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -228,7 +236,8 @@ class Aggregator:
         ``times`` (with a trend, annual or seasonal means): ``(sample, time)`` valid dates (cftime or datetime objects,
         or numpy datetime64), each taken in its calendar as seconds since 2000-01-01 00:00:00 (ACE's trend reference),
         year and month; with a trend alone, seconds will do.
-        Collective over the spatial group (one agreement and one fused evaluation per pair)."""
+        Collective over the spatial group (one agreement and one fused evaluation per pair); with ``histogram``,
+        over the world (each record is one of ACE's windows, ended on every rank: two allreduces per variable)."""
         problems = Problems()
         pair_times = None
         if self._timed:
@@ -284,6 +293,24 @@ class Aggregator:
                                           time=tuple(int(v[s, t]) if k else float(v[s, t])
                                                      for k, v in enumerate(pair_times))
                                           if name in self._timed else None)
+        self._end_histogram_window(fields, samples, steps, first_lead, first_sample)
+
+    def _end_histogram_window(self, fields, samples, steps, first_lead, first_sample):
+        """ACE's histograms: the window just recorded ended on every rank (collective over the world, in the order of
+        the variables), its pairs given again while the library asks (the first window, and one that moves the
+        edges)."""
+        for name in self.variables:
+            if name not in self._histogrammed:
+                continue
+            aggregator = self._by_variable[name]
+            with mpi_errors():
+                while aggregator.end_histogram_window():
+                    truth, pred = fields[name]
+                    for s in range(samples):
+                        for t in range(steps):
+                            aggregator.replay_histogram(self.first_initial_condition + first_sample + s,
+                                                        first_lead + t, _arrays.contiguous(truth[s, t][None]),
+                                                        _arrays.contiguous(pred[s, :, t][:, None]))
 
     def _field(self, fields, name, what, problems):
         try:
@@ -367,6 +394,15 @@ class Aggregator:
             channel["annual"] = {"years": years, **{key: np.zeros(shape) if annual[key] is None else
                                                     _array(annual[key], shape)
                                                     for key in ("prediction", "target", "counts")}}
+        histogram = channel.get("histogram")
+        if histogram is not None:
+            channel["histogram"] = {
+                **{f"{source}_edges": np.zeros(0) if histogram[f"{source}_edges"] is None else
+                   np.frombuffer(histogram[f"{source}_edges"], dtype=np.float64).copy()
+                   for source in ("target", "prediction")},
+                **{f"{source}_counts": np.frombuffer(histogram[f"{source}_counts"], dtype=np.int64).copy()
+                   for source in ("target", "prediction")},
+                "windows_left_out": tuple(histogram["windows_left_out"])}
         for key in ("near_zero_maps", "trend_maps"):
             maps = channel.get(key)
             if maps is not None:

@@ -76,6 +76,8 @@ struct AggregatorArguments {
     bool seasonal = false;
     // ACE's Niño 3.4 index (AggregatorOptions::regional_index) over the grid's longitudes `lon` (degrees), or none.
     std::optional<std::vector<double>> nino34_lon{};
+    // ACE's histograms (AggregatorOptions::histogram): every record() a window.
+    bool histogram = false;
     // Whether the aggregator needs each pair's valid time (the trend, annual or seasonal means).
     [[nodiscard]] bool timed() const { return trend || annual_timestep != 0.0 || seasonal; }
 };
@@ -215,6 +217,9 @@ class PythonAggregator {
                         options.annual = AnnualOptions{args_.annual_timestep};
                     }
                     options.seasonal = args_.seasonal;
+                    if (args_.histogram) {
+                        options.histogram = HistogramOptions{};
+                    }
                 }).message;
         }
         py::gil_scoped_release release;
@@ -237,7 +242,7 @@ class PythonAggregator {
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
         for (const RegisteredScore* s :
-             report_scores(options.report, {true, true, true, true, true, true, true, true, true})) {
+             report_scores(options.report, {true, true, true, true, true, true, true, true, true, true})) {
             chosen.add(s->key);
         }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
@@ -251,7 +256,8 @@ class PythonAggregator {
                                     args_.trend ? 1.0 : 0.0,
                                     args_.video ? 1.0 : 0.0,
                                     args_.annual_timestep,
-                                    args_.seasonal ? 1.0 : 0.0};
+                                    args_.seasonal ? 1.0 : 0.0,
+                                    args_.histogram ? 1.0 : 0.0};
         chosen.add(std::span<const double>(near_zero));
         if (args_.nino34_lon) {  // the index's longitudes, alike on every rank
             chosen.add(std::span<const double>(*args_.nino34_lon));
@@ -379,6 +385,30 @@ class PythonAggregator {
             const auto member_values = contiguous_span<const T>(*m, "prediction", false);
             py::gil_scoped_release again;
             aggregator_->record<T>(initial_condition, lead, {truth_values, args_.channels}, member_values);
+        });
+    }
+
+    /// With the histograms: ends the window of pairs recorded since the last call (collective over the world; every
+    /// rank calls it once per window, then again while it returns true, having given the window's pairs again through
+    /// replay_histogram).
+    bool end_histogram_window() {
+        py::gil_scoped_release release;
+        return aggregator_->end_histogram_window();
+    }
+
+    /// One pair of the window being ended again, for the histograms (no MPI calls); as record's fields.
+    void replay_histogram(std::int64_t initial_condition, std::int64_t lead, py::buffer truth, py::buffer members) {
+        with_floating_type(truth, "target", [&](auto zero) {
+            using T = decltype(zero);
+            const auto truth_values = contiguous_span<const T>(truth, "target", false);
+            const auto member_values = contiguous_span<const T>(members, "prediction", false);
+            if (static_cast<std::int64_t>(element_kind(truth) == ElementKind::float32 ? 4 : 8) != args_.element_code ||
+                element_kind(members) != element_kind(truth) ||
+                truth_values.size() * static_cast<std::size_t>(args_.members) != member_values.size()) {
+                throw ArgumentError("replay_histogram: the fields are not the pair's as recorded");
+            }
+            py::gil_scoped_release release;
+            aggregator_->replay_histogram<T>(initial_condition, lead, {truth_values, args_.channels}, member_values);
         });
     }
 
@@ -514,6 +544,7 @@ void bind_aggregator(py::module_& m) {
                      {"video", [&](py::handle v) { a.video = v.cast<bool>(); }},
                      {"annual_timestep", [&](py::handle v) { a.annual_timestep = v.cast<double>(); }},
                      {"seasonal", [&](py::handle v) { a.seasonal = v.cast<bool>(); }},
+                     {"histogram", [&](py::handle v) { a.histogram = v.cast<bool>(); }},
                      {"nino34_lon",
                       [&](py::handle v) {
                           if (!v.is_none()) {
@@ -542,7 +573,7 @@ void bind_aggregator(py::module_& m) {
              "trend: each pair recorded with its time), video (ACE's video), annual_timestep (ACE's annual means of "
              "a run of this timestep in seconds; 0: none), seasonal (ACE's seasonal means) and nino34_lon (ACE's Nino "
              "3.4 "
-             "index over the grid's longitudes, or None).");
+             "index over the grid's longitudes, or None) and histogram (ACE's histograms, every record a window).");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {
@@ -558,6 +589,11 @@ void bind_aggregator(py::module_& m) {
              py::arg("truth"), py::arg("members"), py::arg("time") = py::none(),
              "Collective over the spatial group; `time` (with the trend, annual or seasonal means): the pair's valid "
              "time, (seconds since 2000-01-01 00:00:00 of the run's calendar, year, month).")
+        .def("end_histogram_window", &PythonAggregator::end_histogram_window,
+             "Collective over the world: ends a window of the histograms; true: give its pairs again "
+             "(replay_histogram) and call again.")
+        .def("replay_histogram", &PythonAggregator::replay_histogram, py::arg("initial_condition"), py::arg("lead"),
+             py::arg("truth"), py::arg("members"), "No MPI calls: one pair of the window being ended, again.")
         .def("lead_scores", &PythonAggregator::lead_scores, py::arg("first"), py::arg("stop"),
              "Collective over the world: the deterministic per-lead scores of leads first..stop-1.")
         .def("finish", &PythonAggregator::finish, py::arg("variable"),

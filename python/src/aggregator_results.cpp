@@ -114,6 +114,18 @@ py::dict channel_dict(const ChannelScores& channel) {
     } else {
         c["annual"] = py::none();
     }
+    if (channel.histograms) {
+        const ChannelHistograms& h = *channel.histograms;
+        py::dict histogram;
+        histogram["target_edges"] = map_bytes(h.truth_edges);
+        histogram["target_counts"] = int64_bytes(h.truth_counts);
+        histogram["prediction_edges"] = map_bytes(h.prediction_edges);
+        histogram["prediction_counts"] = int64_bytes(h.prediction_counts);
+        histogram["windows_left_out"] = py::make_tuple(h.truth_windows_left_out, h.prediction_windows_left_out);
+        c["histogram"] = histogram;
+    } else {
+        c["histogram"] = py::none();
+    }
     c["target_missing"] = target_missing_everywhere(channel);
     return c;
 }

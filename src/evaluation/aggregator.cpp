@@ -85,6 +85,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.annual.reset();              // nor annual or seasonal means
     normalized.seasonal = false;
     normalized.regional_index.reset();
+    normalized.histogram.reset();  // nor histograms
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -200,7 +201,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .trend = options_.trend,
                                               .annual = options_.annual.has_value(),
                                               .seasonal = options_.seasonal,
-                                              .regional_index = options_.regional_index.has_value()});
+                                              .regional_index = options_.regional_index.has_value(),
+                                              .histogram = options_.histogram.has_value()});
     check_annual(options_);  // and keeps the per-sample global means the annual means take
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {

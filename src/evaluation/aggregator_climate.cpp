@@ -56,6 +56,15 @@ void Aggregator::start_climate_families() {
             static_cast<std::size_t>(e.initial_conditions * e.members * e.lead_times * channels), 0.0);
         index_truth_values_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times * channels), 0.0);
     }
+    if (options_.histogram) {
+        const auto bins = static_cast<std::size_t>(options_.histogram->bins);
+        for (std::int64_t k = 0; k < 2 * channels; ++k) {
+            WindowHistogram& h =
+                histograms_.emplace_back(WindowHistogram{.committed = DynamicHistogram(options_.histogram->bins)});
+            h.window_counts.assign(bins, 0);
+        }
+        histogram_mask_.assign(static_cast<std::size_t>(channels * grid_.box().area()), 0);
+    }
     for (std::size_t season = 0; season < season_names.size() && options_.seasonal; ++season) {
         seasonal_prediction_.emplace_back(grid_, channels);
         seasonal_truth_.emplace_back(grid_, channels);
@@ -94,6 +103,9 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (options_.regional_index) {
         record_index<T>(initial_condition, lead, truth, members, with_truth);  // collective over spatial
     }
+    if (options_.histogram) {
+        record_histogram<T>(initial_condition, lead, truth, members, with_truth);
+    }
 }
 
 void Aggregator::finish_climate_families(VariableScores& out) {
@@ -117,6 +129,9 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     }
     if (options_.seasonal) {
         finish_seasonal(out);
+    }
+    if (options_.histogram) {
+        finish_histogram(out);
     }
 }
 

@@ -210,6 +210,13 @@ std::deque<RegisteredScore> make_registry() {
                   .ace_key = std::string("enso_index/{var}_nino34_index_") + suffix,
                   .source = value});
     }
+    // ACE's histogram metric (fme's HistogramAggregator, its default name): the 99.9999th percentiles.
+    forecast({.key = "histogram_percentile_gen",
+              .ace_key = "histogram/prediction/99.9999th-percentile/{var}",
+              .source = HistogramValue::prediction_percentile});
+    forecast({.key = "histogram_percentile_target",
+              .ace_key = "histogram/target/99.9999th-percentile/{var}",
+              .source = HistogramValue::truth_percentile});
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -239,6 +246,7 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(AnnualValue) const { return F::annual; }
         F operator()(SeasonalValue) const { return F::seasonal; }
         F operator()(IndexValue) const { return F::regional_index; }
+        F operator()(HistogramValue) const { return F::histogram; }
     } family;
     return std::visit(family, source);
 }
@@ -283,6 +291,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "seasonal";
         case F::regional_index:
             return "regional_index";
+        case F::histogram:
+            return "histogram";
     }
     return "deterministic";
 }
@@ -392,6 +402,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
                              : s.family == F::annual              ? contents.annual
                              : s.family == F::seasonal            ? contents.seasonal
                              : s.family == F::regional_index      ? contents.regional_index
+                             : s.family == F::histogram           ? contents.histogram
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

@@ -11,7 +11,7 @@ members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and lo
 hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a threshold each,
 its maps), its trend (of "a", "b" and a variable the data lacks, which ACE leaves out), its video (of "b") and
 an ensemble metric's mean maps (log_mean_maps, images).
-Under spatial parallelism a config with ACE's histogram on (a metric gridshard does not implement) is refused
+Under spatial parallelism a config with ACE's extended videos on (a metric gridshard does not implement) is refused
 first, and the message is kept in logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's
 `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's loop in float64),
 --masked a variable "sst" missing over land with the dataset's mask of it (ACE's mask provider).
@@ -42,7 +42,7 @@ parser.add_argument("--uneven", action="store_true", help="the last data rank re
 parser.add_argument("--climate", action="store_true",
                     help="a run of 2.4 years: 29 forward steps of 30 days (windows of 2, 1 and 26) on 11 latitudes, a "
                          "variable 'TS' with an ENSO-like oscillation; ACE's annual and ENSO index metrics (its "
-                         "defaults) and seasonal metric on; its ENSO coefficient and IPO metrics off")
+                         "defaults), seasonal and histogram metrics on; its ENSO coefficient and IPO metrics off")
 parser.add_argument("--extra-score", action="store_true",
                     help="the drop-in with a score added through the registry alone: test_only_rmse, rmse's definition")
 args = parser.parse_args()
@@ -154,7 +154,8 @@ spatial = not args.ace and getattr(dist._distributed, "distributed", None) is no
     dist._distributed.distributed.has_spatial_parallelism
 if spatial and not args.climate:
     try:
-        InferenceEvaluatorAggregatorConfig(histogram=HistogramMetricConfig(enabled=True)).build(**build)
+        InferenceEvaluatorAggregatorConfig(video=VideoMetricConfig(enabled=True, enable_extended_videos=True)).build(
+            **build)
     except ValueError as error:
         out["refused"] = str(error)
 config = InferenceEvaluatorAggregatorConfig(
@@ -171,7 +172,9 @@ config = InferenceEvaluatorAggregatorConfig(
     seasonal=SeasonalMetricConfig(enabled=args.climate, variables=["a", "b"] + (["sst"] if args.masked else [])),
     enso_index=EnsoIndexMetricConfig(),  # ACE's default; a short run drops it
     enso_coefficient=EnsoCoefficientMetricConfig(enabled=not args.climate),
-    ipo_index=IpoIndexMetricConfig(enabled=not args.climate))
+    ipo_index=IpoIndexMetricConfig(enabled=not args.climate),
+    # every variable's histogram over ACE's windows, the percentiles of two
+    histogram=HistogramMetricConfig(enabled=args.climate, percentile_variables=["b", "TS"] if args.climate else None))
 aggregator = config.build(**build)
 if args.uneven and d_rank == d_size - 1:  # this rank's samples are not whole ensembles
     mine = slice(mine.start, mine.stop - 1)

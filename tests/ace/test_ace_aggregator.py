@@ -16,7 +16,7 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
 - ACE's power spectrum (its fill, its transform, averaged over every forward step; its four norm biases and
   power_spectrum_diagnostics.nc) is gridshard's at every mesh, spatial parallelism included (where ACE's own refuses
   it), its `variables` filter honoured (variable "b" only on shards); within ACE's float32 transform of ACE's numbers.
-- Under spatial parallelism a metric gridshard does not implement (here ACE's histogram) is refused at build time,
+- Under spatial parallelism a metric gridshard does not implement (here ACE's extended videos) is refused at build time,
   naming it and the field that turns it off; on one process it would be ACE's own.
 - ACE's gradient score leaves missing points out while its other sums let them through (a weighted_nanmean of each
   magnitude): gridshard's own-points gradient score does the same (metrics/field.hpp, own_gradient_policy).
@@ -331,8 +331,8 @@ def test_unimplemented_metrics_are_refused_on_shards(runs):
     assert runs[(1, 1, 1)]["refused"] is None
     for mesh in MESHES[1:]:
         message = runs[mesh]["refused"]
-        assert message and "InferenceEvaluatorAggregatorConfig.histogram" in message, (mesh, message)
-        assert "histogram.enabled=False" in message and "\n" not in message, message
+        assert message and "InferenceEvaluatorAggregatorConfig.video" in message, (mesh, message)
+        assert "video.enable_extended_videos=False" in message and "\n" not in message, message
 
 
 def test_the_power_spectrum_is_aces_at_every_mesh(runs):
@@ -449,6 +449,36 @@ def test_annual_seasonal_and_enso_index_are_aces_at_every_mesh(climate_runs):
             assert same_bits(index, serial_index), mesh
             assert np.array_equal(np.isnan(index), np.isnan(ace_index)), mesh
             assert np.allclose(index, ace_index, rtol=1e-4, atol=1e-5, equal_nan=True), mesh
+
+
+def test_histograms_are_aces_at_every_mesh(climate_runs):
+    """ACE's histogram metric over ACE's windows (2, 1 and 26 steps; the edges set by the first and doubled by the
+    later ones) of every variable ("b" with missing target points, left out by ACE's mask): the 99.9999th percentiles
+    of "b" and "TS" (ACE's percentile_variables) and histogram_diagnostics.nc (per variable its counts (source, bin)
+    and edges (source, bin_edges)) are ACE's float32 numbers bit for bit at every mesh, and ACE's float64 ones to
+    1e-5; the counts are stored as int32 (the 64-bit offset netCDF format has no int64; ACE's are int64)."""
+    ace32, ace64 = ({k: v for k, v in climate_runs[run]["summary"].items() if k.startswith("histogram/")}
+                    for run in ("ace32", "ace64"))
+    assert sorted(ace32) == sorted(f"histogram/{source}/99.9999th-percentile/{name}"
+                                   for source in ("target", "prediction") for name in ("b", "TS"))
+    with xr.open_dataset(climate_runs["ace32"]["folder"] / "histogram_diagnostics.nc") as ds:
+        ace_file = {v: (ds[v].dims, ds[v].values) for v in ds.data_vars}
+    assert set(ace_file) == {"a", "a_bin_edges", "b", "b_bin_edges", "TS", "TS_bin_edges"}
+    # the later windows doubled the bins: fewer than half of them hold counts
+    assert all(((ace_file[name][1] > 0).sum(axis=1) < 100).all() for name in ("a", "b", "TS"))
+    for mesh in MESHES:
+        run = climate_runs[mesh]
+        mine = {k: v for k, v in run["summary"].items() if k.startswith("histogram/")}
+        assert sorted(mine) == sorted(ace32), mesh
+        for key, value in mine.items():
+            assert same_bits(np.float64(value), np.float64(ace32[key])), (mesh, key, value, ace32[key])
+            assert np.isclose(value, ace64[key], rtol=1e-5), (mesh, key)
+        with xr.open_dataset(run["folder"] / "histogram_diagnostics.nc") as ds:
+            assert set(ds.data_vars) == set(ace_file), mesh
+            assert list(ds["source"].values) == ["target", "prediction"], mesh
+            for variable, (dims, values) in ace_file.items():
+                assert ds[variable].dims == dims, (mesh, variable)
+                assert np.array_equal(ds[variable].values, values), (mesh, variable)
 
 
 def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):

@@ -13,6 +13,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gridshard/core/error.hpp"
@@ -116,6 +117,16 @@ constexpr double annual_timestep = 400.0 * 86400.0;
 
 /// Every score of `k` as the aggregator gives it on `mesh` with its data ranks sharing the work as `split` says
 /// (`together`: one rank fed every pair, whatever the split).
+/// The windows of lead times the aggregator's histograms are fed in: ACE's record_batch windows, of 2 lead times then 1
+/// then the rest.
+std::vector<Range> histogram_windows(std::int64_t leads) {
+    std::vector<Range> out;
+    for (std::int64_t first = 0, size = 2; first < leads; first += size, size = size == 2 ? 1 : leads) {
+        out.push_back({first, std::min(leads, first + size)});
+    }
+    return out;
+}
+
 VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRule rule, DataSplit split,
                          ReportKind report, ValidityPolicy policy, const std::vector<std::string>& keys = {},
                          std::vector<std::vector<ScoreSeries>>* lead_scores = nullptr,
@@ -154,6 +165,9 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
         .video = trend,
         .annual = trend ? std::optional<AnnualOptions>(AnnualOptions{annual_timestep}) : std::nullopt,
         .seasonal = trend};
+    if (trend) {
+        options.histogram = HistogramOptions{};
+    }
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
     }
@@ -168,13 +182,30 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
         }
     }
     const auto climatology = shard_of(k.climatology, k.grid, box, k.channels);
-    for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end; ++ic) {
-        for (std::int64_t l = work.leads.begin; l < work.leads.end; ++l) {
-            const auto truth = shard_of(k.truth_at(ic, l), k.grid, box, k.channels);
-            const auto members =
-                shard_of(k.members_at(ic, l, work.members), k.grid, box, k.channels * work.members.size());
-            aggregator.record<float>(ic, l, {truth, k.channels}, members,
-                                     forecast ? std::span<const float>(climatology) : std::span<const float>());
+    // ACE's windows of lead times (histogram_windows), each ended on every rank, its pairs given again while the
+    // histograms ask
+    for (const Range window : histogram_windows(k.extent.lead_times)) {
+        const auto each_pair = [&](const auto& take) {
+            for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end; ++ic) {
+                for (std::int64_t l = std::max(work.leads.begin, window.begin);
+                     l < std::min(work.leads.end, window.end); ++l) {
+                    const auto truth = shard_of(k.truth_at(ic, l), k.grid, box, k.channels);
+                    const auto members =
+                        shard_of(k.members_at(ic, l, work.members), k.grid, box, k.channels * work.members.size());
+                    take(ic, l, truth, members);
+                }
+            }
+        };
+        each_pair(
+            [&](std::int64_t ic, std::int64_t l, const std::vector<float>& truth, const std::vector<float>& members) {
+                aggregator.record<float>(ic, l, {truth, k.channels}, members,
+                                         forecast ? std::span<const float>(climatology) : std::span<const float>());
+            });
+        while (aggregator.end_histogram_window()) {
+            each_pair([&](std::int64_t ic, std::int64_t l, const std::vector<float>& truth,
+                          const std::vector<float>& members) {
+                aggregator.replay_histogram<float>(ic, l, {truth, k.channels}, members);
+            });
         }
     }
     if (lead_scores != nullptr) {
@@ -232,6 +263,23 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
                 same(got[c].annual->prediction[i], want[c].annual->prediction[i], got[c].name + " annual mean");
                 same(got[c].annual->truth[i], want[c].annual->truth[i], got[c].name + " truth's annual mean");
                 same(got[c].annual->counts[i], want[c].annual->counts[i], got[c].name + " annual counts");
+            }
+        }
+        ASSERT_EQ(got[c].histograms.has_value(), want[c].histograms.has_value()) << what;
+        if (got[c].histograms) {
+            const ChannelHistograms& a = *got[c].histograms;
+            const ChannelHistograms& b = *want[c].histograms;
+            EXPECT_EQ(a.truth_counts, b.truth_counts) << what;
+            EXPECT_EQ(a.prediction_counts, b.prediction_counts) << what;
+            EXPECT_EQ(a.truth_windows_left_out, b.truth_windows_left_out) << what;
+            EXPECT_EQ(a.prediction_windows_left_out, b.prediction_windows_left_out) << what;
+            ASSERT_EQ(a.truth_edges.size(), b.truth_edges.size()) << what;
+            ASSERT_EQ(a.prediction_edges.size(), b.prediction_edges.size()) << what;
+            for (std::size_t i = 0; i < a.truth_edges.size(); ++i) {
+                same(a.truth_edges[i], b.truth_edges[i], got[c].name + " truth's histogram edge");
+            }
+            for (std::size_t i = 0; i < a.prediction_edges.size(); ++i) {
+                same(a.prediction_edges[i], b.prediction_edges[i], got[c].name + " histogram edge");
             }
         }
         ASSERT_EQ(got[c].spectra.size(), want[c].spectra.size()) << what;
@@ -416,6 +464,79 @@ TEST(Aggregator, TrendsAreTheLeastSquaresSlopesAndTheBitsOfOneRank) {
 // years between the first and the last, ACE's RMSE of the ensemble means and fair CRPS over the years; per season and
 // cell the mean of its counted steps, and the area-weighted RMSE of the seasonal means' difference. The bits of one
 // rank at every data split are the trend test's.
+TEST(Aggregator, HistogramsAreAcesOverItsWindows) {
+    // ACE's histograms of one rank fed every pair, against DynamicHistogram fed each window's values of the whole
+    // forecast: ACE's mask (the truth's NaN points at initial condition 0, lead 1), a window with a NaN member point
+    // left out (channel 1's prediction: one member NaN at its last point every pair), the truth once per member.
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    const ForecastCase k = make_case({9, 14}, {3, 2, 4});
+    const VariableScores got =
+        aggregate(alone, k, SplitRule::balanced, DataSplit::initial_conditions, ReportKind::forecast,
+                  ValidityPolicy::skip_invalid_pairs, {}, nullptr, {}, {}, true);
+    const std::int64_t area = k.grid.nlat * k.grid.nlon;
+    const std::int64_t members = k.extent.members;
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        const std::vector<float> first = k.truth_at(0, 1);
+        DynamicHistogram truth(200), prediction(200);
+        std::int64_t truth_left_out = 0, prediction_left_out = 0;
+        for (const Range window : histogram_windows(k.extent.lead_times)) {
+            std::vector<float> truth_values, prediction_values;
+            for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+                for (std::int64_t l = std::max<std::int64_t>(window.begin, 1); l < window.end; ++l) {
+                    const std::vector<float> t = k.truth_at(ic, l);
+                    const std::vector<float> all = k.members_at(ic, l, {0, members});
+                    for (std::int64_t p = 0; p < area; ++p) {
+                        if (std::isnan(first[static_cast<std::size_t>(c * area + p)])) {
+                            continue;
+                        }
+                        truth_values.push_back(t[static_cast<std::size_t>(c * area + p)]);
+                        for (std::int64_t m = 0; m < members; ++m) {
+                            prediction_values.push_back(all[static_cast<std::size_t>(m * k.plane() + c * area + p)]);
+                        }
+                    }
+                }
+            }
+            for (auto [values, histogram, left_out] :
+                 {std::tuple{&truth_values, &truth, &truth_left_out},
+                  std::tuple{&prediction_values, &prediction, &prediction_left_out}}) {
+                if (std::any_of(values->begin(), values->end(), [](float x) { return !std::isfinite(x); })) {
+                    ++*left_out;
+                    continue;
+                }
+                const auto [lo, hi] = std::minmax_element(values->begin(), values->end());
+                histogram->take_range(histogram_lower_bound(*lo), histogram_upper_bound(*hi));
+                std::vector<std::int64_t> counts(200, 0);
+                for (const float x : *values) {
+                    ++counts[histogram->bin_of(x)];
+                }
+                histogram->add_counts(counts);
+            }
+        }
+        truth.scale_counts(members);
+        const ChannelHistograms& h = *got[static_cast<std::size_t>(c)].histograms;
+        EXPECT_EQ(h.truth_edges, truth.edges()) << c;
+        EXPECT_EQ(h.truth_counts, truth.counts()) << c;
+        EXPECT_EQ(h.prediction_edges, prediction.edges()) << c;
+        EXPECT_EQ(h.prediction_counts, prediction.counts()) << c;
+        EXPECT_EQ(h.truth_windows_left_out, truth_left_out) << c;
+        EXPECT_EQ(h.prediction_windows_left_out, prediction_left_out) << c;
+        const double p = 99.9999 / 100.0;
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(h.truth_percentile),
+                  std::bit_cast<std::uint64_t>(histogram_quantile(truth.edges(), truth.counts(), p)));
+        if (c == 0) {  // every window counted, and every truth value once per member
+            EXPECT_EQ(truth_left_out + prediction_left_out, 0);
+            std::int64_t total = 0;
+            for (const std::int64_t n : h.truth_counts) {
+                total += n;
+            }
+            EXPECT_EQ(total, k.extent.initial_conditions * (k.extent.lead_times - 1) * area * members);
+        } else {  // the NaN member point leaves each of the three windows out of the prediction's histogram
+            EXPECT_EQ(prediction_left_out, 3);
+            EXPECT_TRUE(h.prediction_edges.empty() && std::isnan(h.prediction_percentile));
+        }
+    }
+}
+
 TEST(Aggregator, AnnualAndSeasonalMeansAreAcesDefinitions) {
     const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
     const ForecastCase k = make_case({9, 14}, {3, 2, 4});

@@ -45,6 +45,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gridshard/evaluation/score_registry.hpp"
@@ -55,6 +56,7 @@
 #include "gridshard/metrics/evaluation.hpp"
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/flood_fill.hpp"
+#include "gridshard/metrics/histogram.hpp"
 #include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/time_mean.hpp"
 #include "gridshard/metrics/trend.hpp"
@@ -154,6 +156,29 @@ struct RegionalIndexOptions {
     std::int64_t running_months = 5;
 };
 
+/// ACE's histogram metric (fme's HistogramAggregator: ComparedDynamicHistograms of 200 bins and the 99.9999th
+/// percentile) of one variable: per channel one dynamic histogram (metrics/histogram.hpp) of the truth and one of the
+/// members over every counted (sample, lead time), at the points where the truth of the first initial condition's first
+/// counted lead time is not NaN (ACE's mask, from its first sample and time), and the percentile of each. The edges
+/// follow the windows as ACE's do: the caller marks each window's end (Aggregator::end_histogram_window), every
+/// window's range is agreed over the world, each rank bins its own values and the counts are summed once at finish, so
+/// the histogram is ACE's serial one of the same windows at every mesh. A window holding a NaN or an infinite value at
+/// a counted point is left out of that histogram (ACE skips a NaN window; an infinite one never ends its doubling).
+struct HistogramOptions {
+    std::int64_t bins = 200;
+    double percentile = 99.9999;
+};
+
+/// One channel's histograms (AggregatorOptions::histogram), on every rank: the edges (bins + 1) and counts of the
+/// truth (ACE's target: each initial condition's truth counted once per member, as ACE's folded samples repeat it)
+/// and of the prediction, the windows each left out, and the percentiles.
+struct ChannelHistograms {
+    std::vector<double> truth_edges, prediction_edges;
+    std::vector<std::int64_t> truth_counts, prediction_counts;
+    std::int64_t truth_windows_left_out = 0, prediction_windows_left_out = 0;
+    double truth_percentile = 0.0, prediction_percentile = 0.0;
+};
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -207,6 +232,9 @@ struct AggregatorOptions {
     bool seasonal = false;
     /// ACE's regional index (none: not formed). 16 bytes a (sample, lead time) and channel.
     std::optional<RegionalIndexOptions> regional_index{};
+    /// ACE's histograms (none: not formed); record() then needs windows (Aggregator::end_histogram_window). 2 bytes a
+    /// point and channel, and 16 per bin and channel.
+    std::optional<HistogramOptions> histogram{};
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -300,6 +328,8 @@ struct ChannelScores {
     /// With AggregatorOptions::regional_index, ACE's index of the prediction and of the truth (per sample: the truth
     /// of its initial condition), on every rank.
     std::optional<MonthlyIndex> index_prediction{}, index_truth{};
+    /// With AggregatorOptions::histogram, ACE's histograms.
+    std::optional<ChannelHistograms> histograms{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -350,6 +380,28 @@ class Aggregator {
     [[nodiscard]] bool needs_times() const noexcept {
         return options_.trend || options_.annual.has_value() || options_.seasonal ||
                options_.regional_index.has_value();
+    }
+
+    /// With AggregatorOptions::histogram: ends a window of recorded pairs (ACE's record_batch: the pairs recorded since
+    /// the last call, on every rank; a rank may have none). Collective over the world: one agreement of each
+    /// histogram's range (two allreduces), and at the first window one of ACE's mask unless set_histogram_mask gave it.
+    /// Returns whether the window's pairs must be given again, each through replay_histogram, before the next call
+    /// (the first window, and one whose range moves the edges: its values binned under the new ones); every rank gets
+    /// the same answer and must call again until it is false.
+    [[nodiscard]] bool end_histogram_window();
+    /// One pair of the window being ended again, for the histograms alone (after end_histogram_window returned true).
+    /// No MPI calls.
+    template <class T>
+    void replay_histogram(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                          std::span<const T> members);
+    /// With AggregatorOptions::histogram, optionally before the first pair: this rank's box of the truth of initial
+    /// condition 0 at the first counted lead time, whose NaN points the histograms leave out (ACE's mask), so the first
+    /// window needs one replay less. No MPI calls.
+    template <class T>
+    void set_histogram_mask(FieldShard<T> truth);
+    /// The pair whose truth makes the histograms' mask: (initial condition 0, the first counted lead time).
+    [[nodiscard]] std::pair<std::int64_t, std::int64_t> histogram_mask_pair() const noexcept {
+        return {0, options_.counted_leads.empty() ? 0 : options_.counted_leads.front()};
     }
 
     /// Scores one (initial condition, lead time) of this rank's share: `truth` (channels, rows, cols) of the
@@ -433,6 +485,13 @@ class Aggregator {
     // Every pair's valid time on every rank (collective over data: two allreduces of the pairs).
     void merge_times_over_data();
     void finish_seasonal(VariableScores& out);
+    // The histograms' work on one pair of the window (the phase's: the mask's truth kept, the range observed and the
+    // values binned under the current edges, or binned under the window's edges; no MPI calls), and their counts
+    // summed and percentiles into `out` (collective over the world).
+    template <class T>
+    void record_histogram(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                          std::span<const T> members, bool with_truth);
+    void finish_histogram(VariableScores& out);
     // ACE's climate families of the options (near-zero fractions, trend, video, annual and seasonal means): their sums
     // made (no MPI calls), a counted pair recorded into them (the truth once, by the data rank that holds member 0, its
     // only copy when the members are split; no MPI calls), and finished into `out` (collective over the world).
@@ -476,6 +535,24 @@ class Aggregator {
     // fields stacked for their one weighted mean.
     std::vector<double> index_prediction_values_, index_truth_values_, index_stacked_;
     std::vector<CellSums> cell_sums_;
+    // With the histograms: per channel the truth's (even) and the prediction's (odd) histogram, ACE's mask of the box
+    // (1: left out) once known, the window's phase, and per histogram the window's local range (lowest, highest,
+    // whether a value was not finite), its counts under the current edges and whether it awaits them.
+    enum class HistogramPhase { mask, range, binning };
+    struct WindowHistogram {
+        DynamicHistogram committed;
+        double lowest = std::numeric_limits<double>::infinity();
+        double highest = -std::numeric_limits<double>::infinity();
+        bool not_finite = false, awaiting = false;
+        std::vector<std::int64_t> window_counts{};
+        std::int64_t windows_left_out = 0;
+    };
+    std::vector<WindowHistogram> histograms_;
+    std::vector<std::uint8_t> histogram_mask_;
+    bool histogram_mask_known_ = false;
+    HistogramPhase histogram_phase_ = HistogramPhase::mask;
+    bool histogram_values_double_ = false;     // the type of the values recorded (their range's padding is in it)
+    std::int64_t histogram_window_pairs_ = 0;  // pairs recorded since the last window's end
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;
     std::vector<ExactSum> truth_spectra_, prediction_spectra_;

@@ -70,6 +70,9 @@ enum class ScoreFamily {
     /// per sample ACE's monthly regional index of the counted steps' regional means (ACE's enso_index metric): its
     /// standard deviation over time and the band powers of its spectrum, and their ratios to the truth's
     regional_index,
+    /// ACE's dynamic histograms of every counted (sample, lead time) (its histogram metric): the percentile of the
+    /// prediction's and of the truth's
+    histogram,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -120,13 +123,15 @@ enum class SeasonalValue { rmse_djf, rmse_mam, rmse_jja, rmse_son, rmse };
 /// ACE's regional index summaries (AggregatorOptions::regional_index): the prediction's index's standard deviation
 /// (and over the truth's), its band powers over 2 to 5 and 1 to 16 years (and over the truth's).
 enum class IndexValue { std, std_norm, power_2_5yr, power_2_5yr_norm, power_1_16yr, power_1_16yr_norm };
+/// ACE's histogram percentiles (AggregatorOptions::histogram): of the prediction's histogram and of the truth's.
+enum class HistogramValue { prediction_percentile, truth_percentile };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
                                  AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue,
-                                 AnnualValue, SeasonalValue, IndexValue>;
+                                 AnnualValue, SeasonalValue, IndexValue, HistogramValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -176,6 +181,7 @@ struct ReportContents {
     bool annual = false;               ///< ACE's annual means
     bool seasonal = false;             ///< ACE's seasonal means
     bool regional_index = false;       ///< ACE's regional index
+    bool histogram = false;            ///< ACE's histograms
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

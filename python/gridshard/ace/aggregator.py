@@ -9,7 +9,7 @@ implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and 
 forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
 cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
-annual (without monthly reference data), seasonal and ENSO index metrics. Every other enabled metric (histogram,
+annual (without monthly reference data), seasonal, ENSO index and histogram metrics. Every other enabled metric (
 extended videos, ENSO coefficient, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at
 build time under spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
 """
@@ -23,7 +23,7 @@ from .. import _arrays, _outputs
 from .. import _gridshard as _core
 from ..aggregator import Aggregator, registered_scores
 from ..distributed import ArgumentError, Distributed
-from . import calendar
+from . import calendar, histogram
 from .backend import GridshardBackend
 
 # ACE's power_spectrum summaries that its report_directional_bias option adds.
@@ -157,7 +157,7 @@ class InferenceEvaluatorAggregator:
             metrics = [m for m in metrics if not isinstance(m, ace_main.MeanMetricConfig)]
         implemented = (ace_main.MeanMetricConfig, ace_main.StepMeanMetricConfig, ace_main.TimeMeanMetricConfig,
                        ace_main.ZonalMeanMetricConfig, ace_main.PowerSpectrumMetricConfig,
-                       ace_main.NearZeroFractionMetricConfig)
+                       ace_main.NearZeroFractionMetricConfig, ace_main.HistogramMetricConfig)
         # ACE's trend where ACE's build keeps it: two forward steps at least (it drops, or with strict raises, else)
         trend_served = [m for m in metrics if isinstance(m, ace_main.TrendMetricConfig) and n_forward_steps >= 2]
         # ACE's video, its default videos (the extended ones stay ACE's)
@@ -182,6 +182,7 @@ class InferenceEvaluatorAggregator:
         self._annual = [m for m in ours if isinstance(m, ace_main.AnnualMetricConfig)]
         self._seasonal = [m for m in ours if isinstance(m, ace_main.SeasonalMetricConfig)]
         self._enso = [m for m in ours if any(m is e for e in enso_served)]
+        self._histograms = [m for m in ours if isinstance(m, ace_main.HistogramMetricConfig)]
         self._calendar = None  # the run's calendar, from its first dates
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
@@ -279,7 +280,8 @@ class InferenceEvaluatorAggregator:
                    for target in ("denorm", "norm")}
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
             bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
-            bool(self._trends) or bool(self._videos) or bool(self._annual) or bool(self._seasonal) or bool(self._enso)
+            bool(self._trends) or bool(self._videos) or bool(self._annual) or bool(self._seasonal) or \
+            bool(self._enso) or bool(self._histograms)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
@@ -298,6 +300,7 @@ class InferenceEvaluatorAggregator:
             trended, videoed = calendar.chosen(self._trends, names), calendar.chosen(self._videos, names)
             annualized, seasoned = calendar.chosen(self._annual, names), calendar.chosen(self._seasonal, names)
             indexed = [n for n in names if n in calendar.SST_NAMES] if self._enso else []
+            histogrammed = calendar.chosen(self._histograms, names)
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
                                       ensemble_cell_maps=maps_of["denorm"],
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
@@ -308,7 +311,8 @@ class InferenceEvaluatorAggregator:
                                       else None,
                                       seasonal={"variables": seasoned} if seasoned else None,
                                       nino34_index={"variables": indexed, "lon": self._coords["lon"]} if indexed
-                                      else None, **common)
+                                      else None,
+                                      histogram={"variables": histogrammed} if histogrammed else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -465,6 +469,7 @@ class InferenceEvaluatorAggregator:
                 logs.update({f"{metric.get_name()}/{ace_name}/{name}": float(means[key])
                              for key, ace_name in self._keys.trend.items()})
         logs.update(calendar.logs(self._annual, self._seasonal, self._enso, denorm or {}))
+        logs.update(histogram.logs(self._histograms, denorm or {}))
         if self._ace is not None:
             logs.update(self._ace.get_summary().logs)
         return InferenceSummary(logs=logs, loss=logs.get("time_mean_norm/rmse/channel_mean"))
@@ -653,6 +658,7 @@ class InferenceEvaluatorAggregator:
                 out[metric.get_name()] = xr.Dataset(data)
         out.update(calendar.annual_datasets(self._annual, denorm or {}))  # fme's annual_diagnostics.nc
         out.update(calendar.enso_datasets(self._enso, denorm or {}, self._calendar))  # enso_index_diagnostics.nc
+        out.update(histogram.datasets(self._histograms, denorm or {}))  # histogram_diagnostics.nc
         for metric in self._spectra:  # fme's PairedSphericalPowerSpectrumAggregator.get_dataset
             data = {}
             for name in self._spectral(metric, denorm):
