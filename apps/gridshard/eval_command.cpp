@@ -77,6 +77,11 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.scoring.seasonal = options.seasonal;
     plan.enso_index = options.enso_index;
     plan.seasonal_variables = parse_name_list("--seasonal-variables", options.seasonal_variables);
+    if (options.histogram) {
+        plan.scoring.histogram = HistogramOptions{};
+    }
+    plan.histogram_variables = parse_name_list("--histogram-variables", options.histogram_variables);
+    plan.histogram_window = options.forward_steps_in_memory;
     plan.access = access;
     return plan;
 }
@@ -142,11 +147,13 @@ int run_eval(const EvalOptions& options) {
         const bool forecast_only = !options.climatology.empty() || !options.regions.empty() ||
                                    options.include_initial_step || options.data_split.has_value() ||
                                    !options.normalize.empty() || options.near_zero_fraction || options.trend ||
-                                   options.video || options.annual || options.seasonal || options.enso_index;
+                                   options.video || options.annual || options.seasonal || options.enso_index ||
+                                   options.histogram;
         if (!forecast && forecast_only) {
             throw ArgumentError(
                 "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction, "
-                "--trend, --video, --annual, --seasonal and --enso-index need a forecast: files with a sample or "
+                "--trend, --video, --annual, --seasonal, --enso-index and --histogram need a forecast: files with a "
+                "sample or "
                 "member dim, or the "
                 "built-in forecast "
                 "(--initial-conditions, --ensemble-size)");
@@ -166,7 +173,7 @@ int run_eval(const EvalOptions& options) {
         const OutputPaths paths =
             output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
                          options.near_zero_fraction && options.near_zero_config.include_maps, options.trend,
-                         options.video, options.annual, options.enso_index);
+                         options.video, options.annual, options.enso_index, options.histogram);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -382,6 +389,23 @@ Runner add_eval_command(CLI::App& app) {
                       "weights), per sample ACE's 5-month running index of its monthly anomalies, in --diagnostics "
                       "DIR/enso_index_diagnostics.nc, and ACE's summaries (nino34_index_std, its band powers and their "
                       "ratios to the truth's) in the JSON report; a run longer than 730 days");
+    CLI::Option* histogram = command->add_flag(
+        "--histogram", options->histogram,
+        "Forecast: also ACE's histogram metric: per variable the counts of the truth (once per member, as ACE's) and "
+        "of "
+        "the prediction in ACE's 200 dynamic bins over every counted lead time, in --diagnostics "
+        "DIR/histogram_diagnostics.nc, and their 99.9999th percentiles (histogram/target/99.9999th-percentile, "
+        "histogram/prediction/...) in the JSON report; the bins follow ACE's windows (--forward-steps-in-memory)");
+    command
+        ->add_option("--histogram-variables", options->histogram_variables,
+                     "Comma-separated variables with histograms (ACE's variables; default: every variable)")
+        ->needs(histogram);
+    command
+        ->add_option("--forward-steps-in-memory", options->forward_steps_in_memory,
+                     "The counted lead times of one of ACE's windows (its inference forward_steps_in_memory), which "
+                     "the histograms' edges follow as ACE's do; default: every counted lead time in one window")
+        ->check(CLI::PositiveNumber)
+        ->needs(histogram);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

@@ -62,6 +62,10 @@ struct EvalOptions {
     bool annual = false, seasonal = false;
     // ACE's ENSO index (--enso-index).
     bool enso_index = false;
+    // ACE's histograms (--histogram, --histogram-variables) over windows of --forward-steps-in-memory (0: one).
+    bool histogram = false;
+    std::string histogram_variables;
+    std::int64_t forward_steps_in_memory = 0;
     std::string annual_variables, seasonal_variables;
 };
 

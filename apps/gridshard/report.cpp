@@ -1,5 +1,7 @@
 #include "report.hpp"
 
+#include "diagnostics_files.hpp"
+
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -15,9 +17,6 @@
 #include "gridshard/io/zonal_writer.hpp"
 
 namespace gridshard::cli {
-namespace {
-
-using json = nlohmann::ordered_json;
 
 // A channel's name as a netCDF name: "ta[2]" is "ta_2".
 std::string netcdf_name(const std::string& name) {
@@ -59,6 +58,14 @@ std::string time_mean_rows_text(const EvaluationResult& result) {
                        ? " (lead 0 only: no row at a lead time > 0)"
                        : " (lead 0 included: --include-initial-step)");
 }
+
+io::Attributes global_attributes(const std::string& title) {
+    return {{"title", title}, {"source", std::string("gridshard ") + GRIDSHARD_VERSION}};
+}
+
+namespace {
+
+using json = nlohmann::ordered_json;
 
 // The scores whose validity rule is not --policy's in this result, with their rule; none under the default policy,
 // whose rule (truth and prediction finite) theirs extends to every member and the climatology.
@@ -351,10 +358,6 @@ io::DatasetDim lat_dim(const EvaluationResult& result) {
             {{"standard_name", "latitude"}, {"units", "degrees_north"}, {"axis", "Y"}}};
 }
 
-io::Attributes global_attributes(const std::string& title) {
-    return {{"title", title}, {"source", std::string("gridshard ") + GRIDSHARD_VERSION}};
-}
-
 io::Dataset mean_diagnostics(const EvaluationResult& result) {
     io::Dataset d;
     d.dims.push_back(forecast_step_dim(result));
@@ -505,72 +508,6 @@ io::Dataset trend_diagnostics(const EvaluationResult& result, const MapPart& par
     return d;
 }
 
-// ACE's annual_diagnostics.nc (fme's PairedGlobalMeanAnnualAggregator.get_dataset): per variable with annual means
-// and `counts` (ACE's: 1 where a year is kept) over (source, sample, year), source = target, prediction.
-io::Dataset annual_diagnostics(const EvaluationResult& result) {
-    io::Dataset d;
-    d.global_attributes = global_attributes("gridshard annual means of the global means, per sample (" +
-                                            time_mean_rows_text(result) + ")");
-    const AnnualMeans* first = nullptr;
-    for (const ChannelScores& c : result.channels) {
-        if (!c.annual) {
-            continue;  // a variable without annual means
-        }
-        first = first == nullptr ? &*c.annual : first;
-        std::vector<double> values = c.annual->truth;
-        values.insert(values.end(), c.annual->prediction.begin(), c.annual->prediction.end());
-        d.variables.push_back(
-            {netcdf_name(c.name), {"source", "sample", "year"}, values, {{"long_name", c.name + " annual mean"}}});
-    }
-    if (first != nullptr) {
-        std::vector<double> years(first->years.begin(), first->years.end());
-        d.dims = {{"source", 2, {}, {}, false, {"target", "prediction"}},
-                  {"sample", first->samples},
-                  {"year", static_cast<std::int64_t>(years.size()), years, {{"long_name", "calendar year"}}}};
-        std::vector<double> counts = first->counts;
-        counts.insert(counts.end(), first->counts.begin(), first->counts.end());
-        d.variables.push_back({"counts", {"source", "sample", "year"}, counts, {}});
-    }
-    return d;
-}
-
-// ACE's enso_index_diagnostics.nc (fme's PairedRegionalIndexAggregator.get_dataset): per variable with a Nino 3.4
-// index its index over (source, sample, time), source = target, prediction, the time the 15th of each month in the
-// files' calendar.
-io::Dataset enso_index_diagnostics(const EvaluationResult& result) {
-    io::Dataset d;
-    d.global_attributes = global_attributes(
-        "gridshard Nino 3.4 index per sample (ACE's 5-month running monthly "
-        "anomalies of the Nino 3.4 regional means)");
-    for (const ChannelScores& c : result.channels) {
-        if (!c.index_prediction) {
-            continue;  // a variable without an index
-        }
-        if (d.dims.empty()) {
-            const io::Calendar calendar = io::parse_calendar(result.lead_times.calendar);
-            std::vector<double> days;
-            for (std::size_t m = 0; m < c.index_prediction->years.size(); ++m) {
-                const io::DateTime mid{
-                    .year = c.index_prediction->years[m], .month = c.index_prediction->months[m], .day = 15};
-                days.push_back(io::seconds_between({.year = 1970, .month = 1, .day = 1}, mid, calendar) / 86400.0);
-            }
-            const std::string calendar_name =
-                result.lead_times.calendar.empty() ? "standard" : result.lead_times.calendar;
-            d.dims = {{"source", 2, {}, {}, false, {"target", "prediction"}},
-                      {"sample", c.index_prediction->samples},
-                      {"time",
-                       static_cast<std::int64_t>(days.size()),
-                       days,
-                       {{"units", "days since 1970-01-01 00:00:00"}, {"calendar", calendar_name}}}};
-        }
-        std::vector<double> values = c.index_truth->values;
-        values.insert(values.end(), c.index_prediction->values.begin(), c.index_prediction->values.end());
-        d.variables.push_back(
-            {netcdf_name(c.name), {"source", "sample", "time"}, values, {{"long_name", c.name + " Nino 3.4 index"}}});
-    }
-    return d;
-}
-
 // ACE's video_diagnostics.nc (fme's VideoAggregator.get_dataset, its default videos): per variable with a video its
 // mean maps per lead time over (source, timestep, lat, lon), source = prediction, target.
 io::Dataset video_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
@@ -651,15 +588,18 @@ void write_json_report(io::AtomicOutput& output, const EvaluationResult& result)
 }  // namespace
 
 std::vector<io::NamedPath> OutputPaths::named() const {
-    return {{"--json", json, true},        {"--zonal", zonal},           {"--diagnostics", mean},
-            {"--diagnostics", zonal_mean}, {"--diagnostics", time_mean}, {"--diagnostics", spectrum},
-            {"--diagnostics", near_zero},  {"--diagnostics", trend},     {"--diagnostics", video},
-            {"--diagnostics", annual},     {"--diagnostics", enso_index}};
+    return {{"--json", json, true},        {"--zonal", zonal},
+            {"--diagnostics", mean},       {"--diagnostics", zonal_mean},
+            {"--diagnostics", time_mean},  {"--diagnostics", spectrum},
+            {"--diagnostics", near_zero},  {"--diagnostics", trend},
+            {"--diagnostics", video},      {"--diagnostics", annual},
+            {"--diagnostics", enso_index}, {"--diagnostics", histogram}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
-                         bool spectrum, bool near_zero_maps, bool trend, bool video, bool annual, bool enso_index) {
-    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", "", ""};
+                         bool spectrum, bool near_zero_maps, bool trend, bool video, bool annual, bool enso_index,
+                         bool histogram) {
+    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -684,6 +624,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (forecast && enso_index) {
             paths.enso_index = base + "enso_index_diagnostics.nc";
+        }
+        if (forecast && histogram) {
+            paths.histogram = base + "histogram_diagnostics.nc";
         }
     }
     return paths;
@@ -732,6 +675,10 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     if (!paths.enso_index.empty()) {
         jobs.push_back(
             {paths.enso_index, [&](io::AtomicOutput& o) { io::write_dataset(o, enso_index_diagnostics(result)); }});
+    }
+    if (!paths.histogram.empty()) {
+        jobs.push_back(
+            {paths.histogram, [&](io::AtomicOutput& o) { io::write_dataset(o, histogram_diagnostics(result)); }});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }});
@@ -783,6 +730,10 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     if (!paths.enso_index.empty()) {  // every rank holds the indices, small: written whole
         jobs.push_back(
             {paths.enso_index, [&](io::AtomicOutput& o) { io::write_dataset(o, enso_index_diagnostics(result)); }, {}});
+    }
+    if (!paths.histogram.empty()) {  // every rank holds the histograms, small: written whole
+        jobs.push_back(
+            {paths.histogram, [&](io::AtomicOutput& o) { io::write_dataset(o, histogram_diagnostics(result)); }, {}});
     }
     if (!paths.json.empty()) {
         jobs.push_back({paths.json, [&](io::AtomicOutput& o) { write_json_report(o, result); }, {}});

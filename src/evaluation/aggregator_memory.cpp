@@ -48,7 +48,11 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
         options.trend || options.annual || options.seasonal || options.regional_index ? 24 * samples * leads : 0;
     // The regional index's means of the prediction and of the truth per (sample, lead), the stacked fields.
     const std::uint64_t index = options.regional_index ? 16 * samples * leads * c + 8 * (1 + m) * c * area : 0;
-    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times + index;
+    // The histograms' mask (a byte per point, and its 4-byte copy at the first window) and per histogram its counts.
+    const std::uint64_t histograms =
+        options.histogram ? c * area * 5 + 2 * c * 24 * static_cast<std::uint64_t>(options.histogram->bins + 1) : 0;
+    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times + index +
+           histograms;
 }
 
 }  // namespace gridshard

@@ -67,6 +67,58 @@ struct PairBuffers {
     const std::vector<std::int64_t>* climatology_at = nullptr;
 };
 
+/// A rank's read rounds of one variable: its (initial condition, lead) pairs in order, per round the index of its
+/// pair (-1: a round in which it reads nothing, with collective reads or histograms), and with histograms the round
+/// after which each of ACE's windows ends (its count of rounds so far).
+struct RoundSchedule {
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+    std::vector<std::int64_t> round_pair;
+    std::vector<std::int64_t> window_ends;
+};
+
+/// The rounds of `in`'s work: its pairs initial condition by initial condition, at least `in.rounds` rounds; with
+/// `histograms`, window by window (ACE's windows: EvaluationPlan::histogram_window counted lead times each, the
+/// rows before the first counted one in the first), each window as many rounds on every rank (the most pairs of any
+/// rank in it: one allreduce over data; the ranks of a spatial group hold the same pairs).
+RoundSchedule round_schedule(const RunInputs& in, bool histograms) {
+    const WorkShare& work = in.work;
+    const std::int64_t leads = in.source.layout().lead_times;
+    const std::vector<std::int64_t>& rows = in.time_means.rows;
+    std::vector<std::int64_t> bounds = {0};  // the windows' first lead times, then the end
+    const auto per_window = static_cast<std::size_t>(in.plan.histogram_window > 0 ? in.plan.histogram_window : leads);
+    for (std::size_t k = per_window; histograms && k < rows.size(); k += per_window) {
+        bounds.push_back(rows[k]);
+    }
+    bounds.push_back(leads);
+    RoundSchedule out;
+    std::vector<std::int64_t> rounds(bounds.size() - 1, 0);
+    std::vector<std::size_t> firsts;
+    for (std::size_t w = 0; w + 1 < bounds.size(); ++w) {
+        firsts.push_back(out.pairs.size());
+        for (std::int64_t ic = work.initial_conditions.begin; ic < work.initial_conditions.end; ++ic) {
+            for (std::int64_t lead = std::max(work.leads.begin, bounds[w]);
+                 lead < std::min(work.leads.end, bounds[w + 1]); ++lead) {
+                out.pairs.emplace_back(ic, lead);
+            }
+        }
+        rounds[w] = static_cast<std::int64_t>(out.pairs.size() - firsts.back());
+    }
+    if (histograms) {
+        reduce_max<std::int64_t>(in.grid.mesh(), rounds);
+    } else {
+        rounds[0] = std::max(rounds[0], in.rounds);
+    }
+    firsts.push_back(out.pairs.size());
+    for (std::size_t w = 0; w < rounds.size(); ++w) {
+        for (std::int64_t r = 0; r < rounds[w]; ++r) {
+            const auto at = static_cast<std::int64_t>(firsts[w]) + r;
+            out.round_pair.push_back(at < static_cast<std::int64_t>(firsts[w + 1]) ? at : -1);
+        }
+        out.window_ends.push_back(static_cast<std::int64_t>(out.round_pair.size()));
+    }
+    return out;
+}
+
 /// One variable's scores in `T`; collective over the world. With collective reads every rank reads in `rounds`
 /// rounds (the most pairs of any data rank), reading nothing once its own pairs are done.
 template <class T>
@@ -86,8 +138,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     // Everything field-sized is allocated here, before the first collective, and the outcome agreed: a rank that
     // runs out of memory makes every rank raise the same SystemError instead of hanging. With independent reads a
     // second set of buffers takes the next pair while this one is scored.
-    const std::int64_t pairs = work.pairs();
-    const bool overlap = !collective && pairs > 1;
+    const bool overlap = !collective && work.pairs() > 1;
     PairBuffers<T> buffers[2];
     std::unique_ptr<io::ForecastSteps> reader;
     std::optional<io::ClimatologyPlan> climatology_plan;
@@ -127,6 +178,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             } else {
                 options.annual->timestep_seconds = in.annual_timestep_seconds;
             }
+            if (!chosen(in.plan.scoring.histogram.has_value(), in.plan.histogram_variables)) {
+                options.histogram.reset();
+            }
             if (in.nino34 != nullptr &&
                 std::find(ace_sst_names.begin(), ace_sst_names.end(), name) != ace_sst_names.end()) {
                 options.regional_index = RegionalIndexOptions{*in.nino34};
@@ -138,21 +192,20 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             }
             reader = in.source.open(variable, box);
         }));
-    // This rank's (initial condition, lead) pairs in order, one a round; with collective reads every rank makes
-    // `rounds` rounds, reading nothing in those past its own pairs. Round k's reads, into `b`; no MPI calls unless
-    // the reads are collective.
-    // A data rank with no pairs (more data ranks than initial conditions, lead times or members to split) only ever
-    // takes part: `pairs() == 0`, and pair_of is never asked for a round it does not have.
-    const auto pair_of = [&](std::int64_t round) {
-        return std::pair{work.initial_conditions.begin + round / work.leads.size(),
-                         work.leads.begin + round % work.leads.size()};
-    };
+    // This rank's (initial condition, lead) pairs in rounds (round_schedule); with collective reads every rank makes
+    // as many rounds, reading nothing in those past its own pairs. Round k's reads, into `b`; no MPI calls unless the
+    // reads are collective.
+    const bool histogram = aggregator->has_histogram();
+    const RoundSchedule schedule = round_schedule(in, histogram);  // with histograms, collective over data
+    const std::int64_t pairs = static_cast<std::int64_t>(schedule.pairs.size());
+    const auto total_rounds = static_cast<std::int64_t>(schedule.round_pair.size());
     const auto read_round = [&](std::int64_t round, PairBuffers<T>& b) {
         return attempt([&] {
-            const bool has_pair = round < pairs;
+            const std::int64_t at = round < total_rounds ? schedule.round_pair[static_cast<std::size_t>(round)] : -1;
+            const bool has_pair = at >= 0;
             // Named values, not a structured binding: the lambdas below capture them (clang 14 cannot).
-            const std::int64_t ic = has_pair ? pair_of(round).first : -1;
-            const std::int64_t lead = has_pair ? pair_of(round).second : -1;
+            const std::int64_t ic = has_pair ? schedule.pairs[static_cast<std::size_t>(at)].first : -1;
+            const std::int64_t lead = has_pair ? schedule.pairs[static_cast<std::size_t>(at)].second : -1;
             io::ReadRound reads(collective);
             reads.read([&] {
                 if (has_pair) {
@@ -165,12 +218,12 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                 if (!climatology_plan) {
                     return;
                 }
-                const auto* at =
+                const auto* at_field =
                     has_pair ? &climatology_plan->positions[static_cast<std::size_t>(ic * leads + lead)] : nullptr;
-                if (at != nullptr && (b.climatology_at == nullptr || *b.climatology_at != *at)) {
+                if (at_field != nullptr && (b.climatology_at == nullptr || *b.climatology_at != *at_field)) {
                     b.climatology_at = nullptr;
-                    climatology_plan->reader.read_at(*at, std::span<T>(b.climatology));
-                    b.climatology_at = at;
+                    climatology_plan->reader.read_at(*at_field, std::span<T>(b.climatology));
+                    b.climatology_at = at_field;
                 } else {
                     climatology_plan->reader.read_none();  // collective reads: the others may read
                 }
@@ -179,19 +232,59 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         });
     };
     // Ranks that score the same pairs together stop together when one cannot read, and with collective reads (or
-    // the members split, whose ensemble is exchanged over the data group) every rank.
-    const Communicator& together = work.split == DataSplit::members || collective ? mesh.world() : mesh.spatial();
-    std::future<LocalFailure> next;  // with `overlap`, the reads of the next round
-    if (overlap) {
-        next = std::async(std::launch::async, read_round, 0, std::ref(buffers[0]));
-    }
+    // the members split, whose ensemble is exchanged over the data group, or histograms, whose windows end over the
+    // world) every rank.
+    const Communicator& together =
+        work.split == DataSplit::members || collective || histogram ? mesh.world() : mesh.spatial();
     LocalFailure failure;
-    for (std::int64_t round = 0; round < std::max(pairs, in.rounds) && !failure.failed(); ++round) {
+    if (histogram) {  // ACE's mask, from the truth of its pair, read first: the first window is read twice, not thrice
+        const auto [mask_ic, mask_lead] = aggregator->histogram_mask_pair();
+        failure = attempt([&] {
+            io::ReadRound reads(collective);
+            reads.read([&] {
+                if (pairs > 0) {
+                    reader->read(mask_ic, mask_lead, work.members, std::span<T>(buffers[0].truth),
+                                 std::span<T>(buffers[0].members));
+                } else {
+                    reader->read_none();
+                }
+            });
+            reads.finish();
+        });
+        check_collectively(mesh.world(), failure);
+        aggregator->set_histogram_mask<T>(FieldShard<T>{buffers[0].truth, channels});
+        buffers[0].climatology_at = nullptr;
+    }
+    // A window's pairs again, for the histograms alone, while its end asks (collective over the world).
+    const auto replay_window = [&](std::int64_t first, std::int64_t stop) {
+        while (aggregator->end_histogram_window()) {
+            for (std::int64_t round = first; round < stop; ++round) {
+                const LocalFailure read = read_round(round, buffers[0]);
+                const LocalFailure agreed = attempt([&] { check_collectively(together, read); });
+                if (agreed.failed()) {
+                    return agreed;
+                }
+                if (const std::int64_t at = schedule.round_pair[static_cast<std::size_t>(round)]; at >= 0) {
+                    const auto [ic, lead] = schedule.pairs[static_cast<std::size_t>(at)];
+                    aggregator->replay_histogram<T>(ic, lead, FieldShard<T>{buffers[0].truth, channels},
+                                                    buffers[0].members);
+                }
+            }
+        }
+        return LocalFailure{};
+    };
+    std::future<LocalFailure> next;  // with `overlap`, the reads of the next round of the same window
+    std::size_t window = 0;          // the window of this round
+    std::int64_t window_first = 0;   // its first round
+    for (std::int64_t round = 0; round < total_rounds && !failure.failed(); ++round) {
         PairBuffers<T>& b = buffers[overlap ? round % 2 : 0];
         const double read_started = MPI_Wtime();
-        failure = overlap ? next.get() : read_round(round, b);
+        failure = next.valid() ? next.get() : read_round(round, b);
         clock.read += MPI_Wtime() - read_started;  // with `overlap`, the wait for the reads
-        if (overlap && round + 1 < pairs) {
+        const bool ends_window =
+            histogram && window < schedule.window_ends.size() && round + 1 == schedule.window_ends[window];
+        if (overlap && !ends_window && round + 1 < total_rounds &&
+            schedule.round_pair[static_cast<std::size_t>(round + 1)] >= 0) {
             next = std::async(std::launch::async, read_round, round + 1, std::ref(buffers[(round + 1) % 2]));
         }
         const LocalFailure agreed = attempt([&] { check_collectively(together, failure); });
@@ -199,14 +292,19 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             failure = agreed;  // the whole group stops here, then raises with the world
             break;
         }
-        if (round >= pairs) {
-            continue;
+        if (const std::int64_t at = schedule.round_pair[static_cast<std::size_t>(round)]; at >= 0) {
+            const auto [ic, lead] = schedule.pairs[static_cast<std::size_t>(at)];
+            aggregator->record<T>(ic, lead, FieldShard<T>{b.truth, channels}, b.members, b.climatology);
+            ++clock.steps;
+            if (in.plan.on_step) {
+                in.plan.on_step(name, ++done, total);
+            }
         }
-        const auto [ic, lead] = pair_of(round);
-        aggregator->record<T>(ic, lead, FieldShard<T>{b.truth, channels}, b.members, b.climatology);
-        ++clock.steps;
-        if (in.plan.on_step) {
-            in.plan.on_step(name, ++done, total);
+        if (ends_window) {
+            buffers[0].climatology_at = nullptr;  // the replays read into buffer 0
+            failure = replay_window(window_first, round + 1);
+            window_first = round + 1;
+            ++window;
         }
     }
     if (next.valid()) {
@@ -444,7 +542,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .trend = plan.scoring.trend,
                        .annual = plan.scoring.annual.has_value(),
                        .seasonal = plan.scoring.seasonal,
-                       .regional_index = plan.enso_index};
+                       .regional_index = plan.enso_index,
+                       .histogram = plan.scoring.histogram.has_value()};
     // ACE's climate families, in one agreement: each a forecast's, their variable lists naming scored variables, and
     // the valid times; ACE's gates (a trend needs two counted steps, annual means a run of more than 730 days).
     std::vector<ValidTime> pair_times;
@@ -452,7 +551,7 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     double annual_timestep = 0.0;       // with the annual means, the files' timestep
     std::optional<AreaWeights> nino34;  // with the ENSO index, ACE's weights of its box
     if (plan.near_zero_fraction || scoring.trend || scoring.video || scoring.annual || scoring.seasonal ||
-        plan.enso_index) {
+        plan.enso_index || scoring.histogram) {
         std::vector<std::string> variable_names;
         for (const io::SourceVariable& v : variables) {
             variable_names.push_back(v.name);
@@ -486,6 +585,13 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                 }
                 if (scoring.seasonal) {
                     family("seasonal", "seasonal means are", plan.seasonal_variables);
+                }
+                if (scoring.histogram) {
+                    family("histogram", "histograms are", plan.histogram_variables);
+                    if (plan.histogram_window < 0) {
+                        throw ArgumentError(setting_name("forward_steps_in_memory") + ": " +
+                                            std::to_string(plan.histogram_window) + " must be at least 1");
+                    }
                 }
                 if (scoring.annual) {
                     family("annual", "annual means are", plan.annual_variables);

@@ -367,6 +367,11 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     (["--enso-index"], "--enso-index: ACE's ENSO index needs a run of more than 730 days, this one is"),
     (["--seasonal", "--seasonal-variables", "precip"],
      "--seasonal: variables names 'precip', which is not a scored variable (t2m, sst)"),
+    (["--histogram", "--histogram-variables", "sst,precip"],
+     "--histogram: variables names 'precip', which is not a scored variable (t2m, sst)"),
+    (["--histogram-variables", "t2m"], "--histogram-variables requires --histogram"),
+    (["--histogram", "--forward-steps-in-memory", "0"], "--forward-steps-in-memory: Value 0 not in range"),
+    (["--forward-steps-in-memory", "2"], "--forward-steps-in-memory requires --histogram"),
 ])
 def test_bad_forecast_arguments_fail_on_every_rank(args, message, ace_files, mpirun, tmp_path):
     truth, pred = ace_files
@@ -388,7 +393,7 @@ def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tm
 
 def test_forecast_options_need_a_forecast(mpirun, tmp_path):
     for option in ("--region", "tropics"), ("--near-zero-fraction",), ("--trend",), ("--video",), ("--annual",), \
-            ("--seasonal",), ("--enso-index",):
+            ("--seasonal",), ("--enso-index",), ("--histogram",):
         r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", *option, "--quiet")
         assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
 

@@ -12,6 +12,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--seasonal]                     # also ACE's seasonal means, the dates from init_time and time
         [--annual SECONDS]               # also ACE's annual means of a run of this timestep
         [--nino34]                       # also ACE's Nino 3.4 index of sst
+        [--histogram]                    # also ACE's histograms, over ACE's windows: lead 0, then --window leads each
 """
 import argparse
 import json
@@ -37,6 +38,7 @@ parser.add_argument("--trend", action="store_true")
 parser.add_argument("--video", action="store_true")
 parser.add_argument("--seasonal", action="store_true")
 parser.add_argument("--nino34", action="store_true", help="ACE's Nino 3.4 index of the variables ACE names")
+parser.add_argument("--histogram", action="store_true", help="ACE's histograms, the windows ACE's")
 parser.add_argument("--annual", type=float, default=None, help="ACE's annual means of a run of this timestep (s)")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
@@ -67,11 +69,12 @@ aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=me
                                   video=args.video or None, seasonal=args.seasonal or None,
                                   annual={"timestep": args.annual} if args.annual else None,
                                   nino34_index={"variables": [n for n in names if n in ("sst", "TS")]}
-                                  if args.nino34 else None)
+                                  if args.nino34 else None, histogram=args.histogram or None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
-for start in range(0, leads, args.window):
-    stop = min(start + args.window, leads)
+# ACE's windows with histograms (the initial condition, then forward steps --window at a time), else --window each
+starts = [0] + list(range(1, leads, args.window)) if args.histogram else list(range(0, leads, args.window))
+for start, stop in zip(starts, starts[1:] + [leads]):
     target = {n: convert(np.ascontiguousarray(truth[n][first:first + len(mine), start:stop, rows, cols]))
               for n in names}
     prediction = {n: convert(np.ascontiguousarray(pred[n][first:first + len(mine), :, start:stop, rows, cols]))
@@ -111,6 +114,9 @@ if MPI.COMM_WORLD.rank == 0:
         if channel.get("nino34_index") is not None:
             out[name]["nino34_index"] = {k: hexes(v) for k, v in channel["nino34_index"].items()
                                          if k in ("prediction", "target")}
+        if channel.get("histogram") is not None:
+            out[name]["histogram"] = {k: hexes(v) if "edges" in k else [int(c) for c in v]
+                                      for k, v in channel["histogram"].items() if k != "windows_left_out"}
         if channel.get("annual") is not None:
             out[name]["annual"] = {k: hexes(v) for k, v in channel["annual"].items()}
         if channel.get("seasonal") is not None:

@@ -316,6 +316,52 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
         assert np.isfinite(float.fromhex(python["sst"]["time_mean"]["nino34_index_std"]))
 
 
+def test_histograms_from_files_are_the_aggregators_bits(tmp_path):
+    """ACE's histograms over ACE's windows of 4 forward steps: `gridshard eval --histogram --forward-steps-in-memory 4`
+    gives gridshard.Aggregator's bits fed ACE's windows at every mesh and data split (the percentiles, and
+    histogram_diagnostics.nc's counts (source, bin) and edges (source, bin_edges)); the tool's own meshes agree, and
+    its windows matter (one window of every step moves the edges)."""
+    import netCDF4
+
+    forecast = ff.Forecast(ics=3, members=2, leads=12, nlat=9, nlon=14, seed=5)
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_member_dim(forecast, truth, pred, member_dim="member")
+
+    def tool(ranks, mesh, *flags):
+        folder = tmp_path / f"tool-{ranks}-{mesh}-{len(flags)}"
+        folder.mkdir()
+        mpirun(ranks, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json",
+               folder / "r.json", "--diagnostics", folder, "--quiet", "--mesh", mesh, "--histogram", *flags)
+        report = json.loads((folder / "r.json").read_text())["variables"]
+        with netCDF4.Dataset(folder / "histogram_diagnostics.nc") as ds:
+            files = {n: {"target_counts": [int(c) for c in ds[n][0][:]],
+                         "prediction_counts": [int(c) for c in ds[n][1][:]],
+                         "target_edges": _as_hex(ds[f"{n}_bin_edges"][0][:]),
+                         "prediction_edges": _as_hex(ds[f"{n}_bin_edges"][1][:])} for n in report}
+        return report, files
+
+    report, files = tool(1, "1x1x1", "--forward-steps-in-memory", "4")
+    assert set(files) == {"t2m", "sst"}
+    for ranks, mesh, flags in ((4, "2x1x2", ("--data-split", "lead-times")), (3, "1x1x3", ()),
+                               (4, "2x2x1", ("--data-split", "members"))):
+        other, other_files = tool(ranks, mesh, "--forward-steps-in-memory", "4", *flags)
+        assert other_files == files, (mesh, flags)
+        for name in report:
+            for key in ("histogram_percentile_gen", "histogram_percentile_target"):
+                assert _as_hex([other[name]["time_mean"][key]]) == _as_hex([report[name]["time_mean"][key]])
+    one_window, one_window_files = tool(1, "1x1x1")
+    assert one_window_files != files  # ACE's windows matter: their edges differ
+    for ranks, mesh in ((1, "1x1x1"), (4, "1x2x2"), (3, "3x1x1")):
+        out = tmp_path / f"{ranks}-{mesh}.json"
+        mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", "div_up",
+               "--truth", truth, "--pred", pred, "--window", 4, "--histogram")
+        python = json.loads(out.read_text())
+        for name in report:
+            assert python[name]["histogram"] == files[name], (mesh, name)
+            for key in ("histogram_percentile_gen", "histogram_percentile_target"):
+                assert python[name]["time_mean"][key] == _as_hex([report[name]["time_mean"][key]])[0], (mesh, key)
+
+
 def scores_of_sst(report):
     """The Niño 3.4 index's scores of sst, as float hex (the tool's numbers or the report's hex)."""
     means = report["sst"]["time_mean"]

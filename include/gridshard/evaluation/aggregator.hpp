@@ -399,6 +399,7 @@ class Aggregator {
     /// window needs one replay less. No MPI calls.
     template <class T>
     void set_histogram_mask(FieldShard<T> truth);
+    [[nodiscard]] bool has_histogram() const noexcept { return options_.histogram.has_value(); }
     /// The pair whose truth makes the histograms' mask: (initial condition 0, the first counted lead time).
     [[nodiscard]] std::pair<std::int64_t, std::int64_t> histogram_mask_pair() const noexcept {
         return {0, options_.counted_leads.empty() ? 0 : options_.counted_leads.front()};

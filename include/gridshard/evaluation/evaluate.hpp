@@ -63,6 +63,12 @@ struct EvaluationPlan {
     /// forecast: ACE's enso_index metric (AggregatorOptions::regional_index) of the variables ACE forms it of (sst,
     /// surface_temperature, TS: ace_sst_names), over ACE's Niño 3.4 box; a run longer than 730 days.
     bool enso_index = false;
+    /// forecast, with scoring.histogram: the variables with ACE's histograms (ACE's HistogramMetricConfig.variables;
+    /// empty: every one), each scored, and the counted lead times of one of ACE's windows (its inference
+    /// forward_steps_in_memory; 0: one window of every counted lead time). Each window is read again where its values
+    /// move the histograms' edges (the first always).
+    std::vector<std::string> histogram_variables;
+    std::int64_t histogram_window = 0;
     bool timings = false;  ///< every rank's seconds per phase in the result
     /// Called on every rank after each (initial condition, lead time) it scores: the variable, the pairs this rank
     /// has scored so far and all it will score (every variable). No MPI calls may be made in it.
