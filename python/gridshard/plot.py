@@ -19,7 +19,9 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
 - ``annual-VAR.png``: with ``--annual``, the annual means per year, each sample's and their mean, and the target's
   mean, as ACE logs its annual plot;
 - ``enso_index-VAR.png``: with ``--enso-index``, the Niño 3.4 index per month, each sample's and their mean, and the
-  target's mean, as ACE logs its index plot.
+  target's mean, as ACE logs its index plot;
+- ``histogram-VAR.png``: with ``--histogram``, the target's and the prediction's (dashed) histograms as densities on
+  a log axis, the empty bins at either end trimmed, as ACE logs its histogram images.
 
 Each image is written to a temporary file in the output folder and renamed, so a failed run leaves none;
 the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's python3-matplotlib and
@@ -32,7 +34,7 @@ from pathlib import Path
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
 SPECTRUM = "power_spectrum_diagnostics.nc"
 CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc",
-           "annual_diagnostics.nc", "enso_index_diagnostics.nc")
+           "annual_diagnostics.nc", "enso_index_diagnostics.nc", "histogram_diagnostics.nc")
 
 
 def _read(path):
@@ -225,6 +227,28 @@ def _series_panel(times, target, prediction, title, ylabel, path):
     plt.close(figure)
 
 
+def plot_histograms(histograms, variable, out):
+    """ACE's histogram image of `variable`: per source its counts over their integral against the bins' lower edges,
+    steps on a log axis, the empty bins at either end left out (fme's ComparedDynamicHistograms)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    figure, axis = plt.subplots()
+    for k, (label, style) in enumerate((("target", "-"), ("prediction", "--"))):
+        counts, edges = histograms[variable][k], histograms[f"{variable}_bin_edges"][k]
+        held = np.flatnonzero(counts > 0)
+        if held.size == 0:
+            continue
+        counts, edges = counts[held[0]:held[-1] + 1], edges[held[0]:held[-1] + 2]
+        axis.step(edges[:-1], counts / np.sum(counts * np.diff(edges)), style, where="post", label=label,
+                  color=f"C{k}")
+    axis.set(yscale="log", title=f"{variable}: histogram")
+    axis.legend()
+    figure.tight_layout()
+    _save(figure, out / f"histogram-{variable}.png")
+    plt.close(figure)
+
+
 def _decimal_years(path):
     """The time coordinate of `path` as decimal years (year + (month - 1) / 12), in its calendar."""
     import netCDF4
@@ -236,8 +260,8 @@ def _decimal_years(path):
 
 
 def plot_climate(folder, out):
-    """The trend, near-zero fraction, video, annual and ENSO index images of the files present in `folder`; returns
-    the paths."""
+    """The trend, near-zero fraction, video, annual, ENSO index and histogram images of the files present in
+    `folder`; returns the paths."""
     written = []
     if (folder / CLIMATE[0]).is_file():  # (source = target, prediction, lat, lon) per variable
         trends, _ = _read(folder / CLIMATE[0])
@@ -278,6 +302,11 @@ def plot_climate(folder, out):
             target, prediction = series[variable]
             _series_panel(times, target, prediction, f"{variable}: {title}", variable, out / f"{name}-{variable}.png")
             written.append(out / f"{name}-{variable}.png")
+    if (folder / CLIMATE[5]).is_file():  # VAR (source, bin), VAR_bin_edges (source, bin_edges)
+        histograms, _ = _read(folder / CLIMATE[5])
+        for variable in (n for n in histograms if f"{n}_bin_edges" in histograms):
+            plot_histograms(histograms, variable, out)
+            written.append(out / f"histogram-{variable}.png")
     return written
 
 

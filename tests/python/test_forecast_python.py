@@ -351,6 +351,18 @@ def test_histograms_from_files_are_the_aggregators_bits(tmp_path):
                 assert _as_hex([other[name]["time_mean"][key]]) == _as_hex([report[name]["time_mean"][key]])
     one_window, one_window_files = tool(1, "1x1x1")
     assert one_window_files != files  # ACE's windows matter: their edges differ
+    # gridshard.plot draws the histograms as ACE logs them: the target's (blue) and the prediction's (orange)
+    folder = tmp_path / "tool-1-1x1x1-2"
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0, result.stderr
+    import matplotlib.image
+
+    for png in ("histogram-t2m.png", "histogram-sst.png"):
+        pixels = (matplotlib.image.imread(folder / png)[..., :3] * 255).astype(int).reshape(-1, 3)
+        blue = ((pixels[:, 2] > pixels[:, 0] + 60) & (pixels[:, 2] > 150)).sum()
+        orange = ((pixels[:, 0] > pixels[:, 2] + 60) & (pixels[:, 0] > 200)).sum()
+        assert blue > 100 and orange > 100, (png, blue, orange)
     for ranks, mesh in ((1, "1x1x1"), (4, "1x2x2"), (3, "3x1x1")):
         out = tmp_path / f"{ranks}-{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", "div_up",
