@@ -114,7 +114,8 @@ TARGETS = [
     ("ensemble_scores_threads_speedup", None, None, "ensemble_scores, 1 thread / all cores"),
     ("ensemble_scores_speedup_vs_numpy", 10.0, ">=", "numpy float64 (sorted members) / gridshard, 1 thread each"),
     ("climate_families_cost_over_default", 1.5, "<=",
-     "gridshard eval with ACE's climate families a 4-step run takes (near-zero fractions, trend, video, seasonal) / "
+     "gridshard eval with ACE's climate families a 4-step run takes (near-zero fractions, trend, video, seasonal, "
+     "histogram) / "
      "without, one process"),
     ("forecast_eval_speedup_vs_numpy", 5.0, ">=",
      "netCDF4 + numpy / gridshard eval, ACE layout 2 ICs x 8 members x 4 leads (721,1440) f32, 1 process"),
@@ -435,10 +436,11 @@ def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
             problems.append(f"gridshard eval and numpy_forecast.py disagree on {score}: {worst:.3g}")
     t_gridshard, t_numpy = statistics.median(gridshard_samples), statistics.median(numpy_samples)
     # ACE's climate families a 4-step run takes (the near-zero fractions with their maps, the trend, the video, the
-    # seasonal means; the annual means and the ENSO index need more than 730 days) on top of the default scores,
-    # against the default scores alone, interleaved on the same pair.
+    # seasonal means, the histograms; the annual means and the ENSO index need more than 730 days) on top of the
+    # default scores, against the default scores alone, interleaved on the same pair.
     families_command = gridshard_command + ["--near-zero-fraction", "--near-zero-fraction-eps", "280",
-                                            "--near-zero-fraction-include-maps", "--trend", "--video", "--seasonal"]
+                                            "--near-zero-fraction-include-maps", "--trend", "--video", "--seasonal",
+                                            "--histogram"]
     print(f"+ gridshard eval with and without the climate families on {truth.name}, interleaved", flush=True)
     default_samples, families_samples = [], []
     for _ in range(3):
@@ -457,7 +459,8 @@ def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "ensemble": {**without_samples(one), "t_ensemble_all_cores_s": threaded["t_ensemble_s"], "threads": cores,
                      "t_numpy_s": numpy_ensemble["t_numpy_s"], "numpy_result": numpy_ensemble["result"],
                      "gridshard_vs_numpy_max_relative_difference": ensemble_agreement},
-        "climate_families": {"families": ["near_zero_fraction (with maps)", "trend", "video", "seasonal"],
+        "climate_families": {"families": ["near_zero_fraction (with maps)", "trend", "video", "seasonal",
+                                          "histogram (one window)"],
                              "samples_default_s": default_samples, "samples_families_s": families_samples},
         "forecast_eval": {"t_gridshard_s": t_gridshard, "t_numpy_s": t_numpy, "samples_gridshard_s": gridshard_samples,
                           "samples_numpy_s": numpy_samples, "layout": "ACE: sample = 2 x 8 (member fastest), time 4",

@@ -96,7 +96,13 @@ class Aggregator:
     "target_counts": (200,), "prediction_edges": ..., "prediction_counts": ..., "windows_left_out": (target,
     prediction)}`` on every rank; the target's counts once per member, as ACE's folded samples repeat it, and a window
     with a NaN or infinite value at a counted point left out) and the 99.9999th percentiles among the global time means
-    (``histogram_percentile_gen``, ``histogram_percentile_target``). Collective over the
+    (``histogram_percentile_gen``, ``histogram_percentile_target``). ``enso_coefficient``: ACE's enso_coefficient
+    metric, a dict of ``index`` (``(local_initial_conditions, lead_times)``: per pair of this rank's initial
+    conditions the reference index at its time less its mean over the sample's run, as ACE's get_sample_index_series
+    gives it; a row of NaN where the index does not cover the sample) and ``variables``: per cell the mean over the
+    covered samples of the regression coefficient sum_t x w / sum_t w^2 over the counted steps,
+    ``"enso_coefficient_maps"`` (``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0) and the area-weighted
+    RMSE of their difference among the global time means (``enso_coefficient_rmse``). Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -106,7 +112,7 @@ class Aggregator:
                  lead_ensemble=True, ensemble_cell_leads=(), ensemble_cell_maps=False, crps_alpha=0.95, normalize=None,
                  spectrum=None,
                  masks=None, near_zero_fraction=None, trend=None, video=None, annual=None, seasonal=None,
-                 nino34_index=None, histogram=None):
+                 nino34_index=None, histogram=None, enso_coefficient=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -169,6 +175,12 @@ class Aggregator:
                 index_lon = [float(v) for v in (np.arange(nlon_value) * 360.0 / nlon_value if chosen_lon is None
                                                 else np.asarray(chosen_lon, dtype=np.float64).ravel())]
         self._histogrammed = _chosen_variables("histogram", histogram, self.variables, problems)
+        regressed = _chosen_variables("enso_coefficient", enso_coefficient, self.variables, problems,
+                                      ("variables", "index"))
+        regression_index = None
+        if regressed:
+            with problems.catching("enso_coefficient"):
+                regression_index = _regression_index(enso_coefficient, ics, self.lead_times, first, local)
         self._timed = trended | annualized | seasoned | indexed
         self._dated = annualized | seasoned
         near_zero = {}
@@ -217,7 +229,8 @@ class Aggregator:
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
                     trend=name in trended, video=name in videoed,
                     annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned,
-                    nino34_lon=index_lon if name in indexed else None, histogram=name in self._histogrammed)
+                    nino34_lon=index_lon if name in indexed else None, histogram=name in self._histogrammed,
+                    regression_index=regression_index if name in regressed else None)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
@@ -403,7 +416,7 @@ class Aggregator:
                 **{f"{source}_counts": np.frombuffer(histogram[f"{source}_counts"], dtype=np.int64).copy()
                    for source in ("target", "prediction")},
                 "windows_left_out": tuple(histogram["windows_left_out"])}
-        for key in ("near_zero_maps", "trend_maps"):
+        for key in ("near_zero_maps", "trend_maps", "enso_coefficient_maps"):
             maps = channel.get(key)
             if maps is not None:
                 channel[key] = {"prediction": _array(maps[0], (nlat, nlon)), "target": _array(maps[1], (nlat, nlon))}
@@ -432,6 +445,21 @@ def _chosen_variables(setting, option, variables, problems, known=("variables",)
         _core.check_variable_names(setting, "variables", chosen, list(variables))
         return set(chosen)
     return set()
+
+
+def _regression_index(option, initial_conditions, lead_times, first, local):
+    """The ENSO coefficient's index over every (initial condition, lead time), flattened: ``option["index"]``
+    ``(local, lead_times)`` (this rank's initial conditions; a row of NaN: not covered) in this rank's rows, NaN in the
+    others."""
+    if option is True or "index" not in dict(option):
+        raise ValueError("enso_coefficient: needs the index, {'index': (local initial conditions, lead_times)}")
+    rows = np.asarray(dict(option)["index"], dtype=np.float64)
+    if rows.shape != (local, lead_times):
+        raise ValueError(f"enso_coefficient: index of shape {rows.shape}, expected (local_initial_conditions, "
+                         f"lead_times) = {(local, lead_times)}")
+    full = np.full((initial_conditions, lead_times), np.nan)
+    full[first:first + local] = rows
+    return [float(v) for v in full.ravel()]
 
 
 def _annual_timestep(annual):

@@ -78,6 +78,8 @@ struct AggregatorArguments {
     std::optional<std::vector<double>> nino34_lon{};
     // ACE's histograms (AggregatorOptions::histogram): every record() a window.
     bool histogram = false;
+    // ACE's ENSO coefficient (AggregatorOptions::index_regression): the index per (initial condition, lead), or none.
+    std::optional<std::vector<double>> regression_index{};
     // Whether the aggregator needs each pair's valid time (the trend, annual or seasonal means).
     [[nodiscard]] bool timed() const { return trend || annual_timestep != 0.0 || seasonal; }
 };
@@ -220,6 +222,9 @@ class PythonAggregator {
                     if (args_.histogram) {
                         options.histogram = HistogramOptions{};
                     }
+                    if (args_.regression_index) {
+                        options.index_regression = IndexRegressionOptions{*args_.regression_index};
+                    }
                 }).message;
         }
         py::gil_scoped_release release;
@@ -242,7 +247,7 @@ class PythonAggregator {
         chosen.add(static_cast<std::int64_t>(args_.mask ? 1 : 0));  // every rank its box's mask, or none
         // The registry's scores of the report (register_score on one rank only would change what this rank forms).
         for (const RegisteredScore* s :
-             report_scores(options.report, {true, true, true, true, true, true, true, true, true, true})) {
+             report_scores(options.report, {true, true, true, true, true, true, true, true, true, true, true})) {
             chosen.add(s->key);
         }
         for (const std::string& name : {args_.spectrum_grid, args_.spectrum_truncation, args_.spectrum_convention}) {
@@ -257,7 +262,8 @@ class PythonAggregator {
                                     args_.video ? 1.0 : 0.0,
                                     args_.annual_timestep,
                                     args_.seasonal ? 1.0 : 0.0,
-                                    args_.histogram ? 1.0 : 0.0};
+                                    args_.histogram ? 1.0 : 0.0,
+                                    args_.regression_index ? 1.0 : 0.0};
         chosen.add(std::span<const double>(near_zero));
         if (args_.nino34_lon) {  // the index's longitudes, alike on every rank
             chosen.add(std::span<const double>(*args_.nino34_lon));
@@ -545,6 +551,12 @@ void bind_aggregator(py::module_& m) {
                      {"annual_timestep", [&](py::handle v) { a.annual_timestep = v.cast<double>(); }},
                      {"seasonal", [&](py::handle v) { a.seasonal = v.cast<bool>(); }},
                      {"histogram", [&](py::handle v) { a.histogram = v.cast<bool>(); }},
+                     {"regression_index",
+                      [&](py::handle v) {
+                          if (!v.is_none()) {
+                              a.regression_index = v.cast<std::vector<double>>();
+                          }
+                      }},
                      {"nino34_lon",
                       [&](py::handle v) {
                           if (!v.is_none()) {
@@ -573,7 +585,9 @@ void bind_aggregator(py::module_& m) {
              "trend: each pair recorded with its time), video (ACE's video), annual_timestep (ACE's annual means of "
              "a run of this timestep in seconds; 0: none), seasonal (ACE's seasonal means) and nino34_lon (ACE's Nino "
              "3.4 "
-             "index over the grid's longitudes, or None) and histogram (ACE's histograms, every record a window).");
+             "index over the grid's longitudes, or None) histogram (ACE's histograms, every record a window) and "
+             "regression_index (ACE's ENSO coefficient: the "
+             "index per (initial condition, lead time), NaN where not covered, or None).");
 
     py::class_<PythonAggregator>(m, "Aggregator", "One variable's streaming aggregator (evaluation/aggregator.hpp).")
         .def(py::init([](PythonMesh& mesh, AggregatorArguments settings, py::object lat_deg, py::object mask) {

@@ -126,6 +126,10 @@ py::dict channel_dict(const ChannelScores& channel) {
     } else {
         c["histogram"] = py::none();
     }
+    c["enso_coefficient_maps"] = channel.index_regression_prediction_map.empty()
+                                     ? py::object(py::none())
+                                     : py::object(py::make_tuple(map_bytes(channel.index_regression_prediction_map),
+                                                                 map_bytes(channel.index_regression_truth_map)));
     c["target_missing"] = target_missing_everywhere(channel);
     return c;
 }

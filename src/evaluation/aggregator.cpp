@@ -86,6 +86,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.seasonal = false;
     normalized.regional_index.reset();
     normalized.histogram.reset();  // nor histograms
+    normalized.index_regression.reset();
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -202,7 +203,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .annual = options_.annual.has_value(),
                                               .seasonal = options_.seasonal,
                                               .regional_index = options_.regional_index.has_value(),
-                                              .histogram = options_.histogram.has_value()});
+                                              .histogram = options_.histogram.has_value(),
+                                              .index_regression = options_.index_regression.has_value()});
     check_annual(options_);  // and keeps the per-sample global means the annual means take
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {

@@ -56,6 +56,9 @@ void Aggregator::start_climate_families() {
             static_cast<std::size_t>(e.initial_conditions * e.members * e.lead_times * channels), 0.0);
         index_truth_values_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times * channels), 0.0);
     }
+    if (options_.index_regression) {
+        start_index_regression();
+    }
     if (options_.histogram) {
         const auto bins = static_cast<std::size_t>(options_.histogram->bins);
         for (std::int64_t k = 0; k < 2 * channels; ++k) {
@@ -106,6 +109,9 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (options_.histogram) {
         record_histogram<T>(initial_condition, lead, truth, members, with_truth);
     }
+    if (options_.index_regression) {
+        record_index_regression<T>(initial_condition, lead, truth, members, with_truth);
+    }
 }
 
 void Aggregator::finish_climate_families(VariableScores& out) {
@@ -132,6 +138,9 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     }
     if (options_.histogram) {
         finish_histogram(out);
+    }
+    if (options_.index_regression) {
+        finish_index_regression(out);
     }
 }
 

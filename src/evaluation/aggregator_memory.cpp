@@ -51,8 +51,11 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     // The histograms' mask (a byte per point, and its 4-byte copy at the first window) and per histogram its counts.
     const std::uint64_t histograms =
         options.histogram ? c * area * 5 + 2 * c * 24 * static_cast<std::uint64_t>(options.histogram->bins + 1) : 0;
+    // The index regression's sums of each field, as the trend's.
+    const std::uint64_t regression_sums =
+        options.index_regression ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
     return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times + index +
-           histograms;
+           histograms + regression_sums;
 }
 
 }  // namespace gridshard

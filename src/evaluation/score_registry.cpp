@@ -217,6 +217,10 @@ std::deque<RegisteredScore> make_registry() {
     forecast({.key = "histogram_percentile_target",
               .ace_key = "histogram/target/99.9999th-percentile/{var}",
               .source = HistogramValue::truth_percentile});
+    // ACE's enso_coefficient metric (fme's EnsoCoefficientEvaluatorAggregator, its default name).
+    forecast({.key = "enso_coefficient_rmse",
+              .ace_key = "enso_coefficient/rmse/{var}",
+              .source = IndexRegressionValue::rmse});
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -247,6 +251,7 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(SeasonalValue) const { return F::seasonal; }
         F operator()(IndexValue) const { return F::regional_index; }
         F operator()(HistogramValue) const { return F::histogram; }
+        F operator()(IndexRegressionValue) const { return F::index_regression; }
     } family;
     return std::visit(family, source);
 }
@@ -257,7 +262,7 @@ SampleCombination combination_of(const ScoreSource& source) noexcept {
     }
     if (std::holds_alternative<CellStatistic>(source) || std::holds_alternative<TimeMeanStatistic>(source) ||
         std::holds_alternative<NearZeroValue>(source) || std::holds_alternative<TrendValue>(source) ||
-        std::holds_alternative<SeasonalValue>(source)) {
+        std::holds_alternative<SeasonalValue>(source) || std::holds_alternative<IndexRegressionValue>(source)) {
         return C::cell_statistic;
     }
     if (const auto* value = std::get_if<SpectrumValue>(&source)) {
@@ -293,6 +298,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "regional_index";
         case F::histogram:
             return "histogram";
+        case F::index_regression:
+            return "index_regression";
     }
     return "deterministic";
 }
@@ -403,6 +410,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
                              : s.family == F::seasonal            ? contents.seasonal
                              : s.family == F::regional_index      ? contents.regional_index
                              : s.family == F::histogram           ? contents.histogram
+                             : s.family == F::index_regression    ? contents.index_regression
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

@@ -124,6 +124,22 @@ std::vector<double> TrendAccumulator::slopes(double time_unit) const {
     return out;
 }
 
+std::vector<double> TrendAccumulator::weighted_sums() const {
+    const std::size_t points = values_.points();
+    std::vector<double> out(points, std::numeric_limits<double>::quiet_NaN());
+    for (std::size_t k = 0; k < points; ++k) {
+        const TimeMeanAccumulator::PointSum y = values_.point_sum(k);
+        const TimeMeanAccumulator::PointSum p = products_.point_sum(k);
+        const TimeMeanAccumulator::PointSum r = remainders_.point_sum(k);
+        if (y.special != 0.0 || p.special != 0.0 || r.special != 0.0) {
+            continue;  // a value that was not finite: NaN, as plain sums give
+        }
+        const DoubleDouble sum = dd::add(dd::two_sum(p.hi, p.lo), dd::two_sum(r.hi, r.lo));
+        out[k] = sum.hi + sum.lo;
+    }
+    return out;
+}
+
 template void TrendAccumulator::add<float>(double, std::span<const float>);
 template void TrendAccumulator::add<double>(double, std::span<const double>);
 

@@ -374,7 +374,7 @@ CLIMATE = ("annual/", "seasonal/", "enso_index/")
 
 @pytest.fixture(scope="module")
 def climate_runs(tmp_path_factory):
-    """The case as a run of 2.4 years (--climate: 29 steps of 30 days, a variable "TS" with an ENSO-like oscillation,
+    """The case as a run of 5.1 years (--climate: 62 steps of 30 days, a variable "TS" with an ENSO-like oscillation,
     ACE's annual and ENSO index metrics, its defaults, and its seasonal one): ACE's own serially in float32 and
     float64, the drop-in at every mesh."""
     root = tmp_path_factory.mktemp("ace_climate")
@@ -395,9 +395,10 @@ def annual_difference(key):
 def test_annual_seasonal_and_enso_index_are_aces_at_every_mesh(climate_runs):
     """ACE's annual (per sample and year the mean of the steps' global means, its RMSE and fair CRPS over the years),
     seasonal (the time-mean RMSE of the seasonal mean maps, per season and over the four) and ENSO index metrics (the
-    Niño 3.4 index's spread and band powers, and their ratios to the target's) on a run of 2.4 years: every key ACE
+    Niño 3.4 index's spread and band powers, and their ratios to the target's) on a run of 5.1 years: every key ACE
     logs, within ACE's float32 rounding (1e-4 relative, or twice ACE's own float32 error) and ACE's float64 numbers to
-    1e-7 (its annual CRPS, which it forms in float32 in a float64 loop too, to 1e-4); enso_index_diagnostics.nc
+    1e-7 (its annual CRPS, which it forms in float32 in a float64 loop too, to 1e-4; its index, whose monthly means it
+    keeps in float32 in a float64 loop too, to 1e-6); enso_index_diagnostics.nc
     (source, sample, time: the 15th of each month) and annual_diagnostics.nc (source, sample, year) ACE's to 1e-4; the
     same bits at every mesh. The documented difference: ACE's annual means of a variable with missing points are 0,
     gridshard's NaN."""
@@ -428,11 +429,13 @@ def test_annual_seasonal_and_enso_index_are_aces_at_every_mesh(climate_runs):
             if np.isnan(ace32[key]):
                 assert np.isnan(value), (mesh, key)
                 continue
-            # ACE forms its annual CRPS in float32 whatever the loop's dtype (fme's annual.get_crps): 1e-4 there
-            rel = 1e-4 if key.startswith("annual/crps/") else 1e-7
+            # ACE forms its annual CRPS in float32 whatever the loop's dtype (fme's annual.get_crps): 1e-4 there; its
+            # index's monthly means are float32 too (utils.running_monthly_mean's torch.full takes torch's default
+            # dtype): 1e-6 there
+            rel = 1e-4 if key.startswith("annual/crps/") else 1e-6 if key.startswith("enso_index/") else 1e-7
             assert_aces_number(value, ace32[key], ace64[key], rel, (mesh, key))
         with xr.open_dataset(run["folder"] / "annual_diagnostics.nc") as ds:
-            assert list(ds["year"].values) == list(ace_years) == [2000, 2001], mesh
+            assert list(ds["year"].values) == list(ace_years) == [2000, 2001, 2002, 2003, 2004], mesh
             assert set(ds.data_vars) == set(ace_file), mesh
             for variable in ds.data_vars:
                 values = ds[variable].values.astype(np.float64)
@@ -479,6 +482,43 @@ def test_histograms_are_aces_at_every_mesh(climate_runs):
             for variable, (dims, values) in ace_file.items():
                 assert ds[variable].dims == dims, (mesh, variable)
                 assert np.array_equal(ds[variable].values, values), (mesh, variable)
+
+
+def test_the_enso_coefficient_is_aces_at_every_mesh(climate_runs):
+    """ACE's enso_coefficient metric (its default for a run of more than 1800 days) against ACE's own reference
+    Niño 3.4 index (fme's, reindexed to each sample's times by ACE's own get_sample_index_series): per variable the
+    mean over the samples of the per-cell regression coefficients, enso_coefficient/rmse/VAR within ACE's float32
+    rounding (ACE sums the products and the index's squares in float32: 1e-3 relative; its float64 loop to 1e-5) and
+    enso_coefficient_diagnostics.nc (source, lat, lon) ACE's to 1e-4 of the maps' scale, the same bits at every mesh.
+    A variable with missing points ("b") has NaN coefficients there, as ACE's, and NaN RMSE where ACE's is NaN."""
+    ace32, ace64 = ({k: v for k, v in climate_runs[run]["summary"].items() if k.startswith("enso_coefficient/")}
+                    for run in ("ace32", "ace64"))
+    assert sorted(ace32) == [f"enso_coefficient/rmse/{name}" for name in ("TS", "a", "b")]
+    with xr.open_dataset(climate_runs["ace64"]["folder"] / "enso_coefficient_diagnostics.nc") as ds:
+        ace_maps = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
+        assert ds["TS"].dims == ("source", "lat", "lon") and list(ds["source"].values) == ["target", "prediction"]
+    serial = climate_runs[(1, 1, 1)]
+    with xr.open_dataset(serial["folder"] / "enso_coefficient_diagnostics.nc") as ds:
+        serial_maps = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
+    assert set(serial_maps) == set(ace_maps)
+    for mesh in MESHES:
+        run = climate_runs[mesh]
+        mine = {k: v for k, v in run["summary"].items() if k.startswith("enso_coefficient/")}
+        assert sorted(mine) == sorted(ace32), mesh
+        for key, value in mine.items():
+            assert same_bits(np.float64(value), np.float64(serial["summary"][key])), (mesh, key)
+            if np.isnan(ace32[key]):
+                assert np.isnan(value), (mesh, key)
+                continue
+            assert np.isclose(value, ace32[key], rtol=1e-3), (mesh, key, value, ace32[key])
+            assert np.isclose(value, ace64[key], rtol=1e-5), (mesh, key, value, ace64[key])
+        with xr.open_dataset(run["folder"] / "enso_coefficient_diagnostics.nc") as ds:
+            for variable, ace in ace_maps.items():
+                values = ds[variable].values.astype(np.float64)
+                assert same_bits(values, serial_maps[variable]), (mesh, variable)
+                assert np.array_equal(np.isnan(values), np.isnan(ace)), (mesh, variable)
+                scale = np.nanmax(np.abs(ace))
+                assert np.allclose(values, ace, rtol=0, atol=1e-4 * scale, equal_nan=True), (mesh, variable)
 
 
 def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):

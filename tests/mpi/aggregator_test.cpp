@@ -117,6 +117,18 @@ constexpr double annual_timestep = 400.0 * 86400.0;
 
 /// Every score of `k` as the aggregator gives it on `mesh` with its data ranks sharing the work as `split` says
 /// (`together`: one rank fed every pair, whatever the split).
+/// A reference index per (initial condition, lead) for the ENSO coefficient: a wave of each initial condition's phase,
+/// initial condition 1 not covered (NaN).
+std::vector<double> regression_index(const ForecastExtent& e) {
+    std::vector<double> index;
+    for (std::int64_t ic = 0; ic < e.initial_conditions; ++ic) {
+        for (std::int64_t l = 0; l < e.lead_times; ++l) {
+            index.push_back(ic == 1 ? std::nan("") : std::sin(0.9 * static_cast<double>(l) + static_cast<double>(ic)));
+        }
+    }
+    return index;
+}
+
 /// The windows of lead times the aggregator's histograms are fed in: ACE's record_batch windows, of 2 lead times then 1
 /// then the rest.
 std::vector<Range> histogram_windows(std::int64_t leads) {
@@ -167,6 +179,7 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
         .seasonal = trend};
     if (trend) {
         options.histogram = HistogramOptions{};
+        options.index_regression = IndexRegressionOptions{regression_index(k.extent)};
     }
     for (std::int64_t l = forecast ? 1 : 0; l < k.extent.lead_times; ++l) {
         options.counted_leads.push_back(l);
@@ -314,6 +327,13 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
             for (std::size_t i = 0; i < got[c].trend_prediction_map.size(); ++i) {
                 same(got[c].trend_prediction_map[i], want[c].trend_prediction_map[i], got[c].name + " trend map");
                 same(got[c].trend_truth_map[i], want[c].trend_truth_map[i], got[c].name + " truth's trend map");
+            }
+            ASSERT_EQ(got[c].index_regression_prediction_map.size(), want[c].index_regression_prediction_map.size());
+            for (std::size_t i = 0; i < got[c].index_regression_prediction_map.size(); ++i) {
+                same(got[c].index_regression_prediction_map[i], want[c].index_regression_prediction_map[i],
+                     got[c].name + " ENSO coefficient map");
+                same(got[c].index_regression_truth_map[i], want[c].index_regression_truth_map[i],
+                     got[c].name + " truth's ENSO coefficient map");
             }
             ASSERT_EQ(got[c].seasonal_prediction.size(), want[c].seasonal_prediction.size()) << what;
             for (std::size_t i = 0; i < got[c].seasonal_prediction.size(); ++i) {
@@ -534,6 +554,58 @@ TEST(Aggregator, HistogramsAreAcesOverItsWindows) {
             EXPECT_EQ(prediction_left_out, 3);
             EXPECT_TRUE(h.prediction_edges.empty() && std::isnan(h.prediction_percentile));
         }
+    }
+}
+
+TEST(Aggregator, EnsoCoefficientIsAcesRegression) {
+    // Per cell the mean over the covered initial conditions (and members) of sum_t x w / sum_t w^2 over the counted
+    // lead times, against a long-double reference; initial condition 1, not covered, left out.
+    const ProcessMesh alone(Communicator::borrow(MPI_COMM_SELF), {1, 1, 1});
+    const ForecastCase k = make_case({9, 14}, {3, 2, 4});
+    const VariableScores got =
+        aggregate(alone, k, SplitRule::balanced, DataSplit::initial_conditions, ReportKind::forecast,
+                  ValidityPolicy::skip_invalid_pairs, {}, nullptr, {}, {}, true);
+    const std::vector<double> index = regression_index(k.extent);
+    const std::int64_t area = k.grid.nlat * k.grid.nlon;
+    const std::int64_t members = k.extent.members;
+    for (std::int64_t c = 0; c < k.channels; ++c) {
+        const ChannelScores& channel = got[static_cast<std::size_t>(c)];
+        ASSERT_EQ(channel.index_regression_truth_map.size(), static_cast<std::size_t>(area));
+        std::int64_t compared = 0;
+        for (std::int64_t p = 0; p < area; ++p) {
+            long double gen = 0, target = 0;
+            std::int64_t covered = 0;
+            for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+                if (ic == 1) {
+                    continue;
+                }
+                ++covered;
+                long double variance = 0, truth = 0, prediction = 0;
+                for (std::int64_t l = 1; l < k.extent.lead_times; ++l) {
+                    const long double w = index[static_cast<std::size_t>(ic * k.extent.lead_times + l)];
+                    variance += w * w;
+                    truth += w * k.truth_at(ic, l)[static_cast<std::size_t>(c * area + p)];
+                    const std::vector<float> all = k.members_at(ic, l, {0, members});
+                    for (std::int64_t m = 0; m < members; ++m) {
+                        prediction += w * all[static_cast<std::size_t>(m * k.plane() + c * area + p)];
+                    }
+                }
+                target += truth / variance;
+                gen += prediction / variance / members;
+            }
+            for (const auto& [value, want] :
+                 {std::pair{channel.index_regression_truth_map[static_cast<std::size_t>(p)], target / covered},
+                  std::pair{channel.index_regression_prediction_map[static_cast<std::size_t>(p)], gen / covered}}) {
+                if (std::isnan(static_cast<double>(want))) {
+                    EXPECT_TRUE(std::isnan(value)) << c << " " << p;
+                } else {
+                    EXPECT_NEAR(value, static_cast<double>(want), 1e-12 * std::fabs(static_cast<double>(want)) + 1e-9)
+                        << c << " " << p;
+                    ++compared;
+                }
+            }
+        }
+        EXPECT_GT(compared, area);  // most cells have both maps
     }
 }
 

@@ -179,6 +179,20 @@ struct ChannelHistograms {
     double truth_percentile = 0.0, prediction_percentile = 0.0;
 };
 
+/// ACE's enso_coefficient metric (fme's EnsoCoefficientEvaluatorAggregator) of one variable: per sample and cell the
+/// regression coefficient of the counted steps' values on a reference index, sum_t x w / sum_t w^2 over the sample's
+/// counted steps, averaged over the samples the index covers (the truth's over the initial conditions, as ACE's
+/// repeated targets give it), and the area-weighted RMSE of the prediction's map against the truth's. Each counted
+/// pair's values enter an exact sum weighted by w / sum_t w^2 (a TrendAccumulator's sum of t y), so the maps are the
+/// same bits at every mesh. 144 bytes a point and channel.
+struct IndexRegressionOptions {
+    /// Per (initial condition, lead time), initial condition slowest: the index at that pair's time (ACE's
+    /// get_sample_index_series: the reference index nearest each time, less its mean over the sample's run); NaN
+    /// throughout an initial condition the index does not cover. A rank needs the rows of the initial conditions it
+    /// records (the others may be NaN).
+    std::vector<double> index;
+};
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -235,6 +249,8 @@ struct AggregatorOptions {
     /// ACE's histograms (none: not formed); record() then needs windows (Aggregator::end_histogram_window). 2 bytes a
     /// point and channel, and 16 per bin and channel.
     std::optional<HistogramOptions> histogram{};
+    /// ACE's ENSO coefficient (none: not formed).
+    std::optional<IndexRegressionOptions> index_regression{};
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -330,6 +346,9 @@ struct ChannelScores {
     std::optional<MonthlyIndex> index_prediction{}, index_truth{};
     /// With AggregatorOptions::histogram, ACE's histograms.
     std::optional<ChannelHistograms> histograms{};
+    /// With AggregatorOptions::index_regression, the coefficient maps of the prediction and of the truth (ACE's
+    /// enso_coefficient), held as the time-mean maps are.
+    std::vector<double> index_regression_prediction_map{}, index_regression_truth_map{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -493,6 +512,14 @@ class Aggregator {
     void record_histogram(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                           std::span<const T> members, bool with_truth);
     void finish_histogram(VariableScores& out);
+    // The index regression's sums of this pair's truth (when `with_truth`) and members (no MPI calls), and its maps and
+    // RMSE into `out` (collective over the world).
+    template <class T>
+    void record_index_regression(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                                 std::span<const T> members, bool with_truth);
+    void finish_index_regression(VariableScores& out);
+    // Its sums and the initial conditions' index variances (throws ArgumentError for an index of the wrong size).
+    void start_index_regression();
     // ACE's climate families of the options (near-zero fractions, trend, video, annual and seasonal means): their sums
     // made (no MPI calls), a counted pair recorded into them (the truth once, by the data rank that holds member 0, its
     // only copy when the members are split; no MPI calls), and finished into `out` (collective over the world).
@@ -527,6 +554,10 @@ class Aggregator {
     // prediction (every member) and of the truth.
     std::vector<ValidTime> pair_times_;
     std::optional<TrendAccumulator> trend_prediction_, trend_truth_;
+    // With the index regression: the sums of the prediction's and of the truth's values weighted by w / sum_t w^2,
+    // and per initial condition its sum_t w^2 over the counted lead times (NaN: not covered).
+    std::optional<TrendAccumulator> regression_prediction_, regression_truth_;
+    std::vector<double> index_variance_;
     // With the video: per lead time the sums over samples of the prediction and of the truth (empty where not counted).
     std::vector<std::optional<TimeMeanAccumulator>> video_prediction_, video_truth_;
     // With the seasonal means: per season the sums over its counted pairs of the prediction and of the truth.

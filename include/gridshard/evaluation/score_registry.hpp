@@ -73,6 +73,9 @@ enum class ScoreFamily {
     /// ACE's dynamic histograms of every counted (sample, lead time) (its histogram metric): the percentile of the
     /// prediction's and of the truth's
     histogram,
+    /// per cell the regression of the counted steps' values on a reference index, averaged over the samples it
+    /// covers (ACE's enso_coefficient metric): the area-weighted RMSE of the prediction's map against the truth's
+    index_regression,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -125,13 +128,15 @@ enum class SeasonalValue { rmse_djf, rmse_mam, rmse_jja, rmse_son, rmse };
 enum class IndexValue { std, std_norm, power_2_5yr, power_2_5yr_norm, power_1_16yr, power_1_16yr_norm };
 /// ACE's histogram percentiles (AggregatorOptions::histogram): of the prediction's histogram and of the truth's.
 enum class HistogramValue { prediction_percentile, truth_percentile };
+/// ACE's ENSO coefficient scores (AggregatorOptions::index_regression): the area-weighted RMSE of the coefficient maps.
+enum class IndexRegressionValue { rmse };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
 using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
                                  AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue,
-                                 AnnualValue, SeasonalValue, IndexValue, HistogramValue>;
+                                 AnnualValue, SeasonalValue, IndexValue, HistogramValue, IndexRegressionValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -182,6 +187,7 @@ struct ReportContents {
     bool seasonal = false;             ///< ACE's seasonal means
     bool regional_index = false;       ///< ACE's regional index
     bool histogram = false;            ///< ACE's histograms
+    bool index_regression = false;     ///< ACE's ENSO coefficient
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

@@ -57,6 +57,11 @@ class TrendAccumulator {
     /// not finite, and everywhere with fewer than two distinct times. No MPI calls.
     [[nodiscard]] std::vector<double> slopes(double time_unit) const;
 
+    /// Per point the exact sum of t y over every value added, rounded once (the sum of the products in double-double
+    /// from the two exact sums, as slopes() forms it): the regression of the values on a weight given as t. NaN at a
+    /// point where a value was not finite. No MPI calls.
+    [[nodiscard]] std::vector<double> weighted_sums() const;
+
   private:
     TimeMeanAccumulator values_, products_, remainders_;
     ExactSum times_{}, squares_{};

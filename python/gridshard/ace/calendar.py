@@ -1,6 +1,8 @@
-"""ACE's calendar metrics in the drop-in (fme's ``annual``, ``seasonal`` and ``enso_index``): which of them it serves,
-their keys and their files, from ``gridshard.Aggregator``'s annual means, seasonal scores and Niño 3.4 index (the
-library's evaluation layer: exact, the same bits on every mesh). No numerics here: the values are the library's."""
+"""ACE's calendar metrics in the drop-in (fme's ``annual``, ``seasonal``, ``enso_index`` and ``enso_coefficient``):
+which of them it serves, their keys and their files, from ``gridshard.Aggregator``'s annual means, seasonal scores,
+Niño 3.4 index and ENSO coefficient maps (the library's evaluation layer: exact, the same bits on every mesh). No
+numerics here: the values are the library's (the ENSO coefficient's reference index is ACE's own, as ACE's own code
+reindexes it to each sample's times)."""
 import datetime
 
 import numpy as np
@@ -9,6 +11,8 @@ from ..aggregator import registered_scores
 
 # fme's AnnualMetricConfig.build: a run of more than ~2 years
 _ANNUAL_MIN_DURATION = datetime.timedelta(days=730)
+# fme's EnsoCoefficientMetricConfig.build: a run of more than ~5 years
+_ENSO_COEFFICIENT_MIN_DURATION = datetime.timedelta(days=1800)
 
 
 # fme's SEA_SURFACE_TEMPERATURE_NAMES: the variables its ENSO index is formed of
@@ -29,6 +33,64 @@ def served(ace_main, config, metrics, dataset_info, n_timesteps):
     lat_lon = isinstance(dataset_info.horizontal_coordinates, LatLonCoordinates)
     enso = [m for m in metrics if isinstance(m, EnsoIndexMetricConfig) and long_enough and lat_lon]
     return annual, seasonal, enso
+
+
+def coefficient_served(metrics, dataset_info, n_timesteps):
+    """The ENSO coefficient metrics of ``metrics`` the drop-in scores: where ACE's build keeps them (a run of more than
+    1800 days on a latitude-longitude grid)."""
+    from fme.ace.aggregator.inference.enso.enso_coefficient import EnsoCoefficientMetricConfig
+    from fme.core.coordinates import LatLonCoordinates
+
+    return [m for m in metrics if isinstance(m, EnsoCoefficientMetricConfig) and
+            n_timesteps * dataset_info.timestep > _ENSO_COEFFICIENT_MIN_DURATION and
+            isinstance(dataset_info.horizontal_coordinates, LatLonCoordinates)]
+
+
+def coefficient_index(initial_time, n_forward_steps, timestep, members):
+    """The ENSO coefficient's index per (local initial condition, lead time): ACE's own reference Niño 3.4 index
+    reindexed to each sample's times and less its mean over the run, by ACE's own ``get_sample_index_series`` (NaN
+    rows for a sample it does not cover); ACE's folded samples give one row per initial condition."""
+    from fme.ace.aggregator.inference.enso.enso_coefficient import (EnsoCoefficientEvaluatorAggregator,
+                                                                    get_sample_index_series)
+
+    series = get_sample_index_series(EnsoCoefficientEvaluatorAggregator._enso_index, initial_time, n_forward_steps,
+                                     timestep)
+    rows = [np.full(n_forward_steps + 1, np.nan) if s is None else np.asarray(s.values, dtype=np.float64)
+            for s in series[::members]]
+    return np.stack(rows) if rows else np.zeros((0, n_forward_steps + 1))
+
+
+def coefficient_logs(metrics, scores):
+    """ACE's ENSO coefficient logs (``<name>/rmse/<var>`` of every variable), images aside."""
+    out = {}
+    for metric in metrics:
+        for name in sorted(scores):
+            means = scores[name]["regions"]["global"]["time_means"]
+            for key, ace_key in _keys("index_regression").items():
+                if key in means:
+                    out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
+    return out
+
+
+def coefficient_datasets(metrics, scores, attributes, coords):
+    """fme's enso_coefficient_diagnostics.nc of each ENSO coefficient metric: per variable its coefficient maps over
+    (source = target, prediction; lat, lon), ACE's attributes (``attributes(name)``: its long name and units)."""
+    import xarray as xr
+
+    out = {}
+    for metric in metrics:
+        data = {}
+        for name in sorted(scores):
+            maps = scores[name].get("enso_coefficient_maps")
+            if maps is None:
+                continue
+            long_name, units = attributes(name)
+            data[name] = xr.DataArray(np.stack([maps["target"], maps["prediction"]]), dims=("source", "lat", "lon"),
+                                      attrs={"long_name": f"{long_name} regression coefficient with Nino3.4 index",
+                                             "units": f"{units} / K"})
+        if data:
+            out[metric.get_name()] = xr.Dataset(data, coords={"source": ["target", "prediction"], **coords})
+    return out
 
 
 def chosen(metrics, names):
