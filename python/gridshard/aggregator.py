@@ -102,7 +102,12 @@ class Aggregator:
     gives it; a row of NaN where the index does not cover the sample) and ``variables``: per cell the mean over the
     covered samples of the regression coefficient sum_t x w / sum_t w^2 over the counted steps,
     ``"enso_coefficient_maps"`` (``{"prediction": (nlat, nlon), "target": ...}`` on world rank 0) and the area-weighted
-    RMSE of their difference among the global time means (``enso_coefficient_rmse``). Collective over the
+    RMSE of their difference among the global time means (``enso_coefficient_rmse``). ``ipo_index``: ACE's ipo_index
+    metric, True or a dict of ``variables`` and the grid's ``lon``: per counted (sample, lead time) the NaN-skipping
+    means in ACE's three tripole boxes (box times cos(lat)), per sample ACE's monthly anomalies and the tripole index
+    T2 - (T1 + T3) / 2, ``"ipo_index"`` (as ``"nino34_index"``), and where every sample has 80 years of months the
+    spread of its 13-year low-pass filtered index among the global time means (``ipo_tpi_std``, ``ipo_tpi_std_norm``);
+    it takes each pair's valid time. Collective over the
     world: the ranks agree on every argument, and a problem on any rank raises ArgumentError on every rank.
     """
 
@@ -112,7 +117,7 @@ class Aggregator:
                  lead_ensemble=True, ensemble_cell_leads=(), ensemble_cell_maps=False, crps_alpha=0.95, normalize=None,
                  spectrum=None,
                  masks=None, near_zero_fraction=None, trend=None, video=None, annual=None, seasonal=None,
-                 nino34_index=None, histogram=None, enso_coefficient=None):
+                 nino34_index=None, histogram=None, enso_coefficient=None, ipo_index=None):
         self.distributed = distributed
         problems = Problems()
         # Everything that can raise on one rank alone is this rank's problem, raised on every rank by the
@@ -171,9 +176,7 @@ class Aggregator:
         index_lon = None
         if indexed:
             with problems.catching("nino34_index"):
-                chosen_lon = None if nino34_index is True else dict(nino34_index).get("lon")
-                index_lon = [float(v) for v in (np.arange(nlon_value) * 360.0 / nlon_value if chosen_lon is None
-                                                else np.asarray(chosen_lon, dtype=np.float64).ravel())]
+                index_lon = _index_lon(nino34_index, nlon_value)
         self._histogrammed = _chosen_variables("histogram", histogram, self.variables, problems)
         regressed = _chosen_variables("enso_coefficient", enso_coefficient, self.variables, problems,
                                       ("variables", "index"))
@@ -181,8 +184,13 @@ class Aggregator:
         if regressed:
             with problems.catching("enso_coefficient"):
                 regression_index = _regression_index(enso_coefficient, ics, self.lead_times, first, local)
-        self._timed = trended | annualized | seasoned | indexed
-        self._dated = annualized | seasoned
+        tripoled = _chosen_variables("ipo_index", ipo_index, self.variables, problems, ("variables", "lon"))
+        ipo_lon = None
+        if tripoled:
+            with problems.catching("ipo_index"):
+                ipo_lon = _index_lon(ipo_index, nlon_value)
+        self._timed = trended | annualized | seasoned | indexed | tripoled
+        self._dated = annualized | seasoned | indexed | tripoled
         near_zero = {}
         if near_zero_fraction is not None:
             with problems.catching("near_zero_fraction"):
@@ -229,7 +237,7 @@ class Aggregator:
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
                     trend=name in trended, video=name in videoed,
                     annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned,
-                    nino34_lon=index_lon if name in indexed else None, histogram=name in self._histogrammed,
+                    nino34_lon=index_lon if name in indexed else None, ipo_lon=ipo_lon if name in tripoled else None, histogram=name in self._histogrammed,
                     regression_index=regression_index if name in regressed else None)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
@@ -393,13 +401,14 @@ class Aggregator:
         if seasonal is not None:
             channel["seasonal"] = {"prediction": _array(seasonal[0], (4, nlat, nlon)),
                                    "target": _array(seasonal[1], (4, nlat, nlon))}
-        index = channel.get("nino34_index")
-        if index is not None:
-            shape = (int(index["samples"]), len(index["years"]) // 8)
-            channel["nino34_index"] = {"years": np.frombuffer(index["years"], dtype=np.int64).copy(),
-                                       "months": np.frombuffer(index["months"], dtype=np.int64).copy(),
-                                       **{key: np.zeros(shape) if index[key] is None else _array(index[key], shape)
-                                          for key in ("prediction", "target")}}
+        for name in ("nino34_index", "ipo_index"):
+            index = channel.get(name)
+            if index is not None:
+                shape = (int(index["samples"]), len(index["years"]) // 8)
+                channel[name] = {"years": np.frombuffer(index["years"], dtype=np.int64).copy(),
+                                 "months": np.frombuffer(index["months"], dtype=np.int64).copy(),
+                                 **{key: np.zeros(shape) if index[key] is None else _array(index[key], shape)
+                                    for key in ("prediction", "target")}}
         annual = channel.get("annual")
         if annual is not None:
             years = np.frombuffer(annual["years"], dtype=np.int64).copy()
@@ -445,6 +454,13 @@ def _chosen_variables(setting, option, variables, problems, known=("variables",)
         _core.check_variable_names(setting, "variables", chosen, list(variables))
         return set(chosen)
     return set()
+
+
+def _index_lon(option, nlon):
+    """A regional index's longitudes (degrees): ``option["lon"]``, or ``k * 360 / nlon``."""
+    chosen = None if option is True else dict(option).get("lon")
+    return [float(v) for v in (np.arange(nlon) * 360.0 / nlon if chosen is None
+                               else np.asarray(chosen, dtype=np.float64).ravel())]
 
 
 def _regression_index(option, initial_conditions, lead_times, first, local):

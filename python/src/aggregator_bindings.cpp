@@ -80,8 +80,12 @@ struct AggregatorArguments {
     bool histogram = false;
     // ACE's ENSO coefficient (AggregatorOptions::index_regression): the index per (initial condition, lead), or none.
     std::optional<std::vector<double>> regression_index{};
-    // Whether the aggregator needs each pair's valid time (the trend, annual or seasonal means).
-    [[nodiscard]] bool timed() const { return trend || annual_timestep != 0.0 || seasonal; }
+    // ACE's IPO tripole index (AggregatorOptions::tripole_index) over the grid's longitudes, or none.
+    std::optional<std::vector<double>> ipo_lon{};
+    // Whether the aggregator needs each pair's valid time (the trend, annual or seasonal means, the indices).
+    [[nodiscard]] bool timed() const {
+        return trend || annual_timestep != 0.0 || seasonal || nino34_lon.has_value() || ipo_lon.has_value();
+    }
 };
 
 /// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
@@ -268,6 +272,9 @@ class PythonAggregator {
         if (args_.nino34_lon) {  // the index's longitudes, alike on every rank
             chosen.add(std::span<const double>(*args_.nino34_lon));
         }
+        if (args_.ipo_lon) {
+            chosen.add(std::span<const double>(*args_.ipo_lon));
+        }
         agree_or_throw(
             mesh.mesh().world(), "",
             {args_.initial_conditions, args_.members, args_.lead_times, args_.channels, chosen.value(),
@@ -293,22 +300,29 @@ class PythonAggregator {
             {args_.mine, {0, args_.lead_times}, {0, args_.members}, DataSplit::initial_conditions}};
         grid_ = &grid;
         std::unique_ptr<Aggregator> made;
-        check_collectively(mesh.mesh().world(), attempt([&] {
-                               const AreaWeights area = cos_lat_weights(lat, args_.nlon, grid.box().lat);
-                               const std::vector<RegionWeights> regions{
-                                   {"global", args_.mask ? masked_weights(area, *args_.mask, grid.box()) : area}};
-                               if (args_.nino34_lon) {  // ACE's regional means take no mask
-                                   if (static_cast<std::int64_t>(args_.nino34_lon->size()) != args_.nlon) {
-                                       throw ArgumentError("nino34_lon: " + std::to_string(args_.nino34_lon->size()) +
-                                                           " longitudes for " + std::to_string(args_.nlon) +
-                                                           " columns");
-                                   }
-                                   options.regional_index = RegionalIndexOptions{ace_regional_weights(
-                                       area.view(), lat, *args_.nino34_lon, grid.box(), nino34_box)};
-                               }
-                               made = std::make_unique<Aggregator>(grid, shape, regions, options);
-                               recorded_.assign(static_cast<std::size_t>(args_.mine.size() * args_.lead_times), false);
-                           }));
+        check_collectively(
+            mesh.mesh().world(), attempt([&] {
+                const AreaWeights area = cos_lat_weights(lat, args_.nlon, grid.box().lat);
+                const std::vector<RegionWeights> regions{
+                    {"global", args_.mask ? masked_weights(area, *args_.mask, grid.box()) : area}};
+                if (args_.nino34_lon) {  // ACE's regional means take no mask
+                    if (static_cast<std::int64_t>(args_.nino34_lon->size()) != args_.nlon) {
+                        throw ArgumentError("nino34_lon: " + std::to_string(args_.nino34_lon->size()) +
+                                            " longitudes for " + std::to_string(args_.nlon) + " columns");
+                    }
+                    options.regional_index = RegionalIndexOptions{
+                        ace_regional_weights(area.view(), lat, *args_.nino34_lon, grid.box(), nino34_box)};
+                }
+                if (args_.ipo_lon) {
+                    if (static_cast<std::int64_t>(args_.ipo_lon->size()) != args_.nlon) {
+                        throw ArgumentError("ipo_lon: " + std::to_string(args_.ipo_lon->size()) + " longitudes for " +
+                                            std::to_string(args_.nlon) + " columns");
+                    }
+                    options.tripole_index = TripoleIndexOptions{ace_tripole_weights(lat, *args_.ipo_lon, grid.box())};
+                }
+                made = std::make_unique<Aggregator>(grid, shape, regions, options);
+                recorded_.assign(static_cast<std::size_t>(args_.mine.size() * args_.lead_times), false);
+            }));
         aggregator_ = std::move(made);
     }
 
@@ -555,6 +569,12 @@ void bind_aggregator(py::module_& m) {
                       [&](py::handle v) {
                           if (!v.is_none()) {
                               a.regression_index = v.cast<std::vector<double>>();
+                          }
+                      }},
+                     {"ipo_lon",
+                      [&](py::handle v) {
+                          if (!v.is_none()) {
+                              a.ipo_lon = v.cast<std::vector<double>>();
                           }
                       }},
                      {"nino34_lon",

@@ -89,19 +89,22 @@ py::dict channel_dict(const ChannelScores& channel) {
         !channel.seasonal_prediction.empty()
             ? py::object(py::make_tuple(map_bytes(channel.seasonal_prediction), map_bytes(channel.seasonal_truth)))
             : py::object(py::none());
-    if (channel.index_prediction) {
-        const MonthlyIndex& gen = *channel.index_prediction;
+    // A monthly index of the prediction and of the truth: its months and values (sample slowest), or None.
+    const auto index_dict = [](const std::optional<MonthlyIndex>& gen, const std::optional<MonthlyIndex>& truth) {
+        if (!gen) {
+            return py::object(py::none());
+        }
         py::dict index;
-        index["years"] = py::bytes(reinterpret_cast<const char*>(gen.years.data()), gen.years.size() * 8);
-        std::vector<std::int64_t> months(gen.months.begin(), gen.months.end());
+        index["years"] = py::bytes(reinterpret_cast<const char*>(gen->years.data()), gen->years.size() * 8);
+        std::vector<std::int64_t> months(gen->months.begin(), gen->months.end());
         index["months"] = py::bytes(reinterpret_cast<const char*>(months.data()), months.size() * 8);
-        index["samples"] = gen.samples;
-        index["prediction"] = map_bytes(gen.values);
-        index["target"] = map_bytes(channel.index_truth->values);
-        c["nino34_index"] = index;
-    } else {
-        c["nino34_index"] = py::none();
-    }
+        index["samples"] = gen->samples;
+        index["prediction"] = map_bytes(gen->values);
+        index["target"] = map_bytes(truth->values);
+        return py::object(index);
+    };
+    c["nino34_index"] = index_dict(channel.index_prediction, channel.index_truth);
+    c["ipo_index"] = index_dict(channel.tripole_prediction, channel.tripole_truth);
     if (channel.annual) {
         const AnnualMeans& a = *channel.annual;
         py::dict annual;

@@ -87,6 +87,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.regional_index.reset();
     normalized.histogram.reset();  // nor histograms
     normalized.index_regression.reset();
+    normalized.tripole_index.reset();
     normalized.normalization.reset();
     normalized.deterministic_keys.clear();
     for (const RegisteredScore* s : report_scores(options.report, {})) {
@@ -204,7 +205,8 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
                                               .seasonal = options_.seasonal,
                                               .regional_index = options_.regional_index.has_value(),
                                               .histogram = options_.histogram.has_value(),
-                                              .index_regression = options_.index_regression.has_value()});
+                                              .index_regression = options_.index_regression.has_value(),
+                                              .tripole_index = options_.tripole_index.has_value()});
     check_annual(options_);  // and keeps the per-sample global means the annual means take
     const std::vector<std::string>& keep = options_.deterministic_keys;
     for (const std::string& key : keep) {

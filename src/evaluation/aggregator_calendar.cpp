@@ -268,64 +268,84 @@ void Aggregator::finish_annual(VariableScores& out) const {
 }
 
 template <class T>
-void Aggregator::record_index(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
-                              std::span<const T> members, bool with_truth) {
-    const ForecastExtent& e = shape_.extent;
-    const std::int64_t channels = shape_.channels;
-    const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
-    const auto mine = static_cast<std::int64_t>(members.size() / plane);
+std::int64_t Aggregator::stack_for_index(FieldShard<T> truth, std::span<const T> members, bool with_truth) {
     index_stacked_.clear();  // the truth (once per initial condition) and the members, as one field of channels
     if (with_truth) {
         index_stacked_.insert(index_stacked_.end(), truth.values.begin(), truth.values.end());
     }
     index_stacked_.insert(index_stacked_.end(), members.begin(), members.end());
-    const auto fields = static_cast<std::int64_t>(index_stacked_.size() / plane);
-    if (fields == 0) {
-        return;  // every rank of the spatial group alike: the same share
-    }
-    // ACE's regional means, NaN under a zero weight left out (collective over spatial: one allreduce)
-    const std::vector<double> means = weighted_mean<double>(
-        grid_, {index_stacked_, channels * fields}, options_.regional_index->weights.view(), options_.summation);
+    const auto plane = static_cast<std::size_t>(shape_.channels * grid_.box().area());
+    return static_cast<std::int64_t>(index_stacked_.size() / plane);
+}
+
+void Aggregator::store_index_means(std::span<const double> means, std::int64_t initial_condition, std::int64_t lead,
+                                   bool with_truth, std::vector<double>& prediction, std::vector<double>& truth,
+                                   std::int64_t boxes, std::int64_t box) const {
+    const ForecastExtent& e = shape_.extent;
+    const std::int64_t channels = shape_.channels;
     const std::int64_t first_member = with_truth ? 1 : 0;
+    const auto fields = static_cast<std::int64_t>(means.size()) / channels;
     for (std::int64_t c = 0; c < channels; ++c) {
         if (with_truth) {
-            index_truth_values_[static_cast<std::size_t>((initial_condition * e.lead_times + lead) * channels + c)] =
+            truth[static_cast<std::size_t>(((initial_condition * e.lead_times + lead) * channels + c) * boxes + box)] =
                 means[static_cast<std::size_t>(c)];
         }
-        for (std::int64_t m = 0; m < mine; ++m) {
+        for (std::int64_t m = 0; m + first_member < fields; ++m) {
             const std::int64_t sample = initial_condition * e.members + shape_.work.members.begin + m;
-            index_prediction_values_[static_cast<std::size_t>((sample * e.lead_times + lead) * channels + c)] =
+            prediction[static_cast<std::size_t>(((sample * e.lead_times + lead) * channels + c) * boxes + box)] =
                 means[static_cast<std::size_t>((first_member + m) * channels + c)];
         }
     }
 }
 
-void Aggregator::finish_index(VariableScores& out) {
+template <class T>
+void Aggregator::record_index(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                              std::span<const T> members, bool with_truth) {
+    const std::int64_t fields = stack_for_index<T>(truth, members, with_truth);
+    if (fields == 0) {
+        return;  // every rank of the spatial group alike: the same share
+    }
+    // ACE's regional means, NaN under a zero weight left out (collective over spatial: one allreduce)
+    const std::vector<double> means = weighted_mean<double>(
+        grid_, {index_stacked_, shape_.channels * fields}, options_.regional_index->weights.view(), options_.summation);
+    store_index_means(means, initial_condition, lead, with_truth, index_prediction_values_, index_truth_values_);
+}
+
+std::pair<MonthlyIndex, MonthlyIndex> Aggregator::monthly_indices(std::int64_t channel, std::int64_t boxes,
+                                                                  std::int64_t box, std::int64_t running) const {
     const ForecastExtent& e = shape_.extent;
     const std::int64_t channels = shape_.channels;
-    reduce_sum<double>(grid_.mesh(), index_prediction_values_);  // collective over data: each value written once
-    reduce_sum<double>(grid_.mesh(), index_truth_values_);
+    const std::vector<double>& prediction_means = boxes == 1 ? index_prediction_values_ : tripole_prediction_values_;
+    const std::vector<double>& truth_means = boxes == 1 ? index_truth_values_ : tripole_truth_values_;
     const std::int64_t samples = e.initial_conditions * e.members;
     const auto steps = static_cast<std::int64_t>(options_.counted_leads.size());
     std::vector<std::int64_t> years(static_cast<std::size_t>(samples * steps));
     std::vector<int> months(years.size());
     std::vector<double> gen(years.size()), target(years.size());
-    for (std::int64_t c = 0; c < channels; ++c) {
-        for (std::int64_t s = 0; s < samples; ++s) {
-            const std::int64_t ic = s / e.members;
-            for (std::int64_t k = 0; k < steps; ++k) {
-                const std::int64_t lead = options_.counted_leads[static_cast<std::size_t>(k)];
-                const ValidTime& t = pair_times_[static_cast<std::size_t>(ic * e.lead_times + lead)];
-                const auto at = static_cast<std::size_t>(s * steps + k);
-                years[at] = t.year;
-                months[at] = std::isnan(t.seconds) ? 0 : t.month;  // a pair not recorded is not in the series
-                gen[at] = index_prediction_values_[static_cast<std::size_t>((s * e.lead_times + lead) * channels + c)];
-                target[at] = index_truth_values_[static_cast<std::size_t>((ic * e.lead_times + lead) * channels + c)];
-            }
+    for (std::int64_t s = 0; s < samples; ++s) {
+        const std::int64_t ic = s / e.members;
+        for (std::int64_t k = 0; k < steps; ++k) {
+            const std::int64_t lead = options_.counted_leads[static_cast<std::size_t>(k)];
+            const ValidTime& t = pair_times_[static_cast<std::size_t>(ic * e.lead_times + lead)];
+            const auto at = static_cast<std::size_t>(s * steps + k);
+            years[at] = t.year;
+            months[at] = std::isnan(t.seconds) ? 0 : t.month;  // a pair not recorded is not in the series
+            gen[at] = prediction_means[static_cast<std::size_t>(
+                ((s * e.lead_times + lead) * channels + channel) * boxes + box)];
+            target[at] =
+                truth_means[static_cast<std::size_t>(((ic * e.lead_times + lead) * channels + channel) * boxes + box)];
         }
-        const std::int64_t running = options_.regional_index->running_months;
-        MonthlyIndex prediction = monthly_index(gen, years, months, samples, running);
-        MonthlyIndex truth = monthly_index(target, years, months, samples, running);
+    }
+    return {monthly_index(gen, years, months, samples, running),
+            monthly_index(target, years, months, samples, running)};
+}
+
+void Aggregator::finish_index(VariableScores& out) {
+    const std::int64_t channels = shape_.channels;
+    reduce_sum<double>(grid_.mesh(), index_prediction_values_);  // collective over data: each value written once
+    reduce_sum<double>(grid_.mesh(), index_truth_values_);
+    for (std::int64_t c = 0; c < channels; ++c) {
+        auto [prediction, truth] = monthly_indices(c, 1, 0, options_.regional_index->running_months);
         // ACE's summaries, where its logs have them: the spread over more than one month, the band powers where the
         // prediction's index has a value, their ratios where the truth's power is a number other than 0.
         const IndexSpectrum gen_spectrum = index_power_spectrum(prediction);
@@ -364,6 +384,8 @@ void Aggregator::finish_index(VariableScores& out) {
     }
 }
 
+template std::int64_t Aggregator::stack_for_index<float>(FieldShard<float>, std::span<const float>, bool);
+template std::int64_t Aggregator::stack_for_index<double>(FieldShard<double>, std::span<const double>, bool);
 template void Aggregator::record_index<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,
                                               bool);
 template void Aggregator::record_index<double>(std::int64_t, std::int64_t, FieldShard<double>, std::span<const double>,

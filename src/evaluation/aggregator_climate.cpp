@@ -59,6 +59,11 @@ void Aggregator::start_climate_families() {
     if (options_.index_regression) {
         start_index_regression();
     }
+    if (options_.tripole_index) {
+        tripole_prediction_values_.assign(
+            static_cast<std::size_t>(e.initial_conditions * e.members * e.lead_times * channels * 3), 0.0);
+        tripole_truth_values_.assign(static_cast<std::size_t>(e.initial_conditions * e.lead_times * channels * 3), 0.0);
+    }
     if (options_.histogram) {
         const auto bins = static_cast<std::size_t>(options_.histogram->bins);
         for (std::int64_t k = 0; k < 2 * channels; ++k) {
@@ -112,6 +117,9 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (options_.index_regression) {
         record_index_regression<T>(initial_condition, lead, truth, members, with_truth);
     }
+    if (options_.tripole_index) {
+        record_tripole<T>(initial_condition, lead, truth, members, with_truth);  // collective over spatial
+    }
 }
 
 void Aggregator::finish_climate_families(VariableScores& out) {
@@ -124,7 +132,7 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     if (options_.video) {
         finish_video(out);
     }
-    if (options_.annual || options_.regional_index) {
+    if (options_.annual || options_.regional_index || options_.tripole_index) {
         merge_times_over_data();
     }
     if (options_.annual) {
@@ -141,6 +149,9 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     }
     if (options_.index_regression) {
         finish_index_regression(out);
+    }
+    if (options_.tripole_index) {
+        finish_tripole(out);
     }
 }
 

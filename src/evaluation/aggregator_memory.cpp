@@ -45,7 +45,9 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     const std::uint64_t seasonal_sums =
         options.seasonal ? 8 * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
     const std::uint64_t times =
-        options.trend || options.annual || options.seasonal || options.regional_index ? 24 * samples * leads : 0;
+        options.trend || options.annual || options.seasonal || options.regional_index || options.tripole_index
+            ? 24 * samples * leads
+            : 0;
     // The regional index's means of the prediction and of the truth per (sample, lead), the stacked fields.
     const std::uint64_t index = options.regional_index ? 16 * samples * leads * c + 8 * (1 + m) * c * area : 0;
     // The histograms' mask (a byte per point, and its 4-byte copy at the first window) and per histogram its counts.
@@ -54,8 +56,10 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     // The index regression's sums of each field, as the trend's.
     const std::uint64_t regression_sums =
         options.index_regression ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
+    // The tripole index's means per box, as the regional index's.
+    const std::uint64_t tripole = options.tripole_index ? 48 * samples * leads * c + 8 * (1 + m) * c * area : 0;
     return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times + index +
-           histograms + regression_sums;
+           histograms + regression_sums + tripole;
 }
 
 }  // namespace gridshard

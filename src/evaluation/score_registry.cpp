@@ -221,6 +221,10 @@ std::deque<RegisteredScore> make_registry() {
     forecast({.key = "enso_coefficient_rmse",
               .ace_key = "enso_coefficient/rmse/{var}",
               .source = IndexRegressionValue::rmse});
+    // ACE's ipo_index metric (fme's PairedIPOIndexAggregator, its default name): the filtered tripole index's spread.
+    forecast({.key = "ipo_tpi_std", .ace_key = "ipo_index/{var}_ipo_tpi_std", .source = TripoleValue::std});
+    forecast(
+        {.key = "ipo_tpi_std_norm", .ace_key = "ipo_index/{var}_ipo_tpi_std_norm", .source = TripoleValue::std_norm});
     for (RegisteredScore& s : scores) {
         s.family = family_of(s.source);
         s.combination = combination_of(s.source);
@@ -252,6 +256,7 @@ ScoreFamily family_of(const ScoreSource& source) noexcept {
         F operator()(IndexValue) const { return F::regional_index; }
         F operator()(HistogramValue) const { return F::histogram; }
         F operator()(IndexRegressionValue) const { return F::index_regression; }
+        F operator()(TripoleValue) const { return F::tripole_index; }
     } family;
     return std::visit(family, source);
 }
@@ -300,6 +305,8 @@ std::string_view to_string(ScoreFamily family) noexcept {
             return "histogram";
         case F::index_regression:
             return "index_regression";
+        case F::tripole_index:
+            return "tripole_index";
     }
     return "deterministic";
 }
@@ -411,6 +418,7 @@ std::vector<const RegisteredScore*> report_scores(ReportKind kind, ReportContent
                              : s.family == F::regional_index      ? contents.regional_index
                              : s.family == F::histogram           ? contents.histogram
                              : s.family == F::index_regression    ? contents.index_regression
+                             : s.family == F::tripole_index       ? contents.tripole_index
                                                                   : true;
         if (s.report == kind && present) {
             out.push_back(&s);

@@ -137,6 +137,16 @@ AreaWeights ace_regional_weights(Weights weights, std::span<const double> lat_de
     return out;
 }
 
+std::array<AreaWeights, 3> ace_tripole_weights(std::span<const double> lat_deg, std::span<const double> lon_deg,
+                                               const Box& box_of_rank) {
+    const AreaWeights ones{std::vector<double>(static_cast<std::size_t>(box_of_rank.lat.size()), 1.0), false};
+    std::array<AreaWeights, 3> out;
+    for (std::size_t k = 0; k < out.size(); ++k) {
+        out[k] = ace_regional_weights(ones.view(), lat_deg, lon_deg, box_of_rank, ipo_tripole_boxes[k]);
+    }
+    return out;
+}
+
 AreaWeights mask_weights(Weights weights, const Box& box_of_rank, std::span<const double> mask) {
     const auto rows = box_of_rank.lat.size();
     const auto cols = box_of_rank.lon.size();

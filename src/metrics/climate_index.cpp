@@ -188,4 +188,188 @@ double band_power(const IndexSpectrum& spectrum, double shortest_period, double 
     return integral;
 }
 
+namespace {
+
+/// The coefficients of the monic polynomial with `roots` (numpy's poly), lowest power last as numpy's.
+std::vector<std::complex<double>> poly(const std::vector<std::complex<double>>& roots) {
+    std::vector<std::complex<double>> c{1.0};
+    for (const std::complex<double>& r : roots) {
+        std::vector<std::complex<double>> next(c.size() + 1, 0.0);
+        for (std::size_t k = 0; k < c.size(); ++k) {
+            next[k] += c[k];
+            next[k + 1] -= r * c[k];
+        }
+        c = std::move(next);
+    }
+    return c;
+}
+
+/// scipy's lfilter(b, a, x, zi) in direct form II transposed (a[0] = 1): y and the final state.
+std::vector<double> lfilter(const DigitalFilter& f, std::span<const double> x, std::vector<double> z) {
+    const std::size_t n = f.a.size();
+    std::vector<double> y(x.size());
+    for (std::size_t t = 0; t < x.size(); ++t) {
+        const double out = f.b[0] * x[t] + z[0];
+        for (std::size_t i = 0; i + 2 < n; ++i) {
+            z[i] = f.b[i + 1] * x[t] + z[i + 1] - f.a[i + 1] * out;
+        }
+        z[n - 2] = f.b[n - 1] * x[t] - f.a[n - 1] * out;
+        y[t] = out;
+    }
+    return y;
+}
+
+/// scipy's lfilter_zi(b, a): the state of a step response's steady state, (I - companion(a)^T) zi = b[1:] - a[1:] b[0]
+/// solved by Gaussian elimination with partial pivoting.
+std::vector<double> lfilter_zi(const DigitalFilter& f) {
+    const std::size_t n = f.a.size() - 1;
+    std::vector<std::vector<double>> m(n, std::vector<double>(n + 1, 0.0));
+    for (std::size_t i = 0; i < n; ++i) {
+        // companion(a): first row -a[1:], ones below the diagonal; its transpose: first column -a[1:], ones above
+        m[i][0] += f.a[i + 1];
+        m[i][i] += 1.0;
+        if (i + 1 < n) {
+            m[i][i + 1] -= 1.0;
+        }
+        m[i][n] = f.b[i + 1] - f.a[i + 1] * f.b[0];
+    }
+    for (std::size_t col = 0; col < n; ++col) {
+        std::size_t pivot = col;
+        for (std::size_t r = col + 1; r < n; ++r) {
+            if (std::fabs(m[r][col]) > std::fabs(m[pivot][col])) {
+                pivot = r;
+            }
+        }
+        std::swap(m[col], m[pivot]);
+        for (std::size_t r = col + 1; r < n; ++r) {
+            const double factor = m[r][col] / m[col][col];
+            for (std::size_t k = col; k <= n; ++k) {
+                m[r][k] -= factor * m[col][k];
+            }
+        }
+    }
+    std::vector<double> zi(n);
+    for (std::size_t r = n; r-- > 0;) {
+        double v = m[r][n];
+        for (std::size_t k = r + 1; k < n; ++k) {
+            v -= m[r][k] * zi[k];
+        }
+        zi[r] = v / m[r][r];
+    }
+    return zi;
+}
+
+}  // namespace
+
+DigitalFilter chebyshev1_lowpass(int order, double ripple_db, double cutoff) {
+    if (order < 1 || !(cutoff > 0.0 && cutoff < 1.0)) {
+        throw ArgumentError("chebyshev1_lowpass: order " + std::to_string(order) + " and cutoff " +
+                            std::to_string(cutoff) + " (a fraction of the Nyquist frequency in (0, 1))");
+    }
+    // scipy's cheb1ap: the analog prototype's poles and gain
+    const double eps = std::sqrt(std::pow(10.0, 0.1 * ripple_db) - 1.0);
+    const double mu = std::asinh(1.0 / eps) / order;
+    std::vector<std::complex<double>> poles;
+    std::complex<double> gain_product = 1.0;
+    for (int m = -order + 1; m < order; m += 2) {
+        const double theta = std::numbers::pi * m / (2.0 * order);
+        const std::complex<double> p = -std::sinh(std::complex<double>(mu, theta));
+        poles.push_back(p);
+        gain_product *= -p;
+    }
+    double k = gain_product.real();
+    if (order % 2 == 0) {
+        k /= std::sqrt(1.0 + eps * eps);
+    }
+    // iirfilter: the cutoff prewarped (fs = 2), lp2lp_zpk, then bilinear_zpk
+    const double fs = 2.0;
+    const double warped = 2.0 * fs * std::tan(std::numbers::pi * cutoff / fs);
+    for (std::complex<double>& p : poles) {
+        p *= warped;
+    }
+    k *= std::pow(warped, static_cast<double>(poles.size()));
+    const double fs2 = 2.0 * fs;
+    std::complex<double> denominator = 1.0;
+    std::vector<std::complex<double>> zeros(poles.size(), -1.0);
+    for (std::complex<double>& p : poles) {
+        denominator *= fs2 - p;
+        p = (fs2 + p) / (fs2 - p);
+    }
+    k *= (1.0 / denominator).real();
+    // zpk2tf
+    const std::vector<std::complex<double>> b = poly(zeros), a = poly(poles);
+    DigitalFilter out;
+    for (const std::complex<double>& c : b) {
+        out.b.push_back(k * c.real());
+    }
+    for (const std::complex<double>& c : a) {
+        out.a.push_back(c.real());
+    }
+    return out;
+}
+
+std::vector<double> filtfilt(const DigitalFilter& filter, std::span<const double> x) {
+    const std::size_t pad = 3 * std::max(filter.a.size(), filter.b.size());
+    const std::size_t n = x.size();
+    if (n <= pad) {
+        throw ArgumentError("filtfilt: a series of " + std::to_string(n) + " values is not longer than the " +
+                            std::to_string(pad) + " of its extension");
+    }
+    std::vector<double> ext;
+    ext.reserve(n + 2 * pad);
+    for (std::size_t k = pad; k >= 1; --k) {
+        ext.push_back(2.0 * x[0] - x[k]);
+    }
+    ext.insert(ext.end(), x.begin(), x.end());
+    for (std::size_t k = 1; k <= pad; ++k) {
+        ext.push_back(2.0 * x[n - 1] - x[n - 1 - k]);
+    }
+    const std::vector<double> zi = lfilter_zi(filter);
+    const auto scaled = [&](double by) {
+        std::vector<double> z = zi;
+        for (double& v : z) {
+            v *= by;
+        }
+        return z;
+    };
+    std::vector<double> y = lfilter(filter, ext, scaled(ext.front()));
+    std::reverse(y.begin(), y.end());
+    y = lfilter(filter, y, scaled(y.front()));
+    std::reverse(y.begin(), y.end());
+    return {y.begin() + static_cast<std::ptrdiff_t>(pad), y.end() - static_cast<std::ptrdiff_t>(pad)};
+}
+
+std::optional<MonthlyIndex> low_pass_filtered(const MonthlyIndex& index, double cutoff_years, std::int64_t min_months) {
+    const auto nmonths = static_cast<std::int64_t>(index.years.size());
+    const DigitalFilter filter = chebyshev1_lowpass(5, 0.5, (1.0 / cutoff_years) / (0.5 * 12.0));
+    const auto trim = static_cast<std::size_t>(cutoff_years * 12.0);
+    std::vector<std::vector<double>> filtered;
+    std::size_t longest = 0;
+    for (std::int64_t s = 0; s < index.samples; ++s) {
+        std::vector<double> kept;
+        for (std::int64_t m = 0; m < nmonths; ++m) {
+            const double v = index.values[static_cast<std::size_t>(s * nmonths + m)];
+            if (!std::isnan(v)) {
+                kept.push_back(v);
+            }
+        }
+        if (static_cast<std::int64_t>(kept.size()) < min_months || kept.size() <= 2 * trim) {
+            return std::nullopt;
+        }
+        std::vector<double> y = filtfilt(filter, kept);
+        filtered.emplace_back(y.begin() + static_cast<std::ptrdiff_t>(trim),
+                              y.end() - static_cast<std::ptrdiff_t>(trim));
+        longest = std::max(longest, filtered.back().size());
+    }
+    MonthlyIndex out;
+    out.samples = index.samples;
+    for (std::vector<double>& series : filtered) {
+        series.resize(longest, not_a_number);
+        out.values.insert(out.values.end(), series.begin(), series.end());
+    }
+    out.years.assign(longest, 0);  // index_std's length of a row; no calendar months of their own
+    out.months.assign(longest, 0);
+    return out;
+}
+
 }  // namespace gridshard

@@ -43,6 +43,10 @@ parser.add_argument("--climate", action="store_true",
                     help="a run of 5.1 years: 62 forward steps of 30 days (windows of 2, 1 and 59) on 11 latitudes, a "
                          "variable 'TS' with an ENSO-like oscillation; ACE's annual, ENSO index and ENSO coefficient "
                          "metrics (its defaults), seasonal and histogram metrics on; its IPO metric off")
+parser.add_argument("--ipo", action="store_true",
+                    help="a run of 82 years: 1000 forward steps of 30 days (windows of 500) of 'a' and 'sst' (missing "
+                         "over land, a decadal tripole in the Pacific); ACE's IPO index metric and its mean and "
+                         "time-mean metrics only")
 parser.add_argument("--extra-score", action="store_true",
                     help="the drop-in with a score added through the registry alone: test_only_rmse, rmse's definition")
 args = parser.parse_args()
@@ -79,10 +83,11 @@ from fme.core.dataset_info import DatasetInfo  # noqa: E402
 from fme.core.distributed import Distributed  # noqa: E402
 from fme.core.spatial_mask_provider import SpatialMaskProvider  # noqa: E402
 
-NLAT, NLON, ICS, MEMBERS, FORWARD = 11 if args.climate else 10, 16, 2, 4, 62 if args.climate else 3
-STEP = datetime.timedelta(days=30) if args.climate else datetime.timedelta(hours=6)
-WINDOWS = ((1, 2), (3, 1), (4, 59)) if args.climate else ((1, 2), (3, 1))
-NAMES = ["a", "b"] + (["sst"] if args.masked else []) + (["TS"] if args.climate else [])
+NLAT, NLON, ICS, MEMBERS = 11 if args.climate or args.ipo else 10, 16, 2, 4
+FORWARD = 1000 if args.ipo else 62 if args.climate else 3
+STEP = datetime.timedelta(days=30) if args.climate or args.ipo else datetime.timedelta(hours=6)
+WINDOWS = ((1, 500), (501, 500)) if args.ipo else ((1, 2), (3, 1), (4, 59)) if args.climate else ((1, 2), (3, 1))
+NAMES = ["a", "sst"] if args.ipo else ["a", "b"] + (["sst"] if args.masked else []) + (["TS"] if args.climate else [])
 dtype = torch.float64 if args.float64 else torch.float32
 rng = np.random.default_rng(3)
 lat = np.linspace(-81.0, 81.0, NLAT).astype(np.float32)
@@ -103,12 +108,17 @@ for k, name in enumerate(NAMES):
         years = np.arange(1 + FORWARD)[None, :] * STEP.days / 365.25 + 0.7 * np.arange(ICS)[:, None]
         pacific = np.exp(-(np.rad2deg(la) / 10.0) ** 2) * np.exp(-((np.rad2deg(lo) - 215.0) / 40.0) ** 2)
         t = t + 1.5 * np.sin(2 * np.pi * years / 3.5)[:, :, None, None] * pacific[None, None]
+    if name == "sst" and args.ipo:  # a tripole of a 20-year period: T2 in phase, T1 and T3 against it
+        years = np.arange(1 + FORWARD)[None, :] * STEP.days / 365.25 + 3.0 * np.arange(ICS)[:, None]
+        tripole = np.where(np.abs(np.rad2deg(la)) < 12, 1.0, np.where(np.abs(np.rad2deg(la)) < 50, -0.5, 0.0))
+        tripole = tripole * np.exp(-((np.rad2deg(lo) - 200.0) / 60.0) ** 2)
+        t = t + 0.8 * np.sin(2 * np.pi * years / 20.0)[:, :, None, None] * tripole[None, None]
     t = np.repeat(t, MEMBERS, axis=0)  # the same target for every member of an initial condition
     p = t + 0.3 + rng.normal(0, 0.7, t.shape) * np.sqrt(np.arange(1 + FORWARD))[None, :, None, None]
     if name == "b":
         t[:, :, 0, :3] = np.nan  # a few missing target points
         p[:, :, 0, :3] = np.nan
-    if name == "sst":  # missing over land in both, where the dataset's mask is 0
+    if name == "sst" and not args.ipo:  # missing over land in both, where the dataset's mask is 0
         t[:, :, LAND] = np.nan
         p[:, :, LAND] = np.nan
     truth[name], pred[name] = t.astype(np.float32), p.astype(np.float32)
@@ -145,6 +155,9 @@ def times(first, n):
 
 masks = SpatialMaskProvider({"mask_sst": torch.from_numpy((~LAND).astype(np.float32)).to(dtype)}) \
     if args.masked else None
+if args.ipo:  # sst missing over land where the IPO's NaN-skipping means meet it, no mask (ACE's IPO takes none)
+    for fields in (truth, pred):
+        fields["sst"][:, :, LAND] = np.nan
 info = DatasetInfo(horizontal_coordinates=LatLonCoordinates(lat=torch.from_numpy(lat), lon=torch.from_numpy(lon)),
                    timestep=STEP, spatial_mask_provider=masks)
 build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_time=times(0, 1).isel(time=0),
@@ -152,7 +165,7 @@ build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_t
 out = {"refused": None}
 spatial = not args.ace and getattr(dist._distributed, "distributed", None) is not None and \
     dist._distributed.distributed.has_spatial_parallelism
-if spatial and not args.climate:
+if spatial and not args.climate and not args.ipo:
     try:
         InferenceEvaluatorAggregatorConfig(video=VideoMetricConfig(enabled=True, enable_extended_videos=True)).build(
             **build)
@@ -175,6 +188,12 @@ config = InferenceEvaluatorAggregatorConfig(
     ipo_index=IpoIndexMetricConfig(enabled=not args.climate),
     # every variable's histogram over ACE's windows, the percentiles of two
     histogram=HistogramMetricConfig(enabled=args.climate, percentile_variables=["b", "TS"] if args.climate else None))
+if args.ipo:  # ACE's IPO index and the metrics it cannot turn off
+    config = InferenceEvaluatorAggregatorConfig(
+        step_means=[], ensembles=[], power_spectrum=PowerSpectrumMetricConfig(enabled=False),
+        zonal_mean=ZonalMeanMetricConfig(enabled=False), annual=AnnualMetricConfig(enabled=False),
+        enso_index=EnsoIndexMetricConfig(enabled=False), enso_coefficient=EnsoCoefficientMetricConfig(enabled=False),
+        ipo_index=IpoIndexMetricConfig())
 aggregator = config.build(**build)
 if args.uneven and d_rank == d_size - 1:  # this rank's samples are not whole ensembles
     mine = slice(mine.start, mine.stop - 1)

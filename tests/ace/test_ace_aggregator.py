@@ -521,6 +521,38 @@ def test_the_enso_coefficient_is_aces_at_every_mesh(climate_runs):
                 assert np.allclose(values, ace, rtol=0, atol=1e-4 * scale, equal_nan=True), (mesh, variable)
 
 
+def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):
+    """ACE's ipo_index metric (its default for a run of more than 80 years) on a run of 82 years (--ipo: 1000 steps of
+    30 days, "sst" missing over land with a decadal tripole): ACE's NaN-skipping means in its three boxes, the monthly
+    tripole index and the spread of its 13-year Chebyshev low-pass filtered form (scipy's filtfilt, which gridshard's
+    metrics/climate_index.hpp designs and runs as scipy does). ipo_index/sst_ipo_tpi_std and _std_norm within 1e-5 of
+    ACE's float32 loop (whose monthly means are float32, and whose filter amplifies rounding: the design's poles lie
+    near the unit circle), ipo_index_diagnostics.nc (source, sample, time) ACE's to 1e-5 of its scale, the same bits
+    at 1x1x1, 1x2x2 and 1x1x3."""
+    root = tmp_path_factory.mktemp("ace_ipo")
+    ace = run_case(root / "ace32", ace=True, flags=["--ipo"])
+    keys = ["ipo_index/sst_ipo_tpi_std", "ipo_index/sst_ipo_tpi_std_norm"]
+    assert sorted(k for k in ace["summary"] if k.startswith("ipo_index/")) == keys
+    with xr.open_dataset(ace["folder"] / "ipo_index_diagnostics.nc") as ds:
+        ace_index = ds["sst"].values.astype(np.float64)
+        ace_months = [(t.year, t.month, t.day) for t in ds["time"].values]
+    assert ace_index.shape[2] > 80 * 12
+    serial = None
+    for ranks, h, w in [(1, 1, 1), (4, 2, 2), (3, 1, 3)]:
+        run = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=["--ipo"])
+        serial = serial or run
+        assert sorted(k for k in run["summary"] if k.startswith("ipo_index/")) == keys
+        for key in keys:
+            assert same_bits(np.float64(run["summary"][key]), np.float64(serial["summary"][key])), (ranks, key)
+            assert np.isclose(run["summary"][key], ace["summary"][key], rtol=1e-5), (ranks, key)
+        with xr.open_dataset(run["folder"] / "ipo_index_diagnostics.nc") as ds:
+            assert ds["sst"].dims == ("source", "sample", "time")
+            assert [(t.year, t.month, t.day) for t in ds["time"].values] == ace_months
+            index = ds["sst"].values.astype(np.float64)
+        assert np.array_equal(np.isnan(index), np.isnan(ace_index))
+        assert np.allclose(index, ace_index, rtol=0, atol=1e-5 * np.nanmax(np.abs(ace_index)), equal_nan=True)
+
+
 def test_a_score_added_through_the_registry_alone_is_logged(tmp_path):
     """gridshard.register_score (a test-only entry: rmse's definition under the key test_only_rmse, ACE key
     mean/test_only_rmse/{var}, logged on the normalised fields and by the mean_step_<k> metrics too) and nothing

@@ -193,6 +193,15 @@ struct IndexRegressionOptions {
     std::vector<double> index;
 };
 
+/// ACE's ipo_index metric (fme's PairedIPOIndexAggregator) of one variable: per counted (sample, lead time) the
+/// regional means of the prediction and of the truth in ACE's three tripole boxes (`weights`: T1, T2, T3 on this
+/// rank's box, ACE's box times cos(lat), no area weights), NaN skipped, exact; then per sample and box ACE's monthly
+/// anomalies (metrics/climate_index.hpp, one month), the tripole index T2 - (T1 + T3) / 2, and where every sample has
+/// at least 80 years of months, the spread of its 13-year low-pass filtered index. It needs the valid times.
+struct TripoleIndexOptions {
+    std::array<AreaWeights, 3> weights;
+};
+
 struct AggregatorOptions {
     ReportKind report = ReportKind::pair;
     Summation summation = Summation::reproducible;
@@ -251,6 +260,8 @@ struct AggregatorOptions {
     std::optional<HistogramOptions> histogram{};
     /// ACE's ENSO coefficient (none: not formed).
     std::optional<IndexRegressionOptions> index_regression{};
+    /// ACE's IPO tripole index (none: not formed). 48 bytes a (sample, lead time) and channel.
+    std::optional<TripoleIndexOptions> tripole_index{};
 };
 
 /// What the aggregator of the normalised pairs forms for `options` (ACE's normalised aggregators): the deterministic
@@ -349,6 +360,9 @@ struct ChannelScores {
     /// With AggregatorOptions::index_regression, the coefficient maps of the prediction and of the truth (ACE's
     /// enso_coefficient), held as the time-mean maps are.
     std::vector<double> index_regression_prediction_map{}, index_regression_truth_map{};
+    /// With AggregatorOptions::tripole_index, ACE's monthly IPO tripole index of the prediction and of the truth (per
+    /// sample: the truth of its initial condition), unfiltered, on every rank.
+    std::optional<MonthlyIndex> tripole_prediction{}, tripole_truth{};
     /// The per-lead series of `key` over the first region, or nullptr.
     [[nodiscard]] const ScoreSeries* profile(std::string_view key) const;
 };
@@ -398,7 +412,7 @@ class Aggregator {
     /// Whether record() needs each pair's valid time first (record_time).
     [[nodiscard]] bool needs_times() const noexcept {
         return options_.trend || options_.annual.has_value() || options_.seasonal ||
-               options_.regional_index.has_value();
+               options_.regional_index.has_value() || options_.tripole_index.has_value();
     }
 
     /// With AggregatorOptions::histogram: ends a window of recorded pairs (ACE's record_batch: the pairs recorded since
@@ -499,6 +513,18 @@ class Aggregator {
     void record_index(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                       std::span<const T> members, bool with_truth);
     void finish_index(VariableScores& out);
+    // The truth (when `with_truth`) and the members held stacked in index_stacked_; returns how many fields (no MPI).
+    template <class T>
+    std::int64_t stack_for_index(FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    // The regional means of the stacked fields (channels per field) into the per-(sample, lead, channel, box) slots of
+    // `prediction` and the per-(initial condition, lead, channel, box) slots of `truth` (no MPI calls).
+    void store_index_means(std::span<const double> means, std::int64_t initial_condition, std::int64_t lead,
+                           bool with_truth, std::vector<double>& prediction, std::vector<double>& truth,
+                           std::int64_t boxes = 1, std::int64_t box = 0) const;
+    // ACE's monthly indices of the prediction's and the truth's means of one channel and box (the regional index's with
+    // one box, the tripole's with three), over `running` months (no MPI calls).
+    [[nodiscard]] std::pair<MonthlyIndex, MonthlyIndex> monthly_indices(std::int64_t channel, std::int64_t boxes,
+                                                                        std::int64_t box, std::int64_t running) const;
     // Throws ArgumentError naming the setting for annual means of a pair report or a timestep not above 0; keeps the
     // per-sample global means they take among the deterministic keys. No MPI calls.
     static void check_annual(AggregatorOptions& options);
@@ -520,6 +546,13 @@ class Aggregator {
     void finish_index_regression(VariableScores& out);
     // Its sums and the initial conditions' index variances (throws ArgumentError for an index of the wrong size).
     void start_index_regression();
+    // The tripole boxes' NaN-skipping means of this pair's truth (when `with_truth`) and members (collective over the
+    // spatial group: three allreduces), and the index and its filtered spread into `out` (no MPI calls, once the
+    // means are summed over the data group: collective over data).
+    template <class T>
+    void record_tripole(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
+                        std::span<const T> members, bool with_truth);
+    void finish_tripole(VariableScores& out);
     // ACE's climate families of the options (near-zero fractions, trend, video, annual and seasonal means): their sums
     // made (no MPI calls), a counted pair recorded into them (the truth once, by the data rank that holds member 0, its
     // only copy when the members are split; no MPI calls), and finished into `out` (collective over the world).
@@ -566,6 +599,8 @@ class Aggregator {
     // lead, channel) the truth's (0 where this rank did not form them, so the sums over data are exact), and the
     // fields stacked for their one weighted mean.
     std::vector<double> index_prediction_values_, index_truth_values_, index_stacked_;
+    // With the tripole index: as the regional index's, per box (fastest).
+    std::vector<double> tripole_prediction_values_, tripole_truth_values_;
     std::vector<CellSums> cell_sums_;
     // With the histograms: per channel the truth's (even) and the prediction's (odd) histogram, ACE's mask of the box
     // (1: left out) once known, the window's phase, and per histogram the window's local range (lowest, highest,

@@ -76,6 +76,9 @@ enum class ScoreFamily {
     /// per cell the regression of the counted steps' values on a reference index, averaged over the samples it
     /// covers (ACE's enso_coefficient metric): the area-weighted RMSE of the prediction's map against the truth's
     index_regression,
+    /// per sample ACE's monthly IPO tripole index of the counted steps' regional means (ACE's ipo_index metric): the
+    /// spread of its low-pass filtered index, and its ratio to the truth's
+    tripole_index,
 };
 
 /// How the values of several samples (initial conditions, members) of one lead time combine.
@@ -130,13 +133,17 @@ enum class IndexValue { std, std_norm, power_2_5yr, power_2_5yr_norm, power_1_16
 enum class HistogramValue { prediction_percentile, truth_percentile };
 /// ACE's ENSO coefficient scores (AggregatorOptions::index_regression): the area-weighted RMSE of the coefficient maps.
 enum class IndexRegressionValue { rmse };
+/// ACE's IPO tripole index summaries (AggregatorOptions::tripole_index): the filtered index's spread, and over the
+/// truth's.
+enum class TripoleValue { std, std_norm };
 
 /// The value a registered score takes: a typed selector, so a misspelt one does not compile. A deterministic score is
 /// the Evaluator's value of a definition (metrics/scores.hpp: score_definition(), or one of the caller's own, which
 /// must outlive the registry).
-using ScoreSource = std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
-                                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue,
-                                 AnnualValue, SeasonalValue, IndexValue, HistogramValue, IndexRegressionValue>;
+using ScoreSource =
+    std::variant<const ScoreDefinition*, EnsembleValue, EnsembleRatio, CellStatistic, TimeMeanStatistic,
+                 AnomalyCorrelationValue, ZonalProfile, SpectrumValue, NearZeroValue, TrendValue, AnnualValue,
+                 SeasonalValue, IndexValue, HistogramValue, IndexRegressionValue, TripoleValue>;
 
 /// Where ACE's one-step mean metric (mean_step_<k>: fme's MeanAggregator logs of one forward step) logs a per-lead
 /// score: not at all, on the fields, or on the fields and on the normalised fields (mean_step_<k>_norm).
@@ -188,6 +195,7 @@ struct ReportContents {
     bool regional_index = false;       ///< ACE's regional index
     bool histogram = false;            ///< ACE's histograms
     bool index_regression = false;     ///< ACE's ENSO coefficient
+    bool tripole_index = false;        ///< ACE's IPO tripole index
 };
 
 /// ACE's log key of `score` for `variable` (`{var}`), at lead `step` (`{step}`), on the normalised fields

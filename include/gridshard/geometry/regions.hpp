@@ -68,6 +68,14 @@ struct Region {
 /// ACE's Niño 3.4 box (fme's NINO34_LAT and NINO34_LON): 5S to 5N, 190E to 240E.
 inline constexpr LatLonBox nino34_box{-5.0, 5.0, 190.0, 240.0, false};
 
+/// ACE's IPO tripole boxes (fme's TPI_REGIONS): T1 25N-45N 140E-215E, T2 10S-10N 170E-270E, T3 50S-15S 150E-200E.
+inline constexpr std::array<LatLonBox, 3> ipo_tripole_boxes{LatLonBox{25.0, 45.0, 140.0, 215.0, false},
+                                                            LatLonBox{-10.0, 10.0, 170.0, 270.0, false},
+                                                            LatLonBox{-50.0, -15.0, 150.0, 200.0, false}};
+
+/// The variables ACE forms its IPO index of (fme's ipo_index DEFAULT_SST_NAMES).
+inline constexpr std::array<std::string_view, 1> ace_ipo_names{"sst"};
+
 /// The variables ACE forms its Niño 3.4 index of (fme's SEA_SURFACE_TEMPERATURE_NAMES).
 inline constexpr std::array<std::string_view, 3> ace_sst_names{"sst", "surface_temperature", "TS"};
 
@@ -76,6 +84,11 @@ inline constexpr std::array<std::string_view, 3> ace_sst_names{"sst", "surface_t
 [[nodiscard]] AreaWeights ace_regional_weights(Weights weights, std::span<const double> lat_deg,
                                                std::span<const double> lon_deg, const Box& box_of_rank,
                                                const LatLonBox& region);
+
+/// ACE's weights of its IPO tripole boxes on `box_of_rank` (fme's LatLonRegion.regional_weights, which its IPO means
+/// take alone): each box times cos(lat), no area weights.
+[[nodiscard]] std::array<AreaWeights, 3> ace_tripole_weights(std::span<const double> lat_deg,
+                                                             std::span<const double> lon_deg, const Box& box_of_rank);
 
 /// `weights` times `mask` (one value per point of the rank's box; NaN as 0). Throws ArgumentError for a
 /// mask of the wrong size or a negative value.

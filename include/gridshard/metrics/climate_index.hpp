@@ -16,6 +16,7 @@
 /// @endcode
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -53,6 +54,28 @@ struct IndexSpectrum {
     std::vector<double> frequencies, power;
 };
 [[nodiscard]] IndexSpectrum index_power_spectrum(const MonthlyIndex& index);
+
+/// A digital filter's transfer function: numerator `b` and denominator `a` (a[0] = 1), lowest power first.
+struct DigitalFilter {
+    std::vector<double> b, a;
+};
+
+/// scipy's cheby1(order, ripple_db, cutoff) low-pass design (its analog prototype, cutoff prewarped, bilinear
+/// transform; `cutoff` a fraction of the Nyquist frequency, in (0, 1)), as fme's IPO index designs its filter.
+/// Throws ArgumentError for an order below 1 or a cutoff outside (0, 1).
+[[nodiscard]] DigitalFilter chebyshev1_lowpass(int order, double ripple_db, double cutoff);
+
+/// scipy's filtfilt(b, a, x) with its defaults: `x` extended at each end by its odd reflection of 3 max(len(a),
+/// len(b)) values, filtered forward and backward from lfilter_zi's steady state, the extension cut off. Throws
+/// ArgumentError for a series not longer than the extension.
+[[nodiscard]] std::vector<double> filtfilt(const DigitalFilter& filter, std::span<const double> x);
+
+/// fme's IPO index's filtered index (PairedIPOIndexAggregator._apply_filter_to_samples): per sample its values without
+/// NaN, low-pass filtered (a 5th-order Chebyshev filter of 0.5 dB ripple and a cutoff of `cutoff_years`, filtfilt) and
+/// trimmed by a cutoff period at each end; none when a sample has fewer than `min_months` values. The samples' series
+/// are NaN-padded to the longest (its `years` and `months` are left empty).
+[[nodiscard]] std::optional<MonthlyIndex> low_pass_filtered(const MonthlyIndex& index, double cutoff_years,
+                                                            std::int64_t min_months);
 
 /// ACE's band power (fme's compute_psd_band_power): the trapezoid integral of `spectrum` over the frequencies from
 /// 1 / `longest_period` to 1 / `shortest_period` (years), bounds included; NaN with fewer than two such frequencies.

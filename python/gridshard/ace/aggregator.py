@@ -9,8 +9,8 @@ implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and 
 forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
 cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
-annual (without monthly reference data), seasonal, ENSO index, ENSO coefficient and histogram metrics. Every other
-enabled metric (extended videos, IPO, ...) is ACE's own aggregator when the grid is not split, and is refused at
+annual (without monthly reference data), seasonal, ENSO index, ENSO coefficient, IPO index and histogram metrics.
+Every other enabled metric (extended videos, annual with monthly reference data) is ACE's own aggregator when the grid is not split, and is refused at
 build time under spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
 """
 
@@ -167,9 +167,11 @@ class InferenceEvaluatorAggregator:
         annual_served, seasonal_served, enso_served = calendar.served(ace_main, config, metrics, dataset_info,
                                                                       n_ic_steps + n_forward_steps)
         coefficient_served = calendar.coefficient_served(metrics, dataset_info, n_ic_steps + n_forward_steps)
+        ipo_served = calendar.ipo_served(metrics, dataset_info, n_ic_steps + n_forward_steps)
         self._timestep = dataset_info.timestep
         self._initial_time = initial_time
-        served = trend_served + video_served + annual_served + seasonal_served + enso_served + coefficient_served
+        served = (trend_served + video_served + annual_served + seasonal_served + enso_served + coefficient_served +
+                  ipo_served)
         ours = [m for m in metrics if isinstance(m, implemented) or self._ensemble_served(ace_main, m, n_forward_steps)
                 or any(m is t for t in served)]
         rest = [m for m in metrics if not any(m is o for o in ours)]
@@ -187,6 +189,7 @@ class InferenceEvaluatorAggregator:
         self._enso = [m for m in ours if any(m is e for e in enso_served)]
         self._histograms = [m for m in ours if isinstance(m, ace_main.HistogramMetricConfig)]
         self._coefficients = [m for m in ours if any(m is c for c in coefficient_served)]
+        self._ipo = [m for m in ours if any(m is i for i in ipo_served)]
         self._calendar = None  # the run's calendar, from its first dates
         for zonal in self._zonal:
             if n_ic_steps + n_forward_steps > zonal.zonal_mean_max_size:
@@ -285,7 +288,7 @@ class InferenceEvaluatorAggregator:
         wants_denorm = any(m.target == "denorm" for m in self._series + self._steps + self._time_means) or \
             bool(self._zonal) or bool(steps["denorm"]) or bool(self._spectra) or bool(self._near_zero) or \
             bool(self._trends) or bool(self._videos) or bool(self._annual) or bool(self._seasonal) or \
-            bool(self._enso) or bool(self._histograms) or bool(self._coefficients)
+            bool(self._enso) or bool(self._histograms) or bool(self._coefficients) or bool(self._ipo)
         wants_norm = any(m.target == "norm" for m in self._series + self._steps + self._time_means) or \
             bool(steps["norm"])
         if wants_denorm:
@@ -305,6 +308,7 @@ class InferenceEvaluatorAggregator:
             annualized, seasoned = calendar.chosen(self._annual, names), calendar.chosen(self._seasonal, names)
             indexed = [n for n in names if n in calendar.SST_NAMES] if self._enso else []
             histogrammed = calendar.chosen(self._histograms, names)
+            tripoled = [n for n in names if n in calendar.IPO_NAMES] if self._ipo else []
             coefficient = {"index": calendar.coefficient_index(self._initial_time, self._n_forward_steps,
                                                                self._timestep, members)} if self._coefficients else None
             self._denorm = Aggregator(dist, names, ensemble_cell_leads=steps["denorm"],
@@ -319,7 +323,9 @@ class InferenceEvaluatorAggregator:
                                       nino34_index={"variables": indexed, "lon": self._coords["lon"]} if indexed
                                       else None,
                                       histogram={"variables": histogrammed} if histogrammed else None,
-                                      enso_coefficient=coefficient, **common)
+                                      enso_coefficient=coefficient,
+                                      ipo_index={"variables": tripoled, "lon": self._coords["lon"]} if tripoled
+                                      else None, **common)
         if wants_norm:
             norm_names = [n for n in self._normalize({n: target[n] for n in names})]
             self._norm = Aggregator(dist, norm_names, scores=self._keys.norm_series,
@@ -367,7 +373,7 @@ class InferenceEvaluatorAggregator:
         if self._denorm is not None:
             self._denorm.record(target, prediction, first_lead=first_lead,
                                 times=self._dates(time) if self._trends or self._annual or self._seasonal or self._enso
-                                else None)
+                                or self._ipo else None)
         if self._norm is not None:
             self._norm.record(self._normalize(target), self._normalize(prediction), first_lead=first_lead)
         stop = first_lead + int(next(iter(target.values())).shape[1])
@@ -475,7 +481,7 @@ class InferenceEvaluatorAggregator:
                 means = denorm[name]["regions"]["global"]["time_means"]
                 logs.update({f"{metric.get_name()}/{ace_name}/{name}": float(means[key])
                              for key, ace_name in self._keys.trend.items()})
-        logs.update(calendar.logs(self._annual, self._seasonal, self._enso, denorm or {}))
+        logs.update(calendar.logs(self._annual, self._seasonal, self._enso, self._ipo, denorm or {}))
         logs.update(histogram.logs(self._histograms, denorm or {}))
         logs.update(calendar.coefficient_logs(self._coefficients, denorm or {}))
         if self._ace is not None:
@@ -673,6 +679,7 @@ class InferenceEvaluatorAggregator:
                 out[metric.get_name()] = xr.Dataset(data)
         out.update(calendar.annual_datasets(self._annual, denorm or {}))  # fme's annual_diagnostics.nc
         out.update(calendar.enso_datasets(self._enso, denorm or {}, self._calendar))  # enso_index_diagnostics.nc
+        out.update(calendar.ipo_datasets(self._ipo, denorm or {}, self._calendar))  # ipo_index_diagnostics.nc
         out.update(histogram.datasets(self._histograms, denorm or {}))  # histogram_diagnostics.nc
         out.update(calendar.coefficient_datasets(self._coefficients, denorm or {}, self._display,
                                                  {k: self._coords[k] for k in ("lat", "lon")}))

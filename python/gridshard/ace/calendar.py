@@ -17,6 +17,10 @@ _ENSO_COEFFICIENT_MIN_DURATION = datetime.timedelta(days=1800)
 
 # fme's SEA_SURFACE_TEMPERATURE_NAMES: the variables its ENSO index is formed of
 SST_NAMES = ("sst", "surface_temperature", "TS")
+# fme's ipo_index DEFAULT_SST_NAMES: the variables its IPO index is formed of
+IPO_NAMES = ("sst",)
+# fme's IpoIndexMetricConfig.build: a run of more than MIN_YEARS_FOR_FILTERED_TPI years of 365 days
+_IPO_MIN_DURATION = datetime.timedelta(days=80 * 365)
 
 
 def served(ace_main, config, metrics, dataset_info, n_timesteps):
@@ -110,10 +114,10 @@ def _relabelled(ace_key, label, name):
     return label + ace_key[ace_key.index("/"):].replace("{var}", name)
 
 
-def logs(annual, seasonal, enso, scores):
+def logs(annual, seasonal, enso, ipo, scores):
     """ACE's scalar logs of its annual metrics (``<name>/rmse/<var>`` and ``<name>/crps/<var>`` as its report_rmse and
-    report_crps say, over more than one year) and seasonal ones (``<name>/time-mean-rmse/<var>-<season>`` and over
-    the four seasons), images aside."""
+    report_crps say, over more than one year), seasonal ones (``<name>/time-mean-rmse/<var>-<season>`` and over
+    the four seasons), ENSO index and IPO index ones, images aside."""
     out = {}
     for metric in annual:
         for name in chosen([metric], sorted(scores)):
@@ -127,26 +131,49 @@ def logs(annual, seasonal, enso, scores):
             means = scores[name]["regions"]["global"]["time_means"]
             for key, ace_key in _keys("seasonal").items():
                 out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
-    for metric in enso:  # fme's PairedRegionalIndexAggregator.get_logs, images aside
-        for name in (n for n in SST_NAMES if n in scores):
-            means = scores[name]["regions"]["global"]["time_means"]
-            for key, ace_key in _keys("regional_index").items():
-                if key in means:  # the library forms them where ACE logs them
-                    out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
+    for family, metrics, names in (("regional_index", enso, SST_NAMES), ("tripole_index", ipo, IPO_NAMES)):
+        for metric in metrics:  # fme's PairedRegionalIndexAggregator and PairedIPOIndexAggregator, images aside
+            for name in (n for n in names if n in scores):
+                means = scores[name]["regions"]["global"]["time_means"]
+                for key, ace_key in _keys(family).items():
+                    if key in means:  # the library forms them where ACE logs them
+                        out[_relabelled(ace_key, metric.get_name(), name)] = float(means[key])
     return out
 
 
 def enso_datasets(enso, scores, calendar):
     """fme's enso_index_diagnostics.nc of each ENSO index metric: per SST variable its index over (source = target,
     prediction; sample; time), the time the 15th of each month in the run's ``calendar``."""
+    return _index_datasets(enso, scores, calendar, "nino34_index", SST_NAMES)
+
+
+def ipo_datasets(ipo, scores, calendar):
+    """fme's ipo_index_diagnostics.nc of each IPO index metric: per variable ACE forms it of its unfiltered monthly
+    tripole index over (source = target, prediction; sample; time), as the ENSO index's file."""
+    return _index_datasets(ipo, scores, calendar, "ipo_index", IPO_NAMES)
+
+
+def ipo_served(metrics, dataset_info, n_timesteps):
+    """The IPO index metrics of ``metrics`` the drop-in scores: where ACE's build keeps them (a run of more than 80
+    years of 365 days on a latitude-longitude grid)."""
+    from fme.ace.aggregator.inference.ipo.ipo_index import IpoIndexMetricConfig
+    from fme.core.coordinates import LatLonCoordinates
+
+    return [m for m in metrics if isinstance(m, IpoIndexMetricConfig) and
+            n_timesteps * dataset_info.timestep > _IPO_MIN_DURATION and
+            isinstance(dataset_info.horizontal_coordinates, LatLonCoordinates)]
+
+
+def _index_datasets(metrics, scores, calendar, key, names):
+    """Per metric a dataset of the monthly index ``key`` of the variables of ``names``, over (source, sample, time)."""
     import cftime
     import xarray as xr
 
     out = {}
-    for metric in enso:
+    for metric in metrics:
         data, time = {}, None
-        for name in (n for n in SST_NAMES if n in scores):
-            index = scores[name]["nino34_index"]
+        for name in (n for n in names if n in scores):
+            index = scores[name][key]
             time = [cftime.datetime(int(y), int(m), 15, calendar=calendar or "standard")
                     for y, m in zip(index["years"], index["months"])]
             data[name] = (("source", "sample", "time"), np.stack([index["target"], index["prediction"]]))
