@@ -10,8 +10,9 @@ forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) 
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
 cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
 annual (without monthly reference data), seasonal, ENSO index, ENSO coefficient, IPO index and histogram metrics.
-Every other enabled metric (extended videos, annual with monthly reference data) is ACE's own aggregator when the grid is not split, and is refused at
-build time under spatial parallelism, naming it and the config field that turns it off. docs/ace.md has the table.
+Every other enabled metric (extended videos, annual with monthly reference data) is ACE's own aggregator when the
+grid is not split, and is refused at build time under spatial parallelism, naming it and the config field that turns
+it off. docs/ace.md has the table.
 """
 
 import dataclasses
