@@ -237,7 +237,8 @@ class Aggregator:
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
                     trend=name in trended, video=name in videoed,
                     annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned,
-                    nino34_lon=index_lon if name in indexed else None, ipo_lon=ipo_lon if name in tripoled else None, histogram=name in self._histogrammed,
+                    nino34_lon=index_lon if name in indexed else None, ipo_lon=ipo_lon if name in tripoled else None,
+                    histogram=name in self._histogrammed,
                     regression_index=regression_index if name in regressed else None)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
