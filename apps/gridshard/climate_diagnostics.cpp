@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "diagnostics_files.hpp"
 #include "gridshard/io/calendar.hpp"
@@ -41,38 +42,61 @@ io::Dataset annual_diagnostics(const EvaluationResult& result) {
 // ACE's enso_index_diagnostics.nc (fme's PairedRegionalIndexAggregator.get_dataset): per variable with a Nino 3.4
 // index its index over (source, sample, time), source = target, prediction, the time the 15th of each month in the
 // files' calendar.
-io::Dataset enso_index_diagnostics(const EvaluationResult& result) {
+namespace {
+
+/// A monthly index's file (ACE's regional index files): per variable with the index `gen` (and its truth `target`),
+/// its values over (source = target, prediction; sample; time), the time the 15th of each month in the files'
+/// calendar, as days since 1970.
+io::Dataset monthly_index_file(const EvaluationResult& result, const std::string& title, const std::string& what,
+                               std::optional<MonthlyIndex> ChannelScores::*gen,
+                               std::optional<MonthlyIndex> ChannelScores::*target) {
     io::Dataset d;
-    d.global_attributes = global_attributes(
-        "gridshard Nino 3.4 index per sample (ACE's 5-month running monthly "
-        "anomalies of the Nino 3.4 regional means)");
+    d.global_attributes = global_attributes(title);
     for (const ChannelScores& c : result.channels) {
-        if (!c.index_prediction) {
+        const std::optional<MonthlyIndex>& index = c.*gen;
+        if (!index) {
             continue;  // a variable without an index
         }
         if (d.dims.empty()) {
             const io::Calendar calendar = io::parse_calendar(result.lead_times.calendar);
             std::vector<double> days;
-            for (std::size_t m = 0; m < c.index_prediction->years.size(); ++m) {
-                const io::DateTime mid{
-                    .year = c.index_prediction->years[m], .month = c.index_prediction->months[m], .day = 15};
+            for (std::size_t m = 0; m < index->years.size(); ++m) {
+                const io::DateTime mid{.year = index->years[m], .month = index->months[m], .day = 15};
                 days.push_back(io::seconds_between({.year = 1970, .month = 1, .day = 1}, mid, calendar) / 86400.0);
             }
             const std::string calendar_name =
                 result.lead_times.calendar.empty() ? "standard" : result.lead_times.calendar;
             d.dims = {{"source", 2, {}, {}, false, {"target", "prediction"}},
-                      {"sample", c.index_prediction->samples},
+                      {"sample", index->samples},
                       {"time",
                        static_cast<std::int64_t>(days.size()),
                        days,
                        {{"units", "days since 1970-01-01 00:00:00"}, {"calendar", calendar_name}}}};
         }
-        std::vector<double> values = c.index_truth->values;
-        values.insert(values.end(), c.index_prediction->values.begin(), c.index_prediction->values.end());
+        std::vector<double> values = (c.*target)->values;
+        values.insert(values.end(), index->values.begin(), index->values.end());
         d.variables.push_back(
-            {netcdf_name(c.name), {"source", "sample", "time"}, values, {{"long_name", c.name + " Nino 3.4 index"}}});
+            {netcdf_name(c.name), {"source", "sample", "time"}, values, {{"long_name", c.name + " " + what}}});
     }
     return d;
+}
+
+}  // namespace
+
+io::Dataset enso_index_diagnostics(const EvaluationResult& result) {
+    return monthly_index_file(result,
+                              "gridshard Nino 3.4 index per sample (ACE's 5-month running monthly anomalies of the "
+                              "Nino 3.4 regional means)",
+                              "Nino 3.4 index", &ChannelScores::index_prediction, &ChannelScores::index_truth);
+}
+
+// ACE's ipo_index_diagnostics.nc (fme's PairedIPOIndexAggregator.get_dataset): per variable with an IPO index its
+// unfiltered monthly tripole index over (source, sample, time), as the ENSO index's file.
+io::Dataset ipo_index_diagnostics(const EvaluationResult& result) {
+    return monthly_index_file(result,
+                              "gridshard IPO tripole index per sample (ACE's monthly anomalies of its three boxes' "
+                              "means, T2 - (T1 + T3) / 2, unfiltered)",
+                              "IPO tripole index", &ChannelScores::tripole_prediction, &ChannelScores::tripole_truth);
 }
 
 // ACE's histogram_diagnostics.nc (fme's ComparedDynamicHistograms.get_dataset): per variable with histograms its

@@ -25,6 +25,9 @@ namespace gridshard::cli {
 /// ACE's enso_index_diagnostics.nc (fme's PairedRegionalIndexAggregator.get_dataset).
 [[nodiscard]] io::Dataset enso_index_diagnostics(const EvaluationResult& result);
 
+/// ACE's ipo_index_diagnostics.nc (fme's PairedIPOIndexAggregator.get_dataset): the unfiltered tripole index.
+[[nodiscard]] io::Dataset ipo_index_diagnostics(const EvaluationResult& result);
+
 /// ACE's histogram_diagnostics.nc (fme's ComparedDynamicHistograms.get_dataset).
 [[nodiscard]] io::Dataset histogram_diagnostics(const EvaluationResult& result);
 

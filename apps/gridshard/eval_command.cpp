@@ -76,6 +76,7 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.annual_variables = parse_name_list("--annual-variables", options.annual_variables);
     plan.scoring.seasonal = options.seasonal;
     plan.enso_index = options.enso_index;
+    plan.ipo_index = options.ipo_index;
     plan.seasonal_variables = parse_name_list("--seasonal-variables", options.seasonal_variables);
     if (options.histogram) {
         plan.scoring.histogram = HistogramOptions{};
@@ -148,11 +149,12 @@ int run_eval(const EvalOptions& options) {
                                    options.include_initial_step || options.data_split.has_value() ||
                                    !options.normalize.empty() || options.near_zero_fraction || options.trend ||
                                    options.video || options.annual || options.seasonal || options.enso_index ||
-                                   options.histogram;
+                                   options.ipo_index || options.histogram;
         if (!forecast && forecast_only) {
             throw ArgumentError(
                 "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction, "
-                "--trend, --video, --annual, --seasonal, --enso-index and --histogram need a forecast: files with a "
+                "--trend, --video, --annual, --seasonal, --enso-index, --ipo-index and --histogram need a forecast: "
+                "files with a "
                 "sample or "
                 "member dim, or the "
                 "built-in forecast "
@@ -173,7 +175,7 @@ int run_eval(const EvalOptions& options) {
         const OutputPaths paths =
             output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
                          options.near_zero_fraction && options.near_zero_config.include_maps, options.trend,
-                         options.video, options.annual, options.enso_index, options.histogram);
+                         options.video, options.annual, options.enso_index, options.ipo_index, options.histogram);
         std::vector<io::NamedPath> inputs = {
             {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
         for (const std::string& stats : options.normalize) {
@@ -389,6 +391,12 @@ Runner add_eval_command(CLI::App& app) {
                       "weights), per sample ACE's 5-month running index of its monthly anomalies, in --diagnostics "
                       "DIR/enso_index_diagnostics.nc, and ACE's summaries (nino34_index_std, its band powers and their "
                       "ratios to the truth's) in the JSON report; a run longer than 730 days");
+    command->add_flag(
+        "--ipo-index", options->ipo_index,
+        "Forecast: also ACE's ipo_index metric of the variable named sst: per counted lead time the "
+        "NaN-skipping means in ACE's three tripole boxes, per sample the monthly tripole index T2 - (T1 + "
+        "T3) / 2 in --diagnostics DIR/ipo_index_diagnostics.nc, and the spread of its 13-year low-pass "
+        "filtered form (ipo_tpi_std, ipo_tpi_std_norm) in the JSON report; a run longer than 80 years");
     CLI::Option* histogram = command->add_flag(
         "--histogram", options->histogram,
         "Forecast: also ACE's histogram metric: per variable the counts of the truth (once per member, as ACE's) and "

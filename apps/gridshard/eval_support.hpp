@@ -60,8 +60,8 @@ struct EvalOptions {
     std::string video_variables;
     // ACE's annual and seasonal means (--annual, --annual-variables, --seasonal, --seasonal-variables).
     bool annual = false, seasonal = false;
-    // ACE's ENSO index (--enso-index).
-    bool enso_index = false;
+    // ACE's ENSO index (--enso-index) and IPO index (--ipo-index).
+    bool enso_index = false, ipo_index = false;
     // ACE's histograms (--histogram, --histogram-variables) over windows of --forward-steps-in-memory (0: one).
     bool histogram = false;
     std::string histogram_variables;

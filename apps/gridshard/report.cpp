@@ -593,13 +593,14 @@ std::vector<io::NamedPath> OutputPaths::named() const {
             {"--diagnostics", time_mean},  {"--diagnostics", spectrum},
             {"--diagnostics", near_zero},  {"--diagnostics", trend},
             {"--diagnostics", video},      {"--diagnostics", annual},
-            {"--diagnostics", enso_index}, {"--diagnostics", histogram}};
+            {"--diagnostics", enso_index}, {"--diagnostics", ipo_index},
+            {"--diagnostics", histogram}};
 }
 
 OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder, bool forecast,
                          bool spectrum, bool near_zero_maps, bool trend, bool video, bool annual, bool enso_index,
-                         bool histogram) {
-    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", "", "", ""};
+                         bool ipo_index, bool histogram) {
+    OutputPaths paths{json, zonal, "", "", "", "", "", "", "", "", "", "", ""};
     if (!folder.empty()) {
         const std::string base = folder.back() == '/' ? folder : folder + "/";
         if (forecast) {
@@ -624,6 +625,9 @@ OutputPaths output_paths(const std::string& json, const std::string& zonal, cons
         }
         if (forecast && enso_index) {
             paths.enso_index = base + "enso_index_diagnostics.nc";
+        }
+        if (forecast && ipo_index) {
+            paths.ipo_index = base + "ipo_index_diagnostics.nc";
         }
         if (forecast && histogram) {
             paths.histogram = base + "histogram_diagnostics.nc";
@@ -675,6 +679,10 @@ void write_outputs(const EvaluationResult& result, const OutputPaths& paths, std
     if (!paths.enso_index.empty()) {
         jobs.push_back(
             {paths.enso_index, [&](io::AtomicOutput& o) { io::write_dataset(o, enso_index_diagnostics(result)); }});
+    }
+    if (!paths.ipo_index.empty()) {
+        jobs.push_back(
+            {paths.ipo_index, [&](io::AtomicOutput& o) { io::write_dataset(o, ipo_index_diagnostics(result)); }});
     }
     if (!paths.histogram.empty()) {
         jobs.push_back(
@@ -730,6 +738,10 @@ void write_outputs_collectively(const EvaluationResult& result, const OutputPath
     if (!paths.enso_index.empty()) {  // every rank holds the indices, small: written whole
         jobs.push_back(
             {paths.enso_index, [&](io::AtomicOutput& o) { io::write_dataset(o, enso_index_diagnostics(result)); }, {}});
+    }
+    if (!paths.ipo_index.empty()) {  // every rank holds the indices, small: written whole
+        jobs.push_back(
+            {paths.ipo_index, [&](io::AtomicOutput& o) { io::write_dataset(o, ipo_index_diagnostics(result)); }, {}});
     }
     if (!paths.histogram.empty()) {  // every rank holds the histograms, small: written whole
         jobs.push_back(

@@ -3,7 +3,7 @@
 // (gridshard/evaluation/evaluate.hpp): the table on stdout, the JSON report, and the netCDF files (the --zonal
 // file of a pair; ACE's mean_diagnostics.nc, zonal_mean_diagnostics.nc, time_mean_diagnostics.nc and
 // near_zero_fraction_diagnostics.nc, trend_diagnostics.nc, video_diagnostics.nc, annual_diagnostics.nc,
-// enso_index_diagnostics.nc and histogram_diagnostics.nc of a forecast, and
+// enso_index_diagnostics.nc, ipo_index_diagnostics.nc and histogram_diagnostics.nc of a forecast, and
 // power_spectrum_diagnostics.nc of either, in --diagnostics). The table and the JSON iterate the scores the result
 // carries, which come from the score registry, so a registered score reaches both. Every file is complete or absent:
 // all are written to temporaries, then renamed. World rank 0 writes them, or (--io collective) every rank the netCDF
@@ -31,6 +31,7 @@ struct OutputPaths {
     std::string video;       ///< video_diagnostics.nc
     std::string annual;      ///< annual_diagnostics.nc
     std::string enso_index;  ///< enso_index_diagnostics.nc
+    std::string ipo_index;   ///< ipo_index_diagnostics.nc
     std::string histogram;   ///< histogram_diagnostics.nc
     /// Every path, named for io::check_output_paths.
     [[nodiscard]] std::vector<io::NamedPath> named() const;
@@ -41,7 +42,7 @@ struct OutputPaths {
 /// `near_zero_maps`, its trend maps with `trend` and its video with `video`.
 [[nodiscard]] OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder,
                                        bool forecast, bool spectrum, bool near_zero_maps, bool trend, bool video,
-                                       bool annual, bool enso_index, bool histogram);
+                                       bool annual, bool enso_index, bool ipo_index, bool histogram);
 
 /// Throws ArgumentError unless `folder` is empty or an existing directory.
 void check_diagnostics_folder(const std::string& folder);

@@ -20,6 +20,7 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
   mean, as ACE logs its annual plot;
 - ``enso_index-VAR.png``: with ``--enso-index``, the Niño 3.4 index per month, each sample's and their mean, and the
   target's mean, as ACE logs its index plot;
+- ``ipo_index-VAR.png``: with ``--ipo-index``, the IPO tripole index per month (unfiltered), as the ENSO index's;
 - ``histogram-VAR.png``: with ``--histogram``, the target's and the prediction's (dashed) histograms as densities on
   a log axis, the empty bins at either end trimmed, as ACE logs its histogram images.
 
@@ -34,7 +35,7 @@ from pathlib import Path
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
 SPECTRUM = "power_spectrum_diagnostics.nc"
 CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc",
-           "annual_diagnostics.nc", "enso_index_diagnostics.nc", "histogram_diagnostics.nc")
+           "annual_diagnostics.nc", "enso_index_diagnostics.nc", "histogram_diagnostics.nc", "ipo_index_diagnostics.nc")
 
 
 def _read(path):
@@ -293,7 +294,8 @@ def plot_climate(folder, out):
                 _map_panels(rows, f"{variable}: mean over every sample", out / f"video-{variable}.png")
                 written.append(out / f"video-{variable}.png")
     for file, name, axis, title in ((CLIMATE[3], "annual", "year", "annual global mean"),
-                                    (CLIMATE[4], "enso_index", "time", "Nino 3.4 index")):
+                                    (CLIMATE[4], "enso_index", "time", "Nino 3.4 index"),
+                                    (CLIMATE[6], "ipo_index", "time", "IPO tripole index (unfiltered)")):
         if not (folder / file).is_file():  # (source = target, prediction, sample, year or time) per variable
             continue
         series, _ = _read(folder / file)

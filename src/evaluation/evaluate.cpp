@@ -50,8 +50,9 @@ struct RunInputs {
     const io::Normalization* normalization;  // ACE's stats, or none
     // with the trend, annual or seasonal means, each (initial condition, lead)'s valid time, else empty
     const std::vector<ValidTime>& pair_times;
-    double annual_timestep_seconds;  // with the annual means, the files' timestep
-    const AreaWeights* nino34;       // with the ENSO index, its weights on this rank's box, else none
+    double annual_timestep_seconds;             // with the annual means, the files' timestep
+    const AreaWeights* nino34;                  // with the ENSO index, its weights on this rank's box, else none
+    const std::array<AreaWeights, 3>* tripole;  // with the IPO index, its boxes' weights on this rank's box, else none
 };
 
 /// One variable's scores, and with the normalisation its scores on the normalised fields.
@@ -180,6 +181,10 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             }
             if (!chosen(in.plan.scoring.histogram.has_value(), in.plan.histogram_variables)) {
                 options.histogram.reset();
+            }
+            if (in.tripole != nullptr &&
+                std::find(ace_ipo_names.begin(), ace_ipo_names.end(), name) != ace_ipo_names.end()) {
+                options.tripole_index = TripoleIndexOptions{*in.tripole};
             }
             if (in.nino34 != nullptr &&
                 std::find(ace_sst_names.begin(), ace_sst_names.end(), name) != ace_sst_names.end()) {
@@ -401,18 +406,23 @@ double lead_timestep_seconds(const io::ForecastSource& source, const char* setti
     return step;
 }
 
-/// The source's timestep (lead_timestep_seconds) of a run ACE's `setting` metric takes: longer than 730 days (fme's
-/// AnnualMetricConfig and EnsoIndexMetricConfig builds). Throws ArgumentError naming the setting and `what` needs it
-/// otherwise.
-double longer_than_two_years(const io::ForecastSource& source, const char* setting, const char* what) {
+/// The source's timestep (lead_timestep_seconds) of a run ACE's `setting` metric takes: longer than `least_days` (fme's
+/// metric configs' builds). Throws ArgumentError naming the setting and `what` needs it otherwise.
+double longer_than_days(const io::ForecastSource& source, double least_days, const char* setting, const char* what) {
     const double step = lead_timestep_seconds(source, setting);
     const auto steps = static_cast<std::int64_t>(source.lead_times().values.size());
     const double days = static_cast<double>(steps) * step / 86400.0;
-    if (!(days > 730.0)) {
-        throw ArgumentError(setting_name(setting) + ": ACE's " + what + " a run of more than 730 days, this one is " +
-                            number_text(days) + " days (" + std::to_string(steps) + " steps)");
+    if (!(days > least_days)) {
+        throw ArgumentError(setting_name(setting) + ": ACE's " + what + " a run of more than " +
+                            number_text(least_days) + " days, this one is " + number_text(days) + " days (" +
+                            std::to_string(steps) + " steps)");
     }
     return step;
+}
+
+/// longer_than_days of 730 days: fme's AnnualMetricConfig and EnsoIndexMetricConfig builds.
+double longer_than_two_years(const io::ForecastSource& source, const char* setting, const char* what) {
+    return longer_than_days(source, 730.0, setting, what);
 }
 
 /// Refuses longitudes that are not whole latitude circles at equal spacing (a regional grid, half the globe), which a
@@ -543,15 +553,17 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .annual = plan.scoring.annual.has_value(),
                        .seasonal = plan.scoring.seasonal,
                        .regional_index = plan.enso_index,
-                       .histogram = plan.scoring.histogram.has_value()};
+                       .histogram = plan.scoring.histogram.has_value(),
+                       .tripole_index = plan.ipo_index};
     // ACE's climate families, in one agreement: each a forecast's, their variable lists naming scored variables, and
     // the valid times; ACE's gates (a trend needs two counted steps, annual means a run of more than 730 days).
     std::vector<ValidTime> pair_times;
     const AggregatorOptions& scoring = plan.scoring;
-    double annual_timestep = 0.0;       // with the annual means, the files' timestep
-    std::optional<AreaWeights> nino34;  // with the ENSO index, ACE's weights of its box
+    double annual_timestep = 0.0;                       // with the annual means, the files' timestep
+    std::optional<AreaWeights> nino34;                  // with the ENSO index, ACE's weights of its box
+    std::optional<std::array<AreaWeights, 3>> tripole;  // with the IPO index, ACE's weights of its boxes
     if (plan.near_zero_fraction || scoring.trend || scoring.video || scoring.annual || scoring.seasonal ||
-        plan.enso_index || scoring.histogram) {
+        plan.enso_index || plan.ipo_index || scoring.histogram) {
         std::vector<std::string> variable_names;
         for (const io::SourceVariable& v : variables) {
             variable_names.push_back(v.name);
@@ -610,11 +622,24 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                     nino34 = ace_regional_weights(region_weights.front().weights.view(), g.lat_deg, g.lon_deg,
                                                   grid.box(), nino34_box);
                 }
-                if (scoring.trend || scoring.annual || scoring.seasonal || plan.enso_index) {
+                if (plan.ipo_index) {
+                    family("ipo_index", "IPO index is", {});
+                    longer_than_days(source, 80 * 365, "ipo_index", "IPO index needs");
+                    if (std::none_of(variables.begin(), variables.end(), [](const io::SourceVariable& v) {
+                            return std::find(ace_ipo_names.begin(), ace_ipo_names.end(), v.name) != ace_ipo_names.end();
+                        })) {
+                        throw ArgumentError(
+                            setting_name("ipo_index") +
+                            ": no scored variable is named sst, the variable ACE forms its IPO index of");
+                    }
+                    tripole = ace_tripole_weights(g.lat_deg, g.lon_deg, grid.box());
+                }
+                if (scoring.trend || scoring.annual || scoring.seasonal || plan.enso_index || plan.ipo_index) {
                     pair_times = valid_times(source, scoring.trend      ? "trend"
                                                      : scoring.annual   ? "annual"
                                                      : scoring.seasonal ? "seasonal"
-                                                                        : "enso_index");
+                                                     : plan.enso_index  ? "enso_index"
+                                                                        : "ipo_index");
                 }
             }));
     }
@@ -661,7 +686,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                            normalization.get(),
                            pair_times,
                            annual_timestep,
-                           nino34 ? &*nino34 : nullptr};
+                           nino34 ? &*nino34 : nullptr,
+                           tripole ? &*tripole : nullptr};
     RunClock clock;
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());

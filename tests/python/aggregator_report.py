@@ -13,6 +13,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--annual SECONDS]               # also ACE's annual means of a run of this timestep
         [--nino34]                       # also ACE's Nino 3.4 index of sst
         [--histogram]                    # also ACE's histograms, over ACE's windows: lead 0, then --window leads each
+        [--ipo]                          # also ACE's IPO index of sst
 """
 import argparse
 import json
@@ -38,6 +39,7 @@ parser.add_argument("--trend", action="store_true")
 parser.add_argument("--video", action="store_true")
 parser.add_argument("--seasonal", action="store_true")
 parser.add_argument("--nino34", action="store_true", help="ACE's Nino 3.4 index of the variables ACE names")
+parser.add_argument("--ipo", action="store_true", help="ACE's IPO index of sst")
 parser.add_argument("--histogram", action="store_true", help="ACE's histograms, the windows ACE's")
 parser.add_argument("--annual", type=float, default=None, help="ACE's annual means of a run of this timestep (s)")
 args = parser.parse_args()
@@ -49,7 +51,7 @@ with netCDF4.Dataset(args.truth) as t, netCDF4.Dataset(args.pred) as p:
     truth = {n: np.asarray(t[n][:].filled(np.nan), dtype=np.float32) for n in names}
     pred = {n: np.asarray(p[n][:].filled(np.nan), dtype=np.float32) for n in names}
     lat = np.asarray(t["lat"][:], dtype=np.float64)
-    timed = args.trend or args.seasonal or args.annual or args.nino34
+    timed = args.trend or args.seasonal or args.annual or args.nino34 or args.ipo
     if timed:  # each (initial condition, lead)'s valid date, by cftime in the files' calendar
         import cftime
 
@@ -69,7 +71,8 @@ aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=me
                                   video=args.video or None, seasonal=args.seasonal or None,
                                   annual={"timestep": args.annual} if args.annual else None,
                                   nino34_index={"variables": [n for n in names if n in ("sst", "TS")]}
-                                  if args.nino34 else None, histogram=args.histogram or None)
+                                  if args.nino34 else None, histogram=args.histogram or None,
+                                  ipo_index={"variables": ["sst"]} if args.ipo else None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 # ACE's windows with histograms (the initial condition, then forward steps --window at a time), else --window each
@@ -111,9 +114,9 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["spectra"] = {k: hexes(v) for k, v in channel["spectra"].items()}
         if channel.get("video") is not None:
             out[name]["video"] = {k: hexes(v) for k, v in channel["video"].items()}
-        if channel.get("nino34_index") is not None:
-            out[name]["nino34_index"] = {k: hexes(v) for k, v in channel["nino34_index"].items()
-                                         if k in ("prediction", "target")}
+        for index in ("nino34_index", "ipo_index"):
+            if channel.get(index) is not None:
+                out[name][index] = {k: hexes(v) for k, v in channel[index].items() if k in ("prediction", "target")}
         if channel.get("histogram") is not None:
             out[name]["histogram"] = {k: hexes(v) if "edges" in k else [int(c) for c in v]
                                       for k, v in channel["histogram"].items() if k != "windows_left_out"}

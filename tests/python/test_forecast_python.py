@@ -374,6 +374,47 @@ def test_histograms_from_files_are_the_aggregators_bits(tmp_path):
                 assert python[name]["time_mean"][key] == _as_hex([report[name]["time_mean"][key]])[0], (mesh, key)
 
 
+def test_the_ipo_index_from_files_is_the_aggregators_bits(tmp_path):
+    """ACE's IPO index of a run of 82 years (1001 lead times 30 days apart): `gridshard eval --ipo-index` gives
+    gridshard.Aggregator's bits at every mesh: the filtered index's spreads (ipo_tpi_std, ipo_tpi_std_norm) and
+    ipo_index_diagnostics.nc (source, sample, time); a run of 80 years or less is refused, as ACE's build drops it."""
+    import netCDF4
+
+    forecast = ff.Forecast(ics=2, members=2, leads=1001, nlat=9, nlon=14, seed=13)
+    forecast.lead_us = np.arange(1001) * 30 * 24 * ff.HOUR_US
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_member_dim(forecast, truth, pred, member_dim="member")
+    folder = tmp_path / "tool"
+    folder.mkdir()
+    mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
+           "--diagnostics", folder, "--quiet", "--ipo-index")
+    tool = json.loads((folder / "r.json").read_text())["variables"]
+    assert "ipo_tpi_std" in tool["sst"]["time_mean"] and "ipo_tpi_std" not in tool["t2m"]["time_mean"]
+    with netCDF4.Dataset(folder / "ipo_index_diagnostics.nc") as ipo:
+        tool_index = {k: _as_hex(np.asarray(ipo["sst"][k][:].filled(np.nan)).ravel()) for k in range(2)}
+        assert ipo["sst"].dimensions == ("source", "sample", "time") and ipo["time"].size > 80 * 12
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
+                            timeout=300)
+    assert result.returncode == 0 and (folder / "ipo_index-sst.png").is_file(), result.stderr
+    for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
+        out = tmp_path / f"{mesh}.json"
+        mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
+               "--truth", truth, "--pred", pred, "--window", 200, "--ipo")
+        python = json.loads(out.read_text())
+        for key in ("ipo_tpi_std", "ipo_tpi_std_norm"):
+            assert python["sst"]["time_mean"][key] == _as_hex([tool["sst"]["time_mean"][key]])[0], (mesh, key)
+        assert python["sst"]["ipo_index"]["target"] == tool_index[0], mesh
+        assert python["sst"]["ipo_index"]["prediction"] == tool_index[1], mesh
+    short = ff.Forecast(ics=2, members=2, leads=12, nlat=9, nlon=14, seed=13)
+    ff.write_member_dim(short, tmp_path / "ts.nc", tmp_path / "ps.nc", member_dim="member")
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    result = subprocess.run([os.environ["GRIDSHARD_BIN"], "eval", "--truth", tmp_path / "ts.nc", "--pred",
+                             tmp_path / "ps.nc", "--quiet", "--ipo-index"], capture_output=True, text=True,
+                            timeout=120, env=env)
+    assert result.returncode == 2 and "--ipo-index: ACE's IPO index needs a run of more than 29200 days" in \
+        result.stderr, result.stderr
+
+
 def scores_of_sst(report):
     """The Niño 3.4 index's scores of sst, as float hex (the tool's numbers or the report's hex)."""
     means = report["sst"]["time_mean"]

@@ -63,6 +63,9 @@ struct EvaluationPlan {
     /// forecast: ACE's enso_index metric (AggregatorOptions::regional_index) of the variables ACE forms it of (sst,
     /// surface_temperature, TS: ace_sst_names), over ACE's Niño 3.4 box; a run longer than 730 days.
     bool enso_index = false;
+    /// forecast: ACE's ipo_index metric (AggregatorOptions::tripole_index) of the variable ACE forms it of (sst:
+    /// ace_ipo_names), over ACE's tripole boxes; a run longer than 80 years of 365 days.
+    bool ipo_index = false;
     /// forecast, with scoring.histogram: the variables with ACE's histograms (ACE's HistogramMetricConfig.variables;
     /// empty: every one), each scored, and the counted lead times of one of ACE's windows (its inference
     /// forward_steps_in_memory; 0: one window of every counted lead time). Each window is read again where its values
