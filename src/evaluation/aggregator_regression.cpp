@@ -50,7 +50,6 @@ void Aggregator::record_index_regression(std::int64_t initial_condition, std::in
 }
 
 void Aggregator::finish_index_regression(VariableScores& out) {
-    const std::int64_t channels = shape_.channels;
     regression_prediction_->merge_over_data();  // collective over data: every counted pair added once
     regression_truth_->merge_over_data();
     // The covered initial conditions, as the ranks that hold them see their rows (collective over data).
@@ -72,26 +71,10 @@ void Aggregator::finish_index_regression(VariableScores& out) {
     for (double& v : target) {
         v = samples == 0 ? nan : v / static_cast<double>(samples);
     }
-    // ACE's area-weighted RMSE of the prediction's coefficients against the truth's (collective over spatial).
-    const std::vector<double> rmse =
-        masked_rmse<double>(grid_, FieldShard<double>{target, channels}, FieldShard<double>{gen, channels},
-                            regions_.front().weights.view(), options_.policy, options_.summation);
-    for (std::int64_t c = 0; c < channels; ++c) {
-        const auto k = static_cast<std::size_t>(c);
-        for (const RegisteredScore* s : scores_) {
-            if (std::holds_alternative<IndexRegressionValue>(s->source)) {
-                out[k].regions.front().time_means.push_back({s, rmse[k]});
-            }
-        }
-    }
-    std::vector<std::vector<double>> gen_maps = held_maps(gen);  // collective over the world
-    std::vector<std::vector<double>> target_maps = held_maps(target);
-    for (std::int64_t c = 0; c < channels; ++c) {
-        out[static_cast<std::size_t>(c)].index_regression_prediction_map =
-            std::move(gen_maps[static_cast<std::size_t>(c)]);
-        out[static_cast<std::size_t>(c)].index_regression_truth_map =
-            std::move(target_maps[static_cast<std::size_t>(c)]);
-    }
+    // ACE's area-weighted RMSE of the prediction's coefficients against the truth's, and the maps (collective over
+    // the world)
+    finish_compared_maps<IndexRegressionValue>(out, gen, target, &ChannelScores::index_regression_prediction_map,
+                                               &ChannelScores::index_regression_truth_map);
 }
 
 template void Aggregator::record_index_regression<float>(std::int64_t, std::int64_t, FieldShard<float>,

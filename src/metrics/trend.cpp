@@ -92,6 +92,16 @@ void TrendAccumulator::merge_over_data() {
     squares_ = times[1];
 }
 
+std::optional<TrendAccumulator::PointSums> TrendAccumulator::point_sums(std::size_t k) const {
+    const TimeMeanAccumulator::PointSum y = values_.point_sum(k);
+    const TimeMeanAccumulator::PointSum p = products_.point_sum(k);
+    const TimeMeanAccumulator::PointSum r = remainders_.point_sum(k);
+    if (y.special != 0.0 || p.special != 0.0 || r.special != 0.0) {
+        return std::nullopt;
+    }
+    return PointSums{dd::two_sum(y.hi, y.lo), dd::add(dd::two_sum(p.hi, p.lo), dd::two_sum(r.hi, r.lo))};
+}
+
 std::vector<double> TrendAccumulator::slopes(double time_unit) const {
     const auto n = static_cast<double>(values_.steps());
     ExactSum denominator;
@@ -110,15 +120,12 @@ std::vector<double> TrendAccumulator::slopes(double time_unit) const {
     GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(detail::threads_for(n_points, 1)))
     for (std::int64_t point = 0; point < n_points; ++point) {  // each point on its own: any thread count, same bits
         const auto k = static_cast<std::size_t>(point);
-        const TimeMeanAccumulator::PointSum y = values_.point_sum(k);
-        const TimeMeanAccumulator::PointSum p = products_.point_sum(k);
-        const TimeMeanAccumulator::PointSum r = remainders_.point_sum(k);
-        if (y.special != 0.0 || p.special != 0.0 || r.special != 0.0) {
+        const std::optional<PointSums> sums = point_sums(k);
+        if (!sums) {
             continue;  // a value that was not finite: NaN, as plain sums give
         }
-        const DoubleDouble sum_of_products = dd::add(dd::two_sum(p.hi, p.lo), dd::two_sum(r.hi, r.lo));
-        const DoubleDouble numerator = dd::add(dd::multiply({n, 0.0}, sum_of_products),
-                                               dd::negate(dd::multiply(sum_of_times, dd::two_sum(y.hi, y.lo))));
+        const DoubleDouble numerator =
+            dd::add(dd::multiply({n, 0.0}, sums->products), dd::negate(dd::multiply(sum_of_times, sums->values)));
         out[k] = (numerator.hi + numerator.lo) / d * time_unit;
     }
     return out;
@@ -128,14 +135,9 @@ std::vector<double> TrendAccumulator::weighted_sums() const {
     const std::size_t points = values_.points();
     std::vector<double> out(points, std::numeric_limits<double>::quiet_NaN());
     for (std::size_t k = 0; k < points; ++k) {
-        const TimeMeanAccumulator::PointSum y = values_.point_sum(k);
-        const TimeMeanAccumulator::PointSum p = products_.point_sum(k);
-        const TimeMeanAccumulator::PointSum r = remainders_.point_sum(k);
-        if (y.special != 0.0 || p.special != 0.0 || r.special != 0.0) {
-            continue;  // a value that was not finite: NaN, as plain sums give
+        if (const std::optional<PointSums> sums = point_sums(k)) {  // else a value that was not finite: NaN
+            out[k] = sums->products.hi + sums->products.lo;
         }
-        const DoubleDouble sum = dd::add(dd::two_sum(p.hi, p.lo), dd::two_sum(r.hi, r.lo));
-        out[k] = sum.hi + sum.lo;
     }
     return out;
 }

@@ -291,13 +291,7 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
     result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    import matplotlib.image
-
-    for png in ("annual-t2m.png", "annual-sst.png", "enso_index-sst.png"):
-        pixels = (matplotlib.image.imread(folder / png)[..., :3] * 255).astype(int).reshape(-1, 3)
-        blue = ((pixels[:, 2] > pixels[:, 0] + 60) & (pixels[:, 2] > 150)).sum()
-        orange = ((pixels[:, 0] > pixels[:, 2] + 60) & (pixels[:, 0] > 200)).sum()
-        assert blue > 200 and orange > 200, (png, blue, orange)
+    _assert_drawn(folder, ("annual-t2m.png", "annual-sst.png", "enso_index-sst.png"), 200)
     for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
@@ -356,13 +350,7 @@ def test_histograms_from_files_are_the_aggregators_bits(tmp_path):
     result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
                             timeout=300)
     assert result.returncode == 0, result.stderr
-    import matplotlib.image
-
-    for png in ("histogram-t2m.png", "histogram-sst.png"):
-        pixels = (matplotlib.image.imread(folder / png)[..., :3] * 255).astype(int).reshape(-1, 3)
-        blue = ((pixels[:, 2] > pixels[:, 0] + 60) & (pixels[:, 2] > 150)).sum()
-        orange = ((pixels[:, 0] > pixels[:, 2] + 60) & (pixels[:, 0] > 200)).sum()
-        assert blue > 100 and orange > 100, (png, blue, orange)
+    _assert_drawn(folder, ("histogram-t2m.png", "histogram-sst.png"), 100)
     for ranks, mesh in ((1, "1x1x1"), (4, "1x2x2"), (3, "3x1x1")):
         out = tmp_path / f"{ranks}-{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", "div_up",
@@ -413,6 +401,17 @@ def test_the_ipo_index_from_files_is_the_aggregators_bits(tmp_path):
                             timeout=120, env=env)
     assert result.returncode == 2 and "--ipo-index: ACE's IPO index needs a run of more than 29200 days" in \
         result.stderr, result.stderr
+
+
+def _assert_drawn(folder, pngs, least):
+    """Each of `pngs` in `folder` draws the prediction (blue) and the target (orange): at least `least` pixels each."""
+    import matplotlib.image
+
+    for png in pngs:
+        pixels = (matplotlib.image.imread(folder / png)[..., :3] * 255).astype(int).reshape(-1, 3)
+        blue = ((pixels[:, 2] > pixels[:, 0] + 60) & (pixels[:, 2] > 150)).sum()
+        orange = ((pixels[:, 0] > pixels[:, 2] + 60) & (pixels[:, 0] > 200)).sum()
+        assert blue > least and orange > least, (png, blue, orange)
 
 
 def scores_of_sst(report):

@@ -565,6 +565,13 @@ class Aggregator {
     // maps are held: whole on world rank 0 with AggregatorOptions::gather_maps (one gather over the world), else each
     // data rank 0's own box; empty elsewhere.
     [[nodiscard]] std::vector<std::vector<double>> held_maps(const std::vector<double>& part) const;
+    // A climate family's two maps (the prediction's and the truth's, this rank's box): the area-weighted RMSE of their
+    // difference into the global time means of the scores of `Value`, and both held into `out` as `gen_map` and
+    // `target_map` (collective over the world).
+    template <class Value>
+    void finish_compared_maps(VariableScores& out, const std::vector<double>& gen, const std::vector<double>& target,
+                              std::vector<double> ChannelScores::*gen_map,
+                              std::vector<double> ChannelScores::*target_map) const;
     // `values` normalised with AggregatorOptions::normalization into `out` (no MPI calls).
     template <class T>
     const std::vector<T>& normalize_into(std::span<const T> values, std::vector<T>& out) const;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "gridshard/metrics/time_mean.hpp"
+#include "gridshard/numerics/double_double.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 
 namespace gridshard {
@@ -63,6 +64,13 @@ class TrendAccumulator {
     [[nodiscard]] std::vector<double> weighted_sums() const;
 
   private:
+    // A point's exact sums in their canonical double-double form: of the values, and of t y (the products' rounded
+    // parts and remainders together); none where a value was not finite.
+    struct PointSums {
+        DoubleDouble values, products;
+    };
+    [[nodiscard]] std::optional<PointSums> point_sums(std::size_t k) const;
+
     TimeMeanAccumulator values_, products_, remainders_;
     ExactSum times_{}, squares_{};
 };
