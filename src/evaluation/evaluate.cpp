@@ -243,7 +243,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         work.split == DataSplit::members || collective || histogram ? mesh.world() : mesh.spatial();
     LocalFailure failure;
     if (histogram) {  // ACE's mask, from the truth of its pair, read first: the first window is read twice, not thrice
-        const auto [mask_ic, mask_lead] = aggregator->histogram_mask_pair();
+        // Named values, not a structured binding: the lambda below captures them (clang 14 cannot).
+        const std::int64_t mask_ic = aggregator->histogram_mask_pair().first;
+        const std::int64_t mask_lead = aggregator->histogram_mask_pair().second;
         failure = attempt([&] {
             io::ReadRound reads(collective);
             reads.read([&] {
