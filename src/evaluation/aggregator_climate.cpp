@@ -112,6 +112,7 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
         record_index<T>(initial_condition, lead, truth, members, with_truth);  // collective over spatial
     }
     if (options_.histogram) {
+        ++histogram_window_pairs_;  // a replay of the pair is not counted again
         record_histogram<T>(initial_condition, lead, truth, members, with_truth);
     }
     if (options_.index_regression) {

@@ -30,7 +30,6 @@ template <class T>
 void Aggregator::record_histogram(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                                   std::span<const T> members, bool with_truth) {
     histogram_values_double_ = std::is_same_v<T, double>;
-    ++histogram_window_pairs_;
     if (histogram_phase_ == HistogramPhase::mask) {
         if (with_truth && std::pair{initial_condition, lead} == histogram_mask_pair()) {
             for (std::size_t k = 0; k < histogram_mask_.size(); ++k) {
@@ -46,10 +45,10 @@ void Aggregator::record_histogram(std::int64_t initial_condition, std::int64_t l
     // One field's values of channel c into histogram h: in the range phase its range, and its bins under the current
     // edges where there are some; in the binning phase its bins, where the histogram awaits them.
     const auto add = [&](const T* values, std::size_t c, WindowHistogram& h) {
-        const bool bin = binning ? h.awaiting : h.committed.has_edges();
         if (binning && !h.awaiting) {
             return;
         }
+        const bool bin = binning || h.committed.has_edges();
         const std::uint8_t* left_out = histogram_mask_.data() + c * area;
         const T* field = values + c * area;
         for (std::size_t k = 0; k < area; ++k) {
@@ -87,7 +86,6 @@ void Aggregator::replay_histogram(std::int64_t initial_condition, std::int64_t l
     if (!options_.histogram || !counted_[static_cast<std::size_t>(lead)]) {
         return;
     }
-    --histogram_window_pairs_;  // the pair was counted when first recorded
     record_histogram<T>(initial_condition, lead, truth, members, shape_.work.members.begin == 0);
 }
 

@@ -204,7 +204,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     const RoundSchedule schedule = round_schedule(in, histogram);  // with histograms, collective over data
     const std::int64_t pairs = static_cast<std::int64_t>(schedule.pairs.size());
     const auto total_rounds = static_cast<std::int64_t>(schedule.round_pair.size());
-    const auto read_round = [&](std::int64_t round, PairBuffers<T>& b) {
+    const auto read_round = [&](std::int64_t round, PairBuffers<T>& b, bool with_climatology = true) {
         return attempt([&] {
             const std::int64_t at = round < total_rounds ? schedule.round_pair[static_cast<std::size_t>(round)] : -1;
             const bool has_pair = at >= 0;
@@ -220,7 +220,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                 }
             });
             reads.read([&] {
-                if (!climatology_plan) {
+                if (!climatology_plan || !with_climatology) {  // every rank alike: the histograms' replays skip it
                     return;
                 }
                 const auto* at_field =
@@ -260,13 +260,12 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         });
         check_collectively(mesh.world(), failure);
         aggregator->set_histogram_mask<T>(FieldShard<T>{buffers[0].truth, channels});
-        buffers[0].climatology_at = nullptr;
     }
     // A window's pairs again, for the histograms alone, while its end asks (collective over the world).
     const auto replay_window = [&](std::int64_t first, std::int64_t stop) {
         while (aggregator->end_histogram_window()) {
             for (std::int64_t round = first; round < stop; ++round) {
-                const LocalFailure read = read_round(round, buffers[0]);
+                const LocalFailure read = read_round(round, buffers[0], false);
                 const LocalFailure agreed = attempt([&] { check_collectively(together, read); });
                 if (agreed.failed()) {
                     return agreed;
@@ -308,7 +307,6 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             }
         }
         if (ends_window) {
-            buffers[0].climatology_at = nullptr;  // the replays read into buffer 0
             failure = replay_window(window_first, round + 1);
             window_first = round + 1;
             ++window;
