@@ -69,6 +69,7 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.scoring.trend = options.trend;
     plan.trend_variables = parse_name_list("--trend-variables", options.trend_variables);
     plan.scoring.video = options.video;
+    plan.scoring.extended_video = options.extended_videos;
     plan.video_variables = parse_name_list("--video-variables", options.video_variables);
     if (options.annual) {
         plan.scoring.annual = AnnualOptions{};  // its timestep: the files' lead-time step
@@ -375,6 +376,12 @@ Runner add_eval_command(CLI::App& app) {
                "Forecast: also ACE's video metric: per counted lead time and cell the mean over every sample of the "
                "prediction and of the truth, in --diagnostics DIR/video_diagnostics.nc (lead times not counted: "
                "NaN)");
+    command
+        ->add_flag("--enable-extended-videos", options->extended_videos,
+                   "Also ACE's extended videos (its enable_extended_videos): per counted lead time and cell the bias "
+                   "of the mean maps, the RMSE, the least and the greatest error over every sample and the ratio of "
+                   "the prediction's variance over samples to the truth's, in video_diagnostics.nc")
+        ->needs("--video");
     add_family(command, "--annual", options->annual, options->annual_variables, "annual means",
                "Forecast: also ACE's annual metric: per sample and calendar year of the valid times the mean of the "
                "counted lead times' global means, kept where the year holds more than 350 days of steps (the run "

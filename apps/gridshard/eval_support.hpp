@@ -55,8 +55,8 @@ struct EvalOptions {
     // ACE's trend (--trend, --trend-variables).
     bool trend = false;
     std::string trend_variables;
-    // ACE's video (--video, --video-variables).
-    bool video = false;
+    // ACE's video (--video, --video-variables, --enable-extended-videos).
+    bool video = false, extended_videos = false;
     std::string video_variables;
     // ACE's annual and seasonal means (--annual, --annual-variables, --seasonal, --seasonal-variables).
     bool annual = false, seasonal = false;

@@ -10,6 +10,7 @@
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <tuple>
 
 #include "gridshard/core/error.hpp"
 #include "gridshard/io/dataset_writer.hpp"
@@ -508,8 +509,22 @@ io::Dataset trend_diagnostics(const EvaluationResult& result, const MapPart& par
     return d;
 }
 
-// ACE's video_diagnostics.nc (fme's VideoAggregator.get_dataset, its default videos): per variable with a video its
-// mean maps per lead time over (source, timestep, lat, lon), source = prediction, target.
+// One of ACE's extended video maps, `values` per lead time over (timestep, lat, lon), into `d` (this rank's `part`).
+void add_video_map(io::Dataset& d, const std::string& name, const std::vector<double>& values,
+                   const std::string& long_name, std::int64_t leads, const MapPart& part) {
+    std::vector<std::int64_t> start = part.start, count = part.count;
+    if (!start.empty()) {
+        start.insert(start.begin(), 0);
+        count.insert(count.begin(), values.empty() ? 0 : leads);
+    }
+    d.variables.push_back(
+        {netcdf_name(name), {"timestep", "lat", "lon"}, values, {{"long_name", long_name}}, start, count});
+}
+
+// ACE's video_diagnostics.nc (fme's VideoAggregator.get_dataset): per variable with a video its mean maps per lead
+// time over (source, timestep, lat, lon), source = prediction, target; with its extended videos, after each its bias
+// and after them all its RMSE, least and greatest errors and variance ratios over (timestep, lat, lon), ACE's names
+// and long names.
 io::Dataset video_diagnostics(const EvaluationResult& result, const MapPart& part = {}) {
     io::Dataset d = lat_lon_dataset(result, "gridshard mean maps per lead time over every sample");
     d.dims.insert(d.dims.begin(), forecast_step_dim(result));
@@ -533,6 +548,23 @@ io::Dataset video_diagnostics(const EvaluationResult& result, const MapPart& par
                                {{"long_name", "ensemble mean of " + c.name}},
                                start,
                                count});
+        if (c.has_extended_video) {
+            add_video_map(d, "bias_" + c.name, c.video_bias, "bias of " + c.name, leads, part);
+        }
+    }
+    using Map = std::vector<double> ChannelScores::*;
+    const std::tuple<const char*, Map, const char*, const char*> extended[] = {
+        {"rmse_", &ChannelScores::video_rmse, "root mean squared error of ", ""},
+        {"min_err_", &ChannelScores::video_min_error, "min error of ", " across ensemble members"},
+        {"max_err_", &ChannelScores::video_max_error, "max error of ", " across ensemble members"},
+        {"gen_var_", &ChannelScores::video_variance_ratio, "prediction variance of ",
+         " as fraction of target variance"}};
+    for (const auto& [label, field, before, after] : extended) {
+        for (const ChannelScores& c : result.channels) {
+            if (c.has_extended_video) {
+                add_video_map(d, label + c.name, c.*field, before + c.name + after, leads, part);
+            }
+        }
     }
     return d;
 }

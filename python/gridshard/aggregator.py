@@ -75,7 +75,10 @@ class Aggregator:
     RMSE of their difference among the global time means (``trend_rmse``). ``video``: ACE's video metric, True or a dict
     of its config field ``variables``: per counted lead time and cell the mean over every sample of the prediction
     and of the truth, ``"video"`` (``{"prediction": (lead_times, nlat, nlon), "target": ...}`` on world rank 0; NaN
-    at lead times not counted). ``annual``: ACE's annual metric, a dict of the run's ``timestep`` (seconds or a
+    at lead times not counted); with ``{"enable_extended_videos": True}`` (ACE's field) its extended videos too, per
+    lead time and cell the bias of those means, the RMSE, the least and the greatest error (prediction - truth) over
+    every sample and the ratio of the prediction's variance over samples to the truth's (ACE's E[x^2] - E[x]^2, of
+    exact means), ``"bias"``, ``"rmse"``, ``"min_error"``, ``"max_error"`` and ``"variance_ratio"`` beside them. ``annual``: ACE's annual metric, a dict of the run's ``timestep`` (seconds or a
     ``datetime.timedelta``) and its config field ``variables``: per sample and calendar year of the valid times the mean
     of the counted steps' global means, kept where the year has more than 350 days of steps, ``"annual"`` (``{"years":
     (Y,), "prediction": (sample, Y), "target": ..., "counts": ...}`` on every rank, NaN where a year is not kept), and
@@ -165,7 +168,8 @@ class Aggregator:
                     problems.add(f"spectrum variables {sorted(spectral - set(self.variables))} are not among "
                                  f"variables={self.variables!r}")
         trended = _chosen_variables("trend", trend, self.variables, problems)
-        videoed = _chosen_variables("video", video, self.variables, problems)
+        videoed = _chosen_variables("video", video, self.variables, problems, ("variables", "enable_extended_videos"))
+        extended_video = bool(videoed) and isinstance(video, dict) and bool(video.get("enable_extended_videos"))
         annualized = _chosen_variables("annual", annual, self.variables, problems, ("variables", "timestep"))
         timestep = 0.0
         if annualized:
@@ -235,7 +239,7 @@ class Aggregator:
                     ensemble_cell_maps=bool(ensemble_cell_maps),
                     crps_alpha=alpha, normalization=self._stats.get(name),
                     **(spectrum_arguments if name in spectral else {}), **near_zero.get(name, {}),
-                    trend=name in trended, video=name in videoed,
+                    trend=name in trended, video=name in videoed, extended_video=extended_video and name in videoed,
                     annual_timestep=timestep if name in annualized else 0.0, seasonal=name in seasoned,
                     nino34_lon=index_lon if name in indexed else None, ipo_lon=ipo_lon if name in tripoled else None,
                     histogram=name in self._histogrammed,
@@ -394,10 +398,13 @@ class Aggregator:
                 channel[key] = _array(channel[key], (nlat, nlon))
         channel["cell_maps"] = {key: {lead: _array(values, (nlat, nlon)) for lead, values in leads.items()}
                                 for key, leads in channel.get("cell_maps", {}).items()}
-        video = channel.get("video")
+        video, extended = channel.get("video"), channel.pop("extended_video", None)
         if video is not None:
             channel["video"] = {"prediction": _array(video[0], (self.lead_times, nlat, nlon)),
                                 "target": _array(video[1], (self.lead_times, nlat, nlon))}
+            if extended is not None:
+                channel["video"].update({key: _array(values, (self.lead_times, nlat, nlon)) for key, values in
+                                         zip(("bias", "rmse", "min_error", "max_error", "variance_ratio"), extended)})
         seasonal = channel.get("seasonal")
         if seasonal is not None:
             channel["seasonal"] = {"prediction": _array(seasonal[0], (4, nlat, nlon)),

@@ -69,8 +69,8 @@ struct AggregatorArguments {
     bool near_zero_maps = false;
     // ACE's trend (AggregatorOptions::trend): each pair recorded with its time.
     bool trend = false;
-    // ACE's video (AggregatorOptions::video).
-    bool video = false;
+    // ACE's video (AggregatorOptions::video), with its extended videos (AggregatorOptions::extended_video).
+    bool video = false, extended_video = false;
     // ACE's annual means (AggregatorOptions::annual) of a run of this timestep (0: none), and seasonal means.
     double annual_timestep = 0.0;
     bool seasonal = false;
@@ -219,6 +219,7 @@ class PythonAggregator {
                     }
                     options.trend = args_.trend;
                     options.video = args_.video;
+                    options.extended_video = args_.extended_video;
                     if (args_.annual_timestep != 0.0) {
                         options.annual = AnnualOptions{args_.annual_timestep};
                     }
@@ -264,6 +265,7 @@ class PythonAggregator {
                                     args_.near_zero_maps ? 1.0 : 0.0,
                                     args_.trend ? 1.0 : 0.0,
                                     args_.video ? 1.0 : 0.0,
+                                    args_.extended_video ? 1.0 : 0.0,
                                     args_.annual_timestep,
                                     args_.seasonal ? 1.0 : 0.0,
                                     args_.histogram ? 1.0 : 0.0,
@@ -562,6 +564,7 @@ void bind_aggregator(py::module_& m) {
                      {"near_zero_maps", [&](py::handle v) { a.near_zero_maps = v.cast<bool>(); }},
                      {"trend", [&](py::handle v) { a.trend = v.cast<bool>(); }},
                      {"video", [&](py::handle v) { a.video = v.cast<bool>(); }},
+                     {"extended_video", [&](py::handle v) { a.extended_video = v.cast<bool>(); }},
                      {"annual_timestep", [&](py::handle v) { a.annual_timestep = v.cast<double>(); }},
                      {"seasonal", [&](py::handle v) { a.seasonal = v.cast<bool>(); }},
                      {"histogram", [&](py::handle v) { a.histogram = v.cast<bool>(); }},
@@ -602,7 +605,8 @@ void bind_aggregator(py::module_& m) {
              "spectrum_convention, "
              "spectrum_lmax, spectrum_mmax, spectrum_fill_steps (-1: no fill), normalization ((mean, std) or None), "
              "near_zero_eps (ACE's near-zero fractions at or below it, or None), near_zero_maps, trend (ACE's "
-             "trend: each pair recorded with its time), video (ACE's video), annual_timestep (ACE's annual means of "
+             "trend: each pair recorded with its time), video (ACE's video), extended_video (its extended videos), "
+             "annual_timestep (ACE's annual means of "
              "a run of this timestep in seconds; 0: none), seasonal (ACE's seasonal means) and nino34_lon (ACE's Nino "
              "3.4 "
              "index over the grid's longitudes, or None) histogram (ACE's histograms, every record a window) and "

@@ -81,6 +81,12 @@ py::dict channel_dict(const ChannelScores& channel) {
     c["video"] = channel.video_prediction.empty()
                      ? py::object(py::none())
                      : py::object(py::make_tuple(map_bytes(channel.video_prediction), map_bytes(channel.video_truth)));
+    c["extended_video"] =
+        channel.video_bias.empty()
+            ? py::object(py::none())
+            : py::object(py::make_tuple(map_bytes(channel.video_bias), map_bytes(channel.video_rmse),
+                                        map_bytes(channel.video_min_error), map_bytes(channel.video_max_error),
+                                        map_bytes(channel.video_variance_ratio)));
     c["trend_maps"] =
         channel.trend_prediction_map.empty()
             ? py::object(py::none())

@@ -82,7 +82,8 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.near_zero_fraction.reset();  // nor near-zero fractions
     normalized.trend = false;               // nor trends
     normalized.video = false;               // nor videos
-    normalized.annual.reset();              // nor annual or seasonal means
+    normalized.extended_video = false;
+    normalized.annual.reset();  // nor annual or seasonal means
     normalized.seasonal = false;
     normalized.regional_index.reset();
     normalized.histogram.reset();  // nor histograms
@@ -174,6 +175,9 @@ Aggregator::Aggregator(const ShardedGrid& grid, AggregatorShape shape, const std
         if (!why.empty()) {
             throw ArgumentError("ensemble_cell_leads: " + why);
         }
+    }
+    if (options_.extended_video && !options_.video) {
+        throw ArgumentError("extended_video: ACE's extended videos are its video's; set video too");
     }
     if (const std::optional<io::ChannelStats>& stats = options_.normalization) {
         std::string why;

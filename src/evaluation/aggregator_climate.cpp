@@ -1,8 +1,6 @@
 // ACE's climate families in the Aggregator: their sums made, a counted pair recorded and the results finished, each
-// family's own work in its file (aggregator_near_zero.cpp, aggregator_trend.cpp, aggregator_calendar.cpp) but the
-// video's, which is here: per
-// counted lead time the exact sums over samples of the prediction and of the truth, and at finish their mean maps,
-// gathered one lead time and field at a time.
+// family's own work in its file (aggregator_near_zero.cpp, aggregator_trend.cpp, aggregator_video.cpp,
+// aggregator_calendar.cpp, ...).
 
 #include <algorithm>
 #include <limits>
@@ -49,6 +47,18 @@ void Aggregator::start_climate_families() {
         for (const std::int64_t row : options_.counted_leads) {
             video_prediction_[static_cast<std::size_t>(row)].emplace(grid_, channels);
             video_truth_[static_cast<std::size_t>(row)].emplace(grid_, channels);
+        }
+    }
+    if (options_.extended_video) {
+        extended_video_.resize(static_cast<std::size_t>(e.lead_times));
+        const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
+        for (const std::int64_t row : options_.counted_leads) {
+            extended_video_[static_cast<std::size_t>(row)].emplace(
+                ExtendedVideoSums{.squared_error = TimeMeanAccumulator(grid_, channels),
+                                  .prediction_squares = TimeMeanAccumulator(grid_, channels),
+                                  .truth_squares = TimeMeanAccumulator(grid_, channels),
+                                  .min_error = std::vector<double>(plane, std::numeric_limits<double>::infinity()),
+                                  .max_error = std::vector<double>(plane, -std::numeric_limits<double>::infinity())});
         }
     }
     if (options_.regional_index) {
@@ -108,6 +118,9 @@ void Aggregator::record_climate_families(std::int64_t initial_condition, std::in
     if (with_truth) {
         add_fields_to<T>(std::span(truth_sums, held), truth.values);
     }
+    if (options_.extended_video) {
+        record_extended_video<T>(lead, truth, members, with_truth);
+    }
     if (options_.regional_index) {
         record_index<T>(initial_condition, lead, truth, members, with_truth);  // collective over spatial
     }
@@ -153,31 +166,6 @@ void Aggregator::finish_climate_families(VariableScores& out) {
     }
     if (options_.tripole_index) {
         finish_tripole(out);
-    }
-}
-
-void Aggregator::finish_video(VariableScores& out) {
-    const std::int64_t channels = shape_.channels;
-    const auto plane = static_cast<std::size_t>(channels * grid_.box().area());
-    const std::vector<double> missing(plane, std::numeric_limits<double>::quiet_NaN());  // a lead time not counted
-    for (ChannelScores& channel : out) {
-        channel.has_video = true;
-    }
-    for (std::size_t lead = 0; lead < video_prediction_.size(); ++lead) {
-        for (auto [sums, field] : {std::pair{&video_prediction_[lead], &ChannelScores::video_prediction},
-                                   std::pair{&video_truth_[lead], &ChannelScores::video_truth}}) {
-            if (sums->has_value()) {
-                (*sums)->merge_over_data();  // collective over data: every counted pair added once
-            }
-            // One gather over the world per lead time and field: the writer holds one global map more at a time.
-            std::vector<std::vector<double>> maps =
-                held_maps(sums->has_value() ? (*sums)->mean_difference(ValidityPolicy::propagate) : missing);
-            for (std::int64_t c = 0; c < channels; ++c) {
-                std::vector<double>& video = out[static_cast<std::size_t>(c)].*field;
-                const std::vector<double>& map = maps[static_cast<std::size_t>(c)];
-                video.insert(video.end(), map.begin(), map.end());
-            }
-        }
     }
 }
 

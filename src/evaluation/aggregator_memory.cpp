@@ -41,6 +41,11 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     // The video's sums of each field per lead time (24 bytes per point, and their gather).
     const std::uint64_t video_sums =
         options.video ? 2 * leads * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
+    // The extended video's three sums (as the video's), its least and greatest errors and their flags, the terms.
+    const std::uint64_t extended_video =
+        options.extended_video ? 3 * leads * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) +
+                                     leads * c * area * 20 + 4 * 8 * c * area
+                               : 0;
     // The seasonal sums of each field per season (24 bytes per point, and their gather); the pairs' times.
     const std::uint64_t seasonal_sums =
         options.seasonal ? 8 * c * area * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
@@ -58,8 +63,8 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
         options.index_regression ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
     // The tripole index's means per box, as the regional index's.
     const std::uint64_t tripole = options.tripole_index ? 48 * samples * leads * c + 8 * (1 + m) * c * area : 0;
-    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + seasonal_sums + times + index +
-           histograms + regression_sums + tripole;
+    return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + extended_video + seasonal_sums +
+           times + index + histograms + regression_sums + tripole;
 }
 
 }  // namespace gridshard

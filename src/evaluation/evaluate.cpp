@@ -173,6 +173,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             };
             options.trend = chosen(in.plan.scoring.trend, in.plan.trend_variables);
             options.video = chosen(in.plan.scoring.video, in.plan.video_variables);
+            options.extended_video = options.video && in.plan.scoring.extended_video;
             options.seasonal = chosen(in.plan.scoring.seasonal, in.plan.seasonal_variables);
             if (!chosen(in.plan.scoring.annual.has_value(), in.plan.annual_variables)) {
                 options.annual.reset();

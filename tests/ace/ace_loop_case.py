@@ -11,8 +11,9 @@ members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and lo
 hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a threshold each,
 its maps), its trend (of "a", "b" and a variable the data lacks, which ACE leaves out), its video (of "b") and
 an ensemble metric's mean maps (log_mean_maps, images).
-Under spatial parallelism a config with ACE's extended videos on (a metric gridshard does not implement) is refused
-first, and the message is kept in logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's
+Its video has ACE's extended videos on. Under spatial parallelism a --climate config with ACE's annual means against
+monthly reference data (a metric gridshard does not implement) is refused first, and the message is kept in
+logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's
 `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's loop in float64),
 --masked a variable "sst" missing over land with the dataset's mask of it (ACE's mask provider).
 """
@@ -165,10 +166,14 @@ build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_t
 out = {"refused": None}
 spatial = not args.ace and getattr(dist._distributed, "distributed", None) is not None and \
     dist._distributed.distributed.has_spatial_parallelism
-if spatial and not args.climate and not args.ipo:
+if spatial and args.climate:  # annual means with monthly reference data (ACE's R2): still ACE's, refused on shards
+    reference = os.path.join(args.out, f"reference-{dist.rank}.nc")
+    monthly = [[t0 + datetime.timedelta(days=30 * k) for k in range(FORWARD + 1)]]
+    xr.Dataset({"a": (("sample", "time", "lat", "lon"), truth["a"][:1]),
+                "counts": (("sample", "time"), np.ones((1, FORWARD + 1), dtype=np.float32))},
+               coords={"valid_time": (("sample", "time"), monthly)}).to_netcdf(reference)
     try:
-        InferenceEvaluatorAggregatorConfig(video=VideoMetricConfig(enabled=True, enable_extended_videos=True)).build(
-            **build)
+        InferenceEvaluatorAggregatorConfig(annual=AnnualMetricConfig(reference_data=reference)).build(**build)
     except ValueError as error:
         out["refused"] = str(error)
 config = InferenceEvaluatorAggregatorConfig(
@@ -180,7 +185,7 @@ config = InferenceEvaluatorAggregatorConfig(
     near_zero_fraction=NearZeroFractionMetricConfig(enabled=True, variables=["a", "b"], eps=290.0,
                                                     per_variable_eps={"a": 250.0}, include_maps=True),
     trend=TrendMetricConfig(enabled=not args.no_trend, variables=["a", "b", "absent"]),
-    video=VideoMetricConfig(enabled=not args.no_video, variables=["b"]),
+    video=VideoMetricConfig(enabled=not args.no_video, variables=["b"], enable_extended_videos=True),
     annual=AnnualMetricConfig(variables=None if args.climate else ["a"]),  # ACE's default; a short run drops it
     seasonal=SeasonalMetricConfig(enabled=args.climate, variables=["a", "b"] + (["sst"] if args.masked else [])),
     enso_index=EnsoIndexMetricConfig(),  # ACE's default; a short run drops it

@@ -16,15 +16,16 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
 - ACE's power spectrum (its fill, its transform, averaged over every forward step; its four norm biases and
   power_spectrum_diagnostics.nc) is gridshard's at every mesh, spatial parallelism included (where ACE's own refuses
   it), its `variables` filter honoured (variable "b" only on shards); within ACE's float32 transform of ACE's numbers.
-- Under spatial parallelism a metric gridshard does not implement (here ACE's extended videos) is refused at build time,
-  naming it and the field that turns it off; on one process it would be ACE's own.
+- Under spatial parallelism a metric gridshard does not implement (ACE's annual means against monthly reference data,
+  in the climate case) is refused at build time, naming it and the field that turns it off; on one process it would
+  be ACE's own.
 - ACE's gradient score leaves missing points out while its other sums let them through (a weighted_nanmean of each
   magnitude): gridshard's own-points gradient score does the same (metrics/field.hpp, own_gradient_policy).
 - ACE's near_zero_fraction metric (a threshold per variable, a variable with missing points, its maps) is ACE's at
   every mesh: its gen and gen_minus_target keys and its file (gen, target and error maps, global).
 - ACE's trend (per-cell least-squares slopes per year against the Julian calendar's dates) is ACE's at every mesh: its
   weighted_rmse keys and its file (target and prediction maps over (source, lat, lon), global); its video (the mean
-  maps per step, global) too.
+  maps per step, global, and its extended videos: bias, RMSE, least and greatest errors, variance ratio) too.
 - The documented difference, where a target is missing: ACE's spread-skill ratio bias counts a missing cell as -1;
   gridshard follows its sums (NaN).
 
@@ -327,12 +328,12 @@ def test_aces_own_maps_on_shards_are_tiles(runs):
     assert serial.shape == mine.shape == (10, 16) and np.allclose(mine, serial, rtol=1e-5)
 
 
-def test_unimplemented_metrics_are_refused_on_shards(runs):
-    assert runs[(1, 1, 1)]["refused"] is None
+def test_unimplemented_metrics_are_refused_on_shards(climate_runs):
+    assert climate_runs[(1, 1, 1)]["refused"] is None
     for mesh in MESHES[1:]:
-        message = runs[mesh]["refused"]
-        assert message and "InferenceEvaluatorAggregatorConfig.video" in message, (mesh, message)
-        assert "video.enable_extended_videos=False" in message and "\n" not in message, message
+        message = climate_runs[mesh]["refused"]
+        assert message and "InferenceEvaluatorAggregatorConfig.annual" in message, (mesh, message)
+        assert "set annual.enabled=False" in message and "\n" not in message, message
 
 
 def test_the_power_spectrum_is_aces_at_every_mesh(runs):

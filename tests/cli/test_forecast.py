@@ -362,6 +362,7 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     (["--trend-variables", "t2m"], "--trend-variables requires --trend"),
     (["--video", "--video-variables", "t2m,t2m"], "--video-variables 't2m,t2m' names 't2m' twice"),
     (["--video", "--video-variables", "u10"], "--video: variables names 'u10', which is not a scored variable"),
+    (["--enable-extended-videos"], "--enable-extended-videos requires --video"),
     (["--annual"], "--annual: ACE's annual means need a run of more than 730 days, this one is"),
     (["--annual-variables", "t2m"], "--annual-variables requires --annual"),
     (["--enso-index"], "--enso-index: ACE's ENSO index needs a run of more than 730 days, this one is"),

@@ -175,6 +175,7 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
         .spectrum = spectrum,
         .trend = trend,
         .video = trend,
+        .extended_video = trend,
         .annual = trend ? std::optional<AnnualOptions>(AnnualOptions{annual_timestep}) : std::nullopt,
         .seasonal = trend};
     if (trend) {
@@ -318,10 +319,17 @@ void expect_same_bits(const VariableScores& got, const VariableScores& want, boo
                          got[c].name + " map of " + got[c].cell_maps[m].score->key);
                 }
             }
-            ASSERT_EQ(got[c].video_prediction.size(), want[c].video_prediction.size()) << what;
-            for (std::size_t i = 0; i < got[c].video_prediction.size(); ++i) {
-                same(got[c].video_prediction[i], want[c].video_prediction[i], got[c].name + " video");
-                same(got[c].video_truth[i], want[c].video_truth[i], got[c].name + " truth's video");
+            for (auto [field, label] : {std::pair{&ChannelScores::video_prediction, "video"},
+                                        std::pair{&ChannelScores::video_truth, "truth's video"},
+                                        std::pair{&ChannelScores::video_bias, "video's bias"},
+                                        std::pair{&ChannelScores::video_rmse, "video's RMSE"},
+                                        std::pair{&ChannelScores::video_min_error, "video's least error"},
+                                        std::pair{&ChannelScores::video_max_error, "video's greatest error"},
+                                        std::pair{&ChannelScores::video_variance_ratio, "video's variance ratio"}}) {
+                ASSERT_EQ((got[c].*field).size(), (want[c].*field).size()) << what << " " << label;
+                for (std::size_t i = 0; i < (got[c].*field).size(); ++i) {
+                    same((got[c].*field)[i], (want[c].*field)[i], got[c].name + " " + label);
+                }
             }
             ASSERT_EQ(got[c].trend_prediction_map.size(), want[c].trend_prediction_map.size()) << what;
             for (std::size_t i = 0; i < got[c].trend_prediction_map.size(); ++i) {
@@ -451,6 +459,54 @@ TEST(Aggregator, TrendsAreTheLeastSquaresSlopesAndTheBitsOfOneRank) {
                         EXPECT_NEAR(value, want, 1e-15 * std::abs(want)) << c << " " << l << " " << p;
                     }
                 }
+                // The extended video: the bias of the means, the RMSE, the least and greatest error over every sample
+                // and the ratio of the variances E[x^2] - E[x]^2 (the truth once per initial condition).
+                long double squared_error = 0, prediction_square = 0, truth_square = 0;
+                long double least = INFINITY, greatest = -INFINITY;
+                for (std::int64_t ic = 0; ic < k.extent.initial_conditions; ++ic) {
+                    const long double t = k.truth_at(ic, l)[static_cast<std::size_t>(c * area + p)];
+                    truth_square += t * t;
+                    const std::vector<float> members = k.members_at(ic, l, {0, k.extent.members});
+                    for (std::int64_t m = 0; m < k.extent.members; ++m) {
+                        const long double x = members[static_cast<std::size_t>(m * k.plane() + c * area + p)];
+                        const long double error = static_cast<double>(x) - static_cast<double>(t);
+                        squared_error += error * error;
+                        prediction_square += x * x;
+                        least = std::isnan(error) ? error : std::min(least, error);
+                        greatest = std::isnan(error) ? error : std::max(greatest, error);
+                    }
+                }
+                const auto samples = static_cast<long double>(k.extent.initial_conditions * k.extent.members);
+                const auto ics = static_cast<long double>(k.extent.initial_conditions);
+                const long double mean_p = prediction / samples, mean_t = truth / ics;
+                const double want_ratio = static_cast<double>((prediction_square / samples - mean_p * mean_p) /
+                                                              (truth_square / ics - mean_t * mean_t));
+                const double want_rmse = static_cast<double>(std::sqrt(squared_error / samples));
+                EXPECT_EQ(got.video_bias.size(), got.video_prediction.size());
+                if (l == 0) {  // not counted: the empty minimum and maximum, NaN elsewhere
+                    EXPECT_EQ(got.video_min_error[at], INFINITY);
+                    EXPECT_EQ(got.video_max_error[at], -INFINITY);
+                }
+                if (l == 0 || std::isnan(want_rmse)) {
+                    for (const double value : {got.video_rmse[at], got.video_bias[at], got.video_variance_ratio[at]}) {
+                        EXPECT_TRUE(std::isnan(value)) << c << " " << l << " " << p;
+                    }
+                    if (l != 0) {
+                        EXPECT_TRUE(std::isnan(got.video_min_error[at]) && std::isnan(got.video_max_error[at]));
+                    }
+                    continue;
+                }
+                EXPECT_NEAR(got.video_bias[at], want_prediction - want_truth, 1e-14) << c << " " << l << " " << p;
+                EXPECT_NEAR(got.video_rmse[at], want_rmse, 1e-15 * want_rmse) << c << " " << l << " " << p;
+                EXPECT_EQ(got.video_min_error[at], static_cast<double>(least)) << c << " " << l << " " << p;
+                EXPECT_EQ(got.video_max_error[at], static_cast<double>(greatest)) << c << " " << l << " " << p;
+                // E[x^2] - E[x]^2 of exact means rounded to double loses about 2^-52 E[x^2] / var of each variance
+                const long double var_p = prediction_square / samples - mean_p * mean_p;
+                const long double var_t = truth_square / ics - mean_t * mean_t;
+                const double cancellation =
+                    static_cast<double>(prediction_square / samples / var_p + truth_square / ics / var_t);
+                EXPECT_NEAR(got.video_variance_ratio[at], want_ratio, 8e-16 * cancellation * std::abs(want_ratio))
+                    << c << " " << l << " " << p;
             }
         }
     }

@@ -37,6 +37,7 @@ parser.add_argument("--spectrum", action="store_true")
 parser.add_argument("--near-zero", type=json.loads, default=None)
 parser.add_argument("--trend", action="store_true")
 parser.add_argument("--video", action="store_true")
+parser.add_argument("--extended-video", action="store_true", help="with --video, ACE's extended videos too")
 parser.add_argument("--seasonal", action="store_true")
 parser.add_argument("--nino34", action="store_true", help="ACE's Nino 3.4 index of the variables ACE names")
 parser.add_argument("--ipo", action="store_true", help="ACE's IPO index of sst")
@@ -68,7 +69,8 @@ aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=me
                                   first_initial_condition=first, local_initial_conditions=len(mine),
                                   normalize=args.normalize, spectrum=True if args.spectrum else None,
                                   near_zero_fraction=args.near_zero, trend=args.trend or None,
-                                  video=args.video or None, seasonal=args.seasonal or None,
+                                  video={"enable_extended_videos": args.extended_video} if args.video else None,
+                                  seasonal=args.seasonal or None,
                                   annual={"timestep": args.annual} if args.annual else None,
                                   nino34_index={"variables": [n for n in names if n in ("sst", "TS")]}
                                   if args.nino34 else None, histogram=args.histogram or None,

@@ -74,7 +74,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
            "--diagnostics", folder, "--normalize", *stats, "--spectrum", "--quiet", "--near-zero-fraction",
            "--near-zero-fraction-eps", "280", "--near-zero-fraction-per-variable-eps", "sst=295",
-           "--near-zero-fraction-include-maps", "--trend", "--video", "--seasonal")
+           "--near-zero-fraction-include-maps", "--trend", "--video", "--enable-extended-videos", "--seasonal")
     report = json.loads((folder / "r.json").read_text())
     tool, tool_normalized = report["variables"], report["normalized"]["ace_keys"]
 
@@ -93,6 +93,10 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
     with netCDF4.Dataset(folder / "video_diagnostics.nc") as videos:
         tool_videos = {(source, n): _as_hex(np.asarray(videos[n][k][:].filled(np.nan)).ravel())
                        for n in tool for k, source in enumerate(("prediction", "target"))}
+        extended = {"bias": "bias", "rmse": "rmse", "min_error": "min_err", "max_error": "max_err",
+                    "variance_ratio": "gen_var"}  # the library's name: ACE's label in the file
+        tool_videos.update({(key, n): _as_hex(np.asarray(videos[f"{label}_{n}"][:].filled(np.nan)).ravel())
+                            for n in tool for key, label in extended.items()})
     with netCDF4.Dataset(folder / "power_spectrum_diagnostics.nc") as spectra:
         tool_spectra = {(source, n): _as_hex(np.asarray(spectra[n][k][:]).ravel())
                         for n in tool for k, source in enumerate(("prediction", "target"))}
@@ -103,7 +107,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
                "--truth", truth, "--pred", pred, "--window", window, *(["--torch"] if torch else []),
                "--normalize", *stats, "--spectrum", "--near-zero", json.dumps(near_zero), "--trend", "--video",
-               "--seasonal")
+               "--extended-video", "--seasonal")
         python = json.loads(out.read_text())
         normalized = python.pop("normalized")  # ACE's normalised keys: the tool's --normalize, bit for bit
         assert sorted(normalized) == sorted(tool_normalized), mesh
@@ -132,6 +136,7 @@ def test_the_aggregator_gives_the_tools_bits_at_every_mesh(several_initial_condi
             error = np.array([float.fromhex(v) for v in maps["prediction"]]) - \
                 np.array([float.fromhex(v) for v in maps["target"]])
             assert _as_hex(error) == tool_fractions[("error", name)], (mesh, name)
+            assert len(scores["video"]) == 7, (mesh, name)  # the mean maps and the five extended ones
             for source, values in scores["video"].items():
                 assert values == tool_videos[(source, name)], (mesh, name, source)
             for source, values in scores["trend_maps"].items():  # the trend's RMSE is among the time means

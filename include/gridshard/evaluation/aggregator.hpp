@@ -245,6 +245,14 @@ struct AggregatorOptions {
     /// every sample of the prediction (every member) and of the truth, exact; a lead time not counted is NaN, as
     /// ACE's row of the initial condition, which its video never sees. 48 bytes a point, channel and lead time.
     bool video = false;
+    /// With `video`, ACE's extended videos (its enable_extended_videos): per counted lead time and cell the bias of the
+    /// mean maps, the RMSE over every sample, the least and the greatest error (prediction - truth, in doubles) over
+    /// every sample (NaN where one is NaN; at a lead time not counted +inf and -inf, the empty minimum and maximum, as
+    /// ACE's, where the other maps are NaN) and the ratio of the prediction's variance over samples to the truth's, by
+    /// ACE's rule E[x^2] - E[x]^2 of exact means (the truth counted once per initial condition, as ACE's repeated
+    /// target gives the same means). The squares are summed exactly (each as its two-product). 88 bytes more a point,
+    /// channel and lead time.
+    bool extended_video = false;
     /// ACE's annual metric (none: not formed); it needs the valid times (Aggregator::record_time) and the global
     /// weighted means of the prediction and the truth, which it adds to deterministic_keys where those leave them out.
     std::optional<AnnualOptions> annual{};
@@ -345,6 +353,15 @@ struct ChannelScores {
     bool has_video = false;
     std::vector<double> video_prediction{};
     std::vector<double> video_truth{};
+    /// With AggregatorOptions::extended_video (`has_extended_video`, on every rank), per lead time (slowest) the maps
+    /// of ACE's extended videos, held alike: the bias of the mean maps, the RMSE, the least and the greatest error and
+    /// the variance ratio.
+    bool has_extended_video = false;
+    std::vector<double> video_bias{};
+    std::vector<double> video_rmse{};
+    std::vector<double> video_min_error{};
+    std::vector<double> video_max_error{};
+    std::vector<double> video_variance_ratio{};
     /// With AggregatorOptions::annual, ACE's annual means on every rank.
     std::optional<AnnualMeans> annual{};
     /// With AggregatorOptions::seasonal (`has_seasonal`, on every rank), per season (DJF, MAM, JJA, SON; slowest) the
@@ -499,7 +516,11 @@ class Aggregator {
                       std::span<const T> members, bool with_truth);
     // The slopes, their RMSE and maps into `out` (collective over the world).
     void finish_trend(VariableScores& out);
-    // The video's mean maps into `out` (collective over the world).
+    // The extended video's sums of this pair's errors, members' squares and (when `with_truth`) truth's squares, and
+    // its least and greatest errors (no MPI calls).
+    template <class T>
+    void record_extended_video(std::int64_t lead, FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    // The video's mean maps, and the extended video's maps, into `out` (collective over the world).
     void finish_video(VariableScores& out);
     // The pair's valid time (record_time's; throws ArgumentError naming `setting` when none was given).
     [[nodiscard]] const ValidTime& time_of(std::int64_t initial_condition, std::int64_t lead,
@@ -600,6 +621,14 @@ class Aggregator {
     std::vector<double> index_variance_;
     // With the video: per lead time the sums over samples of the prediction and of the truth (empty where not counted).
     std::vector<std::optional<TimeMeanAccumulator>> video_prediction_, video_truth_;
+    // With the extended video: per lead time the sums over samples of the squared errors and of the squares of the
+    // prediction and of the truth, and the least and greatest errors (empty where not counted); the terms' scratch.
+    struct ExtendedVideoSums {
+        TimeMeanAccumulator squared_error, prediction_squares, truth_squares;
+        std::vector<double> min_error, max_error;
+    };
+    std::vector<std::optional<ExtendedVideoSums>> extended_video_;
+    std::vector<double> video_terms_;
     // With the seasonal means: per season the sums over its counted pairs of the prediction and of the truth.
     std::vector<TimeMeanAccumulator> seasonal_prediction_, seasonal_truth_;
     // With the regional index: per (sample, lead, channel) the prediction's regional means, per (initial condition,

@@ -8,9 +8,9 @@ implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and 
 ``time_mean_norm``, ``zonal_mean``, ``power_spectrum`` (ACE's NaN fill and spherical power spectrum of every
 forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
-cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its default videos),
+cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its extended videos too),
 annual (without monthly reference data), seasonal, ENSO index, ENSO coefficient, IPO index and histogram metrics.
-Every other enabled metric (extended videos, annual with monthly reference data) is ACE's own aggregator when the
+Every other enabled metric (annual with monthly reference data) is ACE's own aggregator when the
 grid is not split, and is refused at build time under spatial parallelism, naming it and the config field that turns
 it off. docs/ace.md has the table.
 """
@@ -161,9 +161,8 @@ class InferenceEvaluatorAggregator:
                        ace_main.NearZeroFractionMetricConfig, ace_main.HistogramMetricConfig)
         # ACE's trend where ACE's build keeps it: two forward steps at least (it drops, or with strict raises, else)
         trend_served = [m for m in metrics if isinstance(m, ace_main.TrendMetricConfig) and n_forward_steps >= 2]
-        # ACE's video, its default videos (the extended ones stay ACE's)
-        video_served = [m for m in metrics if isinstance(m, ace_main.VideoMetricConfig) and
-                        not m.enable_extended_videos]
+        # ACE's video, its extended videos too
+        video_served = [m for m in metrics if isinstance(m, ace_main.VideoMetricConfig)]
         # ACE's annual (where its build keeps it) and seasonal metrics
         annual_served, seasonal_served, enso_served = calendar.served(ace_main, config, metrics, dataset_info,
                                                                       n_ic_steps + n_forward_steps)
@@ -205,8 +204,7 @@ class InferenceEvaluatorAggregator:
             for metric in rest:
                 if self._active_on_shards(ace_main, metric, build_args):
                     field = _field_of(config, metric)
-                    off = f"{field}.enable_extended_videos=False or {field}.enabled=False" if isinstance(
-                        metric, ace_main.VideoMetricConfig) else f"{field}.enabled=False"
+                    off = f"{field}.enabled=False"
                     raise ValueError(
                         f"InferenceEvaluatorAggregatorConfig.{field} ({type(metric).__name__}, "
                         f"'{metric.get_name()}'): not implemented by gridshard under spatial parallelism "
@@ -317,7 +315,8 @@ class InferenceEvaluatorAggregator:
                                       spectrum={"variables": spectral} if spectral else None, masks=masks,
                                       near_zero_fraction=near_zero,
                                       trend={"variables": trended} if trended else None,
-                                      video={"variables": videoed} if videoed else None,
+                                      video={"variables": videoed, "enable_extended_videos": any(
+                                          m.enable_extended_videos for m in self._videos)} if videoed else None,
                                       annual={"variables": annualized, "timestep": self._timestep} if annualized
                                       else None,
                                       seasonal={"variables": seasoned} if seasoned else None,
@@ -676,6 +675,14 @@ class InferenceEvaluatorAggregator:
                     attrs = {"units": meta.units, **attrs}
                 data[name] = xr.DataArray(np.stack([video["prediction"], video["target"]]),
                                           dims=("source", "timestep", "lat", "lon"), attrs=attrs)
+                if metric.enable_extended_videos:
+                    data[f"bias_{name}"] = _video_map(video["bias"], meta, f"bias of {_long_name(meta)}")
+            for label, key, units, text in _EXTENDED_VIDEOS if metric.enable_extended_videos else ():
+                for name in sorted(n for n in denorm if denorm[n].get("video") is not None and
+                                   (metric.variables is None or n in metric.variables)):
+                    meta = self._metadata.get(name)
+                    data[f"{label}_{name}"] = _video_map(denorm[name]["video"][key], meta,
+                                                         text.format(_long_name(meta)), units)
             if data:
                 out[metric.get_name()] = xr.Dataset(data)
         out.update(calendar.annual_datasets(self._annual, denorm or {}))  # fme's annual_diagnostics.nc
@@ -701,6 +708,29 @@ class InferenceEvaluatorAggregator:
                 out[metric.get_name()] = xr.Dataset(data, coords={"source": ["prediction", "target"],
                                                                   "wavenumber": np.arange(degrees)})
         return out
+
+
+# fme's VideoAggregator's extended videos after each variable's bias, in its order: its label, the library's map, the
+# units ("": ACE's; None: the variable's) and ACE's long name of the variable's long name.
+_EXTENDED_VIDEOS = (("rmse", "rmse", None, "root mean squared error of {}"),
+                    ("min_err", "min_error", None, "min error of {} across ensemble members"),
+                    ("max_err", "max_error", None, "max error of {} across ensemble members"),
+                    ("gen_var", "variance_ratio", "", "prediction variance of {} as fraction of target variance"))
+
+
+def _long_name(meta):
+    """fme's VideoAggregator's get_long_name: the variable's long name, None without metadata."""
+    return getattr(meta, "long_name", None)
+
+
+def _video_map(values, meta, long_name, units=None):
+    """One of fme's extended video maps over (timestep, lat, lon), ACE's attributes: units (``units``, else the
+    variable's where known) and ``long_name``."""
+    import xarray as xr
+
+    units = units if units is not None else getattr(meta, "units", None)
+    attrs = {"long_name": long_name} if units is None else {"units": units, "long_name": long_name}
+    return xr.DataArray(values, dims=("timestep", "lat", "lon"), attrs=attrs)
 
 
 def _netcdf_of(dataset):
