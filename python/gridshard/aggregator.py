@@ -81,8 +81,9 @@ class Aggregator:
     exact means), ``"bias"``, ``"rmse"``, ``"min_error"``, ``"max_error"`` and ``"variance_ratio"`` beside them.
     ``annual``: ACE's annual metric, a dict of the run's ``timestep`` (seconds or a ``datetime.timedelta``) and its
     config field ``variables``: per sample and calendar year of the valid times the mean of the counted steps' global
-    means, kept where the year has more than 350 days of steps, ``"annual"`` (``{"years": (Y,), "prediction": (sample, Y), "target": ..., "counts": ...}`` on every rank, NaN where a year is not kept), and
-    ACE's ``annual_rmse`` and ``annual_crps`` among the global time means (over more than one year). ``seasonal``: ACE's
+    means, kept where the year has more than 350 days of steps, ``"annual"`` (``{"years": (Y,), "prediction": (sample,
+    Y), "target": ..., "counts": ...}`` on every rank, NaN where a year is not kept), and ACE's ``annual_rmse`` and
+    ``annual_crps`` among the global time means (over more than one year). ``seasonal``: ACE's
     seasonal metric, True or a dict of ``variables``: per season (DJF, MAM, JJA, SON) and cell the mean of its counted
     steps, ``"seasonal"`` (``{"prediction": (4, nlat, nlon), "target": ...}`` on world rank 0), and ACE's time-mean RMSE
     per season (``seasonal_rmse_djf``, ...) and over the four (``seasonal_rmse``). The trend, annual and seasonal means
