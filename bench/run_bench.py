@@ -443,8 +443,8 @@ def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     # seasonal means, the histograms; the annual means and the ENSO index need more than 730 days) on top of the
     # default scores, against the default scores alone, interleaved on the same pair.
     families_command = gridshard_command + ["--near-zero-fraction", "--near-zero-fraction-eps", "280",
-                                            "--near-zero-fraction-include-maps", "--trend", "--video", "--seasonal",
-                                            "--histogram"]
+                                            "--near-zero-fraction-include-maps", "--trend", "--video",
+                                            "--enable-extended-videos", "--seasonal", "--histogram"]
     print(f"+ gridshard eval with and without the climate families on {truth.name}, interleaved", flush=True)
     default_samples, families_samples = [], []
     for _ in range(3):
@@ -463,7 +463,7 @@ def forecast_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "ensemble": {**without_samples(one), "t_ensemble_all_cores_s": threaded["t_ensemble_s"], "threads": cores,
                      "t_numpy_s": numpy_ensemble["t_numpy_s"], "numpy_result": numpy_ensemble["result"],
                      "gridshard_vs_numpy_max_relative_difference": ensemble_agreement},
-        "climate_families": {"families": ["near_zero_fraction (with maps)", "trend", "video", "seasonal",
+        "climate_families": {"families": ["near_zero_fraction (with maps)", "trend", "video (extended)", "seasonal",
                                           "histogram (one window)"],
                              "samples_default_s": default_samples, "samples_families_s": families_samples},
         "forecast_eval": {"t_gridshard_s": t_gridshard, "t_numpy_s": t_numpy, "samples_gridshard_s": gridshard_samples,

@@ -75,6 +75,7 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
         plan.scoring.annual = AnnualOptions{};  // its timestep: the files' lead-time step
     }
     plan.annual_variables = parse_name_list("--annual-variables", options.annual_variables);
+    plan.annual_reference_data = options.annual_reference_data;
     plan.scoring.seasonal = options.seasonal;
     plan.enso_index = options.enso_index;
     plan.ipo_index = options.ipo_index;
@@ -177,8 +178,10 @@ int run_eval(const EvalOptions& options) {
             output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
                          options.near_zero_fraction && options.near_zero_config.include_maps, options.trend,
                          options.video, options.annual, options.enso_index, options.ipo_index, options.histogram);
-        std::vector<io::NamedPath> inputs = {
-            {"--truth", options.truth}, {"--pred", options.prediction}, {"--climatology", options.climatology}};
+        std::vector<io::NamedPath> inputs = {{"--truth", options.truth},
+                                             {"--pred", options.prediction},
+                                             {"--climatology", options.climatology},
+                                             {"--annual-reference-data", options.annual_reference_data}};
         for (const std::string& stats : options.normalize) {
             inputs.push_back({"--normalize", stats});
         }
@@ -388,6 +391,13 @@ Runner add_eval_command(CLI::App& app) {
                "must be longer than 730 days), in --diagnostics DIR/annual_diagnostics.nc, and over more than one "
                "year ACE's RMSE of the yearly ensemble means and fair CRPS (annual/rmse, annual/crps) in the JSON "
                "report");
+    command
+        ->add_option("--annual-reference-data", options->annual_reference_data,
+                     "ACE's monthly reference data of the annual means (its reference_data: fields over (sample, "
+                     "time, lat, lon), counts and valid_time over (sample, time)): also ACE's R2 of the yearly "
+                     "ensemble means of the truth and of the prediction against the reference's (annual/r2/VAR_target, "
+                     "annual/r2/VAR_gen) for the variables it has")
+        ->needs("--annual");
     add_family(command, "--seasonal", options->seasonal, options->seasonal_variables, "seasonal means",
                "Forecast: also ACE's seasonal metric: per season (DJF, MAM, JJA, SON) of the valid times the mean "
                "maps of the prediction and of the truth, and the area-weighted RMSE of their difference per season "

@@ -60,6 +60,8 @@ struct EvalOptions {
     std::string video_variables;
     // ACE's annual and seasonal means (--annual, --annual-variables, --seasonal, --seasonal-variables).
     bool annual = false, seasonal = false;
+    // ACE's monthly reference data of the annual means (--annual-reference-data).
+    std::string annual_reference_data;
     // ACE's ENSO index (--enso-index) and IPO index (--ipo-index).
     bool enso_index = false, ipo_index = false;
     // ACE's histograms (--histogram, --histogram-variables) over windows of --forward-steps-in-memory (0: one).

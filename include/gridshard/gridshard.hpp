@@ -18,6 +18,7 @@
 #include "gridshard/numerics/exact_sum.hpp"
 #include "gridshard/numerics/fixed_point.hpp"
 
+#include "gridshard/io/annual_reference.hpp"
 #include "gridshard/io/calendar.hpp"
 #include "gridshard/io/dataset_writer.hpp"
 #include "gridshard/io/file_extent.hpp"

@@ -171,11 +171,13 @@ class Aggregator:
         trended = _chosen_variables("trend", trend, self.variables, problems)
         videoed = _chosen_variables("video", video, self.variables, problems, ("variables", "enable_extended_videos"))
         extended_video = bool(videoed) and isinstance(video, dict) and bool(video.get("enable_extended_videos"))
-        annualized = _chosen_variables("annual", annual, self.variables, problems, ("variables", "timestep"))
-        timestep = 0.0
+        annualized = _chosen_variables("annual", annual, self.variables, problems,
+                                       ("variables", "timestep", "reference"))
+        timestep, reference = 0.0, ({}, None, None)
         if annualized:
             with problems.catching("annual"):
                 timestep = _annual_timestep(annual)
+                reference = _annual_reference(annual, annualized)
         seasoned = _chosen_variables("seasonal", seasonal, self.variables, problems)
         indexed = _chosen_variables("nino34_index", nino34_index, self.variables, problems, ("variables", "lon"))
         index_lon = None
@@ -216,7 +218,8 @@ class Aggregator:
                 self._stats = _core.read_normalization(means, stds, self.variables)
         with mpi_errors():
             seen = distributed._comm.allgather((problems.text(), tuple(self.variables),
-                                                tuple(sorted(self._stats.items())), tuple(sorted(mask_values))))
+                                                tuple(sorted(self._stats.items())),
+                                                (tuple(sorted(mask_values)), tuple(sorted(reference[0])))))
         failed = [text for text, *_ in seen if text]
         if failed:
             raise _arrays.agreed_error(failed[0])
@@ -225,9 +228,13 @@ class Aggregator:
                                       f"and {self.variables} on rank {distributed.rank}")
         if len({stats for _, _, stats, _ in seen}) > 1:
             raise _core.ArgumentError("normalize: the ranks read different means or stds from the stats files")
-        if len({masked for *_, masked in seen}) > 1:
-            raise _core.ArgumentError(f"masks: the ranks give masks for different variables, {list(seen[0][3])} on "
+        if len({masked for *_, (masked, _) in seen}) > 1:
+            raise _core.ArgumentError(f"masks: the ranks give masks for different variables, {list(seen[0][3][0])} on "
                                       f"rank 0 and {sorted(mask_values)} on rank {distributed.rank}")
+        if len({referenced for *_, (_, referenced) in seen}) > 1:
+            raise _core.ArgumentError(f"annual: the ranks give reference data of different variables, "
+                                      f"{list(seen[0][3][1])} on rank 0 and {sorted(reference[0])} on rank "
+                                      f"{distributed.rank}")
         self.first_initial_condition, self.local_initial_conditions = first, local
         self._by_variable = {}
         with mpi_errors():
@@ -247,6 +254,10 @@ class Aggregator:
                     regression_index=regression_index if name in regressed else None)
                 self._by_variable[name] = _core.Aggregator(distributed._mesh, settings, lat_values,
                                                            mask=mask_values.get(name))
+            for name in self.variables:  # ACE's monthly reference data of the annual means, in the same order
+                if name in reference[0]:
+                    self._by_variable[name].set_annual_reference("", reference[0][name], reference[1].shape[0],
+                                                                 reference[1].ravel(), reference[2])
         self.box = next(iter(self._by_variable.values())).box if self._by_variable else (0, 0)
         if spectral and distributed.rank == 0:
             grid = spectrum_arguments["spectrum_grid"]
@@ -496,6 +507,25 @@ def _annual_timestep(annual):
     if not seconds > 0:
         raise ValueError(f"annual: timestep={step!r}, needs more than 0 seconds")
     return seconds
+
+
+def _annual_reference(annual, annualized):
+    """ACE's monthly reference data of ``annual``'s ``reference`` (none: ``({}, None, None)``): ``{"values": {name:
+    this rank's box (samples, times, rows, cols)}, "counts": (samples, times), "years": (times,)}`` as ({name: float64
+    values} of the annual variables it has, float64 counts, int64 years)."""
+    given = dict(annual).get("reference") if annual is not True else None
+    if given is None:
+        return {}, None, None
+    unknown = sorted(set(dict(given)) - {"values", "counts", "years"})
+    if unknown:
+        raise ValueError(f"annual: reference has unknown key(s) {unknown}; known: ['counts', 'values', 'years']")
+    counts = np.ascontiguousarray(np.asarray(given["counts"], dtype=np.float64))
+    years = np.ascontiguousarray(np.asarray(given["years"]).astype(np.int64).ravel())
+    if counts.ndim != 2 or counts.shape[1] != years.size:
+        raise ValueError(f"annual: the reference's counts {counts.shape} are not (samples, {years.size} times)")
+    values = {str(n): np.ascontiguousarray(np.asarray(v, dtype=np.float64)) for n, v in dict(given["values"]).items()
+              if str(n) in annualized}
+    return values, counts, years
 
 
 def _valid_times(times, dated):

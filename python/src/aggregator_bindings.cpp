@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "aggregator_results.hpp"
+#include "aggregator_support.hpp"
 #include "bindings.hpp"
 #include "buffers.hpp"
 #include "gridshard/comm/agreement.hpp"
@@ -88,27 +89,6 @@ struct AggregatorArguments {
     }
 };
 
-/// `weights` (this rank's rows) times `mask` (its box, row-major) per point. Throws ArgumentError for a mask of another
-/// size or with values that are not finite and non-negative.
-AreaWeights masked_weights(const AreaWeights& weights, const std::vector<double>& mask, const Box& box) {
-    if (static_cast<std::int64_t>(mask.size()) != box.area()) {
-        throw ArgumentError("mask: " + std::to_string(mask.size()) + " values for this rank's box of " +
-                            std::to_string(box.lat.size()) + " x " + std::to_string(box.lon.size()));
-    }
-    AreaWeights out{std::vector<double>(mask.size()), true};
-    for (std::int64_t i = 0; i < box.lat.size(); ++i) {
-        for (std::int64_t j = 0; j < box.lon.size(); ++j) {
-            const auto k = static_cast<std::size_t>(i * box.lon.size() + j);
-            if (!std::isfinite(mask[k]) || mask[k] < 0.0) {
-                throw ArgumentError("mask: values must be finite and non-negative, got " + std::to_string(mask[k]));
-            }
-            const double row = weights.per_point ? weights.values[k] : weights.values[static_cast<std::size_t>(i)];
-            out.values[k] = row * mask[k];
-        }
-    }
-    return out;
-}
-
 /// The power spectra of `args` (none when it asks for none). Throws ArgumentError naming a bad name.
 std::optional<PowerSpectrumOptions> spectrum_of(const AggregatorArguments& args) {
     if (args.spectrum_grid.empty()) {
@@ -126,48 +106,6 @@ std::optional<PowerSpectrumOptions> spectrum_of(const AggregatorArguments& args)
         o.fill->num_steps = static_cast<int>(args.spectrum_fill_steps);
     }
     return o;
-}
-
-/// Every rank's range of initial conditions, checked: the ranks of a spatial group record the same ones, and
-/// the data ranks' ranges do not overlap and together cover every initial condition, so each per-sample value
-/// is scored once. Collective over the world: one allreduce of 2 int64 a rank. Throws alike on every rank.
-void check_ranges(const ProcessMesh& mesh, Range mine, std::int64_t initial_conditions) {
-    const Communicator& world = mesh.world();
-    std::vector<std::int64_t> all(2 * static_cast<std::size_t>(world.size()), 0);
-    all[2 * static_cast<std::size_t>(world.rank())] = mine.begin;
-    all[2 * static_cast<std::size_t>(world.rank()) + 1] = mine.end;
-    allreduce_sum_in_place(world, all);
-    const MeshShape shape = mesh.shape();
-    const int spatial = shape.lat * shape.lon;
-    for (int s = 0; s < spatial; ++s) {
-        std::vector<Range> ranges;
-        for (int d = 0; d < shape.data; ++d) {
-            const auto r = static_cast<std::size_t>(d * spatial + s);
-            ranges.push_back({all[2 * r], all[2 * r + 1]});
-            if (ranges.back() != Range{all[2 * static_cast<std::size_t>(d * spatial)],
-                                       all[2 * static_cast<std::size_t>(d * spatial) + 1]}) {
-                throw ArgumentError("initial_conditions: the ranks of data rank " + std::to_string(d) +
-                                    "'s spatial group record different initial conditions");
-            }
-        }
-        std::sort(ranges.begin(), ranges.end(), [](Range a, Range b) { return a.begin < b.begin; });
-        std::int64_t next = 0;
-        for (const Range r : ranges) {
-            if (r.empty()) {
-                continue;
-            }
-            if (r.begin != next) {
-                throw ArgumentError("initial_conditions: the data ranks' ranges must cover 0.." +
-                                    std::to_string(initial_conditions) + " once each; one starts at " +
-                                    std::to_string(r.begin) + " where " + std::to_string(next) + " was expected");
-            }
-            next = r.end;
-        }
-        if (next != initial_conditions) {
-            throw ArgumentError("initial_conditions: the data ranks' ranges cover 0.." + std::to_string(next) + " of " +
-                                std::to_string(initial_conditions));
-        }
-    }
 }
 
 /// One variable's aggregator, with what it was told and what it has been fed.
@@ -413,6 +351,23 @@ class PythonAggregator {
     /// With the histograms: ends the window of pairs recorded since the last call (collective over the world; every
     /// rank calls it once per window, then again while it returns true, having given the window's pairs again through
     /// replay_histogram).
+    /// With the annual means: ACE's monthly reference data, `values` float64 (channels, samples, times, rows, cols)
+    /// of this rank's box (Aggregator::set_annual_reference). Collective over the world.
+    void set_annual_reference(std::string problem, py::object values, std::int64_t samples, std::vector<double> counts,
+                              std::vector<std::int64_t> years) {
+        std::optional<py::buffer> buffer;
+        std::span<const double> span;
+        if (problem.empty()) {
+            problem = attempt([&] {
+                          buffer = values.cast<py::buffer>();
+                          span = contiguous_span<const double>(*buffer, "annual reference values", false);
+                      }).message;
+        }
+        py::gil_scoped_release release;
+        check_collectively(grid_->mesh().world(), problem_of(problem));
+        aggregator_->set_annual_reference<double>(span, samples, counts, years);
+    }
+
     bool end_histogram_window() {
         py::gil_scoped_release release;
         return aggregator_->end_histogram_window();
@@ -627,6 +582,10 @@ void bind_aggregator(py::module_& m) {
              py::arg("truth"), py::arg("members"), py::arg("time") = py::none(),
              "Collective over the spatial group; `time` (with the trend, annual or seasonal means): the pair's valid "
              "time, (seconds since 2000-01-01 00:00:00 of the run's calendar, year, month).")
+        .def("set_annual_reference", &PythonAggregator::set_annual_reference, py::arg("problem"), py::arg("values"),
+             py::arg("samples"), py::arg("counts"), py::arg("years"),
+             "Collective over the world: ACE's monthly reference data of the annual means (float64 values of this "
+             "rank's box, (samples, times, rows, cols); counts per (sample, time); years per time).")
         .def("end_histogram_window", &PythonAggregator::end_histogram_window,
              "Collective over the world: ends a window of the histograms; true: give its pairs again "
              "(replay_histogram) and call again.")

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
@@ -48,7 +49,99 @@ double nan_mean(std::span<const double> values) {
     return kept == 0 ? not_a_number : sum.to_double() / static_cast<double>(kept);
 }
 
+/// ACE's get_r2 of `series` against `reference` (per year): over the years where neither is NaN, 1 - sum((x - r)^2) /
+/// sum((r - mean r)^2), each sum exact; NaN without such a year.
+double r_squared(std::span<const double> series, std::span<const double> reference) {
+    const auto valid = [&](std::size_t y) { return !std::isnan(series[y]) && !std::isnan(reference[y]); };
+    ExactSum sum;
+    std::int64_t kept = 0;
+    for (std::size_t y = 0; y < series.size(); ++y) {
+        if (valid(y)) {
+            sum.add(reference[y]);
+            ++kept;
+        }
+    }
+    const double mean = kept == 0 ? not_a_number : sum.to_double() / static_cast<double>(kept);
+    ExactSum spread, error;
+    for (std::size_t y = 0; y < series.size(); ++y) {
+        if (valid(y)) {
+            const double d = reference[y] - mean;
+            const double e = series[y] - reference[y];
+            spread.add(d * d);
+            error.add(e * e);
+        }
+    }
+    return 1.0 - error.to_double() / spread.to_double();
+}
+
 }  // namespace
+
+template <class T>
+void Aggregator::set_annual_reference(std::span<const T> values, std::int64_t samples, std::span<const double> counts,
+                                      std::span<const std::int64_t> years) {
+    const std::int64_t channels = shape_.channels;
+    const auto times = static_cast<std::int64_t>(years.size());
+    const Box& box = grid_.box();
+    const Communicator& world = grid_.mesh().world();
+    check_collectively(world, attempt([&] {
+                           const std::string what = setting_name("annual") + ": the reference data";
+                           if (!options_.annual) {
+                               throw ArgumentError(what + " of an aggregator without annual means");
+                           }
+                           if (samples < 1 || times < 1) {
+                               throw ArgumentError(what + " has " + std::to_string(samples) + " samples and " +
+                                                   std::to_string(times) + " times (at least one of each)");
+                           }
+                           if (static_cast<std::int64_t>(values.size()) != channels * samples * times * box.area() ||
+                               static_cast<std::int64_t>(counts.size()) != samples * times) {
+                               throw ArgumentError(what + ": " + std::to_string(values.size()) + " values and " +
+                                                   std::to_string(counts.size()) + " counts for " +
+                                                   std::to_string(samples) + " samples and " + std::to_string(times) +
+                                                   " times of this rank's box of " + std::to_string(box.lat.size()) +
+                                                   " x " + std::to_string(box.lon.size()));
+                           }
+                       }));
+    agree_or_throw(world, "", {samples, times}, "the annual reference data's samples and times");
+    // Per (channel, sample, time) the global mean: one allreduce over the spatial group.
+    const std::vector<double> means =
+        masked_weighted_mean<T>(grid_, FieldShard<T>{values, channels * samples * times},
+                                regions_.front().weights.view(), options_.policy, options_.summation);
+    reference_years_.assign(years.begin(), years.end());
+    std::sort(reference_years_.begin(), reference_years_.end());
+    reference_years_.erase(std::unique(reference_years_.begin(), reference_years_.end()), reference_years_.end());
+    const auto nyears = static_cast<std::int64_t>(reference_years_.size());
+    reference_means_.assign(static_cast<std::size_t>(channels * nyears), not_a_number);
+    std::vector<std::int64_t> year_of(static_cast<std::size_t>(times));
+    for (std::int64_t t = 0; t < times; ++t) {
+        year_of[static_cast<std::size_t>(t)] =
+            std::lower_bound(reference_years_.begin(), reference_years_.end(), years[static_cast<std::size_t>(t)]) -
+            reference_years_.begin();
+    }
+    std::vector<double> yearly(static_cast<std::size_t>(samples * nyears));
+    std::vector<double> column(static_cast<std::size_t>(samples));
+    for (std::int64_t c = 0; c < channels; ++c) {
+        // ACE's count-weighted yearly means of each sample: sum(mean * count) / sum(count) per year
+        for (std::int64_t s = 0; s < samples; ++s) {
+            std::vector<ExactSum> weighted(static_cast<std::size_t>(nyears)), total(static_cast<std::size_t>(nyears));
+            for (std::int64_t t = 0; t < times; ++t) {
+                const double count = counts[static_cast<std::size_t>(s * times + t)];
+                const auto y = static_cast<std::size_t>(year_of[static_cast<std::size_t>(t)]);
+                weighted[y].add(means[static_cast<std::size_t>((c * samples + s) * times + t)] * count);
+                total[y].add(count);
+            }
+            for (std::int64_t y = 0; y < nyears; ++y) {
+                yearly[static_cast<std::size_t>(s * nyears + y)] =
+                    weighted[static_cast<std::size_t>(y)].to_double() / total[static_cast<std::size_t>(y)].to_double();
+            }
+        }
+        for (std::int64_t y = 0; y < nyears; ++y) {  // their mean over the samples (VariableReferenceData.mean)
+            for (std::int64_t s = 0; s < samples; ++s) {
+                column[static_cast<std::size_t>(s)] = yearly[static_cast<std::size_t>(s * nyears + y)];
+            }
+            reference_means_[static_cast<std::size_t>(c * nyears + y)] = nan_mean(column);
+        }
+    }
+}
 
 void Aggregator::check_annual(AggregatorOptions& options) {
     if (!options.annual) {
@@ -168,6 +261,24 @@ void Aggregator::finish_seasonal(VariableScores& out) {
     }
 }
 
+std::vector<double> Aggregator::reference_of(std::int64_t channel, const std::vector<std::int64_t>& years) const {
+    if (reference_years_.empty()) {
+        return {};
+    }
+    const auto nyears = static_cast<std::int64_t>(reference_years_.size());
+    std::vector<double> out;
+    for (const std::int64_t year : years) {
+        const auto at = std::lower_bound(reference_years_.begin(), reference_years_.end(), year);
+        if (at == reference_years_.end() || *at != year) {  // ACE's reference.sel(year=...) raises alike
+            throw ArgumentError(setting_name("annual") + ": the reference data has no year " + std::to_string(year) +
+                                " (it has " + std::to_string(reference_years_.front()) + " to " +
+                                std::to_string(reference_years_.back()) + "); ACE's R2 needs every year of the run");
+        }
+        out.push_back(reference_means_[static_cast<std::size_t>(channel * nyears + (at - reference_years_.begin()))]);
+    }
+    return out;
+}
+
 void Aggregator::finish_annual(VariableScores& out) const {
     const ForecastExtent& e = shape_.extent;
     const std::int64_t channels = shape_.channels;
@@ -242,6 +353,7 @@ void Aggregator::finish_annual(VariableScores& out) const {
         if (nyears > 1) {
             std::vector<double> column(static_cast<std::size_t>(samples));
             std::vector<double> target_mean(static_cast<std::size_t>(nyears));
+            std::vector<double> gen_mean(static_cast<std::size_t>(nyears));
             std::vector<double> squared(static_cast<std::size_t>(nyears));
             for (std::int64_t y = 0; y < nyears; ++y) {
                 for (std::int64_t s = 0; s < samples; ++s) {
@@ -251,16 +363,25 @@ void Aggregator::finish_annual(VariableScores& out) const {
                 for (std::int64_t s = 0; s < samples; ++s) {
                     column[static_cast<std::size_t>(s)] = means.prediction[static_cast<std::size_t>(s * nyears + y)];
                 }
-                const double difference = nan_mean(column) - target_mean[static_cast<std::size_t>(y)];
+                gen_mean[static_cast<std::size_t>(y)] = nan_mean(column);
+                const double difference =
+                    gen_mean[static_cast<std::size_t>(y)] - target_mean[static_cast<std::size_t>(y)];
                 squared[static_cast<std::size_t>(y)] = difference * difference;
             }
             // the samples' yearly means are the members, sample slowest (fair: alpha 1)
             const std::vector<double> crps = almost_fair_crps_of(target_mean, means.prediction, samples, 1.0);
+            const std::vector<double> reference = reference_of(c, means.years);  // empty: no reference data
             for (const RegisteredScore* s : scores_) {
-                if (const auto* value = std::get_if<AnnualValue>(&s->source)) {
-                    const double v = *value == AnnualValue::rmse ? std::sqrt(nan_mean(squared)) : nan_mean(crps);
-                    out[static_cast<std::size_t>(c)].regions.front().time_means.push_back({s, v});
+                const auto* value = std::get_if<AnnualValue>(&s->source);
+                if (value == nullptr ||
+                    (reference.empty() && (*value == AnnualValue::r2_target || *value == AnnualValue::r2_gen))) {
+                    continue;
                 }
+                const double v = *value == AnnualValue::rmse        ? std::sqrt(nan_mean(squared))
+                                 : *value == AnnualValue::crps      ? nan_mean(crps)
+                                 : *value == AnnualValue::r2_target ? r_squared(target_mean, reference)
+                                                                    : r_squared(gen_mean, reference);
+                out[static_cast<std::size_t>(c)].regions.front().time_means.push_back({s, v});
             }
         }
         out[static_cast<std::size_t>(c)].annual = std::move(means);
@@ -384,6 +505,10 @@ void Aggregator::finish_index(VariableScores& out) {
     }
 }
 
+template void Aggregator::set_annual_reference<float>(std::span<const float>, std::int64_t, std::span<const double>,
+                                                      std::span<const std::int64_t>);
+template void Aggregator::set_annual_reference<double>(std::span<const double>, std::int64_t, std::span<const double>,
+                                                       std::span<const std::int64_t>);
 template std::int64_t Aggregator::stack_for_index<float>(FieldShard<float>, std::span<const float>, bool);
 template std::int64_t Aggregator::stack_for_index<double>(FieldShard<double>, std::span<const double>, bool);
 template void Aggregator::record_index<float>(std::int64_t, std::int64_t, FieldShard<float>, std::span<const float>,

@@ -15,6 +15,7 @@
 #include "gridshard/comm/memory_check.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/core/memory.hpp"
+#include "gridshard/io/annual_reference.hpp"
 #include "gridshard/io/calendar.hpp"
 #include "gridshard/io/normalization.hpp"
 
@@ -144,6 +145,7 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
     std::unique_ptr<io::ForecastSteps> reader;
     std::optional<io::ClimatologyPlan> climatology_plan;
     std::optional<Aggregator> aggregator;
+    std::optional<io::AnnualReference> reference;
     check_collectively(
         mesh.world(), attempt([&] {
             for (int b = 0; b < (overlap ? 2 : 1); ++b) {
@@ -197,7 +199,17 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                 aggregator->record_time(pair / leads, pair % leads, in.pair_times[k]);
             }
             reader = in.source.open(variable, box);
+            if (aggregator->has_annual() && !in.plan.annual_reference_data.empty()) {
+                reference = io::read_annual_reference(in.plan.annual_reference_data, name, box, in.grid.grid().nlat,
+                                                      in.grid.grid().nlon);
+            }
         }));
+    // ACE's monthly reference data of the annual means, for a variable the file has (every rank alike).
+    agree_or_throw(mesh.world(), "", {reference ? 1 : 0}, "whether the annual reference data has '" + name + "'");
+    if (reference) {
+        aggregator->set_annual_reference<double>(reference->values, reference->samples, reference->counts,
+                                                 reference->years);
+    }
     // This rank's (initial condition, lead) pairs in rounds (round_schedule); with collective reads every rank makes
     // as many rounds, reading nothing in those past its own pairs. Round k's reads, into `b`; no MPI calls unless the
     // reads are collective.

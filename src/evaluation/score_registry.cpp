@@ -189,6 +189,8 @@ std::deque<RegisteredScore> make_registry() {
     // ACE's annual metric (fme's PairedGlobalMeanAnnualAggregator, under its default name "annual").
     forecast({.key = "annual_rmse", .ace_key = "annual/rmse/{var}", .source = AnnualValue::rmse});
     forecast({.key = "annual_crps", .ace_key = "annual/crps/{var}", .source = AnnualValue::crps});
+    forecast({.key = "annual_r2_target", .ace_key = "annual/r2/{var}_target", .source = AnnualValue::r2_target});
+    forecast({.key = "annual_r2_gen", .ace_key = "annual/r2/{var}_gen", .source = AnnualValue::r2_gen});
     // ACE's seasonal metric (fme's SeasonalAggregator, under its default name "seasonal").
     forecast({.key = "seasonal_rmse", .ace_key = "seasonal/time-mean-rmse/{var}", .source = SeasonalValue::rmse});
     for (const auto& [season, value] :

@@ -11,9 +11,9 @@ members, IC-major, as ACE folds them). OUT_DIR gets the diagnostics files and lo
 hex; the per-window rows too). ACE's near_zero_fraction metric is on (variables "a" and "b", a threshold each,
 its maps), its trend (of "a", "b" and a variable the data lacks, which ACE leaves out), its video (of "b") and
 an ensemble metric's mean maps (log_mean_maps, images).
-Its video has ACE's extended videos on. Under spatial parallelism a --climate config with ACE's annual means against
-monthly reference data (a metric gridshard does not implement) is refused first, and the message is kept in
-logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's
+Its video has ACE's extended videos on; with --climate its annual metric has monthly reference data (its R2). Under
+spatial parallelism a --climate config with a metric gridshard does not know (one a later fme might add) is refused
+first, and the message is kept in logs.json; the power spectrum is gridshard's there, of variable "b" only (ACE's
 `variables` filter), and of every variable elsewhere. --float64 feeds float64 tensors (ACE's loop in float64),
 --masked a variable "sst" missing over land with the dataset's mask of it (ACE's mask provider).
 """
@@ -166,14 +166,37 @@ build = dict(dataset_info=info, n_ic_steps=1, n_forward_steps=FORWARD, initial_t
 out = {"refused": None}
 spatial = not args.ace and getattr(dist._distributed, "distributed", None) is not None and \
     dist._distributed.distributed.has_spatial_parallelism
-if spatial and args.climate:  # annual means with monthly reference data (ACE's R2): still ACE's, refused on shards
-    reference = os.path.join(args.out, f"reference-{dist.rank}.nc")
-    monthly = [[t0 + datetime.timedelta(days=30 * k) for k in range(FORWARD + 1)]]
-    xr.Dataset({"a": (("sample", "time", "lat", "lon"), truth["a"][:1]),
-                "counts": (("sample", "time"), np.ones((1, FORWARD + 1), dtype=np.float32))},
-               coords={"valid_time": (("sample", "time"), monthly)}).to_netcdf(reference)
+reference = None
+if args.climate:  # ACE's monthly reference data of its annual R2: 2 samples of 2000-2005 of "a" and "TS", float32
+    reference = os.path.join(args.out, f"reference-{dist.rank}.nc")  # one a rank: no rank reads one being written
+    months = [cftime.DatetimeJulian(2000 + k // 12, 1 + k % 12, 15) for k in range(72)]
+    days = np.array([(cftime.DatetimeJulian(2000 + (k + 1) // 12, 1 + (k + 1) % 12, 1) -
+                      cftime.DatetimeJulian(2000 + k // 12, 1 + k % 12, 1)).days for k in range(72)], dtype=np.float32)
+    ref_rng = np.random.default_rng(11)
+    fields = {n: (truth[n][0, 1, None, None] + 0.4 * np.sin(np.arange(72) / 9.0)[None, :, None, None] +
+                  ref_rng.normal(0, 0.5, (2, 72, NLAT, NLON))).astype(np.float32) for n in ("a", "TS")}
+    xr.Dataset({**{n: (("sample", "time", "lat", "lon"), v) for n, v in fields.items()},
+                "counts": (("sample", "time"), np.stack([days, days]))},
+               coords={"valid_time": (("sample", "time"), [months, months])}).to_netcdf(reference)
+
+
+class LaterMetric:
+    """A metric of a later fme, which gridshard does not know: ACE's video under another type."""
+    enabled = strict = True
+
+    def get_name(self):
+        return "later"
+
+    def build(self, ctx):
+        return VideoMetricConfig(enabled=True).build(ctx)
+
+
+if spatial and args.climate:  # a metric gridshard does not know is refused on shards
+    later = InferenceEvaluatorAggregatorConfig()
+    known = later._get_metrics
+    later._get_metrics = lambda: known() + [LaterMetric()]
     try:
-        InferenceEvaluatorAggregatorConfig(annual=AnnualMetricConfig(reference_data=reference)).build(**build)
+        later.build(**build)
     except ValueError as error:
         out["refused"] = str(error)
 config = InferenceEvaluatorAggregatorConfig(
@@ -186,7 +209,8 @@ config = InferenceEvaluatorAggregatorConfig(
                                                     per_variable_eps={"a": 250.0}, include_maps=True),
     trend=TrendMetricConfig(enabled=not args.no_trend, variables=["a", "b", "absent"]),
     video=VideoMetricConfig(enabled=not args.no_video, variables=["b"], enable_extended_videos=True),
-    annual=AnnualMetricConfig(variables=None if args.climate else ["a"]),  # ACE's default; a short run drops it
+    # ACE's default; a short run drops it. The climate run's has monthly reference data (ACE's R2)
+    annual=AnnualMetricConfig(variables=None if args.climate else ["a"], reference_data=reference),
     seasonal=SeasonalMetricConfig(enabled=args.climate, variables=["a", "b"] + (["sst"] if args.masked else [])),
     enso_index=EnsoIndexMetricConfig(),  # ACE's default; a short run drops it
     enso_coefficient=EnsoCoefficientMetricConfig(),  # ACE's default; a run of 5 years or less drops it

@@ -365,6 +365,7 @@ def test_builtin_forecast_is_the_same_at_every_mesh(mpirun, tmp_path):
     (["--enable-extended-videos"], "--enable-extended-videos requires --video"),
     (["--annual"], "--annual: ACE's annual means need a run of more than 730 days, this one is"),
     (["--annual-variables", "t2m"], "--annual-variables requires --annual"),
+    (["--annual-reference-data", "reference.nc"], "--annual-reference-data requires --annual"),
     (["--enso-index"], "--enso-index: ACE's ENSO index needs a run of more than 730 days, this one is"),
     (["--seasonal", "--seasonal-variables", "precip"],
      "--seasonal: variables names 'precip', which is not a scored variable (t2m, sst)"),

@@ -129,6 +129,17 @@ std::vector<double> regression_index(const ForecastExtent& e) {
     return index;
 }
 
+/// ACE's monthly reference data of the annual R2 in those tests: 2 samples of the months of 1999 to 2003 (time t's
+/// year 1999 + t / 12), its count 28 + t % 4 days, and value of (channel, sample, time, point p).
+constexpr std::int64_t reference_samples = 2, reference_times = 60;
+double reference_count(std::int64_t t) {
+    return static_cast<double>(28 + t % 4);
+}
+float reference_value(std::int64_t c, std::int64_t s, std::int64_t t, std::int64_t p) {
+    return static_cast<float>(280.0 + 3.0 * static_cast<double>(c) + 0.7 * std::sin(0.37 * static_cast<double>(t + s)) +
+                              0.05 * static_cast<double>(p % 17));
+}
+
 /// The windows of lead times the aggregator's histograms are fed in: ACE's record_batch windows, of 2 lead times then 1
 /// then the rest.
 std::vector<Range> histogram_windows(std::int64_t leads) {
@@ -190,6 +201,31 @@ VariableScores aggregate(const ProcessMesh& mesh, const ForecastCase& k, SplitRu
             RegionalIndexOptions{ace_regional_weights(base.view(), lat, lon_of(k.grid), box, index_box), 3};
     }
     Aggregator aggregator(grid, {k.extent, k.channels, work}, regions, options);
+    if (trend) {  // ACE's monthly reference data of the annual R2, this rank's box
+        std::vector<float> values;
+        std::vector<double> counts;
+        std::vector<std::int64_t> years;
+        for (std::int64_t c = 0; c < k.channels; ++c) {
+            for (std::int64_t s = 0; s < reference_samples; ++s) {
+                for (std::int64_t t = 0; t < reference_times; ++t) {
+                    for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                        for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                            values.push_back(reference_value(c, s, t, i * k.grid.nlon + j));
+                        }
+                    }
+                }
+            }
+        }
+        for (std::int64_t s = 0; s < reference_samples; ++s) {
+            for (std::int64_t t = 0; t < reference_times; ++t) {
+                counts.push_back(reference_count(t));
+            }
+        }
+        for (std::int64_t t = 0; t < reference_times; ++t) {
+            years.push_back(1999 + t / 12);
+        }
+        aggregator.set_annual_reference<float>(values, reference_samples, counts, years);
+    }
     for (std::int64_t ic = 0; ic < k.extent.initial_conditions && trend; ++ic) {
         for (std::int64_t l = 0; l < k.extent.lead_times; ++l) {
             aggregator.record_time(ic, l, pair_time(ic, l));
@@ -720,6 +756,7 @@ TEST(Aggregator, AnnualAndSeasonalMeansAreAcesDefinitions) {
         const auto nyears = static_cast<std::int64_t>(years.size());
         ASSERT_EQ(annual.years.size(), years.size());  // 2000 to 2002, every one with steps
         long double squares = 0, crps = 0;
+        std::vector<long double> gen_means, target_means;  // per year, for the R2
         std::int64_t y = 0;
         for (const auto& [year, sums] : years) {
             EXPECT_EQ(annual.years[static_cast<std::size_t>(y)], year);
@@ -743,6 +780,8 @@ TEST(Aggregator, AnnualAndSeasonalMeansAreAcesDefinitions) {
             ASSERT_EQ(kept, samples) << "every sample has every year in this case";
             gen_mean /= kept;
             target_mean /= kept;
+            gen_means.push_back(gen_mean);
+            target_means.push_back(target_mean);
             squares += (gen_mean - target_mean) * (gen_mean - target_mean);
             long double skill = 0, spread = 0;
             for (std::int64_t s = 0; s < samples; ++s) {
@@ -756,6 +795,39 @@ TEST(Aggregator, AnnualAndSeasonalMeansAreAcesDefinitions) {
         }
         EXPECT_NEAR(time_mean(channel, "annual_rmse"), static_cast<double>(std::sqrt(squares / nyears)), 1e-12) << c;
         EXPECT_NEAR(time_mean(channel, "annual_crps"), static_cast<double>(crps / nyears), 1e-12) << c;
+        // ACE's R2 against the reference: per sample and year the count-weighted mean of its global means (every
+        // point's value finite), their mean over the samples, then 1 - SS(x - ref) / SS(ref - mean ref) over the years.
+        std::vector<long double> reference;
+        for (const auto& [year, sums] : years) {
+            long double over_samples = 0;
+            for (std::int64_t s = 0; s < reference_samples; ++s) {
+                long double weighted = 0, total = 0;
+                for (std::int64_t t = (year - 1999) * 12; t < (year - 1998) * 12; ++t) {
+                    long double sum = 0, weights = 0;
+                    for (std::int64_t p = 0; p < area; ++p) {
+                        sum += weight(p) * reference_value(c, s, t, p);
+                        weights += weight(p);
+                    }
+                    weighted += sum / weights * reference_count(t);
+                    total += reference_count(t);
+                }
+                over_samples += weighted / total / reference_samples;
+            }
+            reference.push_back(over_samples);
+        }
+        for (const auto& [key, series] :
+             {std::pair{"annual_r2_target", &target_means}, {"annual_r2_gen", &gen_means}}) {
+            long double mean = 0, spread = 0, error = 0;
+            for (const long double r : reference) {
+                mean += r / static_cast<long double>(reference.size());
+            }
+            for (std::size_t k2 = 0; k2 < reference.size(); ++k2) {
+                spread += (reference[k2] - mean) * (reference[k2] - mean);
+                error += ((*series)[k2] - reference[k2]) * ((*series)[k2] - reference[k2]);
+            }
+            const double want = static_cast<double>(1 - error / spread);
+            EXPECT_NEAR(time_mean(channel, key), want, 1e-9 * std::max(1.0, std::abs(want))) << c << " " << key;
+        }
         // The seasonal means, NaN where a counted step was missing (the policy), and their RMSE.
         ASSERT_EQ(channel.seasonal_prediction.size(), static_cast<std::size_t>(4 * area));
         long double all_seasons = 0;

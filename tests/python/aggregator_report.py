@@ -43,6 +43,7 @@ parser.add_argument("--nino34", action="store_true", help="ACE's Nino 3.4 index 
 parser.add_argument("--ipo", action="store_true", help="ACE's IPO index of sst")
 parser.add_argument("--histogram", action="store_true", help="ACE's histograms, the windows ACE's")
 parser.add_argument("--annual", type=float, default=None, help="ACE's annual means of a run of this timestep (s)")
+parser.add_argument("--annual-reference", help="ACE's monthly reference data of the annual means (its R2)")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
 dist = gridshard.Distributed(spatial_parallelism=(h, w), split=args.split)
@@ -65,13 +66,15 @@ blocks = np.array_split(np.arange(ics), data)
 mine = blocks[dist.data_parallel_rank]
 first = int(mine[0]) if len(mine) else 0
 rows, cols = dist.get_local_slices((nlat, nlon))
+annual_reference = __import__("gridshard.ace.calendar", fromlist=["annual_reference"]).annual_reference
 aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=members,
                                   first_initial_condition=first, local_initial_conditions=len(mine),
                                   normalize=args.normalize, spectrum=True if args.spectrum else None,
                                   near_zero_fraction=args.near_zero, trend=args.trend or None,
                                   video={"enable_extended_videos": args.extended_video} if args.video else None,
                                   seasonal=args.seasonal or None,
-                                  annual={"timestep": args.annual} if args.annual else None,
+                                  annual={"timestep": args.annual, "reference": annual_reference(
+                                      args.annual_reference, names, (rows, cols))} if args.annual else None,
                                   nino34_index={"variables": [n for n in names if n in ("sst", "TS")]}
                                   if args.nino34 else None, histogram=args.histogram or None,
                                   ipo_index={"variables": ["sst"]} if args.ipo else None)

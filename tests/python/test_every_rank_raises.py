@@ -184,3 +184,26 @@ def test_the_abort_on_an_uncaught_exception_is_on_by_default_and_can_be_turned_o
     monkeypatch.setenv(_abort.ENV, "0")
     gridshard.Distributed()
     assert not _abort.installed()
+
+
+def test_annual_reference_data_without_a_year_of_the_run_raises_on_every_rank(dist):
+    """ACE's R2 needs the reference's mean of every year of the run (its reference.sel raises otherwise): a reference
+    of 1999 alone against a run of 2000 and 2001 raises at finish on every rank, as does reference data of a variable
+    on one rank only, before the first collective."""
+    rows, cols = dist.get_local_slices(GRID)
+    box = (rows.stop - rows.start, cols.stop - cols.start)
+    lat = np.linspace(-80.0, 80.0, GRID[0])
+    local, leads = 1, 30  # 30-day steps: 2000 and 2001 each hold more than 350 days of them
+    ics = local * dist.total_data_parallel_ranks
+    reference = {"values": {"a": np.full((1, 12) + box, 281.0)}, "counts": np.ones((1, 12)), "years": np.full(12, 1999)}
+    times = np.datetime64("2000-01-01") + np.arange(leads)[None, :] * np.timedelta64(30, "D")
+    fields = np.full((local, leads) + box, 280.0, dtype=np.float32)
+    aggregator = gridshard.Aggregator(dist, ["a"], lat, GRID[1], ics, leads,
+                                      annual={"timestep": 30 * 86400.0, "reference": reference})
+    aggregator.record({"a": fields}, {"a": fields[:, None]}, first_lead=0, times=times)
+    with pytest.raises(gridshard.ArgumentError, match="the reference data has no year 2000 .it has 1999 to 1999."):
+        aggregator.finish()
+    one_rank = reference if last_rank() else {**reference, "values": {}}
+    with pytest.raises(gridshard.ArgumentError, match="annual: the ranks give reference data of different variables"):
+        gridshard.Aggregator(dist, ["a"], lat, GRID[1], ics, leads,
+                             annual={"timestep": 30 * 86400.0, "reference": one_rank})

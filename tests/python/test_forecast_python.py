@@ -268,9 +268,9 @@ def test_plot_refuses_a_folder_without_diagnostics(tmp_path):
 
 def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
     """ACE's annual and seasonal means and Niño 3.4 index of a run of 2.4 years (12 lead times 73 days apart, from
-    2020-01-01): `gridshard eval --annual --seasonal --enso-index` gives gridshard.Aggregator's bits at every mesh: the
-    scores (annual RMSE and CRPS, seasonal RMSEs, the index's spread), annual_diagnostics.nc (source, sample, year)
-    and enso_index_diagnostics.nc (source, sample, time)."""
+    2020-01-01): `gridshard eval --annual --seasonal --enso-index` gives gridshard.Aggregator's bits at every mesh:
+    the scores (annual RMSE and CRPS, the R2 against monthly reference data of t2m, seasonal RMSEs, the index's
+    spread), annual_diagnostics.nc (source, sample, year) and enso_index_diagnostics.nc (source, sample, time)."""
     import netCDF4
 
     forecast = ff.Forecast(ics=2, members=3, leads=12, nlat=9, nlon=14, seed=11)
@@ -279,8 +279,27 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
     ff.write_member_dim(forecast, truth, pred, member_dim="member")
     folder = tmp_path / "tool"
     folder.mkdir()
+    # ACE's monthly reference data of t2m (not of sst: no R2 there), 2 samples of the months of 2020 to 2022
+    reference = tmp_path / "reference.nc"
+    with netCDF4.Dataset(truth) as t, netCDF4.Dataset(reference, "w") as r:
+        r.createDimension("sample", 2)
+        r.createDimension("time", 36)
+        for axis in ("lat", "lon"):
+            r.createDimension(axis, t[axis].size)
+            v = r.createVariable(axis, "f8", (axis,))
+            v.setncatts({k: t[axis].getncattr(k) for k in t[axis].ncattrs()})
+            v[:] = t[axis][:]
+        valid = r.createVariable("valid_time", "f8", ("sample", "time"))
+        valid.units, valid.calendar = "days since 2020-01-01", "proleptic_gregorian"
+        days = [(np.datetime64(f"{2020 + k // 12}-{1 + k % 12:02d}-15") - np.datetime64("2020-01-01")).astype(int)
+                for k in range(36)]
+        valid[:] = np.array([days, days], dtype=np.float64)
+        r.createVariable("counts", "f4", ("sample", "time"))[:] = np.tile(28 + np.arange(36) % 4, (2, 1))
+        field = 280 + np.random.default_rng(5).normal(0, 1, (2, 36, t["lat"].size, t["lon"].size))
+        r.createVariable("t2m", "f4", ("sample", "time", "lat", "lon"))[:] = field.astype(np.float32)
     mpirun(1, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
-           "--diagnostics", folder, "--quiet", "--annual", "--seasonal", "--enso-index")
+           "--diagnostics", folder, "--quiet", "--annual", "--seasonal", "--enso-index", "--annual-reference-data",
+           reference)
     tool = json.loads((folder / "r.json").read_text())["variables"]
     with netCDF4.Dataset(folder / "annual_diagnostics.nc") as annual:
         years = list(annual["year"][:])
@@ -300,10 +319,14 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
     for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
-               "--truth", truth, "--pred", pred, "--window", 5, "--annual", 73 * 86400, "--seasonal", "--nino34")
+               "--truth", truth, "--pred", pred, "--window", 5, "--annual", 73 * 86400, "--seasonal", "--nino34",
+               "--annual-reference", reference)
         python = json.loads(out.read_text())
         for name, scores in python.items():
-            for key in ("annual_rmse", "annual_crps", "seasonal_rmse", "seasonal_rmse_djf", "seasonal_rmse_jja"):
+            r2 = ("annual_r2_target", "annual_r2_gen") if name == "t2m" else ()  # the reference has t2m alone
+            assert all(key in tool[name]["time_mean"] for key in r2), name
+            assert sorted(k for k in scores["time_mean"] if k.startswith("annual_r2")) == sorted(r2), (mesh, name)
+            for key in ("annual_rmse", "annual_crps", "seasonal_rmse", "seasonal_rmse_djf", "seasonal_rmse_jja", *r2):
                 assert scores["time_mean"][key] == _as_hex([tool[name]["time_mean"][key]])[0], (mesh, name, key)
             assert scores["annual"]["target"] == tool_annual[(name, 0)], (mesh, name)
             assert scores["annual"]["prediction"] == tool_annual[(name, 1)], (mesh, name)

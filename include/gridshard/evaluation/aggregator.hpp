@@ -450,6 +450,20 @@ class Aggregator {
     template <class T>
     void set_histogram_mask(FieldShard<T> truth);
     [[nodiscard]] bool has_histogram() const noexcept { return options_.histogram.has_value(); }
+    [[nodiscard]] bool has_annual() const noexcept { return options_.annual.has_value(); }
+
+    /// With AggregatorOptions::annual, before finish: ACE's monthly reference data of its annual metric (fme's
+    /// process_monthly_reference), whose yearly means the registry's annual R² scores compare the truth's and the
+    /// prediction's yearly ensemble means with. `values`: this rank's box of the reference fields (channels, `samples`,
+    /// times, rows, cols; slowest first), `counts` per (sample, time), `years` per time (the first sample's calendar
+    /// years, by which ACE groups every sample). Per field its global weighted mean (the aggregator's weights, its
+    /// mask too, as ACE's area_weighted_mean of the variable), per sample and year the count-weighted mean of those
+    /// (0/0: NaN), and per year their mean over the samples that are not NaN; each sum exact. Collective over the
+    /// world: an agreement of the sizes, then one allreduce over the spatial group. Throws ArgumentError on every rank
+    /// for sizes that do not fit.
+    template <class T>
+    void set_annual_reference(std::span<const T> values, std::int64_t samples, std::span<const double> counts,
+                              std::span<const std::int64_t> years);
     /// The pair whose truth makes the histograms' mask: (initial condition 0, the first counted lead time).
     [[nodiscard]] std::pair<std::int64_t, std::int64_t> histogram_mask_pair() const noexcept {
         return {0, options_.counted_leads.empty() ? 0 : options_.counted_leads.front()};
@@ -528,6 +542,9 @@ class Aggregator {
     // The annual means and the seasonal maps and scores into `out` (finish_annual: no MPI calls, from the per-sample
     // global means once summed; finish_seasonal: collective over the world).
     void finish_annual(VariableScores& out) const;
+    // With set_annual_reference's data, its mean of each of `years` for `channel` (empty without it); throws
+    // ArgumentError for a year it lacks (no MPI calls).
+    [[nodiscard]] std::vector<double> reference_of(std::int64_t channel, const std::vector<std::int64_t>& years) const;
     // The regional means of this pair's truth (when `with_truth`) and members (collective over the spatial group), and
     // the indices and their summaries into `out` (no MPI calls, once the means are summed over the data group).
     template <class T>
@@ -615,6 +632,9 @@ class Aggregator {
     // prediction (every member) and of the truth.
     std::vector<ValidTime> pair_times_;
     std::optional<TrendAccumulator> trend_prediction_, trend_truth_;
+    // With the annual means' reference data: its years and per (channel, year) the mean over its samples.
+    std::vector<std::int64_t> reference_years_;
+    std::vector<double> reference_means_;
     // With the index regression: the sums of the prediction's and of the truth's values weighted by w / sum_t w^2,
     // and per initial condition its sum_t w^2 over the counted lead times (NaN: not covered).
     std::optional<TrendAccumulator> regression_prediction_, regression_truth_;

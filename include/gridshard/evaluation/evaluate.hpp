@@ -60,6 +60,10 @@ struct EvaluationPlan {
     /// scoring.seasonal: the variables with ACE's annual and seasonal means (ACE's AnnualMetricConfig.variables and
     /// SeasonalMetricConfig.variables; empty: every one); each must be scored.
     std::vector<std::string> annual_variables, seasonal_variables;
+    /// forecast, with scoring.annual: ACE's monthly reference data (its reference_data; empty: none), whose yearly
+    /// means the annual R² (annual_r2_target, annual_r2_gen) compares with, for the variables the file has
+    /// (io/annual_reference.hpp).
+    std::string annual_reference_data;
     /// forecast: ACE's enso_index metric (AggregatorOptions::regional_index) of the variables ACE forms it of (sst,
     /// surface_temperature, TS: ace_sst_names), over ACE's Niño 3.4 box; a run longer than 730 days.
     bool enso_index = false;

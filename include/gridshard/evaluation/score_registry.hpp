@@ -121,8 +121,10 @@ enum class SpectrumValue { prediction, truth, smallest_scale, positive, negative
 enum class NearZeroValue { prediction, truth, prediction_minus_truth };
 /// ACE's trend scores (AggregatorOptions::trend): the area-weighted RMSE of the slope maps.
 enum class TrendValue { rmse };
-/// ACE's annual scores (AggregatorOptions::annual): the RMSE over years of the ensemble means and the fair CRPS.
-enum class AnnualValue { rmse, crps };
+/// ACE's annual scores (AggregatorOptions::annual): the RMSE over years of the ensemble means and the fair CRPS, and
+/// with its monthly reference data (Aggregator::set_annual_reference) the R² of the truth's and of the prediction's
+/// yearly ensemble means against the reference's.
+enum class AnnualValue { rmse, crps, r2_target, r2_gen };
 /// ACE's seasonal scores (AggregatorOptions::seasonal): the RMSE of one season's mean maps (in season_names' order),
 /// and over the four seasons.
 enum class SeasonalValue { rmse_djf, rmse_mam, rmse_jja, rmse_son, rmse };

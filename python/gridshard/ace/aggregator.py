@@ -9,10 +9,10 @@ implements are ACE's ``mean``/``mean_norm`` time series, ``mean_step_<k>`` (and 
 forward step, averaged, its four norm biases and power_spectrum_diagnostics.nc) and, with several members, ACE's
 ensemble scores (``ensemble_step_<k>``: its almost-fair CRPS, ensemble-mean RMSE and spread-skill ratio bias per
 cell, then the area mean), its mean maps (log_mean_maps), near_zero_fraction, trend, video (its extended videos too),
-annual (without monthly reference data), seasonal, ENSO index, ENSO coefficient, IPO index and histogram metrics.
-Every other enabled metric (annual with monthly reference data) is ACE's own aggregator when the
-grid is not split, and is refused at build time under spatial parallelism, naming it and the config field that turns
-it off. docs/ace.md has the table.
+annual (its R2 against monthly reference data too), seasonal, ENSO index, ENSO coefficient, IPO index and histogram
+metrics: every metric ACE's inference evaluator builds. A metric it does not know (one a later fme adds) is ACE's own
+aggregator when the grid is not split, and is refused at build time under spatial parallelism, naming it and the
+config field that turns it off. docs/ace.md has the table.
 """
 
 import dataclasses
@@ -164,11 +164,12 @@ class InferenceEvaluatorAggregator:
         # ACE's video, its extended videos too
         video_served = [m for m in metrics if isinstance(m, ace_main.VideoMetricConfig)]
         # ACE's annual (where its build keeps it) and seasonal metrics
-        annual_served, seasonal_served, enso_served = calendar.served(ace_main, config, metrics, dataset_info,
+        annual_served, seasonal_served, enso_served = calendar.served(ace_main, metrics, dataset_info,
                                                                       n_ic_steps + n_forward_steps)
         coefficient_served = calendar.coefficient_served(metrics, dataset_info, n_ic_steps + n_forward_steps)
         ipo_served = calendar.ipo_served(metrics, dataset_info, n_ic_steps + n_forward_steps)
         self._timestep = dataset_info.timestep
+        self._annual_reference = calendar.reference_path(config, annual_served)
         self._initial_time = initial_time
         served = (trend_served + video_served + annual_served + seasonal_served + enso_served + coefficient_served +
                   ipo_served)
@@ -273,6 +274,10 @@ class InferenceEvaluatorAggregator:
                              f"n_ensemble_per_ic={members}")
         with problems.catching("the dataset's masks"):
             masks = self._local_masks(names)
+        reference = None
+        with problems.catching("annual reference_data"):  # ACE's monthly reference data, this rank's box
+            reference = calendar.annual_reference(self._annual_reference, calendar.chosen(self._annual, names),
+                                                  dist.get_local_slices((len(self._lat), self._nlon)))
         failed = [text for text in dist._comm.allgather(problems.text()) if text]
         if failed:
             raise _arrays.agreed_error(failed[0])
@@ -317,8 +322,8 @@ class InferenceEvaluatorAggregator:
                                       trend={"variables": trended} if trended else None,
                                       video={"variables": videoed, "enable_extended_videos": any(
                                           m.enable_extended_videos for m in self._videos)} if videoed else None,
-                                      annual={"variables": annualized, "timestep": self._timestep} if annualized
-                                      else None,
+                                      annual={"variables": annualized, "timestep": self._timestep,
+                                              "reference": reference} if annualized else None,
                                       seasonal={"variables": seasoned} if seasoned else None,
                                       nino34_index={"variables": indexed, "lon": self._coords["lon"]} if indexed
                                       else None,

@@ -23,20 +23,48 @@ IPO_NAMES = ("sst",)
 _IPO_MIN_DURATION = datetime.timedelta(days=80 * 365)
 
 
-def served(ace_main, config, metrics, dataset_info, n_timesteps):
+def served(ace_main, metrics, dataset_info, n_timesteps):
     """The annual, seasonal and ENSO index metrics of ``metrics`` the drop-in scores: every seasonal one, the annual
-    ones where ACE's build keeps them (a run of more than 730 days) without monthly reference data (its R2 stays
-    ACE's), and the ENSO index ones where ACE's build keeps them (the same length, a latitude-longitude grid)."""
+    ones where ACE's build keeps them (a run of more than 730 days; with monthly reference data, its R2 too), and the
+    ENSO index ones where ACE's build keeps them (the same length, a latitude-longitude grid)."""
     from fme.ace.aggregator.inference.enso.dynamic_index import EnsoIndexMetricConfig
     from fme.core.coordinates import LatLonCoordinates
 
     long_enough = n_timesteps * dataset_info.timestep > _ANNUAL_MIN_DURATION
-    annual = [m for m in metrics if isinstance(m, ace_main.AnnualMetricConfig) and long_enough and
-              m.reference_data is None and getattr(config, "monthly_reference_data", None) is None]
+    annual = [m for m in metrics if isinstance(m, ace_main.AnnualMetricConfig) and long_enough]
     seasonal = [m for m in metrics if isinstance(m, ace_main.SeasonalMetricConfig)]
     lat_lon = isinstance(dataset_info.horizontal_coordinates, LatLonCoordinates)
     enso = [m for m in metrics if isinstance(m, EnsoIndexMetricConfig) and long_enough and lat_lon]
     return annual, seasonal, enso
+
+
+def reference_path(config, annual):
+    """The monthly reference data of the annual metrics (fme's AnnualMetricConfig.build: its ``reference_data``, else
+    the config's ``monthly_reference_data``), a path or None."""
+    for metric in annual:
+        path = metric.reference_data or getattr(config, "monthly_reference_data", None)
+        if path is not None:
+            return str(path)
+    return None
+
+
+def annual_reference(path, names, box):
+    """The annual option's ``reference`` from ACE's monthly reference data at ``path`` (None: none): this rank's
+    ``box`` (rows, cols slices) of each of ``names`` it has over (sample, time, lat, lon), its counts per (sample,
+    time) and the first sample's calendar year per time, by which ACE groups every sample (fme's
+    process_monthly_reference, which refuses samples with other time axes alike)."""
+    if path is None:
+        return None
+    import xarray as xr
+
+    rows, cols = box
+    with xr.open_dataset(path, decode_timedelta=False) as ref:
+        valid_time = ref.valid_time.isel(sample=0)
+        for i in range(1, ref.sizes["sample"]):
+            if not valid_time.equals(ref.valid_time.isel(sample=i)):
+                raise ValueError("All time axes must be the same")
+        values = {n: ref[n].isel({ref[n].dims[-2]: rows, ref[n].dims[-1]: cols}).values for n in names if n in ref}
+        return {"values": values, "counts": ref["counts"].values, "years": valid_time.dt.year.values}
 
 
 def coefficient_served(metrics, dataset_info, n_timesteps):
