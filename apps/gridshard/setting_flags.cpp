@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 26> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 27> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -21,6 +21,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 26> flags{{
     {"trend", "--trend"},
     {"video", "--video"},
     {"annual", "--annual"},
+    {"annual_reference_data", "--annual-reference-data"},
     {"seasonal", "--seasonal"},
     {"enso_index", "--enso-index"},
     {"ipo_index", "--ipo-index"},

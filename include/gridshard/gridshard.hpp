@@ -56,6 +56,7 @@
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/scores.hpp"
 #include "gridshard/metrics/spectrum.hpp"
+#include "gridshard/metrics/square_sums.hpp"
 #include "gridshard/metrics/terms.hpp"
 #include "gridshard/metrics/time_mean.hpp"
 #include "gridshard/metrics/trend.hpp"

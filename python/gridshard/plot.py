@@ -15,7 +15,9 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
 - ``near_zero_fraction-VAR.png``: with ``--near-zero-fraction-include-maps``, the prediction's and the target's
   per-cell near-zero fractions and their difference, as ACE logs its images;
 - ``video-VAR.png``: with ``--video``, the prediction's and the target's mean maps at the first, middle and last
-  lead times of ACE's video (a frame each);
+  lead times of ACE's video (a frame each), and with ``--enable-extended-videos`` their bias;
+- ``enso_coefficient-VAR.png``: from the drop-in's enso_coefficient_diagnostics.nc (ACE's loop), the target's and the
+  prediction's regression maps on the Niño 3.4 index and their difference, as ACE logs its coefficient images;
 - ``annual-VAR.png``: with ``--annual``, the annual means per year, each sample's and their mean, and the target's
   mean, as ACE logs its annual plot;
 - ``enso_index-VAR.png``: with ``--enso-index``, the Niño 3.4 index per month, each sample's and their mean, and the
@@ -34,6 +36,7 @@ from pathlib import Path
 
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
 SPECTRUM = "power_spectrum_diagnostics.nc"
+COEFFICIENT = "enso_coefficient_diagnostics.nc"  # the drop-in's (ACE's loop), not the tool's
 CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc",
            "annual_diagnostics.nc", "enso_index_diagnostics.nc", "histogram_diagnostics.nc", "ipo_index_diagnostics.nc")
 
@@ -261,17 +264,20 @@ def _decimal_years(path):
 
 
 def plot_climate(folder, out):
-    """The trend, near-zero fraction, video, annual, ENSO index and histogram images of the files present in
-    `folder`; returns the paths."""
+    """The trend, ENSO coefficient, near-zero fraction, video, annual, ENSO index and histogram images of the files
+    present in `folder`; returns the paths."""
     written = []
-    if (folder / CLIMATE[0]).is_file():  # (source = target, prediction, lat, lon) per variable
-        trends, _ = _read(folder / CLIMATE[0])
-        for variable in (n for n, v in trends.items() if v.ndim == 3):
-            target, prediction = trends[variable]
+    for file, name, title in ((CLIMATE[0], "trend", "linear trend per year"),
+                              (COEFFICIENT, "enso_coefficient", "regression coefficient with the Nino 3.4 index")):
+        if not (folder / file).is_file():  # (source = target, prediction, lat, lon) per variable
+            continue
+        maps, _ = _read(folder / file)
+        for variable in (n for n, v in maps.items() if v.ndim == 3):
+            target, prediction = maps[variable]
             _map_panels([[("target", target, True), ("prediction", prediction, True),
                           ("prediction - target", prediction - target, True)]],
-                        f"{variable}: linear trend per year", out / f"trend-{variable}.png")
-            written.append(out / f"trend-{variable}.png")
+                        f"{variable}: {title}", out / f"{name}-{variable}.png")
+            written.append(out / f"{name}-{variable}.png")
     if (folder / CLIMATE[1]).is_file():  # gen_map-VAR, target_map-VAR, error_map-VAR
         fractions, _ = _read(folder / CLIMATE[1])
         for variable in (n[len("gen_map-"):] for n in fractions if n.startswith("gen_map-")):
@@ -290,6 +296,8 @@ def plot_climate(folder, out):
             frames = sorted({steps[0], steps[len(steps) // 2], steps[-1]}) if steps else []
             rows = [[(f"{source}, step {k}", values[k], False) for k in frames]
                     for source, values in (("prediction", prediction), ("target", target))]
+            if f"bias_{variable}" in videos:  # ACE's extended videos: the bias row too
+                rows.append([(f"bias, step {k}", videos[f"bias_{variable}"][k], True) for k in frames])
             if frames:
                 _map_panels(rows, f"{variable}: mean over every sample", out / f"video-{variable}.png")
                 written.append(out / f"video-{variable}.png")

@@ -83,24 +83,29 @@ void Aggregator::set_annual_reference(std::span<const T> values, std::int64_t sa
     const auto times = static_cast<std::int64_t>(years.size());
     const Box& box = grid_.box();
     const Communicator& world = grid_.mesh().world();
-    check_collectively(world, attempt([&] {
-                           const std::string what = setting_name("annual") + ": the reference data";
-                           if (!options_.annual) {
-                               throw ArgumentError(what + " of an aggregator without annual means");
-                           }
-                           if (samples < 1 || times < 1) {
-                               throw ArgumentError(what + " has " + std::to_string(samples) + " samples and " +
-                                                   std::to_string(times) + " times (at least one of each)");
-                           }
-                           if (static_cast<std::int64_t>(values.size()) != channels * samples * times * box.area() ||
-                               static_cast<std::int64_t>(counts.size()) != samples * times) {
-                               throw ArgumentError(what + ": " + std::to_string(values.size()) + " values and " +
-                                                   std::to_string(counts.size()) + " counts for " +
-                                                   std::to_string(samples) + " samples and " + std::to_string(times) +
-                                                   " times of this rank's box of " + std::to_string(box.lat.size()) +
-                                                   " x " + std::to_string(box.lon.size()));
-                           }
-                       }));
+    check_collectively(
+        world, attempt([&] {
+            const std::string what = setting_name("annual") + ": the reference data";
+            if (!options_.annual) {
+                throw ArgumentError(what + " of an aggregator without annual means");
+            }
+            if (samples < 1 || times < 1) {
+                throw ArgumentError(what + " has " + std::to_string(samples) + " samples and " + std::to_string(times) +
+                                    " times (at least one of each)");
+            }
+            if (static_cast<std::int64_t>(values.size()) != channels * samples * times * box.area() ||
+                static_cast<std::int64_t>(counts.size()) != samples * times) {
+                throw ArgumentError(what + ": " + std::to_string(values.size()) + " values and " +
+                                    std::to_string(counts.size()) + " counts for " + std::to_string(samples) +
+                                    " samples and " + std::to_string(times) + " times of this rank's box of " +
+                                    std::to_string(box.lat.size()) + " x " + std::to_string(box.lon.size()));
+            }
+            for (const double count : counts) {
+                if (!(std::isfinite(count) && count >= 0.0)) {
+                    throw ArgumentError(what + ": its counts must be finite and >= 0, got " + std::to_string(count));
+                }
+            }
+        }));
     agree_or_throw(world, "", {samples, times}, "the annual reference data's samples and times");
     // Per (channel, sample, time) the global mean: one allreduce over the spatial group.
     const std::vector<double> means =

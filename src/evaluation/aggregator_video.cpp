@@ -9,60 +9,18 @@
 
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/evaluation/aggregator.hpp"
+#include "gridshard/metrics/square_sums.hpp"
 
 namespace gridshard {
-
-namespace {
-
-// `value`'s square as its two-product (hi + lo is the exact square of a finite value); a value that is not finite, or
-// whose square overflows, gives its IEEE square and no remainder.
-void square_parts(double value, double& hi, double& lo) {
-    hi = value * value;
-    lo = std::isfinite(hi) ? std::fma(value, value, -hi) : 0.0;
-}
-
-// The least and greatest of `current` and `value`, NaN once either is (torch.minimum's and torch.maximum's rule).
-void widen_range(double value, double& least, double& greatest) {
-    if (std::isnan(value) || std::isnan(least)) {
-        least = greatest = std::numeric_limits<double>::quiet_NaN();
-        return;
-    }
-    least = std::min(least, value);
-    greatest = std::max(greatest, value);
-}
-
-}  // namespace
 
 template <class T>
 void Aggregator::record_extended_video(std::int64_t lead, FieldShard<T> truth, std::span<const T> members,
                                        bool with_truth) {
     ExtendedVideoSums& sums = *extended_video_[static_cast<std::size_t>(lead)];
-    const std::size_t plane = truth.values.size();
-    video_terms_.resize(4 * plane);  // the squared errors' and the squares' two parts
-    const std::span<const double> error_hi(video_terms_.data(), plane);
-    const std::span<const double> error_lo(video_terms_.data() + plane, plane);
-    const std::span<const double> square_hi(video_terms_.data() + 2 * plane, plane);
-    const std::span<const double> square_lo(video_terms_.data() + 3 * plane, plane);
-    double* terms = video_terms_.data();
-    for (std::size_t first = 0; first < members.size(); first += plane) {  // one member at a time
-        const T* member = members.data() + first;
-        for (std::size_t k = 0; k < plane; ++k) {
-            const double error = static_cast<double>(member[k]) - static_cast<double>(truth.values[k]);
-            square_parts(error, terms[k], terms[plane + k]);
-            square_parts(static_cast<double>(member[k]), terms[2 * plane + k], terms[3 * plane + k]);
-            widen_range(error, sums.min_error[k], sums.max_error[k]);
-        }
-        const std::span<const double> errors[] = {error_hi, error_lo};
-        const std::span<const double> squares[] = {square_hi, square_lo};
-        sums.squared_error.add_steps(errors, 1);
-        sums.prediction_squares.add_steps(squares, 1);
-    }
+    add_error_squares<T>(truth.values, members, sums.squared_error, sums.prediction_squares, sums.min_error,
+                         sums.max_error);
     if (with_truth) {  // the truth once per initial condition
-        for (std::size_t k = 0; k < plane; ++k) {
-            square_parts(static_cast<double>(truth.values[k]), terms[2 * plane + k], terms[3 * plane + k]);
-        }
-        const std::span<const double> squares[] = {square_hi, square_lo};
-        sums.truth_squares.add_steps(squares, 1);
+        add_squares<T>(truth.values, sums.truth_squares);
     }
 }
 

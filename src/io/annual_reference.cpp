@@ -13,7 +13,7 @@ namespace gridshard::io {
 
 std::optional<AnnualReference> read_annual_reference(const std::string& path, const std::string& name, const Box& box,
                                                      std::int64_t nlat, std::int64_t nlon) {
-    const std::string flag = "--annual-reference-data '" + path + "'";
+    const std::string flag = setting_name("annual_reference_data") + " '" + path + "'";
     const NetcdfReader file(path);
     const std::vector<std::string> fields = file.field_variables();
     if (std::find(fields.begin(), fields.end(), name) == fields.end()) {

@@ -524,6 +524,13 @@ def test_the_enso_coefficient_is_aces_at_every_mesh(climate_runs):
                 assert np.array_equal(np.isnan(values), np.isnan(ace)), (mesh, variable)
                 scale = np.nanmax(np.abs(ace))
                 assert np.allclose(values, ace, rtol=0, atol=1e-4 * scale, equal_nan=True), (mesh, variable)
+    # gridshard.plot draws the drop-in's coefficient maps as ACE logs them (the serial run's folder)
+    folder = climate_runs[(1, 1, 1)]["folder"]
+    _, env = case_command(folder, 1, 1, 1, False, [], folder)
+    result = subprocess.run([sys.executable, "-m", "gridshard.plot", str(folder)], capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    assert {f"enso_coefficient-{v}.png" for v in ace_maps} <= {p.name for p in folder.iterdir()}
 
 
 def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):

@@ -214,7 +214,8 @@ def test_plot_draws_the_diagnostics(tmp_path):
     folder.mkdir()
     mpirun(2, os.environ["GRIDSHARD_BIN"], "eval", "--nlat", "37", "--nlon", "72", "--ntime", "6",
            "--initial-conditions", "2", "--ensemble-size", "4", "--diagnostics", folder, "--json",
-           folder / "report.json", "--spectrum", "--quiet", "--trend", "--video", "--near-zero-fraction",
+           folder / "report.json", "--spectrum", "--quiet", "--trend", "--video", "--enable-extended-videos",
+           "--near-zero-fraction",
            "--near-zero-fraction-include-maps", "--near-zero-fraction-per-variable-eps", "h=9500",
            "--near-zero-fraction-per-variable-eps", "t850=275", "--near-zero-fraction-per-variable-eps", "sst=291")
     before = {p.name: p.read_bytes() for p in folder.iterdir()}

@@ -642,13 +642,12 @@ class Aggregator {
     // With the video: per lead time the sums over samples of the prediction and of the truth (empty where not counted).
     std::vector<std::optional<TimeMeanAccumulator>> video_prediction_, video_truth_;
     // With the extended video: per lead time the sums over samples of the squared errors and of the squares of the
-    // prediction and of the truth, and the least and greatest errors (empty where not counted); the terms' scratch.
+    // prediction and of the truth, and the least and greatest errors (empty where not counted).
     struct ExtendedVideoSums {
         TimeMeanAccumulator squared_error, prediction_squares, truth_squares;
         std::vector<double> min_error, max_error;
     };
     std::vector<std::optional<ExtendedVideoSums>> extended_video_;
-    std::vector<double> video_terms_;
     // With the seasonal means: per season the sums over its counted pairs of the prediction and of the truth.
     std::vector<TimeMeanAccumulator> seasonal_prediction_, seasonal_truth_;
     // With the regional index: per (sample, lead, channel) the prediction's regional means, per (initial condition,

@@ -33,7 +33,7 @@ struct AnnualReference {
 };
 
 /// Reads `box` of variable `name` of the reference data at `path`, whose grid must be `nlat` x `nlon`; none when the
-/// file has no such variable (ACE gives that variable no R²). Throws ArgumentError naming `--annual-reference-data`
+/// file has no such variable (ACE gives that variable no R²). Throws ArgumentError naming `annual_reference_data`
 /// for a file without `counts` or `valid_time` over (sample, time), another grid, a variable not over (sample, time,
 /// lat, lon), or samples with other time axes (ACE's "All time axes must be the same"); NetcdfError when netCDF fails.
 [[nodiscard]] std::optional<AnnualReference> read_annual_reference(const std::string& path, const std::string& name,
