@@ -26,6 +26,9 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
 - ``histogram-VAR.png``: with ``--histogram``, the target's and the prediction's (dashed) histograms as densities on
   a log axis, the empty bins at either end trimmed, as ACE logs its histogram images.
 
+The folder the drop-in writes in ACE's loop (``gridshard.ace``) holds ACE's own files: of it the climate images
+are drawn (and the spectra), not the scores, which ACE logs itself.
+
 Each image is written to a temporary file in the output folder and renamed, so a failed run leaves none;
 the diagnostics files are only read. Needs matplotlib and netCDF4 (Debian's python3-matplotlib and
 python3-netcdf4); importing gridshard does not import them.
@@ -329,8 +332,9 @@ def plot(folder, out=None):
     out = Path(out) if out is not None else folder
     present = [name for name in FILES if (folder / name).is_file()]
     has_spectrum = (folder / SPECTRUM).is_file()
+    has_climate = any((folder / name).is_file() for name in CLIMATE + (COEFFICIENT,))
     missing = [name for name in FILES if name not in present]
-    if (present and missing) or (not present and not has_spectrum):
+    if (present and missing) or (not present and not has_spectrum and not has_climate):
         raise FileNotFoundError(f"{folder}: no {', '.join(missing + ([] if present else [SPECTRUM]))} (write them "
                                 f"with gridshard eval --diagnostics)")
     if not out.is_dir():
@@ -345,6 +349,8 @@ def plot(folder, out=None):
         return written
     (mean, attributes), (zonal, _), (maps, _) = (_read(folder / name) for name in FILES)
     if "variables" not in attributes:
+        if written:  # the drop-in's folder in ACE's loop: ACE's own files, whose scores ACE logs; the climate images
+            return written
         raise KeyError(f"{folder / FILES[0]}: no 'variables' attribute; not written by gridshard eval --diagnostics")
     lead_units = _lead_units(folder / FILES[0])
     for variable in str(attributes["variables"]).split():
