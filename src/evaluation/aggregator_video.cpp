@@ -68,24 +68,21 @@ void Aggregator::finish_video(VariableScores& out) {
             const std::vector<double> squared_error = mean_of(sums.squared_error);
             const std::vector<double> prediction_square = mean_of(sums.prediction_squares);
             const std::vector<double> truth_square = mean_of(sums.truth_squares);
-            // The least and greatest errors over data: a NaN anywhere is NaN (its flag), the rest by MIN and MAX.
+            // The least and greatest errors over data: a NaN anywhere is NaN (its flag), the rest by one MIN of the
+            // least and the negated greatest.
             std::vector<std::int32_t> not_a_number(plane);
-            least = sums.min_error;
-            greatest = sums.max_error;
+            std::vector<double> extremes(2 * plane);  // the least, then minus the greatest
             for (std::size_t k = 0; k < plane; ++k) {
-                not_a_number[k] = std::isnan(least[k]) ? 1 : 0;
-                if (not_a_number[k] != 0) {
-                    least[k] = std::numeric_limits<double>::infinity();
-                    greatest[k] = -std::numeric_limits<double>::infinity();
-                }
+                not_a_number[k] = std::isnan(sums.min_error[k]) ? 1 : 0;
+                extremes[k] = not_a_number[k] != 0 ? std::numeric_limits<double>::infinity() : sums.min_error[k];
+                extremes[plane + k] =
+                    not_a_number[k] != 0 ? std::numeric_limits<double>::infinity() : -sums.max_error[k];
             }
             reduce_max<std::int32_t>(grid_.mesh(), not_a_number);
-            reduce_min<double>(grid_.mesh(), least);
-            reduce_max<double>(grid_.mesh(), greatest);
+            reduce_min<double>(grid_.mesh(), extremes);
             for (std::size_t k = 0; k < plane; ++k) {
-                if (not_a_number[k] != 0) {
-                    least[k] = greatest[k] = nan;
-                }
+                least[k] = not_a_number[k] != 0 ? nan : extremes[k];
+                greatest[k] = not_a_number[k] != 0 ? nan : -extremes[plane + k];
                 rmse[k] = std::sqrt(squared_error[k]);
                 // ACE's gen_var: each field's E[x^2] - E[x]^2, their ratio
                 ratio[k] =
