@@ -205,7 +205,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             }
         }));
     // ACE's monthly reference data of the annual means, for a variable the file has (every rank alike).
-    agree_or_throw(mesh.world(), "", {reference ? 1 : 0}, "whether the annual reference data has '" + name + "'");
+    if (!in.plan.annual_reference_data.empty()) {
+        agree_or_throw(mesh.world(), "", {reference ? 1 : 0}, "whether the annual reference data has '" + name + "'");
+    }
     if (reference) {
         aggregator->set_annual_reference<double>(reference->values, reference->samples, reference->counts,
                                                  reference->years);
