@@ -79,6 +79,7 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     plan.scoring.seasonal = options.seasonal;
     plan.enso_index = options.enso_index;
     plan.ipo_index = options.ipo_index;
+    plan.enso_coefficient_index = options.enso_coefficient_index;
     plan.seasonal_variables = parse_name_list("--seasonal-variables", options.seasonal_variables);
     if (options.histogram) {
         plan.scoring.histogram = HistogramOptions{};
@@ -151,11 +152,12 @@ int run_eval(const EvalOptions& options) {
                                    options.include_initial_step || options.data_split.has_value() ||
                                    !options.normalize.empty() || options.near_zero_fraction || options.trend ||
                                    options.video || options.annual || options.seasonal || options.enso_index ||
-                                   options.ipo_index || options.histogram;
+                                   options.ipo_index || options.histogram || !options.enso_coefficient_index.empty();
         if (!forecast && forecast_only) {
             throw ArgumentError(
                 "--climatology, --region, --include-initial-step, --data-split, --normalize, --near-zero-fraction, "
-                "--trend, --video, --annual, --seasonal, --enso-index, --ipo-index and --histogram need a forecast: "
+                "--trend, --video, --annual, --seasonal, --enso-index, --ipo-index, --enso-coefficient-index and "
+                "--histogram need a forecast: "
                 "files with a "
                 "sample or "
                 "member dim, or the "
@@ -175,13 +177,23 @@ int run_eval(const EvalOptions& options) {
         // Before any work: no output may be an input or another output, or anything but a regular file. Every
         // rank checks (a node may see another file system), then all agree.
         const OutputPaths paths =
-            output_paths(options.json, options.zonal, options.diagnostics, forecast, options.spectrum,
-                         options.near_zero_fraction && options.near_zero_config.include_maps, options.trend,
-                         options.video, options.annual, options.enso_index, options.ipo_index, options.histogram);
+            output_paths(options.json, options.zonal, options.diagnostics,
+                         {.forecast = forecast,
+                          .spectrum = options.spectrum,
+                          .near_zero_maps = options.near_zero_fraction && options.near_zero_config.include_maps,
+                          .trend = options.trend,
+                          .video = options.video,
+                          .annual = options.annual,
+                          .seasonal = options.seasonal,
+                          .enso_index = options.enso_index,
+                          .ipo_index = options.ipo_index,
+                          .histogram = options.histogram,
+                          .enso_coefficient = !options.enso_coefficient_index.empty()});
         std::vector<io::NamedPath> inputs = {{"--truth", options.truth},
                                              {"--pred", options.prediction},
                                              {"--climatology", options.climatology},
-                                             {"--annual-reference-data", options.annual_reference_data}};
+                                             {"--annual-reference-data", options.annual_reference_data},
+                                             {"--enso-coefficient-index", options.enso_coefficient_index}};
         for (const std::string& stats : options.normalize) {
             inputs.push_back({"--normalize", stats});
         }
@@ -414,6 +426,14 @@ Runner add_eval_command(CLI::App& app) {
         "NaN-skipping means in ACE's three tripole boxes, per sample the monthly tripole index T2 - (T1 + "
         "T3) / 2 in --diagnostics DIR/ipo_index_diagnostics.nc, and the spread of its 13-year low-pass "
         "filtered form (ipo_tpi_std, ipo_tpi_std_norm) in the JSON report; a run longer than 80 years");
+    command->add_option(
+        "--enso-coefficient-index", options->enso_coefficient_index,
+        "Forecast: also ACE's enso_coefficient metric of every variable against the reference index in FILE (a "
+        "netCDF file with a CF time coordinate and one variable over time, such as ACE's historical Nino 3.4 index: "
+        "python3 -m gridshard.ace.enso_reference_index FILE writes fme's): per sample its series over the run as ACE "
+        "forms it, per cell the regression coefficient of the counted lead times' values on it, averaged over the "
+        "samples it covers, in --diagnostics DIR/enso_coefficient_diagnostics.nc, and the area-weighted RMSE of the "
+        "prediction's map against the truth's (enso_coefficient_rmse) in the JSON report; a run longer than 1800 days");
     CLI::Option* histogram = command->add_flag(
         "--histogram", options->histogram,
         "Forecast: also ACE's histogram metric: per variable the counts of the truth (once per member, as ACE's) and "

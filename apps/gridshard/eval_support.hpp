@@ -64,6 +64,8 @@ struct EvalOptions {
     std::string annual_reference_data;
     // ACE's ENSO index (--enso-index) and IPO index (--ipo-index).
     bool enso_index = false, ipo_index = false;
+    // ACE's ENSO coefficient against the reference index in this file (--enso-coefficient-index).
+    std::string enso_coefficient_index;
     // ACE's histograms (--histogram, --histogram-variables) over windows of --forward-steps-in-memory (0: one).
     bool histogram = false;
     std::string histogram_variables;

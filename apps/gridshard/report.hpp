@@ -3,7 +3,8 @@
 // (gridshard/evaluation/evaluate.hpp): the table on stdout, the JSON report, and the netCDF files (the --zonal
 // file of a pair; ACE's mean_diagnostics.nc, zonal_mean_diagnostics.nc, time_mean_diagnostics.nc and
 // near_zero_fraction_diagnostics.nc, trend_diagnostics.nc, video_diagnostics.nc, annual_diagnostics.nc,
-// enso_index_diagnostics.nc, ipo_index_diagnostics.nc and histogram_diagnostics.nc of a forecast, and
+// enso_index_diagnostics.nc, ipo_index_diagnostics.nc, histogram_diagnostics.nc and
+// enso_coefficient_diagnostics.nc of a forecast, and
 // power_spectrum_diagnostics.nc of either, in --diagnostics). The table and the JSON iterate the scores the result
 // carries, which come from the score registry, so a registered score reaches both. Every file is complete or absent:
 // all are written to temporaries, then renamed. World rank 0 writes them, or (--io collective) every rank the netCDF
@@ -25,24 +26,40 @@ struct OutputPaths {
     std::string mean;
     std::string zonal_mean;
     std::string time_mean;
-    std::string spectrum;    ///< power_spectrum_diagnostics.nc
-    std::string near_zero;   ///< near_zero_fraction_diagnostics.nc
-    std::string trend;       ///< trend_diagnostics.nc
-    std::string video;       ///< video_diagnostics.nc
-    std::string annual;      ///< annual_diagnostics.nc
-    std::string enso_index;  ///< enso_index_diagnostics.nc
-    std::string ipo_index;   ///< ipo_index_diagnostics.nc
-    std::string histogram;   ///< histogram_diagnostics.nc
+    std::string spectrum;          ///< power_spectrum_diagnostics.nc
+    std::string near_zero;         ///< near_zero_fraction_diagnostics.nc
+    std::string trend;             ///< trend_diagnostics.nc
+    std::string video;             ///< video_diagnostics.nc
+    std::string annual;            ///< annual_diagnostics.nc
+    std::string enso_index;        ///< enso_index_diagnostics.nc
+    std::string ipo_index;         ///< ipo_index_diagnostics.nc
+    std::string histogram;         ///< histogram_diagnostics.nc
+    std::string enso_coefficient;  ///< enso_coefficient_diagnostics.nc
+    std::string seasonal;          ///< seasonal_diagnostics.nc
     /// Every path, named for io::check_output_paths.
     [[nodiscard]] std::vector<io::NamedPath> named() const;
 };
 
-/// The paths of `json`, `zonal` and the diagnostics files in `folder` (none when empty): a forecast's three, with
-/// `spectrum` the power spectra's (a pair's only file there), and a forecast's near-zero fraction maps with
-/// `near_zero_maps`, its trend maps with `trend` and its video with `video`.
+/// Which diagnostics files a run writes: a forecast's three (mean, zonal mean, time mean), the power spectra's (a
+/// pair's only file), and a forecast's file of each climate family it scores (the near-zero fractions' with their
+/// maps only).
+struct DiagnosticsFiles {
+    bool forecast = false;
+    bool spectrum = false;
+    bool near_zero_maps = false;
+    bool trend = false;
+    bool video = false;
+    bool annual = false;
+    bool seasonal = false;
+    bool enso_index = false;
+    bool ipo_index = false;
+    bool histogram = false;
+    bool enso_coefficient = false;
+};
+
+/// The paths of `json`, `zonal` and the diagnostics files `files` in `folder` (none when empty).
 [[nodiscard]] OutputPaths output_paths(const std::string& json, const std::string& zonal, const std::string& folder,
-                                       bool forecast, bool spectrum, bool near_zero_maps, bool trend, bool video,
-                                       bool annual, bool enso_index, bool ipo_index, bool histogram);
+                                       const DiagnosticsFiles& files);
 
 /// Throws ArgumentError unless `folder` is empty or an existing directory.
 void check_diagnostics_folder(const std::string& folder);

@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 27> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 28> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -25,6 +25,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 27> flags{{
     {"seasonal", "--seasonal"},
     {"enso_index", "--enso-index"},
     {"ipo_index", "--ipo-index"},
+    {"enso_coefficient_index", "--enso-coefficient-index"},
     {"histogram", "--histogram"},
     {"forward_steps_in_memory", "--forward-steps-in-memory"},
     {"data_split", "--data-split"},

@@ -31,6 +31,7 @@
 #include "gridshard/io/normalization.hpp"
 #include "gridshard/io/output_file.hpp"
 #include "gridshard/io/parallel_io.hpp"
+#include "gridshard/io/reference_index.hpp"
 #include "gridshard/io/units.hpp"
 #include "gridshard/io/zonal_writer.hpp"
 

@@ -16,8 +16,10 @@ Reads the diagnostics files that ``gridshard eval --diagnostics DIR`` writes (``
   per-cell near-zero fractions and their difference, as ACE logs its images;
 - ``video-VAR.png``: with ``--video``, the prediction's and the target's mean maps at the first, middle and last
   lead times of ACE's video (a frame each), and with ``--enable-extended-videos`` their bias;
-- ``enso_coefficient-VAR.png``: from the drop-in's enso_coefficient_diagnostics.nc (ACE's loop), the target's and the
+- ``enso_coefficient-VAR.png``: with ``--enso-coefficient-index`` (or from the drop-in's files), the target's and the
   prediction's regression maps on the Niño 3.4 index and their difference, as ACE logs its coefficient images;
+- ``seasonal-VAR.png``: with ``--seasonal``, per season the target's and the prediction's anomalies (their seasonal
+  means less the target's mean over the seasons) and the prediction's bias, the panels of ACE's two seasonal images;
 - ``annual-VAR.png``: with ``--annual``, the annual means per year, each sample's and their mean, and the target's
   mean, as ACE logs its annual plot;
 - ``enso_index-VAR.png``: with ``--enso-index``, the Niño 3.4 index per month, each sample's and their mean, and the
@@ -39,7 +41,8 @@ from pathlib import Path
 
 FILES = ("mean_diagnostics.nc", "zonal_mean_diagnostics.nc", "time_mean_diagnostics.nc")
 SPECTRUM = "power_spectrum_diagnostics.nc"
-COEFFICIENT = "enso_coefficient_diagnostics.nc"  # the drop-in's (ACE's loop), not the tool's
+COEFFICIENT = "enso_coefficient_diagnostics.nc"
+SEASONAL = "seasonal_diagnostics.nc"  # the tool's only: ACE's seasonal metric writes no file
 CLIMATE = ("trend_diagnostics.nc", "near_zero_fraction_diagnostics.nc", "video_diagnostics.nc",
            "annual_diagnostics.nc", "enso_index_diagnostics.nc", "histogram_diagnostics.nc", "ipo_index_diagnostics.nc")
 
@@ -267,7 +270,8 @@ def _decimal_years(path):
 
 
 def plot_climate(folder, out):
-    """The trend, ENSO coefficient, near-zero fraction, video, annual, ENSO index and histogram images of the files
+    """The trend, ENSO coefficient, seasonal, near-zero fraction, video, annual, ENSO index and histogram images of the
+    files
     present in `folder`; returns the paths."""
     written = []
     for file, name, title in ((CLIMATE[0], "trend", "linear trend per year"),
@@ -281,6 +285,17 @@ def plot_climate(folder, out):
                           ("prediction - target", prediction - target, True)]],
                         f"{variable}: {title}", out / f"{name}-{variable}.png")
             written.append(out / f"{name}-{variable}.png")
+    if (folder / SEASONAL).is_file():  # (source = target, prediction, season, lat, lon) per variable
+        maps, _ = _read(folder / SEASONAL)
+        for variable in (n for n, v in maps.items() if v.ndim == 4):
+            target, prediction = maps[variable]
+            pattern = target.mean(axis=0)  # ACE's anomalies: less the target's mean over the seasons
+            seasons = ("DJF", "MAM", "JJA", "SON")
+            rows = [[(f"{label} anomaly, {season}", values[k] - pattern, True) for k, season in enumerate(seasons)]
+                    for label, values in (("target", target), ("prediction", prediction))]
+            rows.append([(f"bias, {season}", prediction[k] - target[k], True) for k, season in enumerate(seasons)])
+            _map_panels(rows, f"{variable}: seasonal means", out / f"seasonal-{variable}.png")
+            written.append(out / f"seasonal-{variable}.png")
     if (folder / CLIMATE[1]).is_file():  # gen_map-VAR, target_map-VAR, error_map-VAR
         fractions, _ = _read(folder / CLIMATE[1])
         for variable in (n[len("gen_map-"):] for n in fractions if n.startswith("gen_map-")):
@@ -332,7 +347,7 @@ def plot(folder, out=None):
     out = Path(out) if out is not None else folder
     present = [name for name in FILES if (folder / name).is_file()]
     has_spectrum = (folder / SPECTRUM).is_file()
-    has_climate = any((folder / name).is_file() for name in CLIMATE + (COEFFICIENT,))
+    has_climate = any((folder / name).is_file() for name in CLIMATE + (COEFFICIENT, SEASONAL))
     missing = [name for name in FILES if name not in present]
     if (present and missing) or (not present and not has_spectrum and not has_climate):
         raise FileNotFoundError(f"{folder}: no {', '.join(missing + ([] if present else [SPECTRUM]))} (write them "

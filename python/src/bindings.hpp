@@ -17,4 +17,7 @@ void bind_halo(pybind11::module_& m);
 /// The atomic writer of the Python layer's files (output_bindings.cpp).
 void bind_outputs(pybind11::module_& m);
 
+/// A reference index's series over each sample's run (index_bindings.cpp).
+void bind_reference_index(pybind11::module_& m);
+
 }  // namespace gridshard::python

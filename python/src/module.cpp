@@ -301,4 +301,5 @@ PYBIND11_MODULE(_gridshard, m) {
     gp::bind_aggregator(m);
     gp::bind_halo(m);
     gp::bind_outputs(m);
+    gp::bind_reference_index(m);
 }

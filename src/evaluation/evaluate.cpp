@@ -10,6 +10,7 @@
 #include <future>
 #include <memory>
 
+#include "forecast_times.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/memory_check.hpp"
@@ -21,6 +22,12 @@
 
 namespace gridshard {
 namespace {
+
+using detail::enso_coefficient_index;
+using detail::longer_than_days;
+using detail::longer_than_two_years;
+using detail::number_text;
+using detail::valid_times;
 
 /// Seconds this rank spent reading (or generating) its fields, for RunTimings.
 struct RunClock {
@@ -54,6 +61,8 @@ struct RunInputs {
     double annual_timestep_seconds;             // with the annual means, the files' timestep
     const AreaWeights* nino34;                  // with the ENSO index, its weights on this rank's box, else none
     const std::array<AreaWeights, 3>* tripole;  // with the IPO index, its boxes' weights on this rank's box, else none
+    // with the ENSO coefficient, its index per (initial condition, lead), initial condition slowest, else empty
+    const std::vector<double>& coefficient_index;
 };
 
 /// One variable's scores, and with the normalisation its scores on the normalised fields.
@@ -192,6 +201,9 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
             if (in.nino34 != nullptr &&
                 std::find(ace_sst_names.begin(), ace_sst_names.end(), name) != ace_sst_names.end()) {
                 options.regional_index = RegionalIndexOptions{*in.nino34};
+            }
+            if (!in.coefficient_index.empty()) {
+                options.index_regression = IndexRegressionOptions{in.coefficient_index};
             }
             aggregator.emplace(in.grid, shape, in.regions, std::move(options));
             for (std::size_t k = 0; k < in.pair_times.size() && aggregator->needs_times(); ++k) {  // the valid times
@@ -363,83 +375,6 @@ std::vector<io::SourceVariable> chosen_variables(const std::vector<io::SourceVar
     return chosen;
 }
 
-/// `value` in up to 10 significant digits, for messages.
-std::string number_text(double value) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.10g", value);
-    return text;
-}
-
-/// The valid times of the source's (initial condition, lead) pairs (initial time plus lead) in the files' calendar:
-/// seconds from 2000-01-01 00:00:00 (fme's trend.py takes its times so), year and month. Throws ArgumentError naming
-/// `setting` for a forecast without initial times or lead times. No MPI calls.
-std::vector<ValidTime> valid_times(const io::ForecastSource& source, const char* setting) {
-    const io::LeadTimes& t = source.lead_times();
-    const io::ForecastLayout& layout = source.layout();
-    if (t.init_times.size() != static_cast<std::size_t>(layout.initial_conditions) ||
-        t.values.size() != static_cast<std::size_t>(layout.lead_times)) {
-        throw ArgumentError(setting_name(setting) +
-                            ": needs each initial condition's time and each lead time; the prediction has " +
-                            std::to_string(t.init_times.size()) + " initial times for " +
-                            std::to_string(layout.initial_conditions) + " initial conditions and " +
-                            std::to_string(t.values.size()) + " lead times for " + std::to_string(layout.lead_times));
-    }
-    const io::TimeAxis axis = io::parse_time_units(t.init_time_units, t.calendar);
-    const double lead_unit = io::seconds_per_unit(t.units);
-    if (!(lead_unit > 0.0)) {
-        throw ArgumentError(setting_name(setting) + ": the lead times' units '" + t.units + "' are not a unit of time");
-    }
-    const io::DateTime origin{.year = 2000, .month = 1, .day = 1};
-    std::vector<ValidTime> times;
-    for (std::int64_t i = 0; i < layout.initial_conditions; ++i) {
-        for (std::int64_t l = 0; l < layout.lead_times; ++l) {
-            const io::DateTime valid = axis.date_after(t.init_times[static_cast<std::size_t>(i)],
-                                                       t.values[static_cast<std::size_t>(l)] * lead_unit);
-            times.push_back({io::seconds_between(origin, valid, axis.calendar), valid.year, valid.month});
-        }
-    }
-    return times;
-}
-
-/// The source's timestep in seconds: its lead times' one spacing (ACE's run has one timestep). Throws ArgumentError
-/// naming `setting` for fewer than two lead times or uneven spacing. No MPI calls.
-double lead_timestep_seconds(const io::ForecastSource& source, const char* setting) {
-    const io::LeadTimes& t = source.lead_times();
-    const double unit = io::seconds_per_unit(t.units);
-    const double step = t.values.size() >= 2 ? (t.values[1] - t.values[0]) * unit : 0.0;
-    for (std::size_t k = 1; k < t.values.size(); ++k) {
-        if ((t.values[k] - t.values[k - 1]) * unit != step) {
-            throw ArgumentError(setting_name(setting) + ": the lead times are not evenly spaced (" +
-                                number_text(t.values[k - 1]) + " to " + number_text(t.values[k]) + " " + t.units +
-                                ", the first step is " + number_text(step) + " s)");
-        }
-    }
-    if (!(step > 0.0)) {
-        throw ArgumentError(setting_name(setting) + ": needs two increasing lead times to know the timestep, got " +
-                            std::to_string(t.values.size()));
-    }
-    return step;
-}
-
-/// The source's timestep (lead_timestep_seconds) of a run ACE's `setting` metric takes: longer than `least_days` (fme's
-/// metric configs' builds). Throws ArgumentError naming the setting and `what` needs it otherwise.
-double longer_than_days(const io::ForecastSource& source, double least_days, const char* setting, const char* what) {
-    const double step = lead_timestep_seconds(source, setting);
-    const auto steps = static_cast<std::int64_t>(source.lead_times().values.size());
-    const double days = static_cast<double>(steps) * step / 86400.0;
-    if (!(days > least_days)) {
-        throw ArgumentError(setting_name(setting) + ": ACE's " + what + " a run of more than " +
-                            number_text(least_days) + " days, this one is " + number_text(days) + " days (" +
-                            std::to_string(steps) + " steps)");
-    }
-    return step;
-}
-
-/// longer_than_days of 730 days: fme's AnnualMetricConfig and EnsoIndexMetricConfig builds.
-double longer_than_two_years(const io::ForecastSource& source, const char* setting, const char* what) {
-    return longer_than_days(source, 730.0, setting, what);
-}
-
 /// Refuses longitudes that are not whole latitude circles at equal spacing (a regional grid, half the globe), which a
 /// spherical transform would take as whole circles. A spacing may differ from 360 / nlon by a thousandth of itself
 /// (longitudes stored in float).
@@ -569,6 +504,7 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                        .seasonal = plan.scoring.seasonal,
                        .regional_index = plan.enso_index,
                        .histogram = plan.scoring.histogram.has_value(),
+                       .index_regression = !plan.enso_coefficient_index.empty(),
                        .tripole_index = plan.ipo_index};
     // ACE's climate families, in one agreement: each a forecast's, their variable lists naming scored variables, and
     // the valid times; ACE's gates (a trend needs two counted steps, annual means a run of more than 730 days).
@@ -577,8 +513,9 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     double annual_timestep = 0.0;                       // with the annual means, the files' timestep
     std::optional<AreaWeights> nino34;                  // with the ENSO index, ACE's weights of its box
     std::optional<std::array<AreaWeights, 3>> tripole;  // with the IPO index, ACE's weights of its boxes
+    std::vector<double> coefficient_index;              // with the ENSO coefficient, its index per pair
     if (plan.near_zero_fraction || scoring.trend || scoring.video || scoring.annual || scoring.seasonal ||
-        plan.enso_index || plan.ipo_index || scoring.histogram) {
+        plan.enso_index || plan.ipo_index || scoring.histogram || !plan.enso_coefficient_index.empty()) {
         std::vector<std::string> variable_names;
         for (const io::SourceVariable& v : variables) {
             variable_names.push_back(v.name);
@@ -649,6 +586,10 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                     }
                     tripole = ace_tripole_weights(g.lat_deg, g.lon_deg, grid.box());
                 }
+                if (!plan.enso_coefficient_index.empty()) {
+                    forecast_only("enso_coefficient_index", "ENSO coefficient is");
+                    coefficient_index = enso_coefficient_index(source, plan.enso_coefficient_index);
+                }
                 if (scoring.trend || scoring.annual || scoring.seasonal || plan.enso_index || plan.ipo_index) {
                     pair_times = valid_times(source, scoring.trend      ? "trend"
                                                      : scoring.annual   ? "annual"
@@ -702,7 +643,8 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                            pair_times,
                            annual_timestep,
                            nino34 ? &*nino34 : nullptr,
-                           tripole ? &*tripole : nullptr};
+                           tripole ? &*tripole : nullptr,
+                           coefficient_index};
     RunClock clock;
     std::int64_t done = 0;
     const std::int64_t total = work.pairs() * static_cast<std::int64_t>(variables.size());

@@ -244,6 +244,13 @@ bool same_date(const DateTime& a, const DateTime& b, Calendar calendar, double t
     return std::abs(static_cast<double>(days) * 86400.0 + seconds_of_day(a) - seconds_of_day(b)) <= tolerance_s;
 }
 
+bool date_in_calendar(const DateTime& d, Calendar calendar) {
+    if (d.month < 1 || d.month > 12 || d.day < 1 || d.day > days_in_month(d.year, d.month, calendar)) {
+        return false;
+    }
+    return calendar != Calendar::standard || !before_gregorian_reform(d.year, d.month, d.day);
+}
+
 double seconds_between(const DateTime& origin, const DateTime& d, Calendar calendar) {
     const auto seconds_of_day = [](const DateTime& t) { return t.hour * 3600.0 + t.minute * 60.0 + t.second; };
     const std::int64_t days =

@@ -395,7 +395,8 @@ def test_a_truth_that_does_not_match_the_members_is_refused(forecast, mpirun, tm
 
 def test_forecast_options_need_a_forecast(mpirun, tmp_path):
     for option in ("--region", "tropics"), ("--near-zero-fraction",), ("--trend",), ("--video",), ("--annual",), \
-            ("--seasonal",), ("--enso-index",), ("--ipo-index",), ("--histogram",):
+            ("--seasonal",), ("--enso-index",), ("--ipo-index",), ("--histogram",), \
+            ("--enso-coefficient-index", tmp_path / "index.nc"):
         r = mpirun(1, "eval", "--nlat", "10", "--nlon", "20", *option, "--quiet")
         assert r.returncode == 2 and "need a forecast" in r.stderr, r.stderr
 

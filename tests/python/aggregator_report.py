@@ -14,6 +14,7 @@ rank 0 writes every per-lead score, time mean, zonal profile and map as JSON (fl
         [--nino34]                       # also ACE's Nino 3.4 index of sst
         [--histogram]                    # also ACE's histograms, over ACE's windows: lead 0, then --window leads each
         [--ipo]                          # also ACE's IPO index of sst
+        [--enso-coefficient-index FILE]  # also ACE's ENSO coefficient against the index in FILE
 """
 import argparse
 import json
@@ -43,6 +44,7 @@ parser.add_argument("--nino34", action="store_true", help="ACE's Nino 3.4 index 
 parser.add_argument("--ipo", action="store_true", help="ACE's IPO index of sst")
 parser.add_argument("--histogram", action="store_true", help="ACE's histograms, the windows ACE's")
 parser.add_argument("--annual", type=float, default=None, help="ACE's annual means of a run of this timestep (s)")
+parser.add_argument("--enso-coefficient-index", help="ACE's ENSO coefficient against the index in this file")
 parser.add_argument("--annual-reference", help="ACE's monthly reference data of the annual means (its R2)")
 args = parser.parse_args()
 data, h, w = map(int, args.mesh.split("x"))
@@ -60,6 +62,22 @@ with netCDF4.Dataset(args.truth) as t, netCDF4.Dataset(args.pred) as p:
         init, lead = p["init_time"], np.asarray(p["time"][:], dtype=np.int64)
         valid = np.asarray(init[:], dtype=np.int64)[:, None] + lead[None, :]
         pair_times = np.asarray(cftime.num2date(valid.ravel(), init.units, init.calendar)).reshape(valid.shape)
+    if args.enso_coefficient_index:  # the index per (initial condition, lead), by the library's rule
+        import cftime
+
+        with netCDF4.Dataset(args.enso_coefficient_index) as f:
+            index_time = f["time"]
+            index_calendar = index_time.calendar
+            index_dates = [(d.year, d.month, d.day, d.hour, d.minute, float(d.second)) for d in
+                           cftime.num2date(index_time[:], index_time.units, index_time.calendar)]
+            values = [float(v) for v in next(v for n, v in f.variables.items() if n != "time")[:]]
+        init, lead_us = p["init_time"], np.asarray(p["time"][:], dtype=np.int64)
+        step_us = int(lead_us[1] - lead_us[0])
+        initial = [(d.year, d.month, d.day, d.hour, d.minute, float(d.second))
+                   for d in cftime.num2date(init[:], init.units, init.calendar)]
+        series = gridshard.sample_index_series(index_dates, values, index_calendar, initial, init.calendar,
+                                               step_us / 1e6, int(lead_us[-1] // step_us))
+        regression_index = series[:, lead_us // step_us]
 ics, members, leads, nlat, nlon = pred[names[0]].shape
 # This data rank's block of initial conditions (uneven where they do not split evenly).
 blocks = np.array_split(np.arange(ics), data)
@@ -77,7 +95,9 @@ aggregator = gridshard.Aggregator(dist, names, lat, nlon, ics, leads, members=me
                                       args.annual_reference, names, (rows, cols))} if args.annual else None,
                                   nino34_index={"variables": [n for n in names if n in ("sst", "TS")]}
                                   if args.nino34 else None, histogram=args.histogram or None,
-                                  ipo_index={"variables": ["sst"]} if args.ipo else None)
+                                  ipo_index={"variables": ["sst"]} if args.ipo else None,
+                                  enso_coefficient={"index": regression_index[first:first + len(mine)]}
+                                  if args.enso_coefficient_index else None)
 convert = (lambda a: __import__("torch").from_numpy(a)) if args.torch else (lambda a: a)
 windows = []
 # ACE's windows with histograms (the initial condition, then forward steps --window at a time), else --window each
@@ -131,6 +151,8 @@ if MPI.COMM_WORLD.rank == 0:
             out[name]["seasonal"] = {k: hexes(v) for k, v in channel["seasonal"].items()}
         if channel.get("trend_maps") is not None:
             out[name]["trend_maps"] = {k: hexes(v) for k, v in channel["trend_maps"].items()}
+        if channel.get("enso_coefficient_maps") is not None:
+            out[name]["enso_coefficient_maps"] = {k: hexes(v) for k, v in channel["enso_coefficient_maps"].items()}
         if channel.get("near_zero_maps") is not None:
             out[name]["near_zero_maps"] = {k: hexes(v) for k, v in channel["near_zero_maps"].items()}
         if args.normalize:

@@ -271,7 +271,8 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
     """ACE's annual and seasonal means and Niño 3.4 index of a run of 2.4 years (12 lead times 73 days apart, from
     2020-01-01): `gridshard eval --annual --seasonal --enso-index` gives gridshard.Aggregator's bits at every mesh:
     the scores (annual RMSE and CRPS, the R2 against monthly reference data of t2m, seasonal RMSEs, the index's
-    spread), annual_diagnostics.nc (source, sample, year) and enso_index_diagnostics.nc (source, sample, time)."""
+    spread), annual_diagnostics.nc (source, sample, year), seasonal_diagnostics.nc (source, season, lat, lon) and
+    enso_index_diagnostics.nc (source, sample, time)."""
     import netCDF4
 
     forecast = ff.Forecast(ics=2, members=3, leads=12, nlat=9, nlon=14, seed=11)
@@ -307,6 +308,10 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
         tool_annual = {(n, k): _as_hex(np.asarray(annual[n][k][:].filled(np.nan)).ravel())
                        for n in tool for k in range(2)}
         counts = _as_hex(np.asarray(annual["counts"][0][:].filled(np.nan)).ravel())
+    with netCDF4.Dataset(folder / "seasonal_diagnostics.nc") as seasonal:
+        assert all(seasonal[n].dimensions == ("source", "season", "lat", "lon") for n in tool)
+        tool_seasonal = {(n, k): _as_hex(np.asarray(seasonal[n][k][:].filled(np.nan)).ravel())
+                         for n in tool for k in range(2)}
     with netCDF4.Dataset(folder / "enso_index_diagnostics.nc") as enso:
         tool_index = {k: _as_hex(np.asarray(enso["sst"][k][:].filled(np.nan)).ravel()) for k in range(2)}
         first_month = netCDF4.num2date(enso["time"][0], enso["time"].units, enso["time"].calendar)
@@ -317,6 +322,7 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
                             timeout=300)
     assert result.returncode == 0, result.stderr
     _assert_drawn(folder, ("annual-t2m.png", "annual-sst.png", "enso_index-sst.png"), 200)
+    assert {"seasonal-t2m.png", "seasonal-sst.png"} <= {p.name for p in folder.iterdir()}
     for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up")):
         out = tmp_path / f"{mesh}.json"
         mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
@@ -332,6 +338,8 @@ def test_annual_means_from_files_are_the_aggregators_bits(tmp_path):
             assert scores["annual"]["target"] == tool_annual[(name, 0)], (mesh, name)
             assert scores["annual"]["prediction"] == tool_annual[(name, 1)], (mesh, name)
             assert scores["annual"]["counts"] == counts, (mesh, name)
+            assert scores["seasonal"]["target"] == tool_seasonal[(name, 0)], (mesh, name)
+            assert scores["seasonal"]["prediction"] == tool_seasonal[(name, 1)], (mesh, name)
         assert scores_of_sst(python) == scores_of_sst(tool), mesh
         assert python["sst"]["nino34_index"]["target"] == tool_index[0], mesh
         assert python["sst"]["nino34_index"]["prediction"] == tool_index[1], mesh
@@ -430,6 +438,75 @@ def test_the_ipo_index_from_files_is_the_aggregators_bits(tmp_path):
                             timeout=120, env=env)
     assert result.returncode == 2 and "--ipo-index: ACE's IPO index needs a run of more than 29200 days" in \
         result.stderr, result.stderr
+
+
+def _write_index(path, calendar, dates, values, variables=("nino34",)):
+    """A reference index file: `values` at `dates` of `calendar` over `time`, under each of `variables`."""
+    import cftime
+    import netCDF4
+
+    with netCDF4.Dataset(path, "w") as f:
+        f.createDimension("time", len(dates))
+        time = f.createVariable("time", "f8", ("time",))
+        time.units, time.calendar = "days since 1900-01-01", calendar
+        time[:] = cftime.date2num([cftime.datetime(*d, calendar=calendar) for d in dates], time.units, calendar)
+        for name in variables:
+            f.createVariable(name, "f8", ("time",))[:] = values
+
+
+def test_the_enso_coefficient_from_files_is_the_aggregators_bits(tmp_path):
+    """ACE's ENSO coefficient against a reference index file (an all_leap index on the 29th of each month, so that
+    the julian run drops its 29 Februaries, as ACE's calendar conversion does): `gridshard eval
+    --enso-coefficient-index` gives gridshard.Aggregator's bits at every mesh, the index formed by the library's rule
+    (gridshard.sample_index_series, ACE's own to the bit: tests/ace). The first initial condition's run (2000 on) is
+    covered, the second's (2020 on) is not and is left out, as ACE leaves it out. A run of 1800 days or less and an
+    index file of two variables are refused."""
+    import netCDF4
+
+    forecast = ff.Forecast(ics=2, members=2, leads=70, nlat=9, nlon=14, seed=17)
+    forecast.lead_us = np.arange(70) * 30 * 24 * ff.HOUR_US  # 2070 days
+    forecast.init_times = forecast.init_times + np.array([-20 * 365 - 5, 0]) * 24 * ff.HOUR_US
+    truth, pred = tmp_path / "t.nc", tmp_path / "p.nc"
+    ff.write_member_dim(forecast, truth, pred, member_dim="member")
+    dates = [(y, m, 29) for y in range(1995, 2013) for m in range(1, 13)]
+    values = np.sin(np.arange(len(dates)) * 0.37) + 0.1 * np.arange(len(dates)) / len(dates)
+    index = tmp_path / "nino34.nc"
+    _write_index(index, "all_leap", dates, values)
+    folder = tmp_path / "tool"
+    folder.mkdir()
+    mpirun(2, os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--json", folder / "r.json",
+           "--diagnostics", folder, "--quiet", "--enso-coefficient-index", index)
+    tool = json.loads((folder / "r.json").read_text())["variables"]
+    with netCDF4.Dataset(folder / "enso_coefficient_diagnostics.nc") as f:
+        tool_maps = {n: {k: _as_hex(np.asarray(f[n][k][:].filled(np.nan)).ravel()) for k in range(2)}
+                     for n in tool}
+        assert all(f[n].dimensions == ("source", "lat", "lon") for n in tool)
+    assert all(np.isfinite(tool[n]["time_mean"]["enso_coefficient_rmse"]) for n in tool)
+    for ranks, mesh, split in ((1, "1x1x1", "balanced"), (4, "1x2x2", "div_up"), (3, "1x1x3", "div_up"),
+                               (2, "2x1x1", "balanced")):
+        out = tmp_path / f"{mesh}.json"
+        mpirun(ranks, sys.executable, HERE / "aggregator_report.py", out, "--mesh", mesh, "--split", split,
+               "--truth", truth, "--pred", pred, "--window", 25, "--enso-coefficient-index", index)
+        python = json.loads(out.read_text())
+        for name in tool:
+            assert python[name]["time_mean"]["enso_coefficient_rmse"] == \
+                _as_hex([tool[name]["time_mean"]["enso_coefficient_rmse"]])[0], (mesh, name)
+            assert python[name]["enso_coefficient_maps"]["target"] == tool_maps[name][0], (mesh, name)
+            assert python[name]["enso_coefficient_maps"]["prediction"] == tool_maps[name][1], (mesh, name)
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    two = tmp_path / "two.nc"
+    _write_index(two, "all_leap", dates, values, ("a", "b"))
+    result = subprocess.run([os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--quiet",
+                             "--enso-coefficient-index", two], capture_output=True, text=True, timeout=120, env=env)
+    assert result.returncode == 2 and "needs one variable over (time) alone, the index; it has 2 (a, b)" in \
+        result.stderr, result.stderr
+    short = ff.Forecast(ics=2, members=2, leads=12, nlat=9, nlon=14, seed=13)
+    ff.write_member_dim(short, tmp_path / "ts.nc", tmp_path / "ps.nc", member_dim="member")
+    result = subprocess.run([os.environ["GRIDSHARD_BIN"], "eval", "--truth", tmp_path / "ts.nc", "--pred",
+                             tmp_path / "ps.nc", "--quiet", "--enso-coefficient-index", index], capture_output=True,
+                            text=True, timeout=120, env=env)
+    assert result.returncode == 2 and "--enso-coefficient-index: ACE's ENSO coefficient needs a run of more than " \
+        "1800 days" in result.stderr, result.stderr
 
 
 def _assert_drawn(folder, pngs, least):

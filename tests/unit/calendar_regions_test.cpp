@@ -8,6 +8,7 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/geometry/regions.hpp"
 #include "gridshard/io/calendar.hpp"
+#include "gridshard/io/reference_index.hpp"
 
 namespace gridshard {
 namespace {
@@ -115,6 +116,58 @@ TEST(Calendar, BadUnitsAndCalendarsAreArgumentErrors) {
     EXPECT_EQ(io::seconds_per_unit("hours"), 3600.0);
     EXPECT_EQ(io::seconds_per_unit("microseconds"), 1e-6);
     EXPECT_EQ(io::seconds_per_unit("fortnights"), 0.0);
+}
+
+TEST(Calendar, DatesInACalendar) {
+    using io::Calendar;
+    EXPECT_TRUE(io::date_in_calendar({.year = 2001, .month = 2, .day = 29}, Calendar::all_leap));
+    EXPECT_FALSE(io::date_in_calendar({.year = 2001, .month = 2, .day = 29}, Calendar::julian));
+    EXPECT_TRUE(io::date_in_calendar({.year = 1900, .month = 2, .day = 29}, Calendar::julian));
+    EXPECT_FALSE(io::date_in_calendar({.year = 1900, .month = 2, .day = 29}, Calendar::proleptic_gregorian));
+    EXPECT_TRUE(io::date_in_calendar({.year = 2001, .month = 2, .day = 30}, Calendar::days360));
+    EXPECT_FALSE(io::date_in_calendar({.year = 2001, .month = 1, .day = 31}, Calendar::days360));
+    EXPECT_FALSE(io::date_in_calendar({.year = 1582, .month = 10, .day = 14}, Calendar::standard));
+    EXPECT_FALSE(io::date_in_calendar({.year = 2001, .month = 13, .day = 1}, Calendar::noleap));
+}
+
+// ACE's get_sample_index_series on an index whose answer is known by hand (tests/ace checks ACE's own to the bit):
+// the dates within half a spacing of the run, the nearest one's value (the later at a tie), less their mean.
+TEST(ReferenceIndex, TheNearestDateLessTheMean) {
+    using io::Calendar;
+    io::ReferenceIndex index{.calendar = Calendar::noleap, .dates = {}, .values = {}};
+    for (int day = 1; day <= 10; ++day) {  // daily values 1, 2, 4, ... 512 at noon of 1 to 10 January 2001
+        index.dates.push_back({.year = 2001, .month = 1, .day = day, .hour = 12});
+        index.values.push_back(std::ldexp(1.0, day - 1));
+    }
+    const io::DateTime start{.year = 2001, .month = 1, .day = 3};  // midnight: the dates either side tie
+    // 4 steps of a day: at 3, 4, 5, 6 and 7 January, midnight, each the later noon: 3 to 7 January's values
+    const std::vector<double> series = io::sample_index_series(index, start, Calendar::noleap, 86400.0, 4);
+    const double mean = (4.0 + 8.0 + 16.0 + 32.0 + 64.0) / 5.0;
+    ASSERT_EQ(series.size(), 5U);
+    for (int k = 0; k < 5; ++k) {
+        EXPECT_EQ(series[static_cast<std::size_t>(k)], std::ldexp(1.0, k + 2) - mean) << k;
+    }
+    // 4 steps of 18 hours from the 3rd's midnight: a tie (the 3rd), 18:00 (the 3rd's noon, 6 hours off), the 4th's
+    // noon, 06:00 on the 5th (the 5th's) and the 6th's midnight (a tie: the 6th's).
+    const std::vector<double> uneven = io::sample_index_series(index, start, Calendar::noleap, 64800.0, 4);
+    const double uneven_mean = (4.0 + 4.0 + 8.0 + 16.0 + 32.0) / 5.0;
+    EXPECT_EQ(uneven, (std::vector<double>{4.0 - uneven_mean, 4.0 - uneven_mean, 8.0 - uneven_mean, 16.0 - uneven_mean,
+                                           32.0 - uneven_mean}));
+    // Covered at no more than 90% of the run's times (ACE's threshold): none. 20 days from the 1st: 9 of 21.
+    EXPECT_TRUE(
+        io::sample_index_series(index, {.year = 2001, .month = 1, .day = 1}, Calendar::noleap, 86400.0, 20).empty());
+    EXPECT_TRUE(
+        io::sample_index_series(index, {.year = 2002, .month = 1, .day = 1}, Calendar::noleap, 86400.0, 3).empty());
+    // A 29 February of the index is dropped in a noleap run, as xarray's convert_calendar drops it.
+    const io::ReferenceIndex leap{.calendar = Calendar::all_leap,
+                                  .dates = {{.year = 2001, .month = 2, .day = 28},
+                                            {.year = 2001, .month = 2, .day = 29},
+                                            {.year = 2001, .month = 3, .day = 1},
+                                            {.year = 2001, .month = 3, .day = 2}},
+                                  .values = {1.0, 100.0, 3.0, 5.0}};
+    EXPECT_EQ(io::sample_index_series(leap, {.year = 2001, .month = 2, .day = 28}, Calendar::noleap, 86400.0, 2),
+              (std::vector<double>{-2.0, 0.0, 2.0}));
+    EXPECT_THROW(static_cast<void>(io::sample_index_series(index, start, Calendar::noleap, 0.5, 4)), ArgumentError);
 }
 
 TEST(Regions, NamedBoxesAndMasks) {

@@ -67,6 +67,10 @@ struct EvaluationPlan {
     /// forecast: ACE's enso_index metric (AggregatorOptions::regional_index) of the variables ACE forms it of (sst,
     /// surface_temperature, TS: ace_sst_names), over ACE's Niño 3.4 box; a run longer than 730 days.
     bool enso_index = false;
+    /// forecast: ACE's enso_coefficient metric (AggregatorOptions::index_regression) of every variable against the
+    /// reference index in this file (io/reference_index.hpp; empty: none), each sample's series formed as ACE's
+    /// get_sample_index_series forms it from the files' initial times and lead times; a run longer than 1800 days.
+    std::string enso_coefficient_index;
     /// forecast: ACE's ipo_index metric (AggregatorOptions::tripole_index) of the variable ACE forms it of (sst:
     /// ace_ipo_names), over ACE's tripole boxes; a run longer than 80 years of 365 days.
     bool ipo_index = false;

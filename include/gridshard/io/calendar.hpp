@@ -56,6 +56,10 @@ struct TimeAxis {
 /// `noleap` is not 2021-02-13 of `standard`.
 [[nodiscard]] bool same_date(const DateTime& a, const DateTime& b, Calendar calendar, double tolerance_s = 1e-3);
 
+/// Whether `d`'s date is one of `calendar`'s: month 1 to 12, a day its month has (29 February only in a leap year,
+/// 31 never in 360_day), and in the standard calendar not before 1582-10-15 (where it is Julian). No MPI calls.
+[[nodiscard]] bool date_in_calendar(const DateTime& d, Calendar calendar);
+
 /// The seconds from `origin` to `d`, counting days in `calendar` (negative before it). No MPI calls.
 [[nodiscard]] double seconds_between(const DateTime& origin, const DateTime& d, Calendar calendar);
 

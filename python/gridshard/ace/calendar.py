@@ -1,12 +1,13 @@
 """ACE's calendar metrics in the drop-in (fme's ``annual``, ``seasonal``, ``enso_index`` and ``enso_coefficient``):
 which of them it serves, their keys and their files, from ``gridshard.Aggregator``'s annual means, seasonal scores,
 Niño 3.4 index and ENSO coefficient maps (the library's evaluation layer: exact, the same bits on every mesh). No
-numerics here: the values are the library's (the ENSO coefficient's reference index is ACE's own, as ACE's own code
-reindexes it to each sample's times)."""
+numerics here: the values are the library's (the ENSO coefficient's reference index is ACE's own, over each sample's
+run by the library's rule, which is ACE's)."""
 import datetime
 
 import numpy as np
 
+from .._gridshard import sample_index_series
 from ..aggregator import registered_scores
 
 # fme's AnnualMetricConfig.build: a run of more than ~2 years
@@ -78,18 +79,27 @@ def coefficient_served(metrics, dataset_info, n_timesteps):
             isinstance(dataset_info.horizontal_coordinates, LatLonCoordinates)]
 
 
-def coefficient_index(initial_time, n_forward_steps, timestep, members):
-    """The ENSO coefficient's index per (local initial condition, lead time): ACE's own reference Niño 3.4 index
-    reindexed to each sample's times and less its mean over the run, by ACE's own ``get_sample_index_series`` (NaN
-    rows for a sample it does not cover); ACE's folded samples give one row per initial condition."""
-    from fme.ace.aggregator.inference.enso.enso_coefficient import (EnsoCoefficientEvaluatorAggregator,
-                                                                    get_sample_index_series)
+def _date_tuple(date):
+    """A cftime date as (year, month, day, hour, minute, second)."""
+    return (date.year, date.month, date.day, date.hour, date.minute, date.second + date.microsecond * 1e-6)
 
-    series = get_sample_index_series(EnsoCoefficientEvaluatorAggregator._enso_index, initial_time, n_forward_steps,
-                                     timestep)
-    rows = [np.full(n_forward_steps + 1, np.nan) if s is None else np.asarray(s.values, dtype=np.float64)
-            for s in series[::members]]
-    return np.stack(rows) if rows else np.zeros((0, n_forward_steps + 1))
+
+def ace_reference_index():
+    """ACE's own reference Niño 3.4 index (fme's ``NINO34_INDEX`` in its ``INDEX_CALENDAR``): (dates, values,
+    calendar), each date (year, month, day, hour, minute, second)."""
+    from fme.ace.aggregator.inference.enso.historical_index import INDEX_CALENDAR, NINO34_INDEX
+
+    return [(*d, 0, 0, 0.0) for d, _ in NINO34_INDEX], [float(v) for _, v in NINO34_INDEX], INDEX_CALENDAR
+
+
+def coefficient_index(initial_time, n_forward_steps, timestep, members):
+    """The ENSO coefficient's index per (local initial condition, lead time): ACE's own reference Niño 3.4 index over
+    each sample's run by the library's rule (``gridshard.sample_index_series``, ACE's ``get_sample_index_series`` to
+    the bit; NaN rows for a sample it does not cover); ACE's folded samples give one row per initial condition."""
+    dates, values, calendar = ace_reference_index()
+    initial = [_date_tuple(t) for t in np.asarray(initial_time.values)[::members]]
+    return sample_index_series(dates, values, calendar, initial, initial_time.dt.calendar,
+                               timestep.total_seconds(), n_forward_steps)
 
 
 def coefficient_logs(metrics, scores):
