@@ -97,9 +97,24 @@ ReferenceIndex read_reference_index(const std::string& path) {
 std::vector<double> sample_index_series(const ReferenceIndex& index, const DateTime& initial, Calendar calendar,
                                         double timestep_s, std::int64_t forward_steps) {
     if (!(timestep_s >= 1.0) || timestep_s != std::floor(timestep_s) || forward_steps < 0) {
-        throw ArgumentError("the ENSO coefficient's run: its step of " + std::to_string(timestep_s) +
-                            " s is not a positive whole number of seconds, or its " + std::to_string(forward_steps) +
-                            " forward steps are negative");
+        throw ArgumentError(setting_name("enso_coefficient_index") + ": the run's step of " +
+                            std::to_string(timestep_s) + " s is not a positive whole number of seconds, or its " +
+                            std::to_string(forward_steps) + " forward steps are negative");
+    }
+    const auto check_date = [](const DateTime& d, Calendar of, const std::string& what) {
+        if (!date_in_calendar(d, of) || d.hour < 0 || d.hour > 23 || d.minute < 0 || d.minute > 59 ||
+            !(d.second >= 0.0 && d.second < 60.0)) {
+            throw ArgumentError(setting_name("enso_coefficient_index") + ": " + what + " " + to_string(d) +
+                                " is not a date and time of its calendar");
+        }
+    };
+    check_date(initial, calendar, "the run's initial time");
+    if (index.dates.size() != index.values.size()) {
+        throw ArgumentError(setting_name("enso_coefficient_index") + ": " + std::to_string(index.dates.size()) +
+                            " dates for " + std::to_string(index.values.size()) + " values");
+    }
+    for (const DateTime& d : index.dates) {
+        check_date(d, index.calendar, "the index's date");
     }
     // The index's dates in the run's calendar (xarray's convert_calendar: the same date, or none), as seconds from
     // the initial time.
@@ -109,6 +124,12 @@ std::vector<double> sample_index_series(const ReferenceIndex& index, const DateT
         if (date_in_calendar(index.dates[k], calendar)) {
             at.push_back(seconds_between(initial, index.dates[k], calendar));
             values.push_back(index.values[k]);
+        }
+    }
+    for (std::size_t k = 1; k < at.size(); ++k) {
+        if (!(at[k] > at[k - 1])) {
+            throw ArgumentError(setting_name("enso_coefficient_index") + ": its dates do not increase at date " +
+                                std::to_string(k) + " (in the run's calendar)");
         }
     }
     if (at.size() < 2) {

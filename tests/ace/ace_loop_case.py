@@ -48,6 +48,9 @@ parser.add_argument("--ipo", action="store_true",
                     help="a run of 82 years: 1000 forward steps of 30 days (windows of 500) of 'a' and 'sst' (missing "
                          "over land, a decadal tripole in the Pacific); ACE's IPO index metric and its mean and "
                          "time-mean metrics only")
+parser.add_argument("--write-files", action="store_true",
+                    help="rank 0 also writes the case's target and prediction as the files of a run (OUT/truth.nc, "
+                         "OUT/pred.nc: ACE's layout, members folded into sample, the initial condition at lead 0)")
 parser.add_argument("--extra-score", action="store_true",
                     help="the drop-in with a score added through the registry alone: test_only_rmse, rmse's definition")
 args = parser.parse_args()
@@ -177,7 +180,9 @@ if args.climate:  # ACE's monthly reference data of its annual R2: 2 samples of 
                   ref_rng.normal(0, 0.5, (2, 72, NLAT, NLON))).astype(np.float32) for n in ("a", "TS")}
     xr.Dataset({**{n: (("sample", "time", "lat", "lon"), v) for n, v in fields.items()},
                 "counts": (("sample", "time"), np.stack([days, days]))},
-               coords={"valid_time": (("sample", "time"), [months, months])}).to_netcdf(reference)
+               coords={"valid_time": (("sample", "time"), [months, months]),
+                       "lat": ("lat", lat, {"units": "degrees_north"}),
+                       "lon": ("lon", lon, {"units": "degrees_east"})}).to_netcdf(reference)
 
 
 class LaterMetric:
@@ -274,4 +279,27 @@ out["rows"] = [{k: scalar(v) for k, v in row.items() if scalar(v) is not None} f
 if dist.is_root():
     with open(os.path.join(args.out, "logs.json"), "w") as f:
         json.dump(out, f, indent=1, sort_keys=True)
+if args.write_files and dist.is_root():  # the run's files, for gridshard eval (every sample starts at t0)
+    import netCDF4
+
+    for file, fields in (("truth.nc", truth), ("pred.nc", pred)):
+        with netCDF4.Dataset(os.path.join(args.out, file), "w") as f:
+            f.createDimension("sample", samples)
+            f.createDimension("time", 1 + FORWARD)
+            f.createDimension("lat", NLAT)
+            f.createDimension("lon", NLON)
+            f.createVariable("lat", "f4", ("lat",), fill_value=False).setncatts({"units": "degrees_north"})
+            f["lat"][:] = lat
+            f.createVariable("lon", "f4", ("lon",), fill_value=False).setncatts({"units": "degrees_east"})
+            f["lon"][:] = lon
+            lead = f.createVariable("time", "f8", ("time",), fill_value=False)
+            lead.units = "days"
+            lead[:] = np.arange(1 + FORWARD) * STEP.total_seconds() / 86400.0
+            init = f.createVariable("init_time", "f8", ("sample",), fill_value=False)
+            init.units, init.calendar = "days since 2000-01-01", "julian"
+            init[:] = np.zeros(samples)
+            for name, values in fields.items():
+                v = f.createVariable(name, "f4", ("sample", "time", "lat", "lon"), fill_value=np.float32(np.nan))
+                v.coordinates = "init_time"
+                v[:] = values
 stack.close()

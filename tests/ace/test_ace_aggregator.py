@@ -25,6 +25,8 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
 - ACE's trend (per-cell least-squares slopes per year against the Julian calendar's dates) is ACE's at every mesh: its
   weighted_rmse keys and its file (target and prediction maps over (source, lat, lon), global); its video (the mean
   maps per step, global, and its extended videos: bias, RMSE, least and greatest errors, variance ratio) too.
+- `gridshard eval` on the climate case's files, its options named after the case's config, gives the drop-in's bits:
+  every climate key it logs and every climate file but the histograms' (the case's windows are not the tool's).
 - The documented difference, where a target is missing: ACE's spread-skill ratio bias counts a missing cell as -1;
   gridshard follows its sums (NaN).
 
@@ -381,7 +383,8 @@ def climate_runs(tmp_path_factory):
     out = {"ace32": run_case(root / "ace32", ace=True, flags=["--climate"]),
            "ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--climate"])}
     for ranks, h, w in MESHES:
-        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=["--climate"])
+        flags = ["--climate"] + (["--write-files"] if ranks == 1 else [])  # the serial run writes the run's files
+        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=flags)
     return out
 
 
@@ -531,6 +534,65 @@ def test_the_enso_coefficient_is_aces_at_every_mesh(climate_runs):
                             timeout=300, env=env)
     assert result.returncode == 0, result.stderr
     assert {f"enso_coefficient-{v}.png" for v in ace_maps} <= {p.name for p in folder.iterdir()}
+
+
+def test_gridshard_eval_of_the_runs_files_gives_the_drop_ins_bits(climate_runs, tmp_path):
+    """`gridshard eval` on the climate case's files (its target and prediction as a run's files, ACE's layout) with
+    the options named after the case's config and ACE's validity rule (`--policy propagate`: near-zero fractions
+    with their thresholds, trend, video with its extended videos, annual means with the reference data, seasonal
+    means, ENSO index, ENSO coefficient against ACE's own reference index as `python3 -m
+    gridshard.ace.enso_reference_index` writes it) at 1 and 4 ranks gives the drop-in's bits: every climate key the
+    drop-in logs under ACE's names (35), and the near-zero fraction, trend, video, annual, ENSO index and ENSO
+    coefficient files. The histograms are left out: the case's windows (2, 1 and 59 steps) are not the tool's
+    (--forward-steps-in-memory N: windows of N)."""
+    import gridshard
+
+    serial = climate_runs[(1, 1, 1)]
+    folder = serial["folder"]
+    _, env = case_command(folder, 1, 1, 1, False, [], tmp_path)
+    index = tmp_path / "nino34.nc"
+    r = subprocess.run([sys.executable, "-m", "gridshard.ace.enso_reference_index", str(index)], capture_output=True,
+                       text=True, timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    build = pathlib.Path(os.environ["GRIDSHARD_BUILD_DIR"])
+    families = ("near_zero_fraction", "trend", "annual", "seasonal", "regional_index", "index_regression")
+    keys = {s["key"]: s["ace_key"] for s in gridshard.registered_scores()
+            if s["report"] == "forecast" and s["family"] in families and s["ace_key"]}
+    for ranks in (1, 4):
+        out = tmp_path / f"eval-{ranks}"
+        out.mkdir()
+        command = [shutil.which("mpiexec") or "mpirun", "-n", str(ranks), "--oversubscribe", str(build / "bin" /
+                   "gridshard"), "eval", "--truth", str(folder / "truth.nc"), "--pred", str(folder / "pred.nc"),
+                   "--ensemble-size", "4", "--policy", "propagate", "--json", str(out / "r.json"), "--diagnostics",
+                   str(out), "--quiet",
+                   "--near-zero-fraction", "--near-zero-fraction-variables", "a,b", "--near-zero-fraction-eps", "290",
+                   "--near-zero-fraction-per-variable-eps", "a=250", "--near-zero-fraction-include-maps",
+                   "--trend", "--trend-variables", "a,b", "--video", "--video-variables", "b",
+                   "--enable-extended-videos", "--annual", "--annual-reference-data", str(folder / "reference-0.nc"),
+                   "--seasonal", "--seasonal-variables", "a,b", "--enso-index", "--enso-coefficient-index", str(index)]
+        r = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
+        assert r.returncode == 0, r.stderr[-3000:]
+        tool = json.loads((out / "r.json").read_text())["variables"]
+        compared = set()
+        for name, scores in tool.items():
+            for key, value in scores["time_mean"].items():
+                ace_key = keys.get(key, "").format(var=name)
+                if ace_key in serial["summary"]:
+                    mine = np.float64(np.nan if value is None else value)
+                    assert same_bits(mine, np.float64(serial["summary"][ace_key])), (ranks, ace_key)
+                    compared.add(ace_key)
+        climate = {k for k in serial["summary"] if k.split("/")[0] in (
+            "near_zero_fraction", "trend", "annual", "seasonal", "enso_index", "enso_coefficient")}
+        assert compared == climate and len(climate) == 35, sorted(climate - compared)
+        for file in ("trend_diagnostics.nc", "video_diagnostics.nc", "annual_diagnostics.nc",
+                     "enso_index_diagnostics.nc", "enso_coefficient_diagnostics.nc",
+                     "near_zero_fraction_diagnostics.nc"):
+            with xr.open_dataset(folder / file) as ace, xr.open_dataset(out / file) as ours:
+                for variable in ace.data_vars:
+                    if variable == "counts":
+                        continue
+                    assert same_bits(ours[variable].values.astype(np.float64),
+                                     ace[variable].values.astype(np.float64)), (ranks, file, variable)
 
 
 def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):

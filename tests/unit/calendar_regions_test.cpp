@@ -168,6 +168,13 @@ TEST(ReferenceIndex, TheNearestDateLessTheMean) {
     EXPECT_EQ(io::sample_index_series(leap, {.year = 2001, .month = 2, .day = 28}, Calendar::noleap, 86400.0, 2),
               (std::vector<double>{-2.0, 0.0, 2.0}));
     EXPECT_THROW(static_cast<void>(io::sample_index_series(index, start, Calendar::noleap, 0.5, 4)), ArgumentError);
+    EXPECT_THROW(static_cast<void>(io::sample_index_series(index, {.year = 2001, .month = 2, .day = 29},
+                                                           Calendar::noleap, 86400.0, 4)),
+                 ArgumentError);  // no such initial date
+    io::ReferenceIndex shuffled = index;
+    std::swap(shuffled.dates[3], shuffled.dates[4]);
+    EXPECT_THROW(static_cast<void>(io::sample_index_series(shuffled, start, Calendar::noleap, 86400.0, 4)),
+                 ArgumentError);  // dates that do not increase
 }
 
 TEST(Regions, NamedBoxesAndMasks) {

@@ -38,13 +38,13 @@ struct ReferenceIndex {
 /// The index over one sample's run, as ACE's get_sample_index_series (fme's enso_coefficient.py) forms it: the index's
 /// dates read in the run's `calendar` (a date that calendar lacks, such as 29 February in noleap, dropped, as xarray's
 /// convert_calendar drops it); the dates within half the index's first spacing of the run, which starts at `initial`
-/// and lasts `forward_steps` steps of `timestep_s`; at each of the
-/// run's times from `initial` on, the value at the nearest of those dates (the later at a tie); less the mean of those
-/// values, summed as numpy sums (pairwise), so the series is ACE's to the bit. Empty when the dates cover no more than
-/// 90% of the run's times (ACE's overlap threshold). ACE refuses a 360_day run (xarray asks how to align its dates);
-/// here its dates are read as they are, as for every other calendar. Throws ArgumentError naming
-/// `enso_coefficient_index` when fewer than two dates remain, and ArgumentError when the step is not a positive
-/// whole number of seconds (ACE's date range takes whole seconds).
+/// and lasts `forward_steps` steps of `timestep_s`; at each of the run's times from `initial` on, the value at the
+/// nearest of those dates (the later at a tie); less the mean of those values, summed as numpy sums (pairwise), so the
+/// series is ACE's to the bit. Empty when the dates cover no more than 90% of the run's times (ACE's overlap
+/// threshold). ACE refuses a 360_day run (xarray asks how to align its dates); here its dates are read as they are, as
+/// for every other calendar. Throws ArgumentError naming `enso_coefficient_index` when a date or time is not one of its
+/// calendar, the dates and values differ in number, the dates do not increase or fewer than two remain, or the step
+/// is not a positive whole number of seconds (ACE's date range takes whole seconds).
 [[nodiscard]] std::vector<double> sample_index_series(const ReferenceIndex& index, const DateTime& initial,
                                                       Calendar calendar, double timestep_s, std::int64_t forward_steps);
 
