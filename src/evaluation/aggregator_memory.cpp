@@ -58,9 +58,9 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
     // The histograms' mask (a byte per point, and its 4-byte copy at the first window) and per histogram its counts.
     const std::uint64_t histograms =
         options.histogram ? c * area * 5 + 2 * c * 24 * static_cast<std::uint64_t>(options.histogram->bins + 1) : 0;
-    // The index regression's sums of each field, as the trend's.
+    // The index regression's sums of each field, as the trend's but for the values' (TrendSums::weighted_sums).
     const std::uint64_t regression_sums =
-        options.index_regression ? c * area * 6 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
+        options.index_regression ? c * area * 4 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
     // The tripole index's means per box, as the regional index's.
     const std::uint64_t tripole = options.tripole_index ? 48 * samples * leads * c + 8 * (1 + m) * c * area : 0;
     return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + extended_video + seasonal_sums +

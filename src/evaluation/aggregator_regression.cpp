@@ -20,8 +20,8 @@ void Aggregator::start_index_regression() {
                             " values, not one per (initial condition, lead time): " +
                             std::to_string(e.initial_conditions) + " x " + std::to_string(e.lead_times));
     }
-    regression_prediction_.emplace(grid_, shape_.channels);
-    regression_truth_.emplace(grid_, shape_.channels);
+    regression_prediction_.emplace(grid_, shape_.channels, TrendSums::weighted_sums);  // no slopes: no sums of y
+    regression_truth_.emplace(grid_, shape_.channels, TrendSums::weighted_sums);
     // ACE's sum_t w^2 of a sample over its recorded forward steps: the counted lead times; NaN where not covered.
     index_variance_.assign(static_cast<std::size_t>(e.initial_conditions), 0.0);
     for (std::int64_t ic = 0; ic < e.initial_conditions; ++ic) {

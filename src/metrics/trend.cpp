@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "../core/kernel_dispatch.hpp"
@@ -17,8 +18,8 @@ namespace {
 
 /// Points [0, n) of `fields` (`count` fields, `stride` apart) at time t, in one pass: their exact sum s + e (TwoSum,
 /// field by field), and t s and t e each as a rounded part and its remainder (fma), into the running sums of the
-/// values (s, e), of the products' rounded parts (t s, t e) and of their remainders.
-template <class T>
+/// products' rounded parts (t s, t e), of their remainders and, `WithValues`, of the values (s, e).
+template <class T, bool WithValues>
 GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count, std::int64_t stride, std::int64_t n,
                                  double t, TimeMeanAccumulator::RunningSums values,
                                  TimeMeanAccumulator::RunningSums products,
@@ -29,14 +30,18 @@ GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count,
             for (std::int64_t k = 0; k < size; ++k) {
                 const std::int64_t p = first + k;
                 const double ps = t * s[k];
-                accumulate(s[k], values.sum[p], values.error[p], values.special[p]);
+                if constexpr (WithValues) {
+                    accumulate(s[k], values.sum[p], values.error[p], values.special[p]);
+                }
                 accumulate(ps, products.sum[p], products.error[p], products.special[p]);
                 accumulate(std::fma(t, s[k], -ps), remainders.sum[p], remainders.error[p], remainders.special[p]);
             }
             for (std::int64_t k = 0; k < size && count > 1; ++k) {  // one field's e is 0, and so are its products
                 const std::int64_t p = first + k;
                 const double qs = t * e[k];
-                accumulate(e[k], values.sum[p], values.error[p], values.special[p]);
+                if constexpr (WithValues) {
+                    accumulate(e[k], values.sum[p], values.error[p], values.special[p]);
+                }
                 accumulate(qs, products.sum[p], products.error[p], products.special[p]);
                 accumulate(std::fma(t, e[k], -qs), remainders.sum[p], remainders.error[p], remainders.special[p]);
             }
@@ -45,12 +50,16 @@ GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count,
 
 }  // namespace
 
-TrendAccumulator::TrendAccumulator(const ShardedGrid& grid, std::int64_t channels)
-    : values_(grid, channels), products_(grid, channels), remainders_(grid, channels) {}
+TrendAccumulator::TrendAccumulator(const ShardedGrid& grid, std::int64_t channels, TrendSums sums)
+    : products_(grid, channels), remainders_(grid, channels) {
+    if (sums == TrendSums::slopes) {
+        values_.emplace(grid, channels);
+    }
+}
 
 template <class T>
 void TrendAccumulator::add(double t, std::span<const T> fields) {
-    const std::size_t points = values_.points();
+    const std::size_t points = products_.points();
     if (points == 0 ? !fields.empty() : fields.size() % points != 0) {
         throw ArgumentError("TrendAccumulator::add: " + std::to_string(fields.size()) +
                             " values are not whole fields of " + std::to_string(points) + " points");
@@ -63,17 +72,25 @@ void TrendAccumulator::add(double t, std::span<const T> fields) {
         return;
     }
     const auto n = static_cast<std::int64_t>(points);
-    const TimeMeanAccumulator::RunningSums values = values_.running_sums();
+    const TimeMeanAccumulator::RunningSums values =
+        values_ ? values_->running_sums() : TimeMeanAccumulator::RunningSums{nullptr, nullptr, nullptr};
     const TimeMeanAccumulator::RunningSums products = products_.running_sums();
     const TimeMeanAccumulator::RunningSums remainders = remainders_.running_sums();
     const auto at = [](TimeMeanAccumulator::RunningSums r, std::int64_t begin) {
         return TimeMeanAccumulator::RunningSums{r.sum + begin, r.error + begin, r.special + begin};
     };
     detail::for_each_block(n, count, [&](std::int64_t begin, std::int64_t size) {
-        add_fields<T>(fields.data() + begin, count, n, size, t, at(values, begin), at(products, begin),
-                      at(remainders, begin));
+        if (values_) {
+            add_fields<T, true>(fields.data() + begin, count, n, size, t, at(values, begin), at(products, begin),
+                                at(remainders, begin));
+        } else {
+            add_fields<T, false>(fields.data() + begin, count, n, size, t, values, at(products, begin),
+                                 at(remainders, begin));
+        }
     });
-    values_.count_steps(count);
+    if (values_) {
+        values_->count_steps(count);
+    }
     products_.count_steps(count);
     remainders_.count_steps(count);
     for (std::int64_t m = 0; m < count; ++m) {
@@ -83,17 +100,21 @@ void TrendAccumulator::add(double t, std::span<const T> fields) {
 }
 
 void TrendAccumulator::merge_over_data() {
-    values_.merge_over_data();
+    if (values_) {
+        values_->merge_over_data();
+    }
     products_.merge_over_data();
     remainders_.merge_over_data();
     ExactSum times[] = {times_, squares_};
-    allreduce_exact(values_.grid().mesh().data(), times);
+    allreduce_exact(products_.grid().mesh().data(), times);
     times_ = times[0];
     squares_ = times[1];
 }
 
 std::optional<TrendAccumulator::PointSums> TrendAccumulator::point_sums(std::size_t k) const {
-    const TimeMeanAccumulator::PointSum y = values_.point_sum(k);
+    // Without the values' sums a value that was not finite still shows in its product (t is finite: t y is not).
+    const TimeMeanAccumulator::PointSum y =
+        values_ ? values_->point_sum(k) : TimeMeanAccumulator::PointSum{0.0, 0.0, 0.0};
     const TimeMeanAccumulator::PointSum p = products_.point_sum(k);
     const TimeMeanAccumulator::PointSum r = remainders_.point_sum(k);
     if (y.special != 0.0 || p.special != 0.0 || r.special != 0.0) {
@@ -103,14 +124,17 @@ std::optional<TrendAccumulator::PointSums> TrendAccumulator::point_sums(std::siz
 }
 
 std::vector<double> TrendAccumulator::slopes(double time_unit) const {
-    const auto n = static_cast<double>(values_.steps());
+    if (!values_) {
+        throw std::logic_error("TrendAccumulator::slopes: this accumulator keeps the weighted sums only");
+    }
+    const auto n = static_cast<double>(products_.steps());
     ExactSum denominator;
     denominator.add_scaled(squares_, n);
     for (const double part : times_.expansion()) {
         denominator.add_scaled(times_, -part);
     }
     const double d = denominator.to_double();
-    const std::size_t points = values_.points();
+    const std::size_t points = products_.points();
     std::vector<double> out(points, std::numeric_limits<double>::quiet_NaN());
     if (!(d > 0.0)) {
         return out;
@@ -132,7 +156,7 @@ std::vector<double> TrendAccumulator::slopes(double time_unit) const {
 }
 
 std::vector<double> TrendAccumulator::weighted_sums() const {
-    const std::size_t points = values_.points();
+    const std::size_t points = products_.points();
     std::vector<double> out(points, std::numeric_limits<double>::quiet_NaN());
     for (std::size_t k = 0; k < points; ++k) {
         if (const std::optional<PointSums> sums = point_sums(k)) {  // else a value that was not finite: NaN

@@ -184,7 +184,7 @@ struct ChannelHistograms {
 /// counted steps, averaged over the samples the index covers (the truth's over the initial conditions, as ACE's
 /// repeated targets give it), and the area-weighted RMSE of the prediction's map against the truth's. Each counted
 /// pair's values enter an exact sum weighted by w / sum_t w^2 (a TrendAccumulator's sum of t y), so the maps are the
-/// same bits at every mesh. 144 bytes a point and channel.
+/// same bits at every mesh. 96 bytes a point and channel (the products' sums alone: TrendSums::weighted_sums).
 struct IndexRegressionOptions {
     /// Per (initial condition, lead time), initial condition slowest: the index at that pair's time (ACE's
     /// get_sample_index_series: the reference index nearest each time, less its mean over the sample's run); NaN

@@ -28,14 +28,19 @@
 
 namespace gridshard {
 
+/// What a TrendAccumulator sums per point: the values and the products t y (`slopes`: the slopes and the weighted
+/// sums), or the products alone (`weighted_sums`: a regression on a weight given as t, two thirds of the memory and
+/// of the work).
+enum class TrendSums { slopes, weighted_sums };
+
 /// Per point of a rank's box and channel: the sum of the values, and of each product t y split exactly into its
 /// rounded part and its remainder, each in a TimeMeanAccumulator (exact while a point's terms span less than about
-/// 2^(80 - log2 n)); the sums of the times and of their squares in ExactSums. 72 bytes per point. Keeps a copy of
-/// `grid` (sharing its mesh).
+/// 2^(80 - log2 n)); the sums of the times and of their squares in ExactSums. 72 bytes per point (48 with
+/// TrendSums::weighted_sums). Keeps a copy of `grid` (sharing its mesh).
 class TrendAccumulator {
   public:
     /// No MPI calls.
-    TrendAccumulator(const ShardedGrid& grid, std::int64_t channels);
+    TrendAccumulator(const ShardedGrid& grid, std::int64_t channels, TrendSums sums = TrendSums::slopes);
 
     /// Adds `fields` (one or more fields of channels x this rank's box, field slowest: the members of a forecast),
     /// every one at time `t`. Their sum enters at once, as the exact double-double sum of the fields: one pass over
@@ -49,13 +54,14 @@ class TrendAccumulator {
     void merge_over_data();
 
     /// The values added (over every data rank after merge_over_data()).
-    [[nodiscard]] std::int64_t count() const noexcept { return values_.steps(); }
+    [[nodiscard]] std::int64_t count() const noexcept { return products_.steps(); }
 
     /// Per point the slope (n Sty - St Sy) / (n Stt - St^2) times `time_unit` (a slope per that many units of t).
     /// The denominator is exact and rounded once; the numerator is formed in double-double from the exact sums in
     /// their one canonical form (two_sum of each sum's halves), so the slope is a function of the exact sums alone
     /// and right to about 2^-104 of the numerator's larger term before rounding. NaN at a point where a value was
-    /// not finite, and everywhere with fewer than two distinct times. No MPI calls.
+    /// not finite, and everywhere with fewer than two distinct times. No MPI calls; throws std::logic_error for an
+    /// accumulator of TrendSums::weighted_sums (it has no sums of the values).
     [[nodiscard]] std::vector<double> slopes(double time_unit) const;
 
     /// Per point the exact sum of t y over every value added, rounded once (the sum of the products in double-double
@@ -71,7 +77,8 @@ class TrendAccumulator {
     };
     [[nodiscard]] std::optional<PointSums> point_sums(std::size_t k) const;
 
-    TimeMeanAccumulator values_, products_, remainders_;
+    std::optional<TimeMeanAccumulator> values_;  // none with TrendSums::weighted_sums
+    TimeMeanAccumulator products_, remainders_;
     ExactSum times_{}, squares_{};
 };
 
