@@ -33,12 +33,17 @@ void Aggregator::finish_video(VariableScores& out) {
         channel.has_video = true;
         channel.has_extended_video = options_.extended_video;
     }
-    // One gather over the world per lead time and map: the writer holds one global map more at a time.
+    // One gather over the world per lead time and map: the writer holds one global map more at a time. Each video
+    // is sized for every lead time at its first, so the maps are copied once.
+    const std::size_t leads = video_prediction_.size();
     const auto hold = [&](const std::vector<double>& part, std::vector<double> ChannelScores::*field) {
         std::vector<std::vector<double>> maps = held_maps(part);
         for (std::int64_t c = 0; c < channels; ++c) {
             std::vector<double>& video = out[static_cast<std::size_t>(c)].*field;
             const std::vector<double>& map = maps[static_cast<std::size_t>(c)];
+            if (video.empty()) {
+                video.reserve(leads * map.size());
+            }
             video.insert(video.end(), map.begin(), map.end());
         }
     };

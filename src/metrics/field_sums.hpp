@@ -14,8 +14,8 @@ inline constexpr std::int64_t field_sum_chunk = 256;
 /// field, the points independent so that the loop vectorises), size <= field_sum_chunk. NaN or an infinity reaches s
 /// as IEEE addition carries it (e is then NaN).
 template <class T>
-inline void sum_fields(const T* fields, std::int64_t count, std::int64_t stride, std::int64_t first, std::int64_t size,
-                       double* s, double* e) noexcept {
+inline void sum_fields(const T* __restrict fields, std::int64_t count, std::int64_t stride, std::int64_t first,
+                       std::int64_t size, double* __restrict s, double* __restrict e) noexcept {
     for (std::int64_t k = 0; k < size; ++k) {
         s[k] = 0.0;
         e[k] = 0.0;

@@ -16,6 +16,28 @@
 namespace gridshard {
 namespace {
 
+/// `size` values `y` at time t into the running sums of the products' rounded parts (t y), of their remainders (fma)
+/// and, `WithValues`, of the values. Every array its own (restrict) and no branch, so the loop vectorises over the
+/// points (a kernel of its own: inlined into the caller's lambda it lost the restrict and did not); each point's
+/// arithmetic is the same whatever the vector width.
+template <bool WithValues>
+GRIDSHARD_KERNEL void add_products(const double* __restrict y, std::int64_t size, double t,
+                                   double* __restrict value_sum, double* __restrict value_error,
+                                   double* __restrict value_special, double* __restrict product_sum,
+                                   double* __restrict product_error, double* __restrict product_special,
+                                   double* __restrict remainder_sum, double* __restrict remainder_error,
+                                   double* __restrict remainder_special) noexcept {
+    using detail::accumulate;
+    for (std::int64_t k = 0; k < size; ++k) {
+        const double product = t * y[k];
+        if constexpr (WithValues) {
+            accumulate(y[k], value_sum[k], value_error[k], value_special[k]);
+        }
+        accumulate(product, product_sum[k], product_error[k], product_special[k]);
+        accumulate(std::fma(t, y[k], -product), remainder_sum[k], remainder_error[k], remainder_special[k]);
+    }
+}
+
 /// Points [0, n) of `fields` (`count` fields, `stride` apart) at time t, in one pass: their exact sum s + e (TwoSum,
 /// field by field), and t s and t e each as a rounded part and its remainder (fma), into the running sums of the
 /// products' rounded parts (t s, t e), of their remainders and, `WithValues`, of the values (s, e).
@@ -24,26 +46,17 @@ GRIDSHARD_KERNEL void add_fields(const T* __restrict fields, std::int64_t count,
                                  double t, TimeMeanAccumulator::RunningSums values,
                                  TimeMeanAccumulator::RunningSums products,
                                  TimeMeanAccumulator::RunningSums remainders) noexcept {
-    using detail::accumulate;
     detail::for_each_field_sum(
         fields, count, stride, n, [&](std::int64_t first, std::int64_t size, const double* s, const double* e) {
-            for (std::int64_t k = 0; k < size; ++k) {
-                const std::int64_t p = first + k;
-                const double ps = t * s[k];
-                if constexpr (WithValues) {
-                    accumulate(s[k], values.sum[p], values.error[p], values.special[p]);
-                }
-                accumulate(ps, products.sum[p], products.error[p], products.special[p]);
-                accumulate(std::fma(t, s[k], -ps), remainders.sum[p], remainders.error[p], remainders.special[p]);
-            }
-            for (std::int64_t k = 0; k < size && count > 1; ++k) {  // one field's e is 0, and so are its products
-                const std::int64_t p = first + k;
-                const double qs = t * e[k];
-                if constexpr (WithValues) {
-                    accumulate(e[k], values.sum[p], values.error[p], values.special[p]);
-                }
-                accumulate(qs, products.sum[p], products.error[p], products.special[p]);
-                accumulate(std::fma(t, e[k], -qs), remainders.sum[p], remainders.error[p], remainders.special[p]);
+            const auto at = [first](double* sums) { return sums == nullptr ? nullptr : sums + first; };
+            const auto add = [&](const double* y) {
+                add_products<WithValues>(y, size, t, at(values.sum), at(values.error), at(values.special),
+                                         at(products.sum), at(products.error), at(products.special), at(remainders.sum),
+                                         at(remainders.error), at(remainders.special));
+            };
+            add(s);
+            if (count > 1) {  // one field's e is 0, and so are its products
+                add(e);
             }
         });
 }
