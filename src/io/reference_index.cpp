@@ -7,6 +7,7 @@
 #include <span>
 
 #include "gridshard/core/error.hpp"
+#include "gridshard/io/netcdf_error.hpp"
 #include "netcdf_handle.hpp"
 
 namespace gridshard::io {
@@ -62,7 +63,18 @@ ReferenceIndex read_reference_index(const std::string& path) {
     if (!units) {
         throw ArgumentError(file + ": 'time' has no units");
     }
-    const TimeAxis axis = parse_time_units(*units, nc.text_attribute(*time, "calendar").value_or(""));
+    // The calendar's and the units' own errors, with the file named.
+    const auto named = [&file](const auto& make) {
+        try {
+            return make();
+        } catch (const NetcdfError&) {
+            throw;
+        } catch (const ArgumentError& error) {
+            throw ArgumentError(file + ": " + error.what());
+        }
+    };
+    const TimeAxis axis =
+        named([&] { return parse_time_units(*units, nc.text_attribute(*time, "calendar").value_or("")); });
     std::vector<int> candidates;
     for (int v = 0; v < nc.nvars(); ++v) {
         if (v != *time && detail::is_numeric(nc.var_type(v)) && nc.var_dims(v) == std::vector<int>{time_dim}) {
@@ -83,7 +95,7 @@ ReferenceIndex read_reference_index(const std::string& path) {
         if (!std::isfinite(out.values[k])) {
             throw ArgumentError(file + ": index value " + std::to_string(k) + " is not finite");
         }
-        out.dates.push_back(axis.date_at(times[k]));
+        out.dates.push_back(named([&] { return axis.date_at(times[k]); }));
         if (k > 0 && !(times[k] > times[k - 1])) {
             throw ArgumentError(file + ": its times do not increase at index " + std::to_string(k));
         }

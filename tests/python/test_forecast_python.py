@@ -459,8 +459,8 @@ def test_the_enso_coefficient_from_files_is_the_aggregators_bits(tmp_path):
     the julian run drops its 29 Februaries, as ACE's calendar conversion does): `gridshard eval
     --enso-coefficient-index` gives gridshard.Aggregator's bits at every mesh, the index formed by the library's rule
     (gridshard.sample_index_series, ACE's own to the bit: tests/ace). The first initial condition's run (2000 on) is
-    covered, the second's (2020 on) is not and is left out, as ACE leaves it out. A run of 1800 days or less and an
-    index file of two variables are refused."""
+    covered, the second's (2020 on) is not and is left out, as ACE leaves it out. A run of 1800 days or less, an
+    index file of two variables and one whose time units are not a unit of time are refused, naming the file."""
     import netCDF4
 
     forecast = ff.Forecast(ics=2, members=2, leads=70, nlat=9, nlon=14, seed=17)
@@ -500,6 +500,15 @@ def test_the_enso_coefficient_from_files_is_the_aggregators_bits(tmp_path):
                              "--enso-coefficient-index", two], capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 2 and "needs one variable over (time) alone, the index; it has 2 (a, b)" in \
         result.stderr, result.stderr
+    bad_units = tmp_path / "units.nc"
+    _write_index(bad_units, "all_leap", dates, values)
+    with netCDF4.Dataset(bad_units, "a") as f:
+        f["time"].units = "furlongs since 1900-01-01"
+    result = subprocess.run([os.environ["GRIDSHARD_BIN"], "eval", "--truth", truth, "--pred", pred, "--quiet",
+                             "--enso-coefficient-index", bad_units], capture_output=True, text=True, timeout=120,
+                            env=env)
+    assert result.returncode == 2 and f"--enso-coefficient-index '{bad_units}': " in result.stderr and \
+        "furlongs" in result.stderr, result.stderr
     short = ff.Forecast(ics=2, members=2, leads=12, nlat=9, nlon=14, seed=13)
     ff.write_member_dim(short, tmp_path / "ts.nc", tmp_path / "ps.nc", member_dim="member")
     result = subprocess.run([os.environ["GRIDSHARD_BIN"], "eval", "--truth", tmp_path / "ts.nc", "--pred",
