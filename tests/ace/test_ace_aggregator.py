@@ -536,6 +536,48 @@ def test_the_enso_coefficient_is_aces_at_every_mesh(climate_runs):
     assert {f"enso_coefficient-{v}.png" for v in ace_maps} <= {p.name for p in folder.iterdir()}
 
 
+@pytest.mark.parametrize("calendar", ["julian", "noleap", "proleptic_gregorian", "standard", "all_leap"])
+def test_the_enso_coefficient_index_is_aces_to_the_bit(calendar):
+    """gridshard.sample_index_series (io::sample_index_series: the drop-in's and `gridshard eval`'s ENSO coefficient
+    index) against ACE's own get_sample_index_series on ACE's own reference index: the same bits for runs that start
+    anywhere from 1930 to 2020 (so that the index covers them wholly, partly or not at all), steps of 6 hours to 30
+    days, in each calendar ACE converts the index's Julian dates to, and the same samples left out."""
+    import datetime
+
+    import cftime
+    import xarray as xr
+    from fme.ace.aggregator.inference.enso.enso_coefficient import (EnsoCoefficientEvaluatorAggregator,
+                                                                    get_sample_index_series)
+
+    import gridshard
+    from gridshard.ace.calendar import ace_reference_index
+
+    dates, values, index_calendar = ace_reference_index()
+    rng = np.random.default_rng(11)
+    covered = left_out = 0
+    for _ in range(12):
+        hours = int(rng.choice([6, 24, 120, 720]))
+        steps = int(rng.integers(1, 8 * 365 * 24 // hours))
+        year = int(rng.integers(1930, 2021))
+        initial = [cftime.datetime(year, int(rng.integers(1, 13)), int(rng.integers(1, 29)), int(rng.choice([0, 18])),
+                                   calendar=calendar), cftime.datetime(min(year + 3, 2020), 3, 1, calendar=calendar)]
+        ace = get_sample_index_series(EnsoCoefficientEvaluatorAggregator._enso_index,
+                                      xr.DataArray(initial, dims=["sample"]), steps, datetime.timedelta(hours=hours))
+        mine = gridshard.sample_index_series(dates, values, index_calendar,
+                                             [(t.year, t.month, t.day, t.hour, t.minute, float(t.second))
+                                              for t in initial], calendar, hours * 3600.0, steps)
+        assert mine.shape == (2, steps + 1)
+        for want, got in zip(ace, mine):
+            if want is None:
+                left_out += 1
+                assert np.all(np.isnan(got))
+            else:
+                covered += 1
+                want = np.asarray(want.values, dtype=np.float64)
+                assert np.array_equal(want.view(np.int64), got.view(np.int64)), (initial, hours, steps)
+    assert covered >= 4 and left_out >= 1
+
+
 def test_gridshard_eval_of_the_runs_files_gives_the_drop_ins_bits(climate_runs, tmp_path):
     """`gridshard eval` on the climate case's files (its target and prediction as a run's files, ACE's layout) with
     the options named after the case's config and ACE's validity rule (`--policy propagate`: near-zero fractions
