@@ -159,9 +159,9 @@ class WeightedStd(_autograd.Rule):
         self.dist, self.weights = dist, weights
 
     def forward(self, x):
-        value, total, mean, field = self.dist._weighted_statistics("std", x.detach(), _weights_arg(self.weights))
+        value, total, mean, _ = self.dist._weighted_statistics("std", x.detach(), _weights_arg(self.weights))
         std, total = _as_float64(value, x), _as_float64(total, x)
-        self.mean = _as_float64(metric_result(mean, field), x)  # as weighted_mean gives it, in the field's dtype
+        self.mean = _as_float64(mean, x)  # as weighted_mean gives it, in the field's dtype
         return value, [std * std * total, total]
 
     def finalize(self, squares, total):

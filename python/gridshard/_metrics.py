@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from . import _arrays, _autograd, _gradients
+from . import _arrays, _autograd, _device, _gradients
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._fields import (Field, check_spatial_dims, declared_img_shape, differentiable, metric_result, normalise_dims,
@@ -41,7 +41,8 @@ class MetricsMixin:
         """A differentiated reduction's one library call (weighted_statistics): ``statistic`` of ``data`` (bias,
         rmse: ``predicted`` against it; ``regional_weights``: with ``weights`` times them) over the spatial dims, as
         ``(value, weights, means, field)``: the value as the plain call's result, then the float64 weight of the
-        points counted and (std) the means, per leading index. Collective over ``spatial``: one allreduce."""
+        points counted and (std) the means as the value is, per leading index; on the device path (_device) for
+        tensors it takes. Collective over ``spatial``: one allreduce."""
         def paired(mesh, problem, signature, t, p, w, form, out):
             _core.weighted_statistics(mesh, problem, signature, statistic, t, p, w, form, None, out)
 
@@ -51,6 +52,8 @@ class MetricsMixin:
         def plain(mesh, problem, signature, x, w, form, out):
             regional(mesh, problem, signature, x, w, form, None, out)
 
+        if regional_weights is None and self._device.takes(data, predicted):
+            return _device.weighted_statistics(self, statistic, data, weights, predicted)
         per_channel = 3 if statistic == "std" else 2
         if predicted is not None:
             out, field = self._paired_call(paired, data, predicted, weights, (-2, -1), per_channel=per_channel)
@@ -59,8 +62,13 @@ class MetricsMixin:
         else:
             out, field = self._field_call(plain, data, weights, (-2, -1), per_channel)
         parts = out.reshape((per_channel, -1))
-        means = parts[2].reshape(field.leading) if per_channel == 3 else None
+        means = metric_result(parts[2], field) if per_channel == 3 else None
         return metric_result(parts[0], field), parts[1].reshape(field.leading), means, field
+
+    def _on_device(self, statistic, data, weights, dim, keepdim=False, predicted=None):
+        """``statistic`` by the device path (_device), shaped as the library's result is."""
+        value, _, _, field = _device.weighted_statistics(self, statistic, data, weights, predicted, dim)
+        return value.reshape(field.leading + (1, 1)) if keepdim else value
 
     def _paired_metric(self, kernel, truth, predicted, weights, dim, *extra, problem=""):
         out, t = self._paired_call(kernel, truth, predicted, weights, dim, *extra, problem=problem)
@@ -94,6 +102,8 @@ class MetricsMixin:
         zero weight vanishes, others propagate). Collective over ``spatial``."""
         if differentiable(dim, data):
             return _autograd.reduce(_gradients.WeightedSum(self, weights, keepdim), data)
+        if self._device.takes(data):
+            return self._on_device("sum", data, weights, dim, keepdim)
         return self._field_metric(_core.weighted_sum, data, weights, dim, keepdim)
 
     def weighted_mean(self, data, weights=None, dim=(-2, -1), keepdim=False):
@@ -101,6 +111,8 @@ class MetricsMixin:
         mean). Collective over ``spatial``."""
         if differentiable(dim, data):
             return _autograd.reduce(_gradients.WeightedMean(self, weights, keepdim), data)
+        if self._device.takes(data):
+            return self._on_device("mean", data, weights, dim, keepdim)
         return self._field_metric(_core.weighted_mean, data, weights, dim, keepdim)
 
     def global_mean(self, data, dim=(-2, -1), keepdim=False):
@@ -115,24 +127,32 @@ class MetricsMixin:
         if differentiable(dim, data):
             return _autograd.reduce(
                 _gradients.WeightedMean(self, weights, keepdim, valid_only=True), data)
+        if self._device.takes(data):
+            return self._on_device("nanmean", data, weights, dim, keepdim)
         return self._field_metric(_core.weighted_nanmean, data, weights, dim, keepdim)
 
     def weighted_std(self, data, weights=None, dim=(-2, -1)):
         """The weighted population standard deviation over the spatial dims. Collective over ``spatial``."""
         if differentiable(dim, data):
             return _autograd.reduce(_gradients.WeightedStd(self, weights), data)
+        if self._device.takes(data):
+            return self._on_device("std", data, weights, dim)
         return self._field_metric(_core.weighted_std, data, weights, dim)
 
     def weighted_mean_bias(self, truth, predicted, weights=None, dim=(-2, -1)):
         """``weighted_mean(predicted - truth, weights)``. Collective over ``spatial``."""
         if differentiable(dim, truth, predicted):
             return _autograd.reduce(_gradients.Paired(self, weights, "bias"), truth, predicted)
+        if self._device.takes(truth, predicted):
+            return self._on_device("bias", truth, weights, dim, predicted=predicted)
         return self._paired_metric(_core.bias, truth, predicted, weights, dim)
 
     def root_mean_squared_error(self, truth, predicted, weights=None, dim=(-2, -1)):
         """``sqrt(weighted_mean((predicted - truth)**2, weights))``. Collective over ``spatial``."""
         if differentiable(dim, truth, predicted):
             return _autograd.reduce(_gradients.Paired(self, weights, "rmse"), truth, predicted)
+        if self._device.takes(truth, predicted):
+            return self._on_device("rmse", truth, weights, dim, predicted=predicted)
         return self._paired_metric(_core.rmse, truth, predicted, weights, dim)
 
     def weighted_mean_gradient_magnitude(self, tensor, weights=None, dim=(-2, -1)):

@@ -15,7 +15,7 @@ import os
 
 import numpy as np
 
-from . import _abort, _arrays
+from . import _abort, _arrays, _device
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._metrics import MetricsMixin
@@ -59,6 +59,11 @@ class Distributed(ShardsMixin, MetricsMixin):
     ``compute_split_shapes``, as ACE) or ``"balanced"``; ``summation`` is ``"reproducible"`` (exact sums,
     the same bits on every mesh) or ``"fast"``. Collective over ``comm``.
 
+    ``device_path``: which torch tensors are reduced on their own device by torch operations over
+    ``torch.distributed`` (``_device``; docs/python.md, "The device path"): ``"auto"`` (tensors not on the CPU),
+    ``"always"`` (every tensor, CPU ones included) or ``"never"``; None (the default) follows
+    ``GRIDSHARD_DEVICE_PATH``, else ``"auto"``. numpy arrays always take the library.
+
     ``abort_on_exception``: when a ``Distributed`` spans more than one rank, an exception that no one catches
     on any rank ends every rank of the job (``MPI_Abort``, after the traceback and a line naming the rank),
     as ``python -m mpi4py`` does, instead of leaving the other ranks waiting for it. ``None`` (the default)
@@ -71,14 +76,15 @@ class Distributed(ShardsMixin, MetricsMixin):
     """
 
     def __init__(self, comm=None, spatial_parallelism=None, split="div_up", summation="reproducible",
-                 abort_on_exception=None):
+                 abort_on_exception=None, device_path=None):
         from mpi4py import MPI
 
         if comm is None:
             comm = MPI.COMM_WORLD
         # The arguments are compared between the ranks first (one allgather), so a rank that gives others
         # raises with the rest instead of leaving them in the mesh's collectives.
-        given = (spatial_parallelism, split, summation)
+        mode, mode_problem = _device.chosen_mode(device_path)
+        given = (spatial_parallelism, split, summation, mode, mode_problem)
         try:
             text = repr(given)
         except Exception as error:  # noqa: BLE001 - an argument whose repr raises differs from any that prints
@@ -86,8 +92,10 @@ class Distributed(ShardsMixin, MetricsMixin):
         with mpi_errors():
             everyone = comm.allgather(text)
         if len(set(everyone)) > 1:
-            raise ArgumentError(f"Distributed(spatial_parallelism, split, summation): the ranks give different "
-                                f"arguments, {everyone[0]} on rank 0 and {everyone[comm.Get_rank()]} here")
+            raise ArgumentError(f"Distributed(spatial_parallelism, split, summation, device_path): the ranks give "
+                                f"different arguments, {everyone[0]} on rank 0 and {everyone[comm.Get_rank()]} here")
+        if mode_problem:
+            raise ArgumentError(mode_problem)
         try:
             h, w = (1, 1) if spatial_parallelism is None else (int(spatial_parallelism[0]), int(spatial_parallelism[1]))
         except (TypeError, ValueError, IndexError):
@@ -104,6 +112,7 @@ class Distributed(ShardsMixin, MetricsMixin):
             self._mesh = _core.Mesh(comm.py2f(), shape, split, summation)  # split, summation: alike everywhere
             self._comm, self._spatial_comm, self._data_comm = _groups(self._mesh)
         self._shape = shape
+        self._device = _device.DevicePath(mode if summation == "reproducible" else "never", comm, shape)
         if abort_on_exception is not None:
             _abort.install(bool(abort_on_exception))
         elif comm.Get_size() > 1 and _abort.enabled_by_environment():

@@ -201,6 +201,23 @@ void bind_mesh(py::module_& m) {
             py::arg("problem"), py::arg("group"), py::arg("signature") = 0,
             "Raises ArgumentError on every rank of `group` when any rank passes a non-empty problem, or when the "
             "ranks' signatures (a code of what their arrays must share) differ. Collective: one allreduce.")
+        .def(
+            "agree_shards",
+            [](PythonMesh& self, const std::string& problem, std::int64_t signature, std::int64_t rows,
+               std::int64_t cols, int form) {
+                if (form < 0 || form > 2) {
+                    throw ArgumentError("weights form must be 0, 1 or 2, got " + std::to_string(form));
+                }
+                auto agreed = static_cast<WeightsForm>(form);
+                py::gil_scoped_release release;
+                const ShardedGrid& grid = self.grid_of_shards(problem, {rows, cols, signature}, std::nullopt, agreed);
+                return std::make_tuple(static_cast<int>(agreed), grid.grid().nlat, grid.grid().nlon);
+            },
+            py::arg("problem"), py::arg("signature"), py::arg("rows"), py::arg("cols"), py::arg("form"),
+            "The agreement a metric call makes before it reads any value, for a caller that sums on its own (the "
+            "device path): `problem` raised on every rank, and shards that do not form a split of one grid, or "
+            "signatures that differ, raise on every rank. Returns the weights' form every rank takes (0 per point, "
+            "1 per row) and the grid's (nlat, nlon). Collective over `spatial`: one allreduce of int64.")
         .def("reduce", &reduce_over_data, py::arg("op"), py::arg("values"),
              "Elementwise sum, mean, min or max over the data group, in place. Collective over `data`.")
         .def(

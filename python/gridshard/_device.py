@@ -1,0 +1,306 @@
+"""The device path: gridshard's weighted reductions as torch operations on the tensors' own device, merged over the
+spatial group by ``torch.distributed`` (NCCL, gloo), the library's bits with no copy to the host.
+
+A call reads its arguments' metadata on each rank (shapes, dtypes, strides: never a value) and agrees it with the
+library's own agreement (``agree_shards``: one MPI allreduce of int64 on the host, which waits for nothing on the
+device), forms the library's terms (metrics/terms.hpp) as exact sums (``_exact_torch``), merges them with one
+``all_reduce(SUM)`` of int64 over the spatial group, and finalizes them with the library's formulas
+(src/metrics/terms.cpp) in double-double. What cannot be known without reading values on the host, a weight that is
+negative or not finite, or a total weight that is not positive, gives NaN results on every rank instead of the
+library's ArgumentError (docs/python.md, "The device path").
+
+``Distributed(..., device_path=...)`` chooses: ``"never"``, the library for everything; ``"always"``, this path for
+every torch tensor it has a path for; ``"auto"`` (the default), this path for tensors not on the CPU.
+``GRIDSHARD_DEVICE_PATH`` gives the default. A mesh split in space needs a torch process group whose ranks are the
+communicator's: one started already (ACE's), or, under ``"always"``, one this module starts over gloo
+(``gridshard.torch_distributed``).
+"""
+
+import os
+import sys
+
+from . import _exact_torch as exact
+from ._arrays import Problems, agreed_error
+from ._fields import EITHER, PER_POINT, PER_ROW, call_signature, check_spatial_dims
+
+MODES = ("auto", "always", "never")
+_FLOATING = ("torch.float32", "torch.float64", "torch.float16", "torch.bfloat16")
+_WIDENED = ("torch.float16", "torch.bfloat16")
+
+# The sums each statistic reads, after the total weight (the library's slot 0), one set per channel.
+_TERMS = {
+    "sum": ("truth",),
+    "mean": ("truth",),
+    "nanmean": ("weight", "truth"),
+    "std": ("truth", "square"),
+    "bias": ("truth", "prediction"),
+    "rmse": ("difference_square",),
+}
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def chosen_mode(device_path):
+    """``device_path``, or ``GRIDSHARD_DEVICE_PATH`` when it is None, or ``"auto"``; and the problem with it."""
+    mode = device_path if device_path is not None else os.environ.get("GRIDSHARD_DEVICE_PATH") or "auto"
+    if mode not in MODES:
+        source = "device_path" if device_path is not None else "GRIDSHARD_DEVICE_PATH"
+        return "never", f"{source}={mode!r}: expected one of {', '.join(MODES)}"
+    return mode, ""
+
+
+class DevicePath:
+    """Which calls of one ``Distributed`` take the device path, and the torch process group of its spatial group
+    (None where the mesh is not split in space: the sums are then this rank's own). Collective over ``comm`` when
+    the mesh is split in space and the mode is not ``"never"``: one allgather, and the spatial groups' creation."""
+
+    def __init__(self, mode, comm, shape):
+        self.mode = mode
+        self.group = None
+        self.available = mode != "never"
+        data, h, w = shape
+        if not self.available or h * w == 1:
+            return
+        torch = _torch()
+        problem, started, aligned = "", False, False
+        if torch is not None:
+            import torch.distributed as td
+
+            started = td.is_available() and td.is_initialized()
+            aligned = started and td.get_world_size() == comm.Get_size() and td.get_rank() == comm.Get_rank()
+        from ._mpi import mpi_errors
+
+        with mpi_errors():
+            everyone = comm.allgather((started, aligned))
+        if all(s for s, _ in everyone) and not all(a for _, a in everyone):
+            problem = ("device_path: torch.distributed's ranks are not this communicator's; the device path needs "
+                       "a process group over the same ranks in the same order")
+        elif not all(s for s, _ in everyone):
+            if mode == "auto" or torch is None:
+                self.available = False  # tensors are staged through the host, as without a device path
+                return
+            if any(s for s, _ in everyone):
+                problem = "device_path: torch.distributed is started on some ranks and not on others"
+            else:
+                from .torch_distributed import init_process_group
+
+                init_process_group("gloo", comm=comm)
+        if problem:
+            if mode == "always":
+                from ._gridshard import ArgumentError
+
+                raise ArgumentError(problem)
+            self.available = False
+            return
+        import torch.distributed as td
+
+        for d in range(data):  # every rank makes every group, in one order (torch.distributed's rule)
+            group = td.new_group(ranks=list(range(d * h * w, (d + 1) * h * w)))
+            if comm.Get_rank() // (h * w) == d:
+                self.group = group
+
+    def takes(self, *values):
+        """Whether a call on ``values`` (its tensor arguments; None for absent ones) takes the device path."""
+        if not self.available:
+            return False
+        torch = _torch()
+        given = [v for v in values if v is not None]
+        if torch is None or not given or not all(isinstance(v, torch.Tensor) for v in given):
+            return False
+        return self.mode == "always" or any(v.device.type != "cpu" for v in given)
+
+    def all_reduce(self, sums):
+        """The int64 sums summed over the spatial group, in place. Collective over ``spatial`` (torch.distributed)."""
+        if self.group is not None:
+            import torch.distributed as td
+
+            td.all_reduce(sums, group=self.group)
+
+
+class _Shape:
+    """What the gradient rules and result shaping read of a field: its leading dims."""
+
+    __slots__ = ("leading",)
+
+    def __init__(self, leading):
+        self.leading = leading
+
+
+def _weights_on_device(weights, data, problems):
+    """The weights as a float64 tensor ``(h, w)`` on ``data``'s device, and their form (per row when constant along
+    longitude by construction: None, ``(h, 1)``, a broadcast view), as ``_fields.weights_buffer`` decides it."""
+    torch = _torch()
+    rows, cols = data.shape[-2], data.shape[-1]
+    device = data.device
+    if weights is None:
+        return torch.ones((rows, cols), dtype=torch.float64, device=device), PER_ROW
+    try:
+        given = weights.detach() if isinstance(weights, torch.Tensor) else torch.as_tensor(weights)
+        while given.ndim > 2 and given.shape[0] == 1:
+            given = given[0]
+        view = torch.broadcast_to(given, (rows, cols))
+    except Exception as error:  # noqa: BLE001 - agreed in the call's first allreduce
+        problems.add(f"weights: shape {tuple(getattr(weights, 'shape', ()))} does not broadcast to the shard "
+                     f"({rows}, {cols}) ({type(error).__name__})")
+        return None, PER_ROW
+    if cols == 0:
+        form = EITHER
+    elif cols == 1:
+        form = PER_ROW if given.ndim >= 1 and given.shape[-1] == 1 and given.stride(-1) == 0 else EITHER
+    else:
+        form = PER_ROW if view.stride(1) == 0 else PER_POINT
+    return view.to(device=device, dtype=torch.float64), form
+
+
+def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2, -1)):
+    """``statistic`` (a key of ``_TERMS``) of ``data`` over the spatial dims on the device, as
+    ``MetricsMixin._weighted_statistics`` returns it: the value (the field's dtype, leading shape), the float64
+    weight of the points counted, the means (std; the field's dtype) and the field's leading shape. Collective over
+    ``spatial``: the agreement (MPI, int64 metadata) and one all_reduce of int64 (torch.distributed)."""
+    torch = _torch()
+    problems = Problems()
+    paired = predicted is not None
+    if data.ndim < 2:
+        problems.add(f"data: shape {tuple(data.shape)} has no (lat, lon) dims")
+    elif str(data.dtype) not in _FLOATING:
+        problems.add(f"data: dtype {data.dtype} is not one of float32, float64")
+    else:
+        check_spatial_dims(dim, data.ndim, problems)
+    if paired and not problems and (predicted.shape != data.shape or predicted.dtype != data.dtype):
+        problems.add(f"predicted: {tuple(predicted.shape)} {predicted.dtype} differs from truth's "
+                     f"{tuple(data.shape)} {data.dtype}")
+    if paired and not problems and predicted.device != data.device:
+        problems.add(f"predicted: on {predicted.device}, the truth on {data.device}")
+    a, form = (None, PER_ROW) if problems else _weights_on_device(weights, data, problems)
+    ok = not problems
+    leading = tuple(data.shape[:-2]) if ok else ()
+    widened = str(data.dtype) if str(data.dtype) in _WIDENED else ""
+    signature = call_signature("device", str(data.dtype), widened, leading, weights is None, statistic) if ok else 0
+    form, _, _ = dist._mesh.agree_shards(problems.text(), signature, data.shape[-2] if ok else 0,
+                                         data.shape[-1] if ok else 0, form)
+    if problems:  # not reached: the agreement raised on every rank
+        raise agreed_error(problems.text())
+    x = data.detach()
+    result_dtype = torch.float32 if str(x.dtype) != "torch.float64" else torch.float64
+    x = x.reshape((-1,) + tuple(x.shape[-2:])).to(torch.float64)
+    p = predicted.detach().reshape(x.shape).to(torch.float64) if paired else None
+    sums, bad = _local_sums(statistic, x, p, a, form == PER_POINT, str(data.dtype) == "torch.float64")
+    dist._device.all_reduce(sums)
+    value, weight, mean = _finalize(statistic, sums[:-1], sums[-1, 0], x.shape[0])
+    shape = leading
+    return (value.to(result_dtype).reshape(shape), weight.reshape(shape),
+            None if mean is None else mean.to(result_dtype).reshape(shape), _Shape(leading))
+
+
+def _local_sums(statistic, x, p, a, per_point, double):
+    """This rank's exact sums (``exact`` rows): the total weight, then per channel the terms of ``statistic``; and a
+    last row whose first limb counts the weights that are negative or not finite."""
+    torch = _torch()
+    channels = x.shape[0]
+    terms = _TERMS[statistic]
+    sums = exact.zeros(2 + channels * len(terms), x.device)
+    dims = (-2, -1)
+    exact.add_values(sums, torch.zeros(1, dtype=torch.int64, device=x.device), a.unsqueeze(0),
+                     torch.ones_like(a, dtype=torch.bool).unsqueeze(0), dims)
+    bad = (~torch.isfinite(a) | (a < 0)).sum(dtype=torch.int64)
+    sums[-1, 0] += bad
+    active = (a != 0).expand(x.shape)
+    if statistic == "nanmean":
+        active = active & ~torch.isnan(x)
+    zero = torch.zeros((), dtype=torch.float64, device=x.device)
+    t = torch.where(active, x, zero)
+    slots = torch.arange(channels, device=x.device, dtype=torch.int64) * len(terms) + 1
+
+    def slot(term):
+        return slots + terms.index(term)
+
+    def weighted(term, values):
+        """``a values`` as the library sums it: per row, the exact products (the row's weight times its exact sum);
+        per point, each product rounded and its rounding error as fma gives it (0 where the product is not
+        finite), two terms whose sum is exact but where that error underflows."""
+        if not per_point:
+            exact.add_products(sums, slot(term), a, values, active, dims)
+            return
+        product = a * values
+        exact.add_values(sums, slot(term), product, active, dims)
+        error = exact.product_error(a, values, product)
+        exact.add_values(sums, slot(term), torch.where(torch.isfinite(product), error, zero), active, dims)
+
+    if "weight" in terms:
+        exact.add_products(sums, slot("weight"), a, torch.ones_like(t), active, dims)
+    if "truth" in terms:
+        weighted("truth", t)
+    if "prediction" in terms:
+        weighted("prediction", torch.where(active, p, zero))
+    if "square" in terms:
+        square = t * t
+        weighted("square", square)
+        if double:  # a double's square is inexact: its rounding error, as fma gives it, is a second part
+            low = exact.product_error(t, t, square)
+            weighted("square", torch.where(torch.isfinite(square), low, zero))
+    if "difference_square" in terms:
+        difference = torch.where(active, p, zero) - t
+        term = difference * difference
+        if per_point:  # the library rounds the weighted term once and sums it
+            exact.add_values(sums, slot("difference_square"), a * term, active, dims)
+        else:
+            exact.add_products(sums, slot("difference_square"), a, term, active, dims)
+    return sums, bad
+
+
+def _finalize(statistic, sums, bad, channels):
+    """The values, the weight of the points counted and (std) the means per channel, from the merged sums
+    (src/metrics/terms.cpp's formulas in double-double); NaN where a weight was bad or the total not positive."""
+    torch = _torch()
+    terms = _TERMS[statistic]
+    hi, lo = exact.to_double_double(sums)
+    total = hi[0]
+    usable = (total > 0) & (bad == 0)
+    nan = torch.full((channels,), float("nan"), dtype=torch.float64, device=hi.device)
+
+    def value(term):
+        k = 1 + torch.arange(channels, device=hi.device) * len(terms) + terms.index(term)
+        return hi[k], lo[k]
+
+    w = value("weight") if "weight" in terms else (hi[:1].expand(channels), lo[:1].expand(channels))
+
+    def ratio(s):
+        return torch.where(w[0] > 0, exact.dd_divide(s, w)[0], nan)
+
+    mean = None
+    if statistic == "sum":
+        result = value("truth")[0]
+    elif statistic in ("mean", "nanmean"):
+        result = ratio(value("truth"))
+    elif statistic == "bias":
+        result = ratio(exact.dd_add(value("prediction"), exact.dd_negate(value("truth"))))
+    elif statistic == "rmse":
+        result = torch.sqrt(ratio(value("difference_square")))
+    else:
+        result = _std(sums, w, value("truth"), value("square"), channels, terms)
+        mean = ratio(value("truth"))
+    result = torch.where(usable & ~torch.isnan(result), result, nan)  # one NaN, the library's quiet NaN
+    weight = torch.where(usable, w[0], nan)
+    return result, weight, None if mean is None else torch.where(usable, mean, nan)
+
+
+def _std(sums, w, s, q, channels, terms):
+    """``TermSums::std_dev``: ``sqrt(W Q - S^2) / W`` with the numerator exact; IEEE's answer from the rounded sums
+    where S or Q is not finite."""
+    torch = _torch()
+    index = 1 + torch.arange(channels, device=sums.device) * len(terms)
+    rows_s, rows_q = sums[index + terms.index("truth")], sums[index + terms.index("square")]
+    rows_w = sums[:1].expand(channels, -1)
+    numerator = exact.multiply(rows_w, rows_q)
+    numerator[:, :exact.PRODUCT_LIMBS] -= exact.multiply(rows_s, rows_s)[:, :exact.PRODUCT_LIMBS]
+    n = exact.to_double_double(numerator, exact.PRODUCT_LOWEST)
+    exact_std = exact.dd_divide(exact.dd_sqrt(n), w)[0]
+    exact_std = torch.where(n[0] > 0, exact_std, torch.zeros_like(exact_std))
+    mean = exact.dd_divide(s, w)
+    variance = exact.dd_add(exact.dd_divide(q, w), exact.dd_negate(exact.dd_multiply(mean, mean)))
+    plain = torch.where(torch.isnan(variance[0]), variance[0], torch.sqrt(variance[0].clamp(min=0.0)))
+    finite = torch.isfinite(s[0]) & torch.isfinite(q[0])
+    nan = torch.full_like(plain, float("nan"))
+    return torch.where(w[0] > 0, torch.where(finite, exact_std, plain), nan)

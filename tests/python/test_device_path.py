@@ -1,0 +1,232 @@
+"""The device path (python/gridshard/_device.py) on CPU tensors over gloo, under mpirun on the mesh of
+GRIDSHARD_TEST_MESH: every value is the library's bits on the same shards (NaN compared as NaN), for both split
+rules, float32, float64 and float16, every form of weights, adversarial values (cancellation, 1e8 offsets,
+subnormals, infinities and NaN under each rule, sums that overflow); gradients are the library path's bits and the
+serial device path's on every mesh; bad weights give NaN on every rank; ranks on different paths raise on every
+rank; and no call or backward pass reads a value on the host (a tensor subclass that raises on every way out)."""
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from mpi4py import MPI
+
+sys.path.insert(0, str(Path(__file__).parent))
+from mpi_pytest import mesh_shape  # noqa: E402
+
+import gridshard  # noqa: E402
+
+D, H, W = mesh_shape()
+WORLD = MPI.COMM_WORLD
+GRIDS = [(9, 14), (5, 8)]  # uneven under both rules
+
+
+@pytest.fixture(scope="module", params=["div_up", "balanced"])
+def pair(request):
+    """The device path and the library on this run's mesh, and the device path on this process alone."""
+    made = [gridshard.Distributed(spatial_parallelism=(H, W), split=request.param, device_path=mode)
+            for mode in ("always", "never")]
+    return made + [gridshard.Distributed(MPI.COMM_SELF, split=request.param, device_path="always")]
+
+
+def local(dist, tensor):
+    return tensor[dist.get_local_slices(tuple(tensor.shape))]
+
+
+def bits(tensor):
+    """The tensor's bit patterns, every NaN as the one quiet NaN (a NaN's sign is no result)."""
+    tensor = torch.where(torch.isnan(tensor), torch.full_like(tensor, float("nan")), tensor).contiguous()
+    return tensor.view({8: torch.int64, 4: torch.int32, 2: torch.int16}[tensor.element_size()])
+
+
+def same_bits(got, want, what):
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype, got.shape, want.shape)
+    assert torch.equal(bits(got), bits(want)), (what, got, want)
+
+
+def weights_of(form, grid, rng):
+    lat = torch.cos(torch.deg2rad(torch.linspace(-80, 80, grid[0], dtype=torch.float64)))
+    if form == "none":
+        return None
+    if form == "broadcast row":
+        return lat[:, None].expand(grid)
+    if form == "column":
+        return lat[:, None].clone()
+    return torch.from_numpy(rng.uniform(0.0, 1.5, grid))  # per point, some near zero
+
+
+def weights_shard(dist, weights, grid):
+    """This rank's part of the weights: its rows of a ``(h, 1)`` column, its box of the others."""
+    if weights is None or weights.shape[-1] == 1:
+        return weights if weights is None else weights[dist.get_local_slices(grid)[0]]
+    return local(dist, weights)
+
+
+CALLS = {
+    "weighted_sum": lambda d, t, p, w: d.weighted_sum(t, w),
+    "weighted_mean": lambda d, t, p, w: d.weighted_mean(t, w),
+    "weighted_mean keepdim": lambda d, t, p, w: d.weighted_mean(t, w, keepdim=True),
+    "weighted_nanmean": lambda d, t, p, w: d.weighted_nanmean(t, w),
+    "weighted_std": lambda d, t, p, w: d.weighted_std(t, w),
+    "weighted_mean_bias": lambda d, t, p, w: d.weighted_mean_bias(t, p, w),
+    "root_mean_squared_error": lambda d, t, p, w: d.root_mean_squared_error(t, p, w),
+    "global_mean": lambda d, t, p, w: d.global_mean(t),
+}
+
+
+def compare(pair, truth, predicted, weights, what):
+    device, library, serial = pair
+    t, p = local(device, truth), local(device, predicted)
+    w = weights_shard(device, weights, tuple(truth.shape[-2:]))
+    for name, call in CALLS.items():
+        on_device = call(device, t, p, w)
+        same_bits(on_device, call(library, t, p, w), f"{what}: {name} against the library")
+        same_bits(on_device, call(serial, truth, predicted, weights), f"{what}: {name} against one process")
+
+
+@pytest.mark.parametrize("grid", GRIDS)
+@pytest.mark.parametrize("form", ["none", "broadcast row", "column", "per point"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
+def test_values_are_the_librarys_bits(pair, grid, form, dtype):
+    rng = np.random.default_rng(3)
+    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid)).to(dtype)
+    predicted = (truth.double() + torch.from_numpy(rng.standard_normal(truth.shape))).to(dtype)
+    truth[1, 2, 0, 1] = float("nan")
+    compare(pair, truth, predicted, weights_of(form, grid, rng), f"{dtype} {form} {grid}")
+
+
+def adversarial(kind, grid, dtype, rng):
+    shape = (4,) + grid
+    base = rng.standard_normal(shape)
+    if kind == "cancellation":
+        values = np.concatenate([1e8 * base[..., : grid[1] // 2], -1e8 * base[..., : grid[1] // 2]], axis=-1)
+        values = np.concatenate([values, base[..., : grid[1] - values.shape[-1]]], axis=-1) + 1e-3 * base
+    elif kind == "offset 1e8":
+        values = 1e8 + base
+    elif kind == "subnormal":
+        tiny = np.finfo(np.float32 if dtype == torch.float32 else np.float64).smallest_subnormal
+        values = tiny * np.round(1000 * base)
+    elif kind == "near overflow":
+        values = np.finfo(np.float32 if dtype == torch.float32 else np.float64).max * (0.5 + 0.4 * np.tanh(base))
+    else:  # specials: a NaN, an infinity of each sign, both infinities, an all-NaN channel
+        values = base.copy()
+        values[0, 1, 1] = np.nan
+        values[1, 0, 2] = np.inf
+        values[2, 2, 3] = -np.inf
+        values[3, 1, 0], values[3, 3, 1] = np.inf, -np.inf
+        values[1] = np.where(rng.uniform(size=grid) < 0.3, np.nan, values[1])
+    return torch.from_numpy(values).to(dtype)
+
+
+@pytest.mark.parametrize("kind", ["cancellation", "offset 1e8", "subnormal", "near overflow", "specials"])
+@pytest.mark.parametrize("form", ["broadcast row", "per point"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_adversarial_values_are_the_librarys_bits(pair, kind, form, dtype):
+    rng = np.random.default_rng(11)
+    grid = GRIDS[0]
+    truth = adversarial(kind, grid, dtype, rng)
+    predicted = adversarial(kind, grid, dtype, rng).flip(-1).contiguous()
+    compare(pair, truth, predicted, weights_of(form, grid, rng), f"{kind} {dtype} {form}")
+
+
+def test_an_all_nan_channel_has_a_nan_mean_and_zero_weight(pair):
+    device = pair[0]
+    truth = torch.randn((2,) + GRIDS[0], dtype=torch.float64)
+    truth[1] = float("nan")
+    mean = device.weighted_nanmean(local(device, truth), None)
+    assert torch.isnan(mean[1]) and not torch.isnan(mean[0])
+
+
+LOSSES = {
+    "weighted_mean": lambda d, t, p, w: (d.weighted_mean(p, w) * torch.arange(1, 4)).sum(),
+    "weighted_sum": lambda d, t, p, w: d.weighted_sum(p, w).sum(),
+    "weighted_nanmean": lambda d, t, p, w: d.weighted_nanmean(p, w).sum(),
+    "weighted_std": lambda d, t, p, w: d.weighted_std(p, w).sum(),
+    "bias": lambda d, t, p, w: (d.weighted_mean_bias(t, p, w) ** 2).sum(),
+    "rmse": lambda d, t, p, w: d.root_mean_squared_error(t, p, w).sum(),
+    "area-weighted MSE": lambda d, t, p, w: d.weighted_mean((p - t) ** 2, w).mean(),
+    "global-mean MSE": lambda d, t, p, w: d.global_mean((p - t) ** 2).mean(),
+}
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+@pytest.mark.parametrize("form", ["broadcast row", "per point"])
+def test_gradients_are_the_library_paths_and_the_same_on_every_mesh(pair, name, form):
+    rng = np.random.default_rng(5)
+    grid = GRIDS[0]
+    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid))
+    predicted = truth + torch.from_numpy(rng.standard_normal(truth.shape))
+    weights = weights_of(form, grid, rng)
+    loss = LOSSES[name]
+    grads = []
+    for dist, t, p, w in [(d, local(d, truth), local(d, predicted), weights_shard(d, weights, grid)) for d in pair[:2]] + [
+            (pair[2], truth, predicted, weights)]:
+        t, p = t.clone().requires_grad_(True), p.clone().requires_grad_(True)
+        value = loss(dist, t, p, w)
+        value.backward()
+        grads.append((value.detach(), t.grad, p.grad))
+    device, library, serial = grads
+    same_bits(device[0], library[0], f"{name}: the loss against the library path")
+    same_bits(device[0], serial[0], f"{name}: the loss against one process")
+    for k in (1, 2):
+        if device[k] is None:
+            assert library[k] is None
+            continue
+        same_bits(device[k], library[k], f"{name}: a gradient against the library path's")
+        same_bits(device[k], local(pair[0], serial[k]), f"{name}: a gradient against one process's, sliced")
+
+
+def test_bad_weights_give_nan_on_every_rank(pair):
+    device = pair[0]
+    truth = torch.randn((3,) + GRIDS[0], dtype=torch.float64)
+    for bad in (-1.0, float("inf"), float("nan")):
+        weights = torch.ones(GRIDS[0], dtype=torch.float64)
+        weights[4, 7] = bad  # on one rank's shard only
+        assert torch.isnan(device.weighted_mean(local(device, truth), local(device, weights))).all(), bad
+    zero = torch.zeros(GRIDS[0], dtype=torch.float64)
+    assert torch.isnan(device.weighted_mean(local(device, truth), local(device, zero))).all()
+
+
+def test_ranks_on_different_paths_raise_on_every_rank(pair):
+    device = pair[0]
+    if H * W == 1:
+        pytest.skip("one rank per spatial group: no peer to differ from")
+    truth = torch.randn((3,) + GRIDS[0], dtype=torch.float64)
+    shard = local(device, truth)
+    mine = shard.numpy() if device._mesh.coords[1] == 0 and device._mesh.coords[2] == 0 else shard
+    with pytest.raises(gridshard.ArgumentError):
+        device.weighted_mean(mine, None)
+    assert torch.equal(device.weighted_mean(shard, None), pair[1].weighted_mean(shard, None))  # still in step
+
+
+class NoHost(torch.Tensor):
+    """A tensor that raises on every way its values could reach the host."""
+
+    OUT = {"cpu", "numpy", "tolist", "item", "__array__", "data_ptr", "untyped_storage", "storage", "__float__",
+           "__int__", "__bool__", "__index__"}
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in cls.OUT:
+            raise AssertionError(f"the device path called {name} on a tensor")
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@pytest.mark.parametrize("name", list(LOSSES))
+def test_the_device_path_never_reads_a_value_on_the_host(pair, name):
+    device = pair[0]
+    rng = np.random.default_rng(7)
+    grid = GRIDS[0]
+    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid))
+    predicted = truth + torch.from_numpy(rng.standard_normal(truth.shape))
+    weights = local(device, torch.from_numpy(rng.uniform(0.1, 1.5, grid))).as_subclass(NoHost)
+    t = local(device, truth).clone().as_subclass(NoHost).requires_grad_(True)
+    p = local(device, predicted).clone().as_subclass(NoHost).requires_grad_(True)
+    value = LOSSES[name](device, t, p, weights)
+    value.backward()
+    for call in CALLS.values():
+        call(device, t.detach(), p.detach(), weights)
+    with pytest.raises(AssertionError, match="called"):
+        t.item()  # the subclass does catch a way out
