@@ -160,8 +160,8 @@ def test_gradients_are_the_library_paths_and_the_same_on_every_mesh(pair, name, 
     weights = weights_of(form, grid, rng)
     loss = LOSSES[name]
     grads = []
-    for dist, t, p, w in [(d, local(d, truth), local(d, predicted), weights_shard(d, weights, grid)) for d in pair[:2]] + [
-            (pair[2], truth, predicted, weights)]:
+    shards = [(d, local(d, truth), local(d, predicted), weights_shard(d, weights, grid)) for d in pair[:2]]
+    for dist, t, p, w in shards + [(pair[2], truth, predicted, weights)]:
         t, p = t.clone().requires_grad_(True), p.clone().requires_grad_(True)
         value = loss(dist, t, p, w)
         value.backward()
