@@ -58,7 +58,8 @@ class DevicePath:
 
     def __init__(self, mode, comm, shape):
         self.mode = mode
-        self.group = None
+        self.group = self.lon_group = None
+        self.lon_size = 1
         self.available = mode != "never"
         data, h, w = shape
         if not self.available or h * w == 1:
@@ -96,10 +97,16 @@ class DevicePath:
             return
         import torch.distributed as td
 
+        rank = comm.Get_rank()
         for d in range(data):  # every rank makes every group, in one order (torch.distributed's rule)
             group = td.new_group(ranks=list(range(d * h * w, (d + 1) * h * w)))
-            if comm.Get_rank() // (h * w) == d:
+            if rank // (h * w) == d:
                 self.group = group
+            for i in range(h if w > 1 else 0):
+                first = d * h * w + i * w
+                group = td.new_group(ranks=list(range(first, first + w)))
+                if first <= rank < first + w:
+                    self.lon_group, self.lon_size = group, w
 
     def takes(self, *values):
         """Whether a call on ``values`` (its tensor arguments; None for absent ones) takes the device path."""
@@ -111,12 +118,31 @@ class DevicePath:
             return False
         return self.mode == "always" or any(v.device.type != "cpu" for v in given)
 
-    def all_reduce(self, sums):
-        """The int64 sums summed over the spatial group, in place. Collective over ``spatial`` (torch.distributed)."""
-        if self.group is not None:
+    def all_reduce(self, sums, group="spatial"):
+        """The int64 sums summed over the spatial (or ``"lon"``) group, in place. Collective over that group
+        (torch.distributed)."""
+        chosen = self.group if group == "spatial" else self.lon_group
+        if chosen is not None:
             import torch.distributed as td
 
-            td.all_reduce(sums, group=self.group)
+            td.all_reduce(sums, group=chosen)
+
+    def sum_over_lon(self, values):
+        """``values`` summed over the lon group in float64 in lon-rank order and rounded to their dtype, as the
+        library's ``sum_over_lon``: the same bits on every rank of it. Collective over ``lon``: one all_gather
+        (torch.distributed)."""
+        if self.lon_group is None:
+            return values
+        import torch.distributed as td
+
+        torch = _torch()
+        wide = values.to(torch.float64).contiguous()
+        parts = [torch.empty_like(wide) for _ in range(self.lon_size)]
+        td.all_gather(parts, wide, group=self.lon_group)
+        total = parts[0]
+        for part in parts[1:]:
+            total = total + part
+        return total.to(values.dtype)
 
 
 class _Shape:
@@ -162,11 +188,8 @@ def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2,
     torch = _torch()
     problems = Problems()
     paired = predicted is not None
-    if data.ndim < 2:
-        problems.add(f"data: shape {tuple(data.shape)} has no (lat, lon) dims")
-    elif str(data.dtype) not in _FLOATING:
-        problems.add(f"data: dtype {data.dtype} is not one of float32, float64")
-    else:
+    _check_field(data, problems)
+    if not problems:
         check_spatial_dims(dim, data.ndim, problems)
     if paired and not problems and (predicted.shape != data.shape or predicted.dtype != data.dtype):
         problems.add(f"predicted: {tuple(predicted.shape)} {predicted.dtype} differs from truth's "
@@ -178,13 +201,8 @@ def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2,
     leading = tuple(data.shape[:-2]) if ok else ()
     widened = str(data.dtype) if str(data.dtype) in _WIDENED else ""
     signature = call_signature("device", str(data.dtype), widened, leading, weights is None, statistic) if ok else 0
-    form, _, _ = dist._mesh.agree_shards(problems.text(), signature, data.shape[-2] if ok else 0,
-                                         data.shape[-1] if ok else 0, form)
-    if problems:  # not reached: the agreement raised on every rank
-        raise agreed_error(problems.text())
-    x = data.detach()
-    result_dtype = torch.float32 if str(x.dtype) != "torch.float64" else torch.float64
-    x = x.reshape((-1,) + tuple(x.shape[-2:])).to(torch.float64)
+    form = _agree(dist, problems, signature, data, form)
+    x, result_dtype = _as_channels(data)
     p = predicted.detach().reshape(x.shape).to(torch.float64) if paired else None
     sums, bad = _local_sums(statistic, x, p, a, form == PER_POINT, str(data.dtype) == "torch.float64")
     dist._device.all_reduce(sums)
@@ -192,6 +210,66 @@ def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2,
     shape = leading
     return (value.to(result_dtype).reshape(shape), weight.reshape(shape),
             None if mean is None else mean.to(result_dtype).reshape(shape), _Shape(leading))
+
+
+def _check_field(data, problems, name="data"):
+    """This rank's problems with a field argument, from its metadata."""
+    if data.ndim < 2:
+        problems.add(f"{name}: shape {tuple(data.shape)} has no (lat, lon) dims")
+    elif data.device.type == "meta":
+        problems.add(f"{name}: a tensor on the {data.device} device has no values to reduce")
+    elif str(data.dtype) not in _FLOATING:
+        problems.add(f"{name}: dtype {data.dtype} is not one of float32, float64")
+
+
+def _agree(dist, problems, signature, data, form=PER_ROW):
+    """The library's agreement of a call (``agree_shards``): ``problems`` raised on every rank, shards that form no
+    grid and signatures that differ likewise; the weights' form every rank takes. Collective over ``spatial``: one
+    MPI allreduce of int64 metadata on the host (it waits for nothing queued on the device)."""
+    ok = not problems
+    form, _, _ = dist._mesh.agree_shards(problems.text(), signature, data.shape[-2] if ok else 0,
+                                         data.shape[-1] if ok else 0, form)
+    if problems:  # not reached: the agreement raised on every rank
+        raise agreed_error(problems.text())
+    return form
+
+
+def _as_channels(data):
+    """The field as float64 ``(channels, h, w)`` on its device (exact; half precision widened) and the dtype its
+    results take (float64 for float64, else float32, as the library's)."""
+    torch = _torch()
+    x = data.detach()
+    result_dtype = torch.float64 if x.dtype == torch.float64 else torch.float32
+    return x.reshape((-1,) + tuple(x.shape[-2:])).to(torch.float64), result_dtype
+
+
+def zonal_means(dist, data):
+    """The NaN-aware mean over longitude of each row, ``(..., h_local)`` in the field's result dtype, and the count of
+    the valid points of each (float64), as the library's zonal mean: per (channel, row) the exact sum of the values
+    that are not NaN over the count, in double-double. Collective over ``spatial`` (the agreement), then ``lon`` (one
+    all_reduce of int64)."""
+    torch = _torch()
+    problems = Problems()
+    _check_field(data, problems)
+    ok = not problems
+    leading = tuple(data.shape[:-2]) if ok else ()
+    widened = str(data.dtype) if str(data.dtype) in _WIDENED else ""
+    signature = call_signature("device zonal", str(data.dtype), widened, leading) if ok else 0
+    _agree(dist, problems, signature, data)
+    x, result_dtype = _as_channels(data)
+    channels, rows = x.shape[0], x.shape[1]
+    valid = ~torch.isnan(x)
+    sums = exact.zeros(channels * rows, x.device)
+    exact.add_values(sums, torch.arange(channels * rows, device=x.device).reshape(channels, rows), x, valid, (-1,))
+    merged = torch.cat((sums, valid.sum(dim=-1, dtype=torch.int64).reshape(-1, 1)), dim=1)  # the counts beside
+    dist._device.all_reduce(merged, "lon")
+    counts = merged[:, -1].to(torch.float64)
+    total = exact.to_double_double(merged[:, :-1])
+    nan = torch.full_like(counts, float("nan"))
+    means = exact.dd_divide(total, (counts, torch.zeros_like(counts)))[0]
+    means = torch.where((counts > 0) & ~torch.isnan(means), means, nan)
+    shape = leading + (rows,)
+    return means.to(result_dtype).reshape(shape), counts.reshape(shape)
 
 
 def _local_sums(statistic, x, p, a, per_point, double):

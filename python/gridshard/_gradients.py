@@ -225,13 +225,13 @@ class ZonalMean(_autograd.Rule):
 
     def forward(self, x):
         self.x = x.detach()
-        out, field = self.dist._zonal_call(self.x, with_counts=True)
-        shape = field.leading + (field.rows,)
-        value = _arrays.like(out[0].astype(field.dtype, copy=False).reshape(shape), self.x)
-        count = _as_float64(out[1].reshape(shape), x)
+        value, count = self.dist._zonal_means(self.x)
+        count = _as_float64(count, x)
         return value, [_as_float64(value, x) * count, count]
 
     def combine_upstream(self, grad):
+        if self.dist._device.takes(self.x):
+            return self.dist._device.sum_over_lon(grad)
         return sum_over_lon(self.dist, grad, self.x)
 
     def finalize(self, s, count):

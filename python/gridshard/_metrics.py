@@ -311,8 +311,16 @@ class MetricsMixin:
         Collective over ``lon``."""
         if _autograd.wanted(data) and getattr(data, "ndim", 0) >= 2:
             return _autograd.reduce(_gradients.ZonalMean(self), data)
-        out, field = self._zonal_call(data)
-        return _arrays.like(out[0].astype(field.dtype, copy=False).reshape(field.leading + (field.rows,)), data)
+        return self._zonal_means(data)[0]
+
+    def _zonal_means(self, data):
+        """The zonal means as ``zonal_mean`` returns them and the float64 counts of valid points (None from the
+        library unless asked), on the device path (_device) for tensors it takes. Collective over ``lon``."""
+        if self._device.takes(data):
+            return _device.zonal_means(self, data)
+        out, field = self._zonal_call(data, with_counts=True)
+        shape = field.leading + (field.rows,)
+        return _arrays.like(out[0].astype(field.dtype, copy=False).reshape(shape), data), out[1].reshape(shape)
 
     def _zonal_call(self, data, with_counts=False):
         """The library's zonal means, float64 ``(1, channels, rows)`` (``with_counts``: ``(2, ...)``, then the valid

@@ -374,13 +374,18 @@ ONE_CALL_CASES = [
 @pytest.mark.parametrize("name,call,adjoints", ONE_CALL_CASES, ids=[c[0] for c in ONE_CALL_CASES])
 def test_a_differentiated_reduction_is_one_library_call(dist, monkeypatch, name, call, adjoints):
     """The forward pass of each gradient rule takes its value and every sum its backward needs from one library call
-    (one allreduce), as the plain call does; only the gradient magnitude adds its adjoint, one call per field."""
+    (one allreduce), as the plain call does, or from one call of the device path (GRIDSHARD_DEVICE_PATH=always); only
+    the gradient magnitude adds its adjoint, one call per field."""
+    import gridshard._device
     import gridshard._gradients
     import gridshard._metrics
 
     counting = _CountingLibrary(gridshard._metrics._core)
     monkeypatch.setattr(gridshard._metrics, "_core", counting)
     monkeypatch.setattr(gridshard._gradients, "_core", counting)
+    on_device = _CountingLibrary(gridshard._device)
+    on_device.calls = counting.calls
+    monkeypatch.setattr(gridshard._metrics, "_device", on_device)
     t, p, w = fields((9, 14))
     ensemble = torch.stack([p + k for k in range(3)])
     slices = dist.get_local_slices(tuple(p.shape))
