@@ -113,6 +113,9 @@ TARGETS = [
     ("python_differentiated_weighted_mean_over_plain_1x2x2", None, None,
      "t (forward + backward) / t plain call, weighted_mean of a (4,32,64) f32 tensor, 4 ranks (one library call)"),
     ("python_zero_copy", 0.05, "<", "peak RSS increase / nbytes, weighted_mean of 1 GiB f32, max of numpy, torch"),
+    ("device_path_overhead_vs_library_cpu", None, None,
+     "t device path (torch operations, exact sums in int64) / t library, ACE's area-weighted MSE forward + backward, "
+     "(8,721,1440) f32 CPU tensors, 1 rank (on a GPU the device path avoids the host; here the library is faster)"),
     ("ensemble_scores_fraction_of_read", 0.10, ">=",
      "t_read / t_ensemble_scores, 16 members x (721,1440) f32, five scores, 1 thread"),
     ("ensemble_scores_threads_speedup", None, None, "ensemble_scores, 1 thread / all cores"),
@@ -125,7 +128,7 @@ TARGETS = [
      "netCDF4 + numpy / gridshard eval, ACE layout 2 ICs x 8 members x 4 leads (721,1440) f32, 1 process"),
 ]
 PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy",
-               "python_differentiated_weighted_mean_over_plain_1x2x2")
+               "python_differentiated_weighted_mean_over_plain_1x2x2", "device_path_overhead_vs_library_cpu")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
@@ -366,7 +369,13 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         if difference > PYTHON_FLOAT32_RESULT_TOLERANCE:
             problems.append(f"weighted_mean of the 1 GiB {kind} field disagrees with numpy's: {difference:.3g}")
 
+    # The device path on CPU tensors against the library, one rank; it fails the run if their bits differ.
+    run([mpiexec, "-n", "1", *mpi_flags, python, BENCH_DIR / "device_path_overhead.py",
+         out_dir / "device_path_overhead.json", "--repetitions", str(max(3, repetitions))], env=py_env)
+    device_path = load(out_dir / "device_path_overhead.json")
+
     figures = {
+        "device_path_overhead_vs_library_cpu": device_path["device_path_overhead_vs_library_cpu"],
         "python_gradmag_vs_ace_gather_1x2x2": gradmag["t_ace_gather_s"] / gradmag["t_gridshard_s"],
         "python_gradmag_ace_gather_s": gradmag["t_ace_gather_s"],
         "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],
@@ -388,6 +397,7 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         },
         "zero_copy": zero_copy,
         "differentiated_calls_1x2x2": differentiated["calls"],
+        "device_path_overhead": without_samples(device_path),
     }
     samples_s = {
         "gradmag_1x2x2": {k: v for k, v in gradmag.items() if k.startswith("samples_")},

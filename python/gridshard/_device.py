@@ -18,7 +18,11 @@ communicator's: one started already (ACE's), or, under ``"always"``, one this mo
 
 import os
 import sys
+import warnings
 
+import numpy as np
+
+from . import _arrays
 from . import _exact_torch as exact
 from ._arrays import Problems, agreed_error
 from ._fields import EITHER, PER_POINT, PER_ROW, call_signature, check_spatial_dims
@@ -127,10 +131,9 @@ class DevicePath:
 
             td.all_reduce(sums, group=chosen)
 
-    def sum_over_lon(self, values):
-        """``values`` summed over the lon group in float64 in lon-rank order and rounded to their dtype, as the
-        library's ``sum_over_lon``: the same bits on every rank of it. Collective over ``lon``: one all_gather
-        (torch.distributed)."""
+    def gathered_lon_sum(self, values):
+        """``values`` summed over the lon group in float64 in lon-rank order and rounded to their dtype: the same
+        bits on every rank of it. Collective over ``lon``: one all_gather (torch.distributed)."""
         if self.lon_group is None:
             return values
         import torch.distributed as td
@@ -162,14 +165,17 @@ def _weights_on_device(weights, data, problems):
     device = data.device
     if weights is None:
         return torch.ones((rows, cols), dtype=torch.float64, device=device), PER_ROW
+    given = None
+    with problems.catching("weights"):  # whatever reading them raises: agreed in the call's first allreduce
+        given = weights.detach() if isinstance(weights, torch.Tensor) else _host_weights(weights, problems)
+    if given is None:
+        return None, PER_ROW
+    while given.ndim > 2 and given.shape[0] == 1:
+        given = given[0]
     try:
-        given = weights.detach() if isinstance(weights, torch.Tensor) else torch.as_tensor(weights)
-        while given.ndim > 2 and given.shape[0] == 1:
-            given = given[0]
         view = torch.broadcast_to(given, (rows, cols))
-    except Exception as error:  # noqa: BLE001 - agreed in the call's first allreduce
-        problems.add(f"weights: shape {tuple(getattr(weights, 'shape', ()))} does not broadcast to the shard "
-                     f"({rows}, {cols}) ({type(error).__name__})")
+    except RuntimeError:
+        problems.add(f"weights: shape {tuple(given.shape)} does not broadcast to the shard ({rows}, {cols})")
         return None, PER_ROW
     if cols == 0:
         form = EITHER
@@ -178,6 +184,22 @@ def _weights_on_device(weights, data, problems):
     else:
         form = PER_ROW if view.stride(1) == 0 else PER_POINT
     return view.to(device=device, dtype=torch.float64), form
+
+
+def _host_weights(weights, problems):
+    """Weights that are not a tensor, read as the library path reads them (``_arrays.as_numpy``), as a CPU tensor
+    with their strides (a broadcast view keeps its zero stride, which says the weights are per row); None after
+    recording why they cannot be read."""
+    torch = _torch()
+    array = _arrays.as_numpy(weights, "weights", problems)
+    if array is None:
+        return None
+    with warnings.catch_warnings():  # a broadcast view is read-only; the weights are only read
+        warnings.simplefilter("ignore", UserWarning)
+        try:
+            return torch.from_numpy(array)
+        except ValueError:  # negative strides: one copy
+            return torch.from_numpy(np.ascontiguousarray(array))
 
 
 def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2, -1)):
@@ -204,9 +226,12 @@ def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2,
     form = _agree(dist, problems, signature, data, form)
     x, result_dtype = _as_channels(data)
     p = predicted.detach().reshape(x.shape).to(torch.float64) if paired else None
-    sums, bad = _local_sums(statistic, x, p, a, form == PER_POINT, str(data.dtype) == "torch.float64")
+    sums = exact.zeros(2 + x.shape[0] * len(_TERMS[statistic]), x.device)
+    failure = _forming(sums, lambda: _local_sums(sums, statistic, x, p, a, form == PER_POINT,
+                                                 str(data.dtype) == "torch.float64"))
     dist._device.all_reduce(sums)
-    value, weight, mean = _finalize(statistic, sums[:-1], sums[-1, 0], x.shape[0])
+    _raise_failure(dist, failure)
+    value, weight, mean = _finalize(statistic, sums[:-1], sums[-1, 0] + sums[-1, 1], x.shape[0])
     shape = leading
     return (value.to(result_dtype).reshape(shape), weight.reshape(shape),
             None if mean is None else mean.to(result_dtype).reshape(shape), _Shape(leading))
@@ -258,13 +283,22 @@ def zonal_means(dist, data):
     _agree(dist, problems, signature, data)
     x, result_dtype = _as_channels(data)
     channels, rows = x.shape[0], x.shape[1]
-    valid = ~torch.isnan(x)
-    sums = exact.zeros(channels * rows, x.device)
-    exact.add_values(sums, torch.arange(channels * rows, device=x.device).reshape(channels, rows), x, valid, (-1,))
-    merged = torch.cat((sums, valid.sum(dim=-1, dtype=torch.int64).reshape(-1, 1)), dim=1)  # the counts beside
+    sums = exact.zeros(channels * rows + 1, x.device)  # a last row of flags
+    counts = torch.zeros((channels * rows + 1, 1), dtype=torch.int64, device=x.device)
+
+    def form():
+        valid = ~torch.isnan(x)
+        exact.add_values(sums[:-1], torch.arange(channels * rows, device=x.device).reshape(channels, rows), x,
+                         valid, (-1,))
+        counts[:-1, 0] = valid.sum(dim=-1, dtype=torch.int64).reshape(-1)
+
+    failure = _forming(sums, form)
+    merged = torch.cat((sums, counts), dim=1)  # the counts beside the sums: one all_reduce
     dist._device.all_reduce(merged, "lon")
-    counts = merged[:, -1].to(torch.float64)
-    total = exact.to_double_double(merged[:, :-1])
+    _raise_failure(dist, failure)
+    failed = merged[-1, 1] > 0
+    counts = torch.where(failed, torch.zeros_like(merged[:-1, -1]), merged[:-1, -1]).to(torch.float64)
+    total = exact.to_double_double(merged[:-1, :-1].contiguous())
     nan = torch.full_like(counts, float("nan"))
     means = exact.dd_divide(total, (counts, torch.zeros_like(counts)))[0]
     means = torch.where((counts > 0) & ~torch.isnan(means), means, nan)
@@ -272,18 +306,51 @@ def zonal_means(dist, data):
     return means.to(result_dtype).reshape(shape), counts.reshape(shape)
 
 
-def _local_sums(statistic, x, p, a, per_point, double):
-    """This rank's exact sums (``exact`` rows): the total weight, then per channel the terms of ``statistic``; and a
-    last row whose first limb counts the weights that are negative or not finite."""
+def sum_over_lon(dist, grad, data):
+    """``grad`` (a gradient of a result replicated over the lon group, ``data``'s leading dims and rows) summed over
+    the lon group in float64 in lon-rank order, in its dtype, as the library's ``_gradients.sum_over_lon``.
+    Collective over ``spatial`` (the agreement, which a rank in another phase of a call meets: ArgumentError on every
+    rank), then over ``lon`` (one all_gather)."""
+    problems = Problems()
+    _check_field(data, problems)
+    ok = not problems
+    signature = call_signature("device sum_over_lon", str(data.dtype), tuple(data.shape[:-2])) if ok else 0
+    _agree(dist, problems, signature, data)
+    return dist._device.gathered_lon_sum(grad)
+
+
+def _forming(sums, form):
+    """Runs ``form()``, which fills ``sums``; if it fails (memory exhausted on the device, say), ``sums`` are zeroed
+    and the second limb of their last row flags the failure, so that this rank still takes part in the all_reduce
+    and every rank of the group gets NaN instead of waiting for it; returns the failure (None if none)."""
+    try:
+        form()
+        return None
+    except (MemoryError, RuntimeError) as error:
+        sums.zero_()
+        sums[-1, 1] = 1
+        return error
+
+
+def _raise_failure(dist, failure):
+    """The failure of this rank's sums, raised after the all_reduce (its peers got NaN results from it)."""
+    if failure is not None:
+        from ._gridshard import SystemFailure
+
+        raise SystemFailure(f"rank {dist.rank}: the device path could not form its sums "
+                            f"({type(failure).__name__}: {failure}); the other ranks of its group got NaN")
+
+
+def _local_sums(sums, statistic, x, p, a, per_point, double):
+    """This rank's exact sums into ``sums`` (``exact`` rows): the total weight, then per channel the terms of
+    ``statistic``; and a last row whose first limb counts the weights that are negative or not finite."""
     torch = _torch()
     channels = x.shape[0]
     terms = _TERMS[statistic]
-    sums = exact.zeros(2 + channels * len(terms), x.device)
     dims = (-2, -1)
     exact.add_values(sums, torch.zeros(1, dtype=torch.int64, device=x.device), a.unsqueeze(0),
                      torch.ones_like(a, dtype=torch.bool).unsqueeze(0), dims)
-    bad = (~torch.isfinite(a) | (a < 0)).sum(dtype=torch.int64)
-    sums[-1, 0] += bad
+    sums[-1, 0] += (~torch.isfinite(a) | (a < 0)).sum(dtype=torch.int64)
     active = (a != 0).expand(x.shape)
     if statistic == "nanmean":
         active = active & ~torch.isnan(x)
@@ -325,7 +392,6 @@ def _local_sums(statistic, x, p, a, per_point, double):
             exact.add_values(sums, slot("difference_square"), a * term, active, dims)
         else:
             exact.add_products(sums, slot("difference_square"), a, term, active, dims)
-    return sums, bad
 
 
 def _finalize(statistic, sums, bad, channels):

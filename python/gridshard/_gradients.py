@@ -6,7 +6,7 @@ gradient magnitude's means and adjoint."""
 
 import numpy as np
 
-from . import _arrays, _autograd
+from . import _arrays, _autograd, _device
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._fields import Field, check_spatial_dims, declared_img_shape, metric_result, weights_buffer
@@ -231,7 +231,7 @@ class ZonalMean(_autograd.Rule):
 
     def combine_upstream(self, grad):
         if self.dist._device.takes(self.x):
-            return self.dist._device.sum_over_lon(grad)
+            return _device.sum_over_lon(self.dist, grad, self.x)
         return sum_over_lon(self.dist, grad, self.x)
 
     def finalize(self, s, count):

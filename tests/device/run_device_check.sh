@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The GPU check: gridshard's Python suite of gradients on CUDA tensors at 1, 2 and 4 ranks sharing one GPU, and what a
-# call costs there (device_figures.py). Runs wherever a CUDA device is present; elsewhere it says so and succeeds.
+# The GPU check: gridshard's Python suites of gradients and of the device path on CUDA tensors at 1, 2 and 4 ranks
+# sharing one GPU (gloo between them: NCCL refuses two ranks on one device), and what a call costs there by the device
+# path, the staging path and ACE's own way (device_figures.py; one rank over NCCL, four over gloo). Runs wherever a CUDA device is present; elsewhere it says so and succeeds.
 # It takes ACE's venv (scripts/ace-venv.sh), whose torch is a CUDA build; the module from BUILD_DIR.
 #
 # Usage: tests/device/run_device_check.sh [BUILD_DIR]
@@ -25,6 +26,10 @@ for run in "1 1x1x1" "2 1x1x2" "4 1x2x2"; do
     echo "== test_gradients.py on CUDA tensors, $1 rank(s), mesh $2"
     mpirun -n "$1" --oversubscribe "$venv" -m pytest -q -p no:cacheprovider --color=no \
         tests/python/test_gradients.py "--mesh=$2"
+    echo "== test_device_path.py on CUDA tensors, $1 rank(s), mesh $2 (the device path against the library's bits)"
+    mpirun -n "$1" --oversubscribe "$venv" -m pytest -q -p no:cacheprovider --color=no \
+        tests/python/test_device_path.py "--mesh=$2"
 done
-echo "== what a call costs on the GPU (4 ranks, 1x2x2)"
-mpirun -n 4 --oversubscribe "$venv" tests/device/device_figures.py --mesh 1x2x2
+echo "== what a call costs on the GPU: one rank over NCCL, then 4 ranks (1x2x2) sharing it over gloo"
+mpirun -n 1 "$venv" tests/device/device_figures.py --mesh 1x1x1 --backend nccl
+mpirun -n 4 --oversubscribe "$venv" tests/device/device_figures.py --mesh 1x2x2 --backend gloo

@@ -4,6 +4,7 @@ rules, float32, float64 and float16, every form of weights, adversarial values (
 subnormals, infinities and NaN under each rule, sums that overflow); gradients are the library path's bits and the
 serial device path's on every mesh; bad weights give NaN on every rank; ranks on different paths raise on every
 rank; and no call or backward pass reads a value on the host (a tensor subclass that raises on every way out)."""
+import os
 import sys
 from pathlib import Path
 
@@ -20,6 +21,8 @@ import gridshard  # noqa: E402
 D, H, W = mesh_shape()
 WORLD = MPI.COMM_WORLD
 GRIDS = [(9, 14), (5, 8)]  # uneven under both rules
+# GRIDSHARD_TEST_DEVICE=cuda runs the suite on the GPU (tests/device/run_device_check.sh); the CPU by default.
+DEVICE = torch.device(os.environ.get("GRIDSHARD_TEST_DEVICE", "cpu"))
 
 
 @pytest.fixture(scope="module", params=["div_up", "balanced"])
@@ -46,14 +49,14 @@ def same_bits(got, want, what):
 
 
 def weights_of(form, grid, rng):
-    lat = torch.cos(torch.deg2rad(torch.linspace(-80, 80, grid[0], dtype=torch.float64)))
+    lat = torch.cos(torch.deg2rad(torch.linspace(-80, 80, grid[0], dtype=torch.float64))).to(DEVICE)
     if form == "none":
         return None
     if form == "broadcast row":
         return lat[:, None].expand(grid)
     if form == "column":
         return lat[:, None].clone()
-    return torch.from_numpy(rng.uniform(0.0, 1.5, grid))  # per point, some near zero
+    return torch.from_numpy(rng.uniform(0.0, 1.5, grid)).to(DEVICE)  # per point, some near zero
 
 
 def weights_shard(dist, weights, grid):
@@ -94,8 +97,8 @@ def compare(pair, truth, predicted, weights, what):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16])
 def test_values_are_the_librarys_bits(pair, grid, form, dtype):
     rng = np.random.default_rng(3)
-    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid)).to(dtype)
-    predicted = (truth.double() + torch.from_numpy(rng.standard_normal(truth.shape))).to(dtype)
+    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid)).to(DEVICE, dtype)
+    predicted = (truth.double() + torch.from_numpy(rng.standard_normal(truth.shape)).to(DEVICE)).to(dtype)
     truth[1, 2, 0, 1] = float("nan")
     compare(pair, truth, predicted, weights_of(form, grid, rng), f"{dtype} {form} {grid}")
 
@@ -120,7 +123,7 @@ def adversarial(kind, grid, dtype, rng):
         values[2, 2, 3] = -np.inf
         values[3, 1, 0], values[3, 3, 1] = np.inf, -np.inf
         values[1] = np.where(rng.uniform(size=grid) < 0.3, np.nan, values[1])
-    return torch.from_numpy(values).to(dtype)
+    return torch.from_numpy(values).to(DEVICE, dtype)
 
 
 @pytest.mark.parametrize("kind", ["cancellation", "offset 1e8", "subnormal", "near overflow", "specials"])
@@ -136,14 +139,14 @@ def test_adversarial_values_are_the_librarys_bits(pair, kind, form, dtype):
 
 def test_an_all_nan_channel_has_a_nan_mean_and_zero_weight(pair):
     device = pair[0]
-    truth = torch.randn((2,) + GRIDS[0], dtype=torch.float64)
+    truth = torch.randn((2,) + GRIDS[0], dtype=torch.float64).to(DEVICE)
     truth[1] = float("nan")
     mean = device.weighted_nanmean(local(device, truth), None)
     assert torch.isnan(mean[1]) and not torch.isnan(mean[0])
 
 
 LOSSES = {
-    "weighted_mean": lambda d, t, p, w: (d.weighted_mean(p, w) * torch.arange(1, 4)).sum(),
+    "weighted_mean": lambda d, t, p, w: (d.weighted_mean(p, w) * torch.arange(1, 4, device=p.device)).sum(),
     "weighted_sum": lambda d, t, p, w: d.weighted_sum(p, w).sum(),
     "weighted_nanmean": lambda d, t, p, w: d.weighted_nanmean(p, w).sum(),
     "weighted_std": lambda d, t, p, w: d.weighted_std(p, w).sum(),
@@ -160,8 +163,8 @@ LOSSES = {
 def test_gradients_are_the_library_paths_and_the_same_on_every_mesh(pair, name, form):
     rng = np.random.default_rng(5)
     grid = GRIDS[0]
-    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid))
-    predicted = truth + torch.from_numpy(rng.standard_normal(truth.shape))
+    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid)).to(DEVICE)
+    predicted = truth + torch.from_numpy(rng.standard_normal(truth.shape)).to(DEVICE)
     weights = weights_of(form, grid, rng)
     loss = LOSSES[name]
     grads = []
@@ -189,12 +192,12 @@ def test_gradients_are_the_library_paths_and_the_same_on_every_mesh(pair, name, 
 
 def test_bad_weights_give_nan_on_every_rank(pair):
     device = pair[0]
-    truth = torch.randn((3,) + GRIDS[0], dtype=torch.float64)
+    truth = torch.randn((3,) + GRIDS[0], dtype=torch.float64).to(DEVICE)
     for bad in (-1.0, float("inf"), float("nan")):
-        weights = torch.ones(GRIDS[0], dtype=torch.float64)
+        weights = torch.ones(GRIDS[0], dtype=torch.float64, device=DEVICE)
         weights[4, 7] = bad  # on one rank's shard only
         assert torch.isnan(device.weighted_mean(local(device, truth), local(device, weights))).all(), bad
-    zero = torch.zeros(GRIDS[0], dtype=torch.float64)
+    zero = torch.zeros(GRIDS[0], dtype=torch.float64, device=DEVICE)
     assert torch.isnan(device.weighted_mean(local(device, truth), local(device, zero))).all()
 
 
@@ -203,8 +206,8 @@ def test_ranks_on_different_paths_raise_on_every_rank(pair):
     if H * W == 1:
         pytest.skip("one rank per spatial group: no peer to differ from")
     truth = torch.randn((3,) + GRIDS[0], dtype=torch.float64)
-    shard = local(device, truth)
-    mine = shard.numpy() if device._mesh.coords[1] == 0 and device._mesh.coords[2] == 0 else shard
+    shard = local(device, truth).to(DEVICE)
+    mine = shard.cpu().numpy() if device._mesh.coords[1] == 0 and device._mesh.coords[2] == 0 else shard
     with pytest.raises(gridshard.ArgumentError):
         device.weighted_mean(mine, None)
     assert torch.equal(device.weighted_mean(shard, None), pair[1].weighted_mean(shard, None))  # still in step
@@ -229,9 +232,9 @@ def test_the_device_path_never_reads_a_value_on_the_host(pair, name):
     device = pair[0]
     rng = np.random.default_rng(7)
     grid = GRIDS[0]
-    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid))
-    predicted = truth + torch.from_numpy(rng.standard_normal(truth.shape))
-    weights = local(device, torch.from_numpy(rng.uniform(0.1, 1.5, grid))).as_subclass(NoHost)
+    truth = torch.from_numpy(280 + 40 * rng.standard_normal((2, 3) + grid)).to(DEVICE)
+    predicted = truth + torch.from_numpy(rng.standard_normal(truth.shape)).to(DEVICE)
+    weights = local(device, torch.from_numpy(rng.uniform(0.1, 1.5, grid)).to(DEVICE)).as_subclass(NoHost)
     t = local(device, truth).clone().as_subclass(NoHost).requires_grad_(True)
     p = local(device, predicted).clone().as_subclass(NoHost).requires_grad_(True)
     value = LOSSES[name](device, t, p, weights)
@@ -240,3 +243,30 @@ def test_the_device_path_never_reads_a_value_on_the_host(pair, name):
         call(device, t.detach(), p.detach(), weights)
     with pytest.raises(AssertionError, match="called"):
         t.item()  # the subclass does catch a way out
+
+
+@pytest.mark.parametrize("call", ["weighted_mean", "zonal_mean"])
+def test_a_failure_to_form_the_sums_on_one_rank_raises_there_and_gives_nan_to_its_peers(pair, monkeypatch, call):
+    """Memory exhausted on the device while one rank forms its terms: that rank still takes part in the all_reduce
+    and raises SystemFailure after it; its peers get NaN (never a number without that rank's part); nobody waits."""
+    device = pair[0]
+    fails = device.rank % (H * W) == H * W - 1
+    truth = local(device, torch.randn((3,) + GRIDS[0], dtype=torch.float64).to(DEVICE))
+    if fails:
+        import gridshard._exact_torch
+
+        def failing(*args, **kwargs):
+            raise RuntimeError("simulated: out of memory on the device")
+
+        monkeypatch.setattr(gridshard._exact_torch, "add_values", failing)
+        monkeypatch.setattr(gridshard._exact_torch, "add_products", failing)
+        with pytest.raises(gridshard.SystemFailure, match=f"rank {device.rank}: .*simulated"):
+            CALLS[call](device, truth, truth, None)
+        monkeypatch.undo()
+    else:
+        result = CALLS[call](device, truth, truth, None)
+        # The zonal mean's group is the lon group: the ranks of the failing rank's (last) row of the mesh.
+        with_the_failing_rank = call == "weighted_mean" or (device.rank % (H * W)) // W == H - 1
+        assert bool(torch.isnan(result).all()) == with_the_failing_rank, result
+        assert with_the_failing_rank or not torch.isnan(result).any(), result
+    same_bits(device.weighted_mean(truth, None), pair[1].weighted_mean(truth, None), "the next call")
