@@ -361,12 +361,25 @@ def _local_sums(sums, statistic, x, p, a, per_point, double):
     def slot(term):
         return slots + terms.index(term)
 
+    rows = x.shape[1]
+    row_weights = a[:, 0]
+
+    def per_row(term, values):
+        """``a values`` summed as the library sums per-row weights: each row's exact sum times its weight, exactly."""
+        if x.shape[2] == 0:
+            return  # no points
+        row_sums = exact.zeros(channels * rows, x.device)
+        index = torch.arange(channels * rows, device=x.device).reshape(channels, rows)
+        exact.add_values(row_sums, index, values, active, (-1,))
+        exact.add_scaled_rows(sums, slot(term).unsqueeze(1).expand(channels, rows).reshape(-1), row_sums,
+                              row_weights.repeat(channels))
+
     def weighted(term, values):
         """``a values`` as the library sums it: per row, the exact products (the row's weight times its exact sum);
         per point, each product rounded and its rounding error as fma gives it (0 where the product is not
         finite), two terms whose sum is exact but where that error underflows."""
         if not per_point:
-            exact.add_products(sums, slot(term), a, values, active, dims)
+            per_row(term, values)
             return
         product = a * values
         exact.add_values(sums, slot(term), product, active, dims)
@@ -391,7 +404,7 @@ def _local_sums(sums, statistic, x, p, a, per_point, double):
         if per_point:  # the library rounds the weighted term once and sums it
             exact.add_values(sums, slot("difference_square"), a * term, active, dims)
         else:
-            exact.add_products(sums, slot("difference_square"), a, term, active, dims)
+            per_row("difference_square", term)
 
 
 def _finalize(statistic, sums, bad, channels):

@@ -114,6 +114,29 @@ def add_products(sums, rows, factors, values, active, sum_dims, classified=None)
     _deposit(sums, targets, w1, sign, exponent + 52)
 
 
+def add_scaled_rows(sums, rows, source, factors):
+    """Adds ``factors[k]`` times the exact sum ``source[k]`` to the sums' row ``rows[k]``, exactly, for finite
+    non-negative float64 ``factors`` (a row's weight times its exact row sum: the library's per-row form, with the
+    values summed once per row instead of multiplied per point). The digits of the normalized sum times the 26- and
+    27-bit halves of the factor's mantissa, each product split in two below 2^32, land as four deposits; the counts
+    of NaN and infinities carry over."""
+    torch = _torch()
+    limbs = normalize(source[:, :LIMBS])
+    magnitude, sign, exponent = _mantissas(factors)
+    digits = limbs.abs()
+    signs = torch.sign(limbs) * sign.unsqueeze(1)
+    # A digit's weight times the factor's: a non-zero digit of a sum of doubles times a double never falls below
+    # the limbs' range (the lowest such digit weighs 2^-1074); zero digits are placed at the range's start.
+    weight = LOWEST + LIMB_BITS * torch.arange(LIMBS, device=limbs.device) + exponent.unsqueeze(1)
+    weight = torch.where(digits == 0, torch.full_like(weight, LOWEST), weight)
+    targets = rows.unsqueeze(1).expand(digits.shape)
+    for part, shift in ((magnitude & ((1 << 26) - 1), 0), (magnitude >> 26, 26)):
+        product = digits * part.unsqueeze(1)  # below 2^59
+        _deposit(sums, targets, product & DIGIT, signs, weight + shift)
+        _deposit(sums, targets, product >> 32, signs, weight + shift + 32)
+    sums[:, LIMBS:].index_add_(0, rows, source[:, LIMBS:])
+
+
 def _expand_rows(rows, values, sum_dims):
     """The row index of each value: ``rows`` (one per block) broadcast over the reduced dims."""
     shape = list(rows.shape)
