@@ -223,7 +223,7 @@ def weighted_statistics(dist, statistic, data, weights, predicted=None, dim=(-2,
     leading = tuple(data.shape[:-2]) if ok else ()
     widened = str(data.dtype) if str(data.dtype) in _WIDENED else ""
     signature = call_signature("device", str(data.dtype), widened, leading, weights is None, statistic) if ok else 0
-    form = _agree(dist, problems, signature, data, form)
+    form, _ = _agree(dist, problems, signature, data, form)
     x, result_dtype = _as_channels(data)
     p = predicted.detach().reshape(x.shape).to(torch.float64) if paired else None
     sums = exact.zeros(2 + x.shape[0] * len(_TERMS[statistic]), x.device)
@@ -247,16 +247,17 @@ def _check_field(data, problems, name="data"):
         problems.add(f"{name}: dtype {data.dtype} is not one of float32, float64")
 
 
-def _agree(dist, problems, signature, data, form=PER_ROW):
+def _agree(dist, problems, signature, data, form=PER_ROW, img_shape=None):
     """The library's agreement of a call (``agree_shards``): ``problems`` raised on every rank, shards that form no
-    grid and signatures that differ likewise; the weights' form every rank takes. Collective over ``spatial``: one
-    MPI allreduce of int64 metadata on the host (it waits for nothing queued on the device)."""
+    grid (or not the declared ``img_shape``) and signatures that differ likewise; the weights' form every rank takes
+    and the grid's ``(nlat, nlon)``. Collective over ``spatial``: one MPI allreduce of int64 metadata on the host (it
+    waits for nothing queued on the device)."""
     ok = not problems
-    form, _, _ = dist._mesh.agree_shards(problems.text(), signature, data.shape[-2] if ok else 0,
-                                         data.shape[-1] if ok else 0, form)
+    form, nlat, nlon = dist._mesh.agree_shards(problems.text(), signature, data.shape[-2] if ok else 0,
+                                               data.shape[-1] if ok else 0, form, img_shape if ok else None)
     if problems:  # not reached: the agreement raised on every rank
         raise agreed_error(problems.text())
-    return form
+    return form, (nlat, nlon)
 
 
 def _as_channels(data):

@@ -8,7 +8,7 @@ import numbers
 
 import numpy as np
 
-from . import _arrays, _autograd, _device, _gradients
+from . import _arrays, _autograd, _device, _device_gradient, _gradients
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._fields import (Field, check_spatial_dims, declared_img_shape, differentiable, metric_result, normalise_dims,
@@ -160,6 +160,8 @@ class MetricsMixin:
         Collective over ``spatial``."""
         if differentiable(dim, tensor):
             return _autograd.reduce(_gradients.GradientMagnitudeMean(self, weights, False), tensor)
+        if self._device.takes(tensor):
+            return _device_gradient.weighted_mean_gradient_magnitude(self, tensor, weights, dim)
         return self._field_metric(_core.weighted_mean_gradient_magnitude, tensor, weights, dim)
 
     def gradient_magnitude_percent_diff(self, truth, predicted, weights=None, dim=(-2, -1), img_shape=None):
@@ -169,6 +171,8 @@ class MetricsMixin:
         if differentiable(dim, truth, predicted):
             return _autograd.reduce(_gradients.GradientMagnitudeMean(self, weights, True, img_shape), truth, predicted)
         img, problem = declared_img_shape(img_shape)
+        if self._device.takes(truth, predicted):
+            return _device_gradient.gradient_magnitude_percent_diff(self, truth, predicted, weights, dim, img, problem)
         return self._paired_metric(
             _core.gradient_magnitude_percent_diff, truth, predicted, weights, dim, img, problem=problem
         )
@@ -450,6 +454,8 @@ class MetricsMixin:
         if differentiable(dim, tensor):
             return _autograd.elementwise(lambda t: self.gradient_magnitude(t, dim),
                                          functools.partial(_gradients.gradient_magnitude_backward, self), tensor)
+        if self._device.takes(tensor):
+            return _device_gradient.gradient_magnitude(self, tensor, dim)
         problems = Problems()
         field = Field(tensor, "tensor", problems)
         if field.buffer is not None:

@@ -204,20 +204,26 @@ void bind_mesh(py::module_& m) {
         .def(
             "agree_shards",
             [](PythonMesh& self, const std::string& problem, std::int64_t signature, std::int64_t rows,
-               std::int64_t cols, int form) {
+               std::int64_t cols, int form, std::optional<std::tuple<std::int64_t, std::int64_t>> img_shape) {
                 if (form < 0 || form > 2) {
                     throw ArgumentError("weights form must be 0, 1 or 2, got " + std::to_string(form));
                 }
                 auto agreed = static_cast<WeightsForm>(form);
+                std::optional<GridShape> declared;
+                if (img_shape) {
+                    declared = GridShape{std::get<0>(*img_shape), std::get<1>(*img_shape)};
+                }
                 py::gil_scoped_release release;
-                const ShardedGrid& grid = self.grid_of_shards(problem, {rows, cols, signature}, std::nullopt, agreed);
+                const ShardedGrid& grid = self.grid_of_shards(problem, {rows, cols, signature}, declared, agreed);
                 return std::make_tuple(static_cast<int>(agreed), grid.grid().nlat, grid.grid().nlon);
             },
             py::arg("problem"), py::arg("signature"), py::arg("rows"), py::arg("cols"), py::arg("form"),
+            py::arg("img_shape") = py::none(),
             "The agreement a metric call makes before it reads any value, for a caller that sums on its own (the "
-            "device path): `problem` raised on every rank, and shards that do not form a split of one grid, or "
-            "signatures that differ, raise on every rank. Returns the weights' form every rank takes (0 per point, "
-            "1 per row) and the grid's (nlat, nlon). Collective over `spatial`: one allreduce of int64.")
+            "device path): `problem` raised on every rank, and shards that do not form a split of one grid (or "
+            "not of `img_shape`, when given), or signatures that differ, raise on every rank. Returns the weights' "
+            "form every rank takes (0 per point, 1 per row) and the grid's (nlat, nlon). Collective over `spatial`: "
+            "one allreduce of int64.")
         .def("reduce", &reduce_over_data, py::arg("op"), py::arg("values"),
              "Elementwise sum, mean, min or max over the data group, in place. Collective over `data`.")
         .def(

@@ -76,6 +76,9 @@ CALLS = {
     "root_mean_squared_error": lambda d, t, p, w: d.root_mean_squared_error(t, p, w),
     "global_mean": lambda d, t, p, w: d.global_mean(t),
     "zonal_mean": lambda d, t, p, w: d.zonal_mean(t),
+    "gradient_magnitude": lambda d, t, p, w: d.gradient_magnitude(t),
+    "weighted_mean_gradient_magnitude": lambda d, t, p, w: d.weighted_mean_gradient_magnitude(t, w),
+    "gradient_magnitude_percent_diff": lambda d, t, p, w: d.gradient_magnitude_percent_diff(t, p, w),
 }
 
 
@@ -89,6 +92,8 @@ def compare(pair, truth, predicted, weights, what):
         whole = call(serial, truth, predicted, weights)
         if name == "zonal_mean":  # this rank's rows
             whole = whole[..., device.get_local_slices(tuple(truth.shape[-2:]))[0]]
+        if name == "gradient_magnitude":  # this rank's points
+            whole = local(device, whole)
         same_bits(on_device, whole, f"{what}: {name} against one process")
 
 
