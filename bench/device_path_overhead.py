@@ -1,6 +1,7 @@
 """The device path's cost on CPU tensors against the library's: ACE's area-weighted MSE loss, forward and backward.
 
-One rank; a float32 (8, 721, 1440) prediction and target and cos-lat weights (per row, as ACE's): the loss
+One rank; a float32 (8, 721, 1440) prediction and target and cos-lat weights (per row: a broadcast view, as
+gridshard's spherical_area_weights; and per point, a dense tensor, as ACE's): the loss
 ``weighted_mean((p - t)^2, w).mean()`` and its backward, once by ``Distributed(device_path="always")`` (torch
 operations, the exact sums in int64 limbs: what runs on a GPU) and once by ``device_path="never"`` (the C++
 library), alternately, the median of the repetitions after two untimed ones each. The two losses and gradients
@@ -40,31 +41,37 @@ def main():
     rng = np.random.default_rng(0)
     truth = torch.from_numpy((280 + 20 * rng.standard_normal(shape)).astype(np.float32))
     prediction = truth + torch.from_numpy(rng.standard_normal(shape).astype(np.float32))
-    lat = np.deg2rad(np.linspace(-90, 90, shape[1]))
-    weights = gridshard.spherical_area_weights(np.rad2deg(lat), shape[2])
+    rows = torch.from_numpy(gridshard.spherical_area_weights(np.linspace(-90, 90, shape[1]), 1)[:, :1].copy())
+    forms = {"per_row": rows.expand(shape[1], shape[2]),  # gridshard's spherical_area_weights, a broadcast view
+             "per_point": rows.expand(shape[1], shape[2]).contiguous()}  # ACE's, a dense (nlat, nlon) tensor
     paths = {mode: gridshard.Distributed(MPI.COMM_SELF, device_path=mode) for mode in ("always", "never")}
-    samples = {mode: [] for mode in paths}
-    results = {}
+    samples = {(form, mode): [] for form in forms for mode in paths}
     for k in range(args.repetitions + 2):
-        for mode, dist in paths.items():
-            start = time.perf_counter()
-            results[mode] = loss_and_gradient(dist, truth, prediction, torch.as_tensor(weights))
-            if k >= 2:
-                samples[mode].append(time.perf_counter() - start)
-    same = all(torch.equal(a.view(torch.int32), b.view(torch.int32))
-               for a, b in zip(results["always"], results["never"]))
-    if not same:
-        raise SystemExit("device_path_overhead: the device path's loss or gradient differs from the library's")
-    t_device, t_library = statistics.median(samples["always"]), statistics.median(samples["never"])
+        for form, weights in forms.items():
+            results = {}
+            for mode, dist in paths.items():
+                start = time.perf_counter()
+                results[mode] = loss_and_gradient(dist, truth, prediction, weights)
+                if k >= 2:
+                    samples[form, mode].append(time.perf_counter() - start)
+            if not all(torch.equal(a.view(torch.int32), b.view(torch.int32))
+                       for a, b in zip(results["always"], results["never"])):
+                raise SystemExit(f"device_path_overhead: the device path's loss or gradient ({form} weights) differs "
+                                 f"from the library's")
+    median = {key: statistics.median(values) for key, values in samples.items()}
     figures = {
-        "device_path_overhead_vs_library_cpu": t_device / t_library,
-        "t_device_path_s": t_device,
-        "t_library_s": t_library,
+        "device_path_overhead_vs_library_cpu": median["per_row", "always"] / median["per_row", "never"],
+        "device_path_overhead_vs_library_cpu_per_point_weights":
+            median["per_point", "always"] / median["per_point", "never"],
+        "t_device_path_s": median["per_row", "always"],
+        "t_library_s": median["per_row", "never"],
+        "t_device_path_per_point_weights_s": median["per_point", "always"],
+        "t_library_per_point_weights_s": median["per_point", "never"],
         "shape": list(shape),
         "torch_threads": torch.get_num_threads(),
-        "same_bits": same,
-        "samples_device_path_s": samples["always"],
-        "samples_library_s": samples["never"],
+        "same_bits": True,
+        "samples_device_path_s": samples["per_row", "always"],
+        "samples_library_s": samples["per_row", "never"],
     }
     args.out.write_text(json.dumps(figures, indent=2))
     print(json.dumps({k: v for k, v in figures.items() if not k.startswith("samples")}, indent=2))

@@ -75,7 +75,8 @@ namespace {
 // formula every point goes through. When the terms are large or tiny the factors are scaled by a power of two
 // (exact) before the one rounding of each term, so neither a halving nor a square loses bits to underflow
 // (a subnormal difference included) and no square overflows; the terms are the same bits as unscaled ones
-// would be wherever those are normal. Branch-free, so rows vectorise.
+// would be wherever those are normal. Branch-free, so rows vectorise. The device path mirrors it step for step
+// (python/gridshard/_device_gradient.py, `magnitudes`): a change here is a change there, or its tests fail.
 template <class T>
 inline T magnitude(T lat_difference, T lon_difference, T lat_factor, T lon_factor) noexcept {
     constexpr int range = std::numeric_limits<T>::max_exponent / 2 - 2;  // squares of 2^range stay finite

@@ -1,4 +1,6 @@
-// The finalizers of every metric over merged term sums: one place for each formula.
+// The finalizers of every metric over merged term sums: one place for each formula. The device path mirrors the
+// weighted statistics' in torch operations (python/gridshard/_device.py, `_finalize`): a change here is a change
+// there, or its tests (tests/python/test_device_path.py) fail.
 
 #include "gridshard/metrics/terms.hpp"
 
