@@ -56,9 +56,10 @@ def chosen_mode(device_path):
 
 
 class DevicePath:
-    """Which calls of one ``Distributed`` take the device path, and the torch process group of its spatial group
-    (None where the mesh is not split in space: the sums are then this rank's own). Collective over ``comm`` when
-    the mesh is split in space and the mode is not ``"never"``: one allgather, and the spatial groups' creation."""
+    """Which calls of one ``Distributed`` take the device path, and the torch process groups of its spatial group and
+    lon group (None where the mesh is not split that way: the sums are then the rank's own). Collective over
+    ``comm`` when the mesh is split in space and the mode is not ``"never"``: one allgather, and the creation of every
+    spatial and lon group of the mesh (torch.distributed's ``new_group``, which every rank makes alike)."""
 
     def __init__(self, mode, comm, shape):
         self.mode = mode
