@@ -45,27 +45,27 @@ def zeros(rows, device, limbs=LIMBS):
 # ----- terms in -----
 
 def _mantissas(values):
-    """Finite float64 ``values`` as ``(|M|, sign, E)``, int64, ``values = sign |M| 2^E``, ``|M| < 2^53``."""
+    """Finite float64 ``values`` as ``(M, E)``, int64, ``values = M 2^E`` with ``|M| < 2^53``."""
     torch = _torch()
     fraction, exponent = torch.frexp(values)
     mantissa = (fraction * 9007199254740992.0).to(torch.int64)  # times 2^53: exact, an integer below 2^53
-    return mantissa.abs(), torch.sign(mantissa), exponent.to(torch.int64) - 53
+    return mantissa, exponent.to(torch.int64) - 53
 
 
-def _deposit(sums, rows, magnitude, sign, exponent, lowest=LOWEST):
-    """Adds ``sign * magnitude * 2^exponent`` (int64 tensors of one shape, ``0 <= magnitude < 2^55``) to the sums'
-    rows ``rows`` (int64, broadcast to that shape), exactly: three digits on three limbs."""
+def _deposit(sums, rows, value, exponent, lowest=LOWEST):
+    """Adds ``value * 2^exponent`` (int64 tensors of one shape, ``|value| < 2^55``, either sign) to the sums' rows
+    ``rows`` (int64, broadcast to that shape), exactly: three signed digits on three limbs (two's complement: the
+    low 32 bits as a digit, the rest shifted arithmetically)."""
     width = sums.shape[1]
     position = exponent - lowest
     limb, shift = position >> 5, position & 31
-    low = (magnitude & DIGIT) << shift    # below 2^63
-    high = (magnitude >> 32) << shift     # below 2^54
+    low = (value & DIGIT) << shift    # in [0, 2^63)
+    high = (value >> 32) << shift     # |high| < 2^54
     base = (rows * width + limb).reshape(-1)
     flat = sums.view(-1)
-    sign = sign.reshape(-1)
-    flat.index_add_(0, base, (low & DIGIT).reshape(-1) * sign)
-    flat.index_add_(0, base + 1, ((low >> 32) + (high & DIGIT)).reshape(-1) * sign)
-    flat.index_add_(0, base + 2, (high >> 32).reshape(-1) * sign)
+    flat.index_add_(0, base, (low & DIGIT).reshape(-1))
+    flat.index_add_(0, base + 1, ((low >> 32) + (high & DIGIT)).reshape(-1))
+    flat.index_add_(0, base + 2, (high >> 32).reshape(-1))
 
 
 def _count_specials(sums, rows, classified, active, sum_dims):
@@ -87,8 +87,8 @@ def add_values(sums, rows, values, active, sum_dims, classified=None):
     classified = values if classified is None else classified
     finite = torch.isfinite(classified) & active
     _count_specials(sums, rows, classified, active & ~finite, sum_dims)
-    magnitude, sign, exponent = _mantissas(torch.where(finite, values, torch.zeros_like(values)))
-    _deposit(sums, _expand_rows(rows, values, sum_dims), magnitude, sign, exponent)
+    mantissa, exponent = _mantissas(torch.where(finite, values, torch.zeros_like(values)))
+    _deposit(sums, _expand_rows(rows, values, sum_dims), mantissa, exponent)
 
 
 def add_products(sums, rows, factors, values, active, sum_dims, classified=None):
@@ -100,18 +100,20 @@ def add_products(sums, rows, factors, values, active, sum_dims, classified=None)
     finite = torch.isfinite(classified) & active
     _count_specials(sums, rows, classified, active & ~finite, sum_dims)
     zero = torch.zeros_like(values)
-    ma, sa, ea = _mantissas(torch.where(finite, factors, zero))
-    mb, sb, eb = _mantissas(torch.where(finite, values, zero))
+    ma, ea = _mantissas(torch.where(finite, factors, zero))
+    mb, eb = _mantissas(torch.where(finite, values, zero))
+    sign = torch.sign(ma) * torch.sign(mb)
+    ma, mb = ma.abs(), mb.abs()
     half = (1 << 26) - 1
     a1, a0, b1, b0 = ma >> 26, ma & half, mb >> 26, mb & half
     middle = a1 * b0 + a0 * b1  # below 2^54
     w0 = a0 * b0 + ((middle & half) << 26)  # below 2^53
     w1 = a1 * b1 + (middle >> 26) + (w0 >> 52)  # below 2^55
     w0 = w0 & ((1 << 52) - 1)
-    sign, exponent = sa * sb, ea + eb
+    exponent = ea + eb
     targets = _expand_rows(rows, values, sum_dims)
-    _deposit(sums, targets, w0, sign, exponent)
-    _deposit(sums, targets, w1, sign, exponent + 52)
+    _deposit(sums, targets, w0 * sign, exponent)
+    _deposit(sums, targets, w1 * sign, exponent + 52)
 
 
 def add_scaled_rows(sums, rows, source, factors):
@@ -121,19 +123,23 @@ def add_scaled_rows(sums, rows, source, factors):
     27-bit halves of the factor's mantissa, each product split in two below 2^32, land as four deposits; the counts
     of NaN and infinities carry over."""
     torch = _torch()
+    # Each sum as its sign and magnitude (digits in [0, 2^32), the top ones zero: a negative sum's two's complement
+    # would carry its sign up to the last limb, and its digits' products beyond the limbs).
     limbs = normalize(source[:, :LIMBS])
-    magnitude, sign, exponent = _mantissas(factors)
-    digits = limbs.abs()
-    signs = torch.sign(limbs) * sign.unsqueeze(1)
+    negative = (limbs[:, -1] < 0).unsqueeze(1)
+    digits = normalize(torch.where(negative, -limbs, limbs))
+    mantissa, exponent = _mantissas(factors)
+    magnitude = mantissa.abs()
+    sign = torch.sign(mantissa).unsqueeze(1) * torch.where(negative, -1, 1)
     # A digit's weight times the factor's: a non-zero digit of a sum of doubles times a double never falls below
     # the limbs' range (the lowest such digit weighs 2^-1074); zero digits are placed at the range's start.
-    weight = LOWEST + LIMB_BITS * torch.arange(LIMBS, device=limbs.device) + exponent.unsqueeze(1)
+    weight = LOWEST + LIMB_BITS * torch.arange(LIMBS, device=digits.device) + exponent.unsqueeze(1)
     weight = torch.where(digits == 0, torch.full_like(weight, LOWEST), weight)
     targets = rows.unsqueeze(1).expand(digits.shape)
     for part, shift in ((magnitude & ((1 << 26) - 1), 0), (magnitude >> 26, 26)):
-        product = digits * part.unsqueeze(1)  # below 2^59
-        _deposit(sums, targets, product & DIGIT, signs, weight + shift)
-        _deposit(sums, targets, product >> 32, signs, weight + shift + 32)
+        product = digits * (part.unsqueeze(1) * sign)  # |product| < 2^59, the sum's and the factor's sign
+        _deposit(sums, targets, product & DIGIT, weight + shift)
+        _deposit(sums, targets, product >> 32, weight + shift + 32)
     sums[:, LIMBS:].index_add_(0, rows, source[:, LIMBS:])
 
 
@@ -250,8 +256,8 @@ def to_double_double(sums, lowest=LOWEST):
     rest = sums.clone()
     rest[:, sums.shape[1] - SPECIALS:] = 0
     rows = torch.arange(sums.shape[0], device=sums.device)
-    magnitude, sign, exponent = _mantissas(torch.where(finite, -hi, torch.zeros_like(hi)))
-    _deposit(rest, rows, magnitude, sign, exponent, lowest)
+    mantissa, exponent = _mantissas(torch.where(finite, -hi, torch.zeros_like(hi)))
+    _deposit(rest, rows, mantissa, exponent, lowest)
     lo = to_double(rest, lowest)
     return hi, torch.where(finite, lo, torch.zeros_like(lo))
 
