@@ -113,3 +113,19 @@ def test_product_error_is_fmas():
         got = float(exact.product_error(as_row([a]), as_row([b]), as_row([product]))[0, 0])
         want = float(Fraction(a) * Fraction(b) - Fraction(product))  # fma's, one rounding
         same(got, want)
+
+
+@pytest.mark.parametrize("case", range(0, len(CASES), 5))
+def test_a_row_weight_times_a_row_sum_is_exact(case):
+    """add_scaled_rows (the per-row form): a factor from 2^-500 to 2^500 times a sum of either sign, exactly."""
+    values = CASES[case]
+    row = as_row([v for v in values if abs(v) < 1e300])  # the product stays finite
+    source = exact.zeros(1, "cpu")
+    exact.add_values(source, torch.tensor([0]), row, everywhere(row), (-1,))
+    for factor in (2.0 ** -500, 0.7, 3.0, 2.0 ** 500 * 1.25):
+        sums = exact.zeros(1, "cpu")
+        exact.add_scaled_rows(sums, torch.tensor([0]), source, as_row([factor])[0])
+        want = rounded(Fraction(factor) * sum(map(Fraction, row[0].tolist()), Fraction(0)))
+        hi, lo = exact.to_double_double(sums)
+        same(float(hi[0]), want[0])
+        same(float(lo[0]), want[1])
