@@ -343,6 +343,13 @@ def _raise_failure(dist, failure):
                             f"({type(failure).__name__}: {failure}); the other ranks of its group got NaN")
 
 
+def _slots(terms, term, channels, device):
+    """The rows of ``term``'s sums, one per channel, in a call's sums (after the total weight's row, each channel's
+    ``terms`` in order)."""
+    torch = _torch()
+    return 1 + torch.arange(channels, device=device, dtype=torch.int64) * len(terms) + terms.index(term)
+
+
 def _local_sums(sums, statistic, x, p, a, per_point, double):
     """This rank's exact sums into ``sums`` (``exact`` rows): the total weight, then per channel the terms of
     ``statistic``; and a last row whose first limb counts the weights that are negative or not finite."""
@@ -358,10 +365,9 @@ def _local_sums(sums, statistic, x, p, a, per_point, double):
         active = active & ~torch.isnan(x)
     zero = torch.zeros((), dtype=torch.float64, device=x.device)
     t = torch.where(active, x, zero)
-    slots = torch.arange(channels, device=x.device, dtype=torch.int64) * len(terms) + 1
 
     def slot(term):
-        return slots + terms.index(term)
+        return _slots(terms, term, channels, x.device)
 
     rows = x.shape[1]
     row_weights = a[:, 0]
@@ -389,7 +395,7 @@ def _local_sums(sums, statistic, x, p, a, per_point, double):
         exact.add_values(sums, slot(term), torch.where(torch.isfinite(product), error, zero), active, dims)
 
     if "weight" in terms:
-        exact.add_products(sums, slot("weight"), a, torch.ones_like(t), active, dims)
+        exact.add_values(sums, slot("weight"), a.expand(x.shape), active, dims)
     if "truth" in terms:
         weighted("truth", t)
     if "prediction" in terms:
@@ -420,7 +426,7 @@ def _finalize(statistic, sums, bad, channels):
     nan = torch.full((channels,), float("nan"), dtype=torch.float64, device=hi.device)
 
     def value(term):
-        k = 1 + torch.arange(channels, device=hi.device) * len(terms) + terms.index(term)
+        k = _slots(terms, term, channels, hi.device)
         return hi[k], lo[k]
 
     w = value("weight") if "weight" in terms else (hi[:1].expand(channels), lo[:1].expand(channels))
@@ -449,8 +455,8 @@ def _std(sums, w, s, q, channels, terms):
     """``TermSums::std_dev``: ``sqrt(W Q - S^2) / W`` with the numerator exact; IEEE's answer from the rounded sums
     where S or Q is not finite."""
     torch = _torch()
-    index = 1 + torch.arange(channels, device=sums.device) * len(terms)
-    rows_s, rows_q = sums[index + terms.index("truth")], sums[index + terms.index("square")]
+    rows_s = sums[_slots(terms, "truth", channels, sums.device)]
+    rows_q = sums[_slots(terms, "square", channels, sums.device)]
     rows_w = sums[:1].expand(channels, -1)
     numerator = exact.multiply(rows_w, rows_q)
     numerator[:, :exact.PRODUCT_LIMBS] -= exact.multiply(rows_s, rows_s)[:, :exact.PRODUCT_LIMBS]

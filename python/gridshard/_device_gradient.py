@@ -149,9 +149,10 @@ def gradient_means(dist, fields, weights, dim=(-2, -1), img_shape=None, problem=
     channels = shards[0].shape[0]
     rows_per_field = 2 + channels * len(_device._TERMS["nanmean"])
     blocks = [exact.zeros(rows_per_field, shards[0].device) for _ in shards]
+    # Both fields' magnitudes from one halo exchange (their channels side by side, one message per neighbour).
+    gradients = magnitudes(dist, torch.cat(shards), grid).to(torch.float64).split(channels)
     failures = []
-    for x, sums in zip(shards, blocks):
-        gradient = magnitudes(dist, x, grid).to(torch.float64)
+    for gradient, sums in zip(gradients, blocks):
         failures.append(_device._forming(sums, lambda: _device._local_sums(
             sums, "nanmean", gradient, None, a, form == PER_POINT, False)))
     merged = torch.cat(blocks)
