@@ -41,45 +41,56 @@ demo-forecast: build
 # baseline-instruction-set build's bits, the MPICH build's tests, a one-node Slurm cluster's srun and sbatch, ranks
 # in network namespaces of their own, ACE's own tests on gridshard's ACE backend, the wheel, and the GPU check (which
 # says it is skipped where no CUDA device is present).
+# Each stage prints the time it starts at (STAMP), so a run's log shows where its time went.
+STAMP = @echo "make: $@ starts at $$(date +%T)"
 test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel test-device
+	@echo "make: test ends at $$(date +%T)"
 
 test-fast: build
+	$(STAMP)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 # The second MPI: a build against Debian's MPICH in $(MPICH_DIR), its unit and 1- and 2-rank MPI tests, the
 # 4-rank ones on the 1x2x2 mesh, and gridshard eval on 4 ranks against one process (tests/mpich_stage.sh).
 MPICH_DIR ?= build-mpich
 test-mpich: deps
+	$(STAMP)
 	bash tests/mpich_stage.sh $(MPICH_DIR) $(JOBS)
 
 # A one-node Slurm cluster from Debian's slurm-wlm and munge, started and stopped by the script in a temporary
 # folder: srun -n 4 and sbatch of gridshard eval, and the Python suite on 4 tasks, bit-identical to one process.
 test-slurm: build
+	$(STAMP)
 	bash tests/slurm/run_slurm_test.sh $(BUILD_DIR)
 
 # Four ranks, each in a network and UTS namespace of its own (made and removed by the script; needs root),
 # TCP only: MPI suites and gridshard eval against one process.
 test-netns: build
+	$(STAMP)
 	bash tests/netns/run_netns_test.sh $(BUILD_DIR)
 
 # Every instruction-set version of the hot loops gives the same bits: the x86-64 baseline build against this one.
 portable-bits: build
+	$(STAMP)
 	bash tests/portable_bits.sh $(BUILD_DIR) build-portable $(JOBS)
 
 # ACE's published package (fme, pinned with its torch in tests/ace/) in a project-local venv, kept in .ace/ between
 # runs; its distributed and metric tests under mpirun at ACE's CI layouts; summary in $(BUILD_DIR)/ace/summary.txt.
 test-ace: build
+	$(STAMP)
 	bash scripts/ace-venv.sh .ace/venv
 	.ace/venv/bin/python tests/ace/run_ace_tests.py --build-dir $(BUILD_DIR)
 
 # The Python suite of gradients on CUDA tensors at 1, 2 and 4 ranks, and what a call costs on the GPU, where a CUDA
 # device is present (in ACE's venv, whose torch is a CUDA build); elsewhere it says so and succeeds.
 test-device: build
+	$(STAMP)
 	bash tests/device/run_device_check.sh $(BUILD_DIR)
 
 # `pip wheel .` (scikit-build-core, pyproject.toml) into $(BUILD_DIR)/wheel, installed in a fresh venv: the
 # build tree's bits.
 test-wheel: build
+	$(STAMP)
 	bash tests/python/wheel_test.sh $(BUILD_DIR)
 
 # The suite under AddressSanitizer and UBSan at 1 to 4 ranks (every mesh family: data, lat and lon splits, odd and
@@ -91,6 +102,7 @@ test-wheel: build
 ASAN_LABELS_EXCLUDE ?= no-sanitizer|np6|np8
 ASAN_TESTS_EXCLUDE ?= ^spectrum_libsharp_test|^aggregator_test\.(np2\.|np3\.(1x3x1|3x1x1)|np4\.(1x4x1|1x1x4|2x2x1|4x1x1)|tcp\.)
 test-asan: deps
+	$(STAMP)
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \
 		$(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
@@ -105,6 +117,7 @@ FUZZ_DIR ?= build-fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 1
 fuzz: deps
+	$(STAMP)
 	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDSHARD_FUZZ=ON \
 		-DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
 	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target cf_reader_fuzz -- --no-print-directory
@@ -126,6 +139,7 @@ format:
 
 # The C++ against .clang-format, and the Python of python/, bench/ and tests/ through Debian's flake8 (.flake8).
 format-check: deps
+	$(STAMP)
 	@git ls-files --cached --others --exclude-standard '*.hpp' '*.cpp' | xargs clang-format --dry-run --Werror && echo "format-check: clean"
 	@flake8 python bench tests && echo "flake8: clean"
 

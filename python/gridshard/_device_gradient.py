@@ -1,9 +1,9 @@
 """The device path's gradient metrics: the gradient magnitude (torch.gradient's stencil, in the field's own type, by
 the library's one formula, src/metrics/row_kernels.cpp ``magnitude``), its weighted mean over its valid points and
 the percent difference of two fields' means (ACE's ``gradient_magnitude_percent_diff``), with the one-cell halo strips
-exchanged by ``torch.distributed`` point-to-point over the spatial group; the library's bits, on the tensors' own
-device. Differentiated calls of the means take the library (its adjoint); the magnitude's backward is the library's
-adjoint kernel, through the host."""
+exchanged by ``torch.distributed`` point-to-point over the spatial group; and the magnitude's adjoint (the library's
+src/metrics/gradient_backward.cpp: two halo exchanges, each point's sum in one fixed order, so its bits do not depend
+on the mesh), which the backward passes of all three use. The library's bits, on the tensors' own device."""
 
 import sys
 
@@ -94,23 +94,114 @@ def magnitudes(dist, x, grid):
     return torch.sqrt(lat_term * lat_term + lon_term * lon_term) * unscale
 
 
-def _fields_agreed(dist, name, fields, weights, dim, img_shape, problem=""):
+def _axis_stencils(begin, end, n, device):
+    """torch.gradient's stencils at the points ``begin .. end`` of a non-periodic axis of ``n`` points, float64
+    tensors: each point's derivative is ``before x[p-1] + here x[p] + after x[p+1]`` (central inside, one-sided at the
+    ends), and for the transpose ``from_before``/``from_here``/``from_after``, the coefficient of x[p] in the derivative
+    at p - 1, p and p + 1 (zero beyond an end). The library's ``axis_stencils``."""
+    torch = _torch()
+    p = torch.arange(begin, end, device=device)
+    # (before, here, after) at the first point, inside and at the last point
+    table = torch.tensor([[0.0, -1.0, 1.0], [-0.5, 0.0, 0.5], [-1.0, 1.0, 0.0]], dtype=torch.float64, device=device)
+
+    def stencil(q):
+        kind = torch.where(q == 0, 0, torch.where(q == n - 1, 2, 1))
+        return table[kind].unbind(-1)
+
+    before, here, after = stencil(p)
+    zero = torch.zeros((), dtype=torch.float64, device=device)
+    from_before = torch.where(p > 0, stencil(p - 1)[2], zero)
+    from_after = torch.where(p < n - 1, stencil(p + 1)[0], zero)
+    return before, here, after, from_before, here, from_after
+
+
+def magnitude_adjoint(dist, x, upstream, grid):
+    """The gradient of ``sum(upstream * |grad x|)`` with respect to this rank's ``x`` (both ``(channels, rows, cols)``
+    in the computing dtype), in that dtype: the library's adjoint step for step. Per point, in float64 and in the
+    library's order, the coefficients ``u dy / |grad|`` and ``u dx / |grad|`` (zero where ``u`` is zero or the
+    magnitude is zero or not finite), rounded to the field's type; then each point's sum of its lat neighbours'
+    coefficients and its own, then its lon ones', in that order whatever the mesh. Collective over ``spatial``: two
+    halo exchanges (the field, then both coefficient planes)."""
+    torch = _torch()
+    f64 = torch.float64
+    device = x.device
+    rows, columns = dist.get_local_slices(grid)
+    lat = [c.unsqueeze(1) for c in _axis_stencils(rows.start, rows.stop, grid[0], device)]
+    lon = _axis_stencils(columns.start, columns.stop, grid[1], device)
+    padded = _exchange(dist, x).to(f64)
+    here, north, south = padded[:, 1:-1, 1:-1], padded[:, :-2, 1:-1], padded[:, 2:, 1:-1]
+    west, east = padded[:, 1:-1, :-2], padded[:, 1:-1, 2:]
+    zero = torch.zeros((), dtype=f64, device=device)
+
+    def derivative(before, at, after, previous, following):
+        # A central difference does not read the point itself: a NaN there must not reach it (as 0 x NaN).
+        return (before * previous + torch.where(at != 0, at * here, zero)) + after * following
+
+    dy = derivative(lat[0], lat[1], lat[2], north, south)
+    dx = derivative(lon[0], lon[1], lon[2], west, east)
+    magnitude = torch.sqrt(dy * dy + dx * dx)
+    u = upstream.to(f64)
+    counts = (u != 0) & (magnitude > 0) & (magnitude < float("inf"))
+    ratio = u / magnitude
+    coefficients = torch.cat([torch.where(counts, dy * ratio, zero), torch.where(counts, dx * ratio, zero)])
+    around = _exchange(dist, coefficients.to(x.dtype)).to(f64)
+    channels = x.shape[0]
+    cy, cx = around[:channels], around[channels:]
+    total = lat[3] * cy[:, :-2, 1:-1] + lat[4] * cy[:, 1:-1, 1:-1] + lat[5] * cy[:, 2:, 1:-1]
+    total = total + lon[3] * cx[:, 1:-1, :-2] + lon[4] * cx[:, 1:-1, 1:-1] + lon[5] * cx[:, 1:-1, 2:]
+    return total.to(x.dtype)
+
+
+def gradient_magnitude_backward(dist, tensor, upstream):
+    """The gradient of ``sum(upstream * gradient_magnitude(tensor))`` with respect to this rank's ``tensor``, in its
+    dtype and on its device (``magnitude_adjoint``). Collective over ``spatial``: the agreement, two halo exchanges."""
+    torch = _torch()
+    # The upstream gradient is the magnitude's: in the computing dtype (float32 for half precision).
+    computing = torch.float64 if tensor.dtype == torch.float64 else torch.float32
+    fields = [tensor.to(computing), upstream.to(computing)]
+    (x, u), _, _, _, _, grid = _fields_agreed(dist, "gradient_magnitude backward", fields, False, (-2, -1), None,
+                                              names=("tensor", "upstream"))
+    return magnitude_adjoint(dist, x, u, grid).reshape(tensor.shape).to(tensor.dtype)
+
+
+def mean_jacobians(dist, fields, upstreams):
+    """Per field of ``fields`` (tensors of one shape; None for one that needs no gradient) the gradient of ``sum a
+    |grad x|`` with respect to this rank's ``x``, ``a`` its entry of ``upstreams`` (the weights, broadcast, in ``x``'s
+    dtype): the gradient metrics' means' Jacobians (the points whose magnitude is not valid left out), all from one
+    adjoint. Collective over ``spatial``: the agreement, two halo exchanges."""
+    torch = _torch()
+    given = [(f.detach(), a) for f, a in zip(fields, upstreams) if f is not None]
+    if not given:
+        return [None] * len(fields)
+
+    def stacked(tensors):
+        return torch.cat([t.reshape((-1,) + tuple(t.shape[-2:])) for t in tensors])
+
+    x_all, a_all = stacked([f for f, _ in given]), stacked([a for _, a in given])
+    (x, u), _, _, _, _, grid = _fields_agreed(dist, f"gradient means' Jacobians of {len(given)}", [x_all, a_all],
+                                              False, (-2, -1), None, names=("tensor", "weights"))
+    parts = iter(magnitude_adjoint(dist, x, u, grid).to(x_all.dtype).split(x.shape[0] // len(given)))
+    return [None if f is None else next(parts).reshape(f.shape) for f in fields]
+
+
+def _fields_agreed(dist, name, fields, weights, dim, img_shape, problem="", names=("truth", "predicted")):
     """The fields read (metadata only) and agreed, as ``(channels, rows, cols)`` tensors in their computing dtype, with
     the field's leading shape, its results' dtype, the weights and their form, and the global grid; ``problem`` is
-    this rank's own (a bad ``img_shape``). Collective over ``spatial``: the agreement."""
+    this rank's own (a bad ``img_shape``); ``names`` a pair of fields' names. Collective over ``spatial``: the
+    agreement."""
     torch = _torch()
     problems = Problems()
     if problem:
         problems.add(problem)
     for k, field in enumerate(fields):
-        _device._check_field(field, problems, ("truth", "predicted")[k] if len(fields) == 2 else "tensor")
+        _device._check_field(field, problems, names[k] if len(fields) == 2 else "tensor")
     data = fields[0]
     if not problems:
         check_spatial_dims(dim, data.ndim, problems)
     if len(fields) == 2 and not problems and (fields[1].shape != data.shape or fields[1].dtype != data.dtype
                                               or fields[1].device != data.device):
-        problems.add(f"predicted: {tuple(fields[1].shape)} {fields[1].dtype} on {fields[1].device} differs from "
-                     f"truth's {tuple(data.shape)} {data.dtype} on {data.device}")
+        problems.add(f"{names[1]}: {tuple(fields[1].shape)} {fields[1].dtype} on {fields[1].device} differs from "
+                     f"{names[0]}'s {tuple(data.shape)} {data.dtype} on {data.device}")
     if not problems and (data.shape[-2] == 0 or data.shape[-1] == 0):
         problems.add(f"{name}: an empty shard {tuple(data.shape[-2:])}: the gradient's halo exchange needs points")
     a, form = None, PER_POINT
@@ -140,9 +231,9 @@ def gradient_magnitude(dist, tensor, dim=(-2, -1)):
 
 
 def gradient_means(dist, fields, weights, dim=(-2, -1), img_shape=None, problem=""):
-    """Each field's weighted mean gradient magnitude over its own valid (non-NaN) magnitudes, float64 ``(fields,
-    channels)`` (the library's ``gradient_magnitude_means``), the leading shape and the results' dtype. Collective
-    over ``spatial``: the agreement, one halo exchange, one all_reduce of int64."""
+    """Each field's weighted mean gradient magnitude over its own valid (non-NaN) magnitudes and the weight of those
+    points, float64 ``(fields, channels)`` each (the library's ``gradient_magnitude_means``), the leading shape and
+    the results' dtype. Collective over ``spatial``: the agreement, one halo exchange, one all_reduce of int64."""
     torch = _torch()
     name = "gradient_magnitude_percent_diff" if len(fields) == 2 else "weighted_mean_gradient_magnitude"
     shards, leading, computing, a, form, grid = _fields_agreed(dist, name, fields, weights, dim, img_shape, problem)
@@ -159,25 +250,32 @@ def gradient_means(dist, fields, weights, dim=(-2, -1), img_shape=None, problem=
     dist._device.all_reduce(merged)
     for failure in failures:
         _device._raise_failure(dist, failure)
-    means = []
+    means, totals = [], []
     for k in range(len(shards)):
         block = merged[k * rows_per_field:(k + 1) * rows_per_field]
-        means.append(_device._finalize("nanmean", block[:-1], block[-1, 0] + block[-1, 1], channels)[0])
+        mean, total, _ = _device._finalize("nanmean", block[:-1], block[-1, 0] + block[-1, 1], channels)
+        means.append(mean)
+        totals.append(total)
     result_dtype = torch.float64 if computing == torch.float64 else torch.float32
-    return torch.stack(means), leading, result_dtype
+    return torch.stack(means), torch.stack(totals), leading, result_dtype
+
+
+def percent_difference(means):
+    """``100 (G(predicted) - G(truth)) / G(truth)`` of the float64 means ``(2, channels)`` (``percent_difference`` of
+    the library, in float64; a NaN the one quiet NaN)."""
+    torch = _torch()
+    percent = 100.0 * (means[1] - means[0]) / means[0]
+    return torch.where(torch.isnan(percent), torch.full_like(percent, float("nan")), percent)
 
 
 def weighted_mean_gradient_magnitude(dist, tensor, weights, dim=(-2, -1)):
     """``weighted_nanmean(gradient_magnitude(tensor), weights)`` on the device. Collective over ``spatial``."""
-    means, leading, result_dtype = gradient_means(dist, [tensor], weights, dim)
+    means, _, leading, result_dtype = gradient_means(dist, [tensor], weights, dim)
     return means[0].to(result_dtype).reshape(leading)
 
 
 def gradient_magnitude_percent_diff(dist, truth, predicted, weights, dim=(-2, -1), img_shape=None, problem=""):
-    """``100 (G(predicted) - G(truth)) / G(truth)`` (``percent_difference`` of the library, in float64, rounded
-    once to the result's dtype; a NaN the one quiet NaN) on the device. Collective over ``spatial``."""
-    torch = _torch()
-    means, leading, result_dtype = gradient_means(dist, [truth, predicted], weights, dim, img_shape, problem)
-    percent = 100.0 * (means[1] - means[0]) / means[0]
-    percent = torch.where(torch.isnan(percent), torch.full_like(percent, float("nan")), percent)
-    return percent.to(result_dtype).reshape(leading)
+    """``100 (G(predicted) - G(truth)) / G(truth)``, rounded once to the result's dtype, on the device. Collective
+    over ``spatial``."""
+    means, _, leading, result_dtype = gradient_means(dist, [truth, predicted], weights, dim, img_shape, problem)
+    return percent_difference(means).to(result_dtype).reshape(leading)

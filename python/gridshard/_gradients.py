@@ -1,12 +1,12 @@
 """The gradient rules of gridshard.Distributed's reductions (see _autograd.py for how a rule is used): for each, the
 global sums its value is a function of, that function, and this rank's parts of the sums as torch expressions.
-Values always come from the library (the exact forward); these expressions only give the derivatives. Beside the
-rules, the library calls only a gradient makes: the replicas' upstream gradients summed over the lon group, and the
-gradient magnitude's means and adjoint."""
+Values always come from the library (the exact forward), or from the device path's mirror of it; these expressions
+only give the derivatives. Beside the rules, the library calls only a gradient makes: the replicas' upstream gradients
+summed over the lon group, and the gradient magnitude's means and adjoint."""
 
 import numpy as np
 
-from . import _arrays, _autograd, _device
+from . import _arrays, _autograd, _device, _device_gradient
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._fields import Field, check_spatial_dims, declared_img_shape, metric_result, weights_buffer
@@ -306,7 +306,8 @@ class GradientMagnitudeMean(_autograd.Rule):
     field over its own valid magnitudes). Per field the sums are ``S = sum where(valid, |grad x|, 0) a`` and
     ``W = sum valid a``, both from one library call (one halo exchange of both fields). The gradient of each ``S``
     with respect to the rank's shard, the library's adjoint of the magnitude applied to the weights (two halo
-    exchanges; the points whose magnitude is not valid left out), is formed in the forward pass, so the backward is
+    exchanges; the points whose magnitude is not valid left out; on the device path its mirror, one adjoint for both
+    fields), is formed in the forward pass, so the backward is
     ``c_S`` times it, with no collective: a backward run on some ranks only cannot leave the others waiting."""
 
     def __init__(self, dist, weights, percent_diff, img_shape=None):
@@ -315,7 +316,10 @@ class GradientMagnitudeMean(_autograd.Rule):
 
     def forward(self, *fields):
         """The value, and per field ``S = G W`` and ``W``: ``G`` the library's mean magnitude (exact) and ``W`` the
-        weight of the points whose magnitude is valid, both from one library call."""
+        weight of the points whose magnitude is valid, both from one library call (on the device path, from its
+        own; and there the Jacobians from one adjoint)."""
+        if self.dist._device.takes(*fields):
+            return self._forward_on_device(fields)
         detached = [f.detach() for f in fields] + [None] * (2 - len(fields))
         means, weights_of_points, as_result = gradient_magnitude_means(
             self.dist, detached[0], detached[1], _weights_arg(self.weights), (-2, -1), self.img_shape)
@@ -331,6 +335,19 @@ class GradientMagnitudeMean(_autograd.Rule):
             sums += [mean * weight, weight]
         return value, sums
 
+    def _forward_on_device(self, fields):
+        img, problem = declared_img_shape(self.img_shape)
+        means, totals, leading, result_dtype = _device_gradient.gradient_means(
+            self.dist, [f.detach() for f in fields], _weights_arg(self.weights), (-2, -1), img, problem)
+        needed = [f if f.requires_grad else None for f in fields]
+        self.jacobians = _device_gradient.mean_jacobians(
+            self.dist, needed, [None if f is None else self._upstream(f) for f in needed])
+        value = _device_gradient.percent_difference(means) if self.percent_diff else means[0]
+        sums = []
+        for mean, total in zip(means, totals):
+            sums += [(mean * total).reshape(leading), total.reshape(leading)]
+        return value.to(result_dtype).reshape(leading), sums
+
     def finalize(self, *sums):
         if self.percent_diff:
             s_truth, w_truth, s_pred, w_pred = sums
@@ -339,12 +356,15 @@ class GradientMagnitudeMean(_autograd.Rule):
         s, w = sums
         return s / w
 
+    def _upstream(self, x):
+        """``a``, the weights broadcast to ``x``'s shape in its dtype: the upstream gradient of the magnitudes."""
+        torch = _torch()
+        return torch.broadcast_to(weights_like(self.weights, x), x.shape).to(x.dtype).contiguous()
+
     def _jacobian(self, x):
         """The gradient of ``sum a |grad x|`` over the valid magnitudes with respect to this rank's ``x``, in its
         dtype (collective over ``spatial``: two halo exchanges)."""
-        torch = _torch()
-        a = torch.broadcast_to(weights_like(self.weights, x), x.shape).to(x.dtype).contiguous()
-        return gradient_magnitude_backward(self.dist, x.detach(), a)
+        return gradient_magnitude_backward(self.dist, x.detach(), self._upstream(x))
 
     def local_grads(self, coefficients, inputs, needs):
         out = []

@@ -452,8 +452,9 @@ class MetricsMixin:
         one-sided at the grid's edges), the input's shape and dtype. Collective over ``spatial`` (one halo
         exchange; differentiated, its backward one more, the adjoint)."""
         if differentiable(dim, tensor):
+            adjoint = _device_gradient if self._device.takes(tensor) else _gradients
             return _autograd.elementwise(lambda t: self.gradient_magnitude(t, dim),
-                                         functools.partial(_gradients.gradient_magnitude_backward, self), tensor)
+                                         functools.partial(adjoint.gradient_magnitude_backward, self), tensor)
         if self._device.takes(tensor):
             return _device_gradient.gradient_magnitude(self, tensor, dim)
         problems = Problems()

@@ -2,7 +2,9 @@
 // gradient metrics' backward. The stencil's transpose reads each neighbour's coefficient, so the coefficients travel
 // by one padded halo exchange, as the field did for the magnitudes; each point's sum runs in a fixed order (its lat
 // neighbours and itself, then its lon ones), the same on every layout. Fields and coefficients move in the field's
-// type; each point's arithmetic is in double.
+// type; each point's arithmetic is in double. The Python module's device path repeats this kernel in torch
+// operations (python/gridshard/_device_gradient.py, magnitude_adjoint): a change here is made there too, and
+// tests/python/test_device_path.py compares the two bit for bit.
 
 #include <cmath>
 #include <limits>

@@ -3,7 +3,9 @@ one synthetic run (ace_loop_case.py: 2 initial conditions x 4 members, 10 x 16 g
 2 and 1, a variable with missing points), built through ACE's own `InferenceEvaluatorAggregatorConfig.build` and fed
 through `record_initial_condition` and `record_batch`, ACE's own serially in float32 and float64, gridshard's
 serially and under mpirun at 1x2x2, 2x1x2 and 1x1x3 (uneven longitude shards: 6, 6, 4); then ACE's loop in float64
-with a variable missing over land and ACE's mask provider's mask of it, ACE's own against the drop-in at every mesh.
+with a variable missing over land and ACE's mask provider's mask of it, ACE's own against the drop-in at 1x2x2 and
+1x1x3. The climate runs (and the IPO run, at 1x1x1 and 1x2x2) leave out the data-parallel 2x1x2, whose spatial groups
+the main runs cover.
 
 - gridshard's keys (the mean time series, mean_step_k, time_mean, time_mean_norm and their channel mean, and the
   ensemble's at step 2 and, normalised with their channel mean, at step 3: ACE's almost-fair CRPS, ensemble-mean
@@ -45,6 +47,8 @@ import xarray as xr
 HERE = pathlib.Path(__file__).resolve().parent
 CASE = HERE / "ace_loop_case.py"
 MESHES = [(1, 1, 1), (4, 2, 2), (4, 1, 2), (3, 1, 3)]  # ranks, FME_DISTRIBUTED_H, FME_DISTRIBUTED_W
+# The longer runs (float64, climate, IPO) leave out the data-parallel 2x1x2, whose spatial groups the main runs cover.
+SPATIAL_MESHES = [(1, 1, 1), (4, 2, 2), (3, 1, 3)]
 OURS = ("mean/", "mean_norm/", "mean_step_2/", "mean_step_2_norm/", "time_mean/", "time_mean_norm/", "ensemble_step_2/",
         "ensemble_step_3_norm/", "near_zero_fraction/", "trend/")  # power_spectrum/: its own test
 FILES = ["mean", "mean_norm", "mean_step_2", "mean_step_2_norm", "time_mean", "time_mean_norm", "zonal_mean",
@@ -214,7 +218,7 @@ def float64_runs(tmp_path_factory):
     own aggregator serially, gridshard's drop-in at every mesh."""
     root = tmp_path_factory.mktemp("ace_loop_float64")
     out = {"ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--masked"])}
-    for ranks, h, w in MESHES[1:]:  # 1x2x2, 2x1x2 and 1x1x3
+    for ranks, h, w in SPATIAL_MESHES[1:]:  # 1x2x2 and 1x1x3
         out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, float64=True,
                                       flags=["--masked"])
     return out
@@ -226,11 +230,11 @@ def test_float64_and_a_masked_variable_are_aces(float64_runs):
     variable's included, but the documented difference and ACE's float32 spectral transform (1e-4); the same bits at
     every mesh; the time-mean maps ACE's, global; the files in the mode the umask leaves of 0666."""
     ace = ours(float64_runs["ace64"]["summary"])
-    first = float64_runs[MESHES[1]]
+    first = float64_runs[SPATIAL_MESHES[1]]
     umask = os.umask(0)
     os.umask(umask)
     assert any(k.endswith("/sst") for k in ace) and all(np.isfinite(v) for k, v in ace.items() if k.endswith("/sst"))
-    for mesh in MESHES[1:]:
+    for mesh in SPATIAL_MESHES[1:]:
         run = float64_runs[mesh]
         mine = ours(run["summary"])
         assert sorted(mine) == sorted(ace), mesh
@@ -331,7 +335,7 @@ def test_aces_own_maps_on_shards_are_tiles(runs):
 
 def test_unimplemented_metrics_are_refused_on_shards(climate_runs):
     assert climate_runs[(1, 1, 1)]["refused"] is None
-    for mesh in MESHES[1:]:
+    for mesh in SPATIAL_MESHES[1:]:
         message = climate_runs[mesh]["refused"]
         assert message and "InferenceEvaluatorAggregatorConfig.later (LaterMetric, 'later')" in message, (mesh, message)
         assert "set later.enabled=False" in message and "\n" not in message, message
@@ -382,7 +386,7 @@ def climate_runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ace_climate")
     out = {"ace32": run_case(root / "ace32", ace=True, flags=["--climate"]),
            "ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--climate"])}
-    for ranks, h, w in MESHES:
+    for ranks, h, w in SPATIAL_MESHES:
         flags = ["--climate"] + (["--write-files"] if ranks == 1 else [])  # the serial run writes the run's files
         out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=flags)
     return out
@@ -422,7 +426,7 @@ def test_annual_seasonal_and_enso_index_are_aces_at_every_mesh(climate_runs):
         ace_years = ds["year"].values
     with xr.open_dataset(serial["folder"] / "annual_diagnostics.nc") as ds:
         serial_file = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
-    for mesh in MESHES:
+    for mesh in SPATIAL_MESHES:
         run = climate_runs[mesh]
         mine = {k: v for k, v in run["summary"].items() if k.startswith(CLIMATE)}
         assert sorted(mine) == sorted(ace32), mesh
@@ -477,7 +481,7 @@ def test_histograms_are_aces_at_every_mesh(climate_runs):
     assert set(ace_file) == {"a", "a_bin_edges", "b", "b_bin_edges", "TS", "TS_bin_edges"}
     # the later windows doubled the bins: fewer than half of them hold counts
     assert all(((ace_file[name][1] > 0).sum(axis=1) < 100).all() for name in ("a", "b", "TS"))
-    for mesh in MESHES:
+    for mesh in SPATIAL_MESHES:
         run = climate_runs[mesh]
         mine = {k: v for k, v in run["summary"].items() if k.startswith("histogram/")}
         assert sorted(mine) == sorted(ace32), mesh
@@ -509,7 +513,7 @@ def test_the_enso_coefficient_is_aces_at_every_mesh(climate_runs):
     with xr.open_dataset(serial["folder"] / "enso_coefficient_diagnostics.nc") as ds:
         serial_maps = {v: ds[v].values.astype(np.float64) for v in ds.data_vars}
     assert set(serial_maps) == set(ace_maps)
-    for mesh in MESHES:
+    for mesh in SPATIAL_MESHES:
         run = climate_runs[mesh]
         mine = {k: v for k, v in run["summary"].items() if k.startswith("enso_coefficient/")}
         assert sorted(mine) == sorted(ace32), mesh
@@ -644,7 +648,7 @@ def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):
     metrics/climate_index.hpp designs and runs as scipy does). ipo_index/sst_ipo_tpi_std and _std_norm within 1e-5 of
     ACE's float32 loop (whose monthly means are float32, and whose filter amplifies rounding: the design's poles lie
     near the unit circle), ipo_index_diagnostics.nc (source, sample, time) ACE's to 1e-5 of its scale, the same bits
-    at 1x1x1, 1x2x2 and 1x1x3."""
+    at 1x1x1 and 1x2x2."""
     root = tmp_path_factory.mktemp("ace_ipo")
     ace = run_case(root / "ace32", ace=True, flags=["--ipo"])
     keys = ["ipo_index/sst_ipo_tpi_std", "ipo_index/sst_ipo_tpi_std_norm"]
@@ -654,7 +658,7 @@ def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):
         ace_months = [(t.year, t.month, t.day) for t in ds["time"].values]
     assert ace_index.shape[2] > 80 * 12
     serial = None
-    for ranks, h, w in [(1, 1, 1), (4, 2, 2), (3, 1, 3)]:
+    for ranks, h, w in [(1, 1, 1), (4, 2, 2)]:  # the 1x1x3 split of the boxes' columns: the climate runs' index
         run = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=["--ipo"])
         serial = serial or run
         assert sorted(k for k in run["summary"] if k.startswith("ipo_index/")) == keys
