@@ -14,7 +14,8 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      python_overhead.py (mpirun -n 1), one small weighted_mean call in C++ and through Python;
      python_zero_copy.py (a fresh process each for numpy and torch), the peak memory a weighted_mean of a
      1 GiB field adds; differentiated_call.py (mpirun -n 4, 1x2x2), differentiated reductions against the plain
-     calls.
+     calls; device_path_overhead.py (mpirun -n 1), the device path on CPU tensors against the library;
+     exact_data_sum.py (mpirun -n 2), the exact sum over the data group against MPI's.
   7. ensemble_bench (mpirun -n 1, one thread and all cores): the five ensemble scores of 16 members of a
      721 x 1440 field against a plain read of the members, and numpy_ensemble.py on the same arrays.
   8. gridshard eval (one process) against numpy_forecast.py (netCDF4 + numpy) on an ACE-layout forecast
@@ -116,6 +117,9 @@ TARGETS = [
     ("device_path_overhead_vs_library_cpu", None, None,
      "t device path (torch operations, exact sums in int64) / t library, ACE's area-weighted MSE forward + backward, "
      "(8,721,1440) f32 CPU tensors, 1 rank (on a GPU the device path avoids the host; here the library is faster)"),
+    ("exact_reduce_sum_over_mpi_sum_buffer", None, None,
+     "t reduce_sum(exact=True) / t reduce_sum(exact=False), 2^20 f32 over 2 data ranks (the loss-sized and row-sized "
+     "figures beside it in the details)"),
     ("ensemble_scores_fraction_of_read", 0.10, ">=",
      "t_read / t_ensemble_scores, 16 members x (721,1440) f32, five scores, 1 thread"),
     ("ensemble_scores_threads_speedup", None, None, "ensemble_scores, 1 thread / all cores"),
@@ -128,7 +132,8 @@ TARGETS = [
      "netCDF4 + numpy / gridshard eval, ACE layout 2 ICs x 8 members x 4 leads (721,1440) f32, 1 process"),
 ]
 PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy",
-               "python_differentiated_weighted_mean_over_plain_1x2x2", "device_path_overhead_vs_library_cpu")
+               "python_differentiated_weighted_mean_over_plain_1x2x2", "device_path_overhead_vs_library_cpu",
+               "exact_reduce_sum_over_mpi_sum_buffer")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
@@ -373,9 +378,14 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     run([mpiexec, "-n", "1", *mpi_flags, python, BENCH_DIR / "device_path_overhead.py",
          out_dir / "device_path_overhead.json", "--repetitions", str(max(3, repetitions))], env=py_env)
     device_path = load(out_dir / "device_path_overhead.json")
+    # The exact sum over the data group against MPI's own, 2 data ranks.
+    run([mpiexec, "-n", "2", *mpi_flags, python, BENCH_DIR / "exact_data_sum.py", out_dir / "exact_data_sum.json",
+         "--repetitions", str(max(3, repetitions))], env=py_env)
+    exact_data_sum = load(out_dir / "exact_data_sum.json")
 
     figures = {
         "device_path_overhead_vs_library_cpu": device_path["device_path_overhead_vs_library_cpu"],
+        "exact_reduce_sum_over_mpi_sum_buffer": exact_data_sum["exact_reduce_sum_over_mpi_sum_buffer"],
         "python_gradmag_vs_ace_gather_1x2x2": gradmag["t_ace_gather_s"] / gradmag["t_gridshard_s"],
         "python_gradmag_ace_gather_s": gradmag["t_ace_gather_s"],
         "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],
@@ -398,6 +408,7 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "zero_copy": zero_copy,
         "differentiated_calls_1x2x2": differentiated["calls"],
         "device_path_overhead": without_samples(device_path),
+        "exact_data_sum": {name: without_samples(call) for name, call in exact_data_sum["calls"].items()},
     }
     samples_s = {
         "gradmag_1x2x2": {k: v for k, v in gradmag.items() if k.startswith("samples_")},

@@ -82,12 +82,12 @@ class ShardsMixin:
                 f"(here {array.dtype} {tuple(array.shape)})"
             ) from None
 
-    def _reduce_in_place(self, op, tensor):
+    def _reduce_in_place(self, op, tensor, name=None):
         problems = Problems()
         array = None
         if not (isinstance(tensor, np.ndarray) or _arrays.is_tensor(tensor)):
-            problems.add(f"tensor: a {type(tensor).__name__}; reduce_{op} writes into its argument, which must be a "
-                         "numpy array or a torch tensor")
+            problems.add(f"tensor: a {type(tensor).__name__}; reduce_{name or op} writes into its argument, which "
+                         "must be a numpy array or a torch tensor")
         else:
             array = _arrays.as_numpy(tensor, "tensor", problems, _arrays.REDUCIBLE)
         if array is not None and not array.flags.writeable:
@@ -103,15 +103,21 @@ class ShardsMixin:
         _arrays.write_back(tensor, array)  # a device tensor: its staged copy back onto the device
         return tensor
 
-    def reduce_sum(self, tensor):
-        """Elementwise sum over the data group, written into ``tensor``, which is returned. Collective over
-        ``data``; every rank holds the result."""
-        return self._reduce_in_place("sum", tensor)
+    def _data_sum(self, exact):
+        return "exact_sum" if (self._exact_data_sums if exact is None else bool(exact)) else "sum"
 
-    def reduce_mean(self, tensor):
-        """The mean over the data group, as ACE: ``tensor`` is summed in place (it holds the sum afterwards)
-        and a new ``tensor / total_data_parallel_ranks`` is returned. Collective over ``data``."""
-        return self._reduce_in_place("sum", tensor) / self.total_data_parallel_ranks
+    def reduce_sum(self, tensor, exact=None):
+        """Elementwise sum over the data group, written into ``tensor``, which is returned. ``exact`` (default: the
+        mesh's ``summation`` is ``"reproducible"``): each element is the exact sum of the ranks' values rounded once,
+        the same bits whatever order MPI's reduction takes (floating dtypes; half precision sums in float32);
+        ``exact=False`` is MPI's own sum. Collective over ``data``; every rank holds the result."""
+        return self._reduce_in_place(self._data_sum(exact), tensor, "sum")
+
+    def reduce_mean(self, tensor, exact=None):
+        """The mean over the data group, as ACE: ``tensor`` is summed in place (it holds the sum afterwards; exact
+        as ``reduce_sum``'s) and a new ``tensor / total_data_parallel_ranks`` is returned. Collective over
+        ``data``."""
+        return self._reduce_in_place(self._data_sum(exact), tensor, "mean") / self.total_data_parallel_ranks
 
     def reduce_min(self, tensor):
         """Elementwise minimum over the data group, in place. Collective over ``data``."""

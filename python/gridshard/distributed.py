@@ -112,6 +112,7 @@ class Distributed(ShardsMixin, MetricsMixin):
             self._mesh = _core.Mesh(comm.py2f(), shape, split, summation)  # split, summation: alike everywhere
             self._comm, self._spatial_comm, self._data_comm = _groups(self._mesh)
         self._shape = shape
+        self._exact_data_sums = summation == "reproducible"
         self._device = _device.DevicePath(mode if summation == "reproducible" else "never", comm, shape)
         if abort_on_exception is not None:
             _abort.install(bool(abort_on_exception))

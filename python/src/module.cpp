@@ -62,6 +62,12 @@ void reduce_over_data(const PythonMesh& self, const std::string& op, py::buffer 
         using T = typename decltype(span)::value_type;
         if (op == "sum") {
             reduce_sum(self.mesh(), span);
+        } else if (op == "exact_sum") {  // integers sum exactly as they are
+            if constexpr (std::is_floating_point_v<T>) {
+                reduce_sum_exact(self.mesh(), span);
+            } else {
+                reduce_sum(self.mesh(), span);
+            }
         } else if (op == "mean") {
             if constexpr (std::is_floating_point_v<T>) {
                 reduce_mean(self.mesh(), span);
@@ -73,7 +79,7 @@ void reduce_over_data(const PythonMesh& self, const std::string& op, py::buffer 
         } else if (op == "max") {
             reduce_max(self.mesh(), span);
         } else {
-            throw ArgumentError("op must be sum, mean, min or max, not '" + op + "'");
+            throw ArgumentError("op must be sum, exact_sum, mean, min or max, not '" + op + "'");
         }
     });
 }

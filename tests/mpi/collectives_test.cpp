@@ -4,10 +4,15 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <limits>
 #include <numeric>
 
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/core/error.hpp"
+#include "gridshard/numerics/exact_sum.hpp"
 #include "mpi_test_support.hpp"
 
 namespace gridshard {
@@ -161,6 +166,61 @@ TEST(Reductions, OverTheDataGroup) {
     reduce_max<std::int32_t>(mesh, maxs);
     EXPECT_EQ(mins[0], 1000 * spatial_id + 5);
     EXPECT_EQ(maxs[0], 1000 * spatial_id + 10 * (n - 1) + 5);
+}
+
+// Every data rank builds the same table of values (element k, data rank r) from one seed: magnitudes from 2^-1074
+// to 2^1000 (elements within the grid's span and far beyond it, the gathered path), cancellation, subnormals and the
+// specials; each rank reduces its own column. The reference is every rank's values added to an ExactSum in rank
+// order: the sum rounded once, which the grid's digits must give too.
+TEST(Reductions, ExactSumIsTheSumRoundedOnce) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const int ranks = mesh.shape().data;
+    const int d = mesh.coords().data;
+    constexpr std::size_t elements = 64;
+    std::vector<double> table(elements * static_cast<std::size_t>(ranks));
+    std::uint64_t state = 12345;
+    const auto next = [&] {
+        state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+        return state >> 11;
+    };
+    for (std::size_t k = 0; k < elements; ++k) {
+        const int spread = k % 4 == 0 ? 2000 : (k % 4 == 1 ? 80 : 8);  // beyond the grid, within it, narrow
+        for (int r = 0; r < ranks; ++r) {
+            const double mantissa = static_cast<double>(next() % (1ULL << 53)) * (next() % 2 ? 1 : -1);
+            const int exponent = static_cast<int>(next() % static_cast<std::uint64_t>(spread)) - spread / 2 - 53;
+            table[k * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(r)] =
+                std::ldexp(mantissa, std::clamp(exponent, -1074, 960));
+        }
+    }
+    const double inf = std::numeric_limits<double>::infinity();
+    const auto at = [&](std::size_t k, int r) -> double& {
+        return table[k * static_cast<std::size_t>(ranks) + static_cast<std::size_t>(r)];
+    };
+    at(60, 0) = 1e300, at(60, ranks - 1) += -1e300;        // cancellation (or a lone 1e300)
+    at(61, 0) = std::numeric_limits<double>::quiet_NaN();  // NaN
+    at(62, ranks - 1) = -inf;                              // one infinity
+    for (int r = 0; r < ranks; ++r) {
+        at(63, r) = -0.0;  // every value -0: -0
+    }
+    std::vector<double> mine(elements);
+    for (std::size_t k = 0; k < elements; ++k) {
+        mine[k] = at(k, d);
+    }
+    reduce_sum_exact<double>(mesh, mine);
+    EXPECT_TRUE(mine[63] == 0 && std::signbit(mine[63])) << "every value -0 sums to -0, as IEEE addition";
+    for (std::size_t k = 0; k < elements - 1; ++k) {  // ExactSum keeps no sign of zero: element 63 above
+        ExactSum sum;
+        for (int r = 0; r < ranks; ++r) {
+            sum.add(at(k, r));
+        }
+        const double want = sum.to_double();
+        EXPECT_TRUE((std::isnan(want) && std::isnan(mine[k])) ||
+                    std::bit_cast<std::uint64_t>(want) == std::bit_cast<std::uint64_t>(mine[k]))
+            << "element " << k << ": " << mine[k] << " against " << want;
+    }
+    std::vector<float> midpoint{d == 0 ? 1.0F : (d == 1 ? 0x1p-24F : 0x1p-80F)};  // 1 + 2^-24 lies between floats
+    reduce_sum_exact<float>(mesh, midpoint);
+    EXPECT_EQ(midpoint[0], ranks == 1 ? 1.0F : (ranks == 2 ? 1.0F : 1.0F + 0x1p-23F));  // ties to even, or above
 }
 
 TEST(Reductions, WeightedMeanBySampleCount) {

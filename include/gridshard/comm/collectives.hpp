@@ -22,6 +22,24 @@ namespace gridshard {
 template <class T>
 void reduce_sum(const ProcessMesh& mesh, std::span<T> values);
 
+/// Elementwise sum of `values` over the data group, in place, exactly: each element is the exact sum of the data
+/// ranks' values rounded once to T (to nearest, ties to even), so its bits do not depend on the order or algorithm
+/// of MPI's reduction, nor on the MPI library. NaN where a value is NaN or both infinities occur; an infinity where
+/// one kind does; -0 where every value is -0. Collective over `data`: one agreement of the length and element type,
+/// one MPI_Allreduce (MAX) of 2 int16 per element (the exponent range of its values, and their specials), one
+/// MPI_Allreduce (SUM) of 1 or 2 int64 per element (its digits on the grid of its lowest bit: one where the values
+/// span fewer than about 60 bits, as a float32 element's do); and, only for elements
+/// whose values span more than 2^103 (or every element past 1024 data ranks), one MPI_Allgather of those elements,
+/// each then summed exactly in rank order on every rank. src/comm/exact_data_sum.cpp has the algorithm.
+template <class T>
+void reduce_sum_exact(const ProcessMesh& mesh, std::span<T> values);
+
+/// `reduce_sum_exact`, then each element divided by the data size in one IEEE division (the rounded exact sum over
+/// the count: reduce_mean's formula, with a sum whose bits do not depend on the reduction's order). Collective over
+/// `data`, as reduce_sum_exact.
+template <class T>
+void reduce_mean_exact(const ProcessMesh& mesh, std::span<T> values);
+
 /// Elementwise mean over the data group (sum / data size), in place. Collective over `data`; all ranks
 /// hold the result. Use reduce_weighted_mean when ranks hold different numbers of samples.
 template <class T>
