@@ -77,7 +77,7 @@ void copy_shard_out_of_global(const GridShape& grid, const Box& box, std::int64_
 template <class T>
 void allreduce_in_place(const Communicator& comm, std::span<T> values, MPI_Op op) {
     detail::agree_or_throw(comm, "", {static_cast<std::int64_t>(values.size()), element_code<T>()},
-                           "reduction length and element type");
+                           "reduction length, element type and summation (exact or MPI's)");
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(),
                   as_count(static_cast<std::int64_t>(values.size()), "reduce"), detail::mpi_datatype<T>(), op,
                   comm.native());

@@ -42,6 +42,7 @@ constexpr std::int16_t kPositiveInfinity = 4000;
 constexpr std::int16_t kNaN = 5000;
 constexpr std::int16_t kNegativeInfinity = 4000;  // in the bottom slot
 constexpr int kSlots = 2;
+constexpr std::int64_t kExactCode = 1000;  // the agreement's code of an exact sum of a T: 1000 + sizeof(T)
 
 // The digits' combined integer (a GCC and Clang extension).
 __extension__ typedef __int128 Int128;            // NOLINT(modernize-use-using)
@@ -192,7 +193,10 @@ template <class T>
 void reduce_sum_exact(const ProcessMesh& mesh, std::span<T> values) {
     const Communicator& data = mesh.data();
     const auto n = static_cast<std::int64_t>(values.size());
-    detail::agree_or_throw(data, "", {n, static_cast<std::int64_t>(sizeof(T))}, "reduction length and element type");
+    // The code differs from reduce_sum's (collectives.cpp: 104 and 108), so ranks that ask one sum and the other
+    // raise on every rank in this first allreduce instead of mixing their collectives.
+    detail::agree_or_throw(data, "", {n, kExactCode + static_cast<std::int64_t>(sizeof(T))},
+                           "reduction length, element type and summation (exact or MPI's)");
     if (n == 0 || data.size() == 1) {
         return;
     }

@@ -103,6 +103,15 @@ def test_the_exact_sum_is_the_default_and_mpis_own_a_choice(dist):
     assert np.array_equal(dist.reduce_sum(integers), np.arange(4) * D + D * (D - 1) // 2)
 
 
+def test_ranks_that_ask_different_sums_raise_on_every_rank(dist):
+    if D == 1:
+        pytest.skip("one data rank: nothing to differ from")
+    values = np.ones(5, dtype=np.float64)
+    with pytest.raises(gridshard.ArgumentError, match="summation"):
+        dist.reduce_sum(values, exact=dist.data_parallel_rank == 0)
+    assert np.array_equal(dist.reduce_sum(np.ones(2)), np.full(2, float(D)))  # still in step
+
+
 def test_a_length_that_differs_raises_on_every_rank(dist):
     if D == 1:
         pytest.skip("one data rank: nothing to differ from")
