@@ -131,6 +131,7 @@ fuzz: deps
 # Benchmarks of the hot paths: prints a table and writes $(BUILD_DIR)/bench/results.json (docs/performance.md).
 bench: build
 	@bash scripts/install-deps.sh bench
+	@cmake --build $(BUILD_DIR) -j $(JOBS) --target gridshard_benchmarks -- --no-print-directory
 	bash scripts/ace-venv.sh .ace/venv
 	/usr/bin/python3 bench/run_bench.py --build-dir $(BUILD_DIR)
 
