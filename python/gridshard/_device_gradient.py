@@ -178,7 +178,9 @@ def mean_jacobians(dist, fields, upstreams):
         return torch.cat([t.reshape((-1,) + tuple(t.shape[-2:])) for t in tensors])
 
     x_all, a_all = stacked([f for f, _ in given]), stacked([a for _, a in given])
-    (x, u), _, _, _, _, grid = _fields_agreed(dist, f"gradient means' Jacobians of {len(given)}", [x_all, a_all],
+    # Which fields: ranks that differentiate different fields raise on every rank instead of pairing their halos.
+    which = "".join("0" if f is None else "1" for f in fields)
+    (x, u), _, _, _, _, grid = _fields_agreed(dist, f"gradient means' Jacobians of fields {which}", [x_all, a_all],
                                               False, (-2, -1), None, names=("tensor", "weights"))
     parts = iter(magnitude_adjoint(dist, x, u, grid).to(x_all.dtype).split(x.shape[0] // len(given)))
     return [None if f is None else next(parts).reshape(f.shape) for f in fields]
