@@ -120,6 +120,9 @@ TARGETS = [
     ("exact_reduce_sum_over_mpi_sum_buffer", None, None,
      "t reduce_sum(exact=True) / t reduce_sum(exact=False), 2^20 f32 over 2 data ranks (the loss-sized and row-sized "
      "figures beside it in the details)"),
+    ("device_exact_reduce_sum_over_gloo_sum_row", None, None,
+     "t device path reduce_sum(exact=True) / t its exact=False (gloo's all_reduce of the tensor), 1440 f32 CPU "
+     "tensors over 2 data ranks (the loss-sized and buffer-sized figures in the details)"),
     ("ensemble_scores_fraction_of_read", 0.10, ">=",
      "t_read / t_ensemble_scores, 16 members x (721,1440) f32, five scores, 1 thread"),
     ("ensemble_scores_threads_speedup", None, None, "ensemble_scores, 1 thread / all cores"),
@@ -133,7 +136,7 @@ TARGETS = [
 ]
 PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy",
                "python_differentiated_weighted_mean_over_plain_1x2x2", "device_path_overhead_vs_library_cpu",
-               "exact_reduce_sum_over_mpi_sum_buffer")
+               "exact_reduce_sum_over_mpi_sum_buffer", "device_exact_reduce_sum_over_gloo_sum_row")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
@@ -386,6 +389,7 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     figures = {
         "device_path_overhead_vs_library_cpu": device_path["device_path_overhead_vs_library_cpu"],
         "exact_reduce_sum_over_mpi_sum_buffer": exact_data_sum["exact_reduce_sum_over_mpi_sum_buffer"],
+        "device_exact_reduce_sum_over_gloo_sum_row": exact_data_sum["device_exact_reduce_sum_over_gloo_sum_row"],
         "python_gradmag_vs_ace_gather_1x2x2": gradmag["t_ace_gather_s"] / gradmag["t_gridshard_s"],
         "python_gradmag_ace_gather_s": gradmag["t_ace_gather_s"],
         "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],
@@ -409,6 +413,8 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "differentiated_calls_1x2x2": differentiated["calls"],
         "device_path_overhead": without_samples(device_path),
         "exact_data_sum": {name: without_samples(call) for name, call in exact_data_sum["calls"].items()},
+        "device_exact_data_sum": {name: without_samples(call)
+                                  for name, call in exact_data_sum["device_path_calls"].items()},
     }
     samples_s = {
         "gradmag_1x2x2": {k: v for k, v in gradmag.items() if k.startswith("samples_")},

@@ -102,6 +102,17 @@ def on_host(tensor):
     return host
 
 
+def half_written_problem(name, dtype):
+    """Why a half-precision tensor cannot be a call's in-place argument."""
+    return (f"{name}: a {dtype} tensor; this call writes into its argument, which 16 bits would round: pass a "
+            f"float32 one")
+
+
+def dtype_problem(name, dtype, dtypes):
+    """Why an array of ``dtype`` (numpy's, or torch's without its prefix) is not one of ``dtypes``."""
+    return f"{name}: dtype {dtype} is not one of {', '.join(str(d) for d in dtypes)}"
+
+
 def as_numpy(value, name, problems, dtypes=FLOATING):
     """The numpy view of an array or CPU tensor (no copy; a tensor on another device staged to the host, a half-
     precision one widened to float32), or None after recording why it cannot be used (whatever reading it raised
@@ -111,8 +122,7 @@ def as_numpy(value, name, problems, dtypes=FLOATING):
             value = on_host(value)
             if str(value.dtype) in HALF:
                 if dtypes is not FLOATING:
-                    problems.add(f"{name}: a {value.dtype} tensor; this call writes into its argument, which "
-                                 f"16 bits would round: pass a float32 one")
+                    problems.add(half_written_problem(name, value.dtype))
                     return None
                 value = value.float()
             if value.is_conj() or value.is_neg():
@@ -130,8 +140,7 @@ def as_numpy(value, name, problems, dtypes=FLOATING):
             problems.add(f"{name}: cannot be read as an array ({type(error).__name__}: {error})")
             return None
     if array.dtype not in dtypes:
-        names = ", ".join(str(d) for d in dtypes)
-        problems.add(f"{name}: dtype {array.dtype} is not one of {names}")
+        problems.add(dtype_problem(name, array.dtype, dtypes))
         return None
     return array
 

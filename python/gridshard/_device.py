@@ -56,21 +56,61 @@ def chosen_mode(device_path):
 
 
 class DevicePath:
-    """Which calls of one ``Distributed`` take the device path, and the torch process groups of its spatial group and
-    lon group (None where the mesh is not split that way: the sums are then the rank's own). Collective over
-    ``comm`` when the mesh is split in space and the mode is not ``"never"``: one allgather, and the creation of every
-    spatial and lon group of the mesh (torch.distributed's ``new_group``, which every rank makes alike)."""
+    """Which calls of one ``Distributed`` take the device path, and the torch process groups they merge over: the
+    spatial group, the lon group and the data group (None where the mesh is not split that way: the sums are then the
+    rank's own). Collective over ``comm`` when the mesh has more than one rank and the mode is not ``"never"``: one
+    allgather, and the creation of every spatial, lon and data group of the mesh (torch.distributed's ``new_group``,
+    which every rank makes alike).
+
+    ``available``: the spatial calls have a path (always on a mesh not split in space); ``data_reducible``: the data
+    group's reductions have one (always with one data rank). Under ``"auto"`` without a started process group, a
+    mesh split in space stages every call through the host and a data-parallel one its data reductions only."""
 
     def __init__(self, mode, comm, shape):
         self.mode = mode
-        self.group = self.lon_group = None
+        self.group = self.lon_group = self.data_group = None
         self.lon_size = 1
-        self.available = mode != "never"
         data, h, w = shape
-        if not self.available or h * w == 1:
+        self.available = self.data_reducible = mode != "never"
+        if not self.available or data * h * w == 1:
             return
+        problem = self._problem_with_torch_distributed(mode, comm)
+        if problem is None:  # "auto" without a process group: the host where a merge is needed
+            self.available = h * w == 1
+            self.data_reducible = False
+            return
+        if problem:
+            if mode == "always":
+                from ._gridshard import ArgumentError
+
+                raise ArgumentError(problem)
+            self.available = self.data_reducible = False
+            return
+        import torch.distributed as td
+
+        rank = comm.Get_rank()
+        for d in range(data):  # every rank makes every group, in one order (torch.distributed's rule)
+            if h * w > 1:
+                group = td.new_group(ranks=list(range(d * h * w, (d + 1) * h * w)))
+                if rank // (h * w) == d:
+                    self.group = group
+            for i in range(h if w > 1 else 0):
+                first = d * h * w + i * w
+                group = td.new_group(ranks=list(range(first, first + w)))
+                if first <= rank < first + w:
+                    self.lon_group, self.lon_size = group, w
+        for s in range(h * w if data > 1 else 0):
+            group = td.new_group(ranks=list(range(s, data * h * w, h * w)))
+            if rank % (h * w) == s:
+                self.data_group = group
+
+    @staticmethod
+    def _problem_with_torch_distributed(mode, comm):
+        """The empty string when torch.distributed is started over ``comm``'s ranks in its order (started here over
+        gloo under ``"always"`` where no rank has started it); None under ``"auto"`` where it is not started; else
+        the problem. Collective over ``comm``: one allgather."""
         torch = _torch()
-        problem, started, aligned = "", False, False
+        started, aligned = False, False
         if torch is not None:
             import torch.distributed as td
 
@@ -80,43 +120,29 @@ class DevicePath:
 
         with mpi_errors():
             everyone = comm.allgather((started, aligned))
-        if all(s for s, _ in everyone) and not all(a for _, a in everyone):
-            problem = ("device_path: torch.distributed's ranks are not this communicator's; the device path needs "
-                       "a process group over the same ranks in the same order")
-        elif not all(s for s, _ in everyone):
-            if mode == "auto" or torch is None:
-                self.available = False  # tensors are staged through the host, as without a device path
-                return
-            if any(s for s, _ in everyone):
-                problem = "device_path: torch.distributed is started on some ranks and not on others"
-            else:
-                from .torch_distributed import init_process_group
+        if all(s for s, _ in everyone):
+            if all(a for _, a in everyone):
+                return ""
+            return ("device_path: torch.distributed's ranks are not this communicator's; the device path needs a "
+                    "process group over the same ranks in the same order")
+        if mode == "auto" or torch is None:
+            return None  # tensors are staged through the host, as without a device path
+        if any(s for s, _ in everyone):
+            return "device_path: torch.distributed is started on some ranks and not on others"
+        from .torch_distributed import init_process_group
 
-                init_process_group("gloo", comm=comm)
-        if problem:
-            if mode == "always":
-                from ._gridshard import ArgumentError
-
-                raise ArgumentError(problem)
-            self.available = False
-            return
-        import torch.distributed as td
-
-        rank = comm.Get_rank()
-        for d in range(data):  # every rank makes every group, in one order (torch.distributed's rule)
-            group = td.new_group(ranks=list(range(d * h * w, (d + 1) * h * w)))
-            if rank // (h * w) == d:
-                self.group = group
-            for i in range(h if w > 1 else 0):
-                first = d * h * w + i * w
-                group = td.new_group(ranks=list(range(first, first + w)))
-                if first <= rank < first + w:
-                    self.lon_group, self.lon_size = group, w
+        init_process_group("gloo", comm=comm)
+        return ""
 
     def takes(self, *values):
         """Whether a call on ``values`` (its tensor arguments; None for absent ones) takes the device path."""
-        if not self.available:
-            return False
+        return self.available and self._chosen(values)
+
+    def takes_data_reduction(self, tensor):
+        """Whether a reduction of ``tensor`` over the data group takes the device path."""
+        return self.data_reducible and self._chosen((tensor,))
+
+    def _chosen(self, values):
         torch = _torch()
         given = [v for v in values if v is not None]
         if torch is None or not given or not all(isinstance(v, torch.Tensor) for v in given):
@@ -147,6 +173,50 @@ class DevicePath:
         for part in parts[1:]:
             total = total + part
         return total.to(values.dtype)
+
+
+# Elements per all_reduce of the data group's exact sum: bounds the int64 rows (18 or 76 per element) and the
+# rounding's work tensors.
+_DATA_SUM_CHUNK = 1 << 14
+
+
+def data_sum(dist, tensor, exact_sum):
+    """``reduce_sum``'s device path: ``tensor`` summed elementwise over the data group, written into it and returned.
+    ``exact_sum``: each element the exact sum of the ranks' values rounded once (``element_rows``), the library's
+    ``reduce_sum_exact`` bits; else torch.distributed's own sum. Integers sum as they are; half precision raises, as
+    on the library path (the result would round to 16 bits in place). Collective over ``data``: the agreement (MPI,
+    metadata) and one all_reduce per ``_DATA_SUM_CHUNK`` elements (torch.distributed)."""
+    torch = _torch()
+    problems = Problems()
+    kind = str(tensor.dtype)[len("torch."):]
+    if tensor.device.type == "meta":
+        problems.add(f"tensor: a tensor on the {tensor.device} device has no values to reduce")
+    elif str(tensor.dtype) in _arrays.HALF:
+        problems.add(_arrays.half_written_problem("tensor", tensor.dtype))
+    elif kind not in (d.name for d in _arrays.REDUCIBLE):
+        problems.add(_arrays.dtype_problem("tensor", kind, _arrays.REDUCIBLE))
+    dist._agree_arrays(problems, "data", None if problems else tensor, ("device", bool(exact_sum)))
+    group = dist._device.data_group
+    if group is None:  # one data rank: the sum is the rank's own values
+        return tensor
+    import torch.distributed as td
+
+    work = tensor.detach()
+    if not exact_sum or not work.is_floating_point():
+        merged = work.contiguous()
+        td.all_reduce(merged, group=group)
+    else:
+        lowest, limbs, precision, smallest = exact.ELEMENT_LAYOUTS[kind]
+        flat = work.reshape(-1).to(torch.float64)
+        merged = torch.empty_like(flat)
+        for start in range(0, flat.shape[0], _DATA_SUM_CHUNK):
+            rows = exact.element_rows(flat[start:start + _DATA_SUM_CHUNK], lowest, limbs)
+            td.all_reduce(rows, group=group)
+            merged[start:start + _DATA_SUM_CHUNK] = exact.round_elements(rows, lowest, precision, smallest)
+        merged = merged.reshape(work.shape)
+    if merged is not work:
+        work.copy_(merged)  # a float32 result held in float64 converts exactly
+    return tensor
 
 
 class _Shape:

@@ -201,15 +201,32 @@ def _bit_length(values):
     return torch.frexp(values.to(torch.float64))[1].to(torch.int64)
 
 
-def to_double(sums, lowest=LOWEST):
+def normalize_in_sequence(limbs):
+    """``normalize``'s result by one carry step per limb, low to high, on the limbs as columns: fewer operations
+    in all than the parallel prefix where rows are many and limbs few (the data group's element sums), at the cost
+    of a number of operations that grows with the limbs."""
+    torch = _torch()
+    columns = limbs.t().contiguous()
+    carry = torch.zeros_like(columns[0])
+    for k in range(columns.shape[0] - 1):
+        column = columns[k] + carry
+        carry = column >> LIMB_BITS
+        columns[k] = column & DIGIT
+    columns[-1] += carry
+    return columns.t()
+
+
+def to_double(sums, lowest=LOWEST, precision=53, smallest=-1074, normalizer=normalize):
     """Each sum rounded to the nearest double, ties to even (``ExactSum::to_double``): NaN for a NaN or both
     infinities, an infinity for one; otherwise the limbs' value, 0.0 for zero and a signed zero below half the
-    smallest subnormal."""
+    smallest subnormal. ``precision`` (bits) and ``smallest`` (the lowest bit a subnormal holds) round to a narrower
+    type instead, float32's 24 and -149: a float64 that converts to float32 exactly (or is 2^128, which overflows).
+    ``normalizer`` resolves the carries (``normalize`` or ``normalize_in_sequence``: the same digits)."""
     torch = _torch()
     limbs_count = sums.shape[1] - SPECIALS
     limbs = sums[:, :limbs_count]
     rows = limbs.shape[0]
-    both = normalize(torch.cat((limbs, -limbs), dim=0))
+    both = normalizer(torch.cat((limbs, -limbs), dim=0))
     negative = both[:rows, -1] < 0
     magnitude = torch.where(negative.unsqueeze(1), both[rows:], both[:rows])
     index = torch.arange(limbs_count, device=limbs.device)
@@ -228,7 +245,7 @@ def to_double(sums, lowest=LOWEST):
     lost = ((l1 << 32) | l0) & ((torch.ones_like(shift) << shift) - 1)
     sticky = sticky | (lost != 0)
     head_exponent = lowest + (top - 2) * LIMB_BITS + shift  # the weight of head's bit 0
-    drop = torch.maximum(torch.full_like(head_exponent, 10), -1074 - head_exponent)
+    drop = torch.maximum(torch.full_like(head_exponent, 63 - precision), smallest - head_exponent)
     vanishes = drop > 63
     drop = drop.clamp(max=63)
     kept = head >> drop
@@ -245,6 +262,41 @@ def to_double(sums, lowest=LOWEST):
     value = torch.where(counts[:, 1] > 0, torch.full_like(value, float("inf")), value)
     value = torch.where(counts[:, 2] > 0, torch.full_like(value, float("-inf")), value)
     return torch.where(nan, torch.full_like(value, float("nan")), value)
+
+
+# Sums of one value per rank, elementwise (the data group's exact sum): the limbs of a type's range, from its
+# smallest subnormal's lowest deposit (_mantissas' 2^52 times 2^(smallest - 52)) to past its largest value with room
+# for the carries; (lowest, limbs, precision, smallest) per type.
+ELEMENT_LAYOUTS = {
+    "float64": (-1152, 72, 53, -1074),
+    "float32": (-224, 14, 24, -149),
+}
+
+
+def element_rows(values, lowest, limbs):
+    """Each float64 value as a sum of its own, an int64 row ``(n, limbs + 4)``: its digits, its special counts and a
+    last column that counts the values that are not -0 (a merge of -0s alone is -0, as IEEE addition gives). Rows of
+    several ranks merge by integer addition (``all_reduce(SUM)``) and round by ``round_elements``."""
+    torch = _torch()
+    rows = torch.zeros((values.shape[0], limbs + SPECIALS + 1), dtype=torch.int64, device=values.device)
+    finite = torch.isfinite(values)
+    mantissa, exponent = _mantissas(torch.where(finite, values, torch.zeros_like(values)))
+    # The digits land below limb `limbs` (the layouts leave limbs above the largest value's), so the row's width is
+    # the deposit's stride.
+    _deposit(rows, torch.arange(values.shape[0], device=values.device), mantissa, exponent, lowest)
+    for k, kind in enumerate((torch.isnan(values), values == float("inf"), values == float("-inf"))):
+        rows[:, limbs + k] = kind.to(torch.int64)
+    rows[:, -1] = (~((values == 0) & torch.signbit(values))).to(torch.int64)
+    return rows
+
+
+def round_elements(rows, lowest, precision, smallest):
+    """Merged ``element_rows`` rounded once, to nearest with ties to even, to ``precision`` bits (subnormals down to
+    ``2^smallest``), as float64: the library's ``reduce_sum_exact`` element by element (NaN for a NaN or both
+    infinities, an infinity for one, -0 where every value was -0)."""
+    torch = _torch()
+    value = to_double(rows[:, :-1], lowest, precision, smallest, normalize_in_sequence)
+    return torch.where((value == 0) & (rows[:, -1] == 0), torch.full_like(value, -0.0), value)
 
 
 def to_double_double(sums, lowest=LOWEST):

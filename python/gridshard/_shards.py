@@ -7,7 +7,7 @@ import pickle
 
 import numpy as np
 
-from . import _arrays, _autograd
+from . import _arrays, _autograd, _device
 from . import _gridshard as _core
 from ._arrays import Problems
 from ._fields import call_signature
@@ -60,10 +60,11 @@ class ShardsMixin:
 
     # ----- reductions over the data group -----
 
-    def _agree_arrays(self, problems, group, array):
-        """Raises every rank's problem, or a difference of dtype or shape between the ranks' arrays, on every rank
-        of ``group`` (one allreduce)."""
-        signature = 0 if array is None else call_signature(array.dtype.str, array.shape)  # and the call's phase
+    def _agree_arrays(self, problems, group, array, path=()):
+        """Raises every rank's problem, or a difference of dtype or shape between the ranks' arrays (or of ``path``:
+        how a device path reduces them), on every rank of ``group`` (one allreduce)."""
+        dtype = None if array is None else getattr(array.dtype, "str", str(array.dtype))
+        signature = 0 if array is None else call_signature(*path, dtype, tuple(array.shape))  # and the call's phase
         try:
             self._mesh.agree(problems.text(), group, signature)
         except ArgumentError as error:
@@ -78,11 +79,14 @@ class ShardsMixin:
                     f"run on some ranks only"
                 ) from None
             raise ArgumentError(
-                f"tensor: the ranks' arrays differ in dtype or shape over the {group} group "
-                f"(here {array.dtype} {tuple(array.shape)})"
+                f"tensor: the ranks' arrays differ in dtype or shape over the {group} group, or in how they are "
+                f"reduced (the device path or the host, an exact sum or not) (here {array.dtype} "
+                f"{tuple(array.shape)}{', on the device path' if path else ''})"
             ) from None
 
     def _reduce_in_place(self, op, tensor, name=None):
+        if op in ("sum", "exact_sum") and self._device.takes_data_reduction(tensor):
+            return _device.data_sum(self, tensor, op == "exact_sum")
         problems = Problems()
         array = None
         if not (isinstance(tensor, np.ndarray) or _arrays.is_tensor(tensor)):
@@ -109,7 +113,8 @@ class ShardsMixin:
     def reduce_sum(self, tensor, exact=None):
         """Elementwise sum over the data group, written into ``tensor``, which is returned. ``exact`` (default: the
         mesh's ``summation`` is ``"reproducible"``): each element is the exact sum of the ranks' values rounded once,
-        the same bits whatever order MPI's reduction takes (floating dtypes; half precision sums in float32);
+        the same bits whatever order MPI's reduction takes (floating dtypes; a half-precision tensor raises: its sum
+        would round to 16 bits in place);
         ``exact=False`` is MPI's own sum. Collective over ``data``; every rank holds the result."""
         return self._reduce_in_place(self._data_sum(exact), tensor, "sum")
 

@@ -3,7 +3,8 @@ GRIDSHARD_TEST_MESH: every value is the library's bits on the same shards (NaN c
 rules, float32, float64 and float16, every form of weights, adversarial values (cancellation, 1e8 offsets,
 subnormals, infinities and NaN under each rule, sums that overflow); gradients are the library path's bits and the
 serial device path's on every mesh; bad weights give NaN on every rank; ranks on different paths raise on every
-rank; and no call or backward pass reads a value on the host (a tensor subclass that raises on every way out)."""
+rank; and no call or backward pass reads a value on the host (a tensor subclass that raises on every way out),
+the data group's exact sums included."""
 import os
 import sys
 from pathlib import Path
@@ -279,6 +280,15 @@ def test_the_device_path_never_reads_a_value_on_the_host(pair, name):
         call(device, t.detach(), p.detach(), weights)
     with pytest.raises(AssertionError, match="called"):
         t.item()  # the subclass does catch a way out
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_the_data_groups_sums_never_read_a_value_on_the_host(pair, dtype):
+    device, library = pair[0], pair[1]
+    values = torch.from_numpy(np.random.default_rng(device.data_parallel_rank).standard_normal((3, 4))).to(dtype)
+    for call in ("reduce_sum", "reduce_mean"):  # each writes into its argument: a copy each
+        got = getattr(device, call)(values.to(DEVICE, copy=True).as_subclass(NoHost))
+        same_bits(got.as_subclass(torch.Tensor).cpu(), getattr(library, call)(values.clone()), call)
 
 
 @pytest.mark.parametrize("call", ["weighted_mean", "zonal_mean"])

@@ -118,3 +118,83 @@ def test_a_length_that_differs_raises_on_every_rank(dist):
     values = np.zeros(3 + (dist.data_parallel_rank == D - 1), dtype=np.float64)
     with pytest.raises(gridshard.ArgumentError, match="differ in dtype or shape"):
         dist.reduce_sum(values)
+
+
+# ----- the device path's exact sum (torch operations over torch.distributed; CPU tensors over gloo here) -----
+# These come last in the file, and the file last in its run: the device path starts torch.distributed (gloo) in the
+# process, which the earlier suites run without.
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch")
+
+
+@pytest.fixture(scope="module")
+def paths(torch):
+    """The device path and the library, each on torch tensors."""
+    return [gridshard.Distributed(spatial_parallelism=(H, W), device_path=mode) for mode in ("always", "never")]
+
+
+def same_bits(torch, got, want, what):
+    assert got.dtype == want.dtype and got.shape == want.shape, (what, got.dtype, want.dtype)
+    quiet = [torch.where(torch.isnan(t), torch.full_like(t, float("nan")), t).contiguous() for t in (got, want)]
+    view = {8: torch.int64, 4: torch.int32, 2: torch.int16}[got.element_size()]
+    assert torch.equal(quiet[0].view(view), quiet[1].view(view)), (what, got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_the_device_paths_sum_is_the_exact_sum_rounded_once(torch, paths, dtype):
+    device, library = paths
+    kind = np.dtype(dtype).type
+    rng = np.random.default_rng(3)
+    kinds = KINDS + ["random"] * 2
+    columns = [column(k, D, kind, rng) for k in kinds]
+    mine = torch.tensor([c[device.data_parallel_rank] for c in columns], dtype=getattr(torch, dtype))
+    want = torch.from_numpy(np.array([rounded(c, kind) for c in columns], dtype=kind))
+    got = device.reduce_sum(mine.clone())
+    for k, g, w in zip(kinds, got, want):
+        same_bits(torch, g, w, (k, D))
+    same_bits(torch, got, library.reduce_sum(mine.clone()), "the library's sum")
+    same_bits(torch, device.reduce_mean(mine.clone()), library.reduce_mean(mine.clone()), "the library's mean")
+
+
+@pytest.mark.parametrize("dtype", ["int32", "int64"])
+def test_the_device_paths_sum_of_integers_is_the_librarys(torch, paths, dtype):
+    device, library = paths
+    rng = np.random.default_rng(5 + device.data_parallel_rank)
+    values = torch.from_numpy(rng.integers(-1000, 1000, (3, 5))).to(getattr(torch, dtype))
+    for call in ("reduce_sum", "reduce_mean"):
+        got, want = getattr(device, call)(values.clone()), getattr(library, call)(values.clone())
+        assert got.dtype == want.dtype and torch.equal(got, want), (call, got, want)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "bool"])
+def test_a_dtype_the_sum_cannot_hold_raises_on_every_rank_on_either_path(torch, paths, dtype):
+    for dist in paths:
+        with pytest.raises(gridshard.ArgumentError, match="16 bits would round" if "16" in dtype else "bool is not"):
+            dist.reduce_sum(torch.zeros(3, dtype=getattr(torch, dtype)))
+    assert torch.equal(paths[0].reduce_sum(torch.ones(2)), torch.full((2,), float(D)))  # still in step
+
+
+def test_the_device_paths_sum_writes_into_its_argument_and_keeps_its_layout(torch, paths):
+    device = paths[0]
+    base = torch.arange(12, dtype=torch.float64).reshape(3, 4) + device.data_parallel_rank
+    view = base.t()  # not contiguous
+    assert device.reduce_sum(view) is view
+    expected = (torch.arange(12, dtype=torch.float64).reshape(3, 4) * D + D * (D - 1) / 2).t()
+    assert torch.equal(view, expected) and torch.equal(base.t(), expected)
+    plain = device.reduce_sum(torch.full((4,), 0.5, dtype=torch.float32), exact=False)  # torch.distributed's sum
+    assert torch.equal(plain, torch.full((4,), 0.5 * D, dtype=torch.float32))
+
+
+def test_the_device_path_and_the_host_or_different_sums_raise_on_every_rank(torch, paths):
+    if D == 1:
+        pytest.skip("one data rank: nothing to differ from")
+    device = paths[0]
+    values = torch.ones(5, dtype=torch.float64)
+    with pytest.raises(gridshard.ArgumentError, match="how they are reduced"):
+        device.reduce_sum(values.clone(), exact=device.data_parallel_rank == 0)
+    mine = values.numpy().copy() if device.data_parallel_rank == 0 else values.clone()
+    with pytest.raises(gridshard.ArgumentError, match="how they are reduced"):
+        device.reduce_sum(mine)
+    assert torch.equal(device.reduce_sum(values.clone()), torch.full((5,), float(D), dtype=torch.float64))

@@ -129,3 +129,40 @@ def test_a_row_weight_times_a_row_sum_is_exact(case):
         hi, lo = exact.to_double_double(sums)
         same(float(hi[0]), want[0])
         same(float(lo[0]), want[1])
+
+
+def rounded_to(total, precision, smallest):
+    """The fraction rounded to nearest even at ``precision`` bits, subnormals at ``2^smallest`` (no overflow)."""
+    if total == 0:
+        return 0.0
+    magnitude = abs(total)
+    e = magnitude.numerator.bit_length() - magnitude.denominator.bit_length()
+    while Fraction(2) ** e > magnitude:
+        e -= 1
+    while Fraction(2) ** (e + 1) <= magnitude:
+        e += 1
+    quantum = Fraction(2) ** (max(e, smallest + precision - 1) - precision + 1)
+    return float(round(total / quantum) * quantum)  # round() of a Fraction: half to even
+
+
+@pytest.mark.parametrize("layout", sorted(exact.ELEMENT_LAYOUTS))
+def test_merged_element_rows_round_to_the_exact_sum_and_carry_in_sequence_as_in_parallel(layout):
+    """Rows of one value each, merged as the data group merges them (integer addition), rounded once to the
+    layout's type: the exact sum of the values rounded to its precision, -0 where every value is -0; the carries
+    resolved in sequence give the parallel prefix's digits."""
+    lowest, limbs, precision, smallest = exact.ELEMENT_LAYOUTS[layout]
+    narrow = "f" if layout == "float32" else "d"
+    ieee = (24, -149) if layout == "float32" else (53, -1074)  # the type's own, not the layout's
+    largest = 3.0e38 if layout == "float32" else 1.0e308
+    cases = CASES[:60] + [[-0.0, -0.0], [0.0, -0.0], [1.0, 2.0 ** -24, 2.0 ** -80], [1.0, 2.0 ** -24]]
+    for case in cases:
+        values = [struct.unpack(narrow, struct.pack(narrow, v))[0] for v in case if abs(v) < largest / 64]
+        if not values:
+            continue
+        rows = sum(exact.element_rows(torch.tensor([v], dtype=torch.float64), lowest, limbs) for v in values)
+        assert torch.equal(exact.normalize(rows[:, :limbs]), exact.normalize_in_sequence(rows[:, :limbs]))
+        got = float(exact.round_elements(rows, lowest, precision, smallest)[0])
+        want = rounded_to(sum(Fraction(v) for v in values), *ieee)
+        if want == 0 and all(v == 0 and math.copysign(1, v) < 0 for v in values):
+            want = -0.0
+        same(got, want)
