@@ -55,6 +55,7 @@
 #include "gridshard/metrics/flood_fill.hpp"
 #include "gridshard/metrics/histogram.hpp"
 #include "gridshard/metrics/metrics.hpp"
+#include "gridshard/metrics/quantile.hpp"
 #include "gridshard/metrics/scores.hpp"
 #include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/square_sums.hpp"

@@ -20,6 +20,7 @@ from . import _gridshard as _core
 from ._arrays import Problems
 from ._metrics import MetricsMixin
 from ._mpi import mpi_errors
+from ._quantiles import QuantilesMixin
 from ._shards import ShardsMixin
 
 ArgumentError = _core.ArgumentError
@@ -50,7 +51,7 @@ def _groups(mesh):
     return tuple(MPI.Intracomm.f2py(handle) for handle in mesh.group_handles)
 
 
-class Distributed(ShardsMixin, MetricsMixin):
+class Distributed(ShardsMixin, MetricsMixin, QuantilesMixin):
     """ACE's ``Distributed`` on a ``data x h x w`` mesh of MPI ranks.
 
     ``comm`` is an mpi4py communicator (default ``MPI.COMM_WORLD``), of size ``data * h * w``;

@@ -20,6 +20,7 @@
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/geometry/decomposition.hpp"
 #include "gridshard/geometry/split.hpp"
+#include "gridshard/metrics/quantile.hpp"
 #include "python_mesh.hpp"
 
 namespace gridshard::python {
@@ -41,7 +42,11 @@ const Communicator& group_of(const ProcessMesh& mesh, const std::string& group) 
     if (group == "lon") {
         return mesh.lon();
     }
-    throw ArgumentError("group must be world, data, spatial, lat or lon, not '" + group + "'");
+    if (group == "self") {
+        static const Communicator self = Communicator::borrow(MPI_COMM_SELF);
+        return self;
+    }
+    throw ArgumentError("group must be world, data, spatial, lat, lon or self, not '" + group + "'");
 }
 
 /// Runs the in-place collective `collective(span)` on a writable buffer of any element type the collectives
@@ -232,6 +237,27 @@ void bind_mesh(py::module_& m) {
             "one allreduce of int64.")
         .def("reduce", &reduce_over_data, py::arg("op"), py::arg("values"),
              "Elementwise sum, mean, min or max over the data group, in place. Collective over `data`.")
+        .def(
+            "sample_quantiles",
+            [](const PythonMesh& self, const std::string& group, py::buffer values, std::int64_t samples,
+               const std::vector<double>& q, const std::string& method) {
+                const Communicator& comm = group_of(self.mesh(), group);
+                const QuantileMethod chosen = parse_quantile_method(method);
+                return with_floating_type(values, "data", [&](auto zero) {
+                    using T = decltype(zero);
+                    const std::span<const T> span = contiguous_span<const T>(values, "data", false);
+                    SampleQuantiles result;
+                    {
+                        py::gil_scoped_release release;
+                        result = sample_quantiles(comm, span, samples, std::span<const double>(q), chosen);
+                    }
+                    return py::make_tuple(result.values, result.counts);
+                });
+            },
+            py::arg("group"), py::arg("values"), py::arg("samples"), py::arg("q"), py::arg("method"),
+            "numpy's nanquantile of each of `samples` samples (equal runs of `values` on each rank, spread over "
+            "`group`: spatial, lat, lon or self): the (len(q), samples) float64 results flattened and each sample's "
+            "count of values that are not NaN. Collective over `group`; the caller agrees the arguments first.")
         .def(
             "spatial_reduce_sum",
             [](const PythonMesh& self, py::buffer values) {

@@ -1,9 +1,10 @@
 // The 1-rank metrics against numpy (float64) on a fixture that tests/numpy/make_fixture.py writes:
 // agreement to 1e-12 relative. Run at several rank counts, the distributed results must agree too
-// (they are bit-identical to the 1-rank ones, which metrics_test checks).
+// (they are bit-identical to the 1-rank ones, which metrics_test checks). Quantiles are numpy's bits.
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/metrics.hpp"
+#include "gridshard/metrics/quantile.hpp"
 #include "mpi_test_support.hpp"
 
 namespace gridshard {
@@ -94,6 +96,27 @@ TEST(NumpyAgreement, EveryMetricAgreesWithNumpy) {
         }
     }
     expect_numpy(zonal_mean<float>(grid, truth), zonal, "zonal_mean");
+}
+
+TEST(NumpyAgreement, QuantilesAreNumpysBits) {
+    const Fixture f = load();
+    const ProcessMesh mesh = mpitest::make_mesh();
+    if (f.grid.nlat < mesh.shape().lat || f.grid.nlon < mesh.shape().lon) {
+        GTEST_SKIP() << "mesh finer than the fixture";
+    }
+    const ShardedGrid grid(mesh, f.grid);
+    const auto t = shard_of(f.truth, f.grid, grid.box(), f.channels);
+    const auto q = f.expected["quantiles"].get<std::vector<double>>();
+    for (const char* method : {"linear", "inverted_cdf"}) {
+        const SampleQuantiles got = sample_quantiles(mesh.spatial(), std::span<const float>(t), f.channels,
+                                                     std::span<const double>(q), parse_quantile_method(method));
+        const nlohmann::json& want = f.expected[std::string("quantile_") + method];
+        ASSERT_EQ(got.values.size(), want.size()) << method;
+        for (std::size_t k = 0; k < want.size(); ++k) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(want[k].get<double>()))
+                << method << " [" << k << "]: " << got.values[k] << ", numpy " << want[k].get<double>();
+        }
+    }
 }
 
 }  // namespace

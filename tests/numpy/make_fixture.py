@@ -5,7 +5,7 @@ all-NaN row; latitudes pole to pole; cos-lat weights normalised to sum 1 (poles 
 every reference in float64: weighted sums with np.where / np.sum, NaN-aware means with np.nansum,
 gradients with np.gradient on the float32 fields (unit spacing, edge_order 1; float32 magnitudes, as
 gridshard computes a float field's, averaged in float64 over the points where both are valid), zonal means with
-np.nanmean.
+np.nanmean, and each channel's quantiles with np.nanquantile (numpy's own bits, both methods).
 
 Usage: make_fixture.py OUTDIR  -> OUTDIR/fields.bin (truth f4, prediction f4, lat f8), OUTDIR/expected.json
 """
@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 CHANNELS, NLAT, NLON = 2, 19, 24
+QUANTILES = [0.0, 1e-6, 0.1, 0.5, 0.99, 0.9999, 1.0]
 
 
 def fields(rng):
@@ -79,6 +80,11 @@ def main():
         warnings.simplefilter("ignore", RuntimeWarning)  # the all-NaN row
         zonal = np.nanmean(truth.astype(np.float64), axis=-1)
     expected["zonal_mean"] = zonal.ravel().tolist()
+    # Quantiles of each channel over the grid (NaN skipped), both methods: numpy's own values, compared bit for bit.
+    for method in ("linear", "inverted_cdf"):
+        values = np.nanquantile(truth, QUANTILES, axis=(-2, -1), method=method)  # (len(q), channels)
+        expected["quantile_" + method] = values.astype(np.float64).ravel().tolist()
+    expected["quantiles"] = QUANTILES
     # JSON has no NaN: null stands for it.
     for key, values in expected.items():
         expected[key] = [None if np.isnan(v) else v for v in values]

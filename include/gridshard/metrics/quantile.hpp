@@ -1,0 +1,59 @@
+#pragma once
+/// @file
+/// Exact quantiles of samples spread over ranks: numpy's `nanquantile` of the gathered values, bit for bit, from
+/// count histograms merged across the ranks (the values never move).
+///
+/// @code
+///   // The median and the 99.9th percentile of each channel over the whole grid, from this rank's shard.
+///   std::vector<double> q = {0.5, 0.999};
+///   gridshard::SampleQuantiles result = gridshard::sample_quantiles(
+///       mesh.spatial(), std::span<const float>(shard), channels, q, gridshard::QuantileMethod::linear);
+///   // result.values[k * channels + c]: quantile q[k] of channel c, the same on every rank of the spatial group.
+/// @endcode
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "gridshard/comm/communicator.hpp"
+
+namespace gridshard {
+
+/// numpy's methods of `quantile` gridshard computes (numpy's names; its default is `linear`).
+enum class QuantileMethod {
+    linear,        ///< Hyndman and Fan's 7: index `(n - 1) q`, numpy's interpolation between its neighbours
+    inverted_cdf,  ///< Hyndman and Fan's 1: the value at index `ceil(n q) - 1`, no interpolation
+};
+
+/// The method named `name` ("linear" or "inverted_cdf"); ArgumentError naming the value otherwise.
+[[nodiscard]] QuantileMethod parse_quantile_method(std::string_view name);
+
+/// The quantiles of each sample (`probabilities.size() x samples`, row by row) and each sample's number of values
+/// that are not NaN, the same on every rank of the group.
+struct SampleQuantiles {
+    std::vector<double> values;
+    std::vector<std::int64_t> counts;
+};
+
+/// The quantiles `probabilities` (each in [0, 1]) of `samples` samples. Each rank holds `values` as `samples` equal
+/// runs, one per sample (its length may differ between ranks); sample s is the values that are not NaN in run s of
+/// every rank of `group`. Each result, on every rank of `group`, is what
+/// numpy 1.24's `np.nanquantile(sample, q, method=...)` returns for that sample gathered in any order: NaN for a
+/// sample with no value; `linear` interpolates as numpy does (the neighbours' difference in T, then float64), so
+/// infinities give its infinities and NaN. Two values that compare equal but differ in bits (-0 and +0) are ordered
+/// -0 first; numpy orders them as its partition leaves them.
+///
+/// How: each value's order-preserving integer key (its bits, the sign's order turned around); per sample the ranks
+/// of the order statistics numpy reads, found by radix passes: per pass, each distinct key prefix still wanted gets
+/// a histogram of the next digit (up to 16 bits, fewer where many prefixes are wanted), summed over `group`, and the
+/// bin holding the wanted rank extends the prefix. A float32 value takes 2 passes, a double 4 (more where many
+/// prefixes share the histogram budget). Collective over `group`: one allreduce of the counts (`samples` int64), then
+/// one allreduce of int64 histograms per pass; every rank must pass the same `samples`, `probabilities` and method
+/// (the caller agrees them first).
+template <class T>
+[[nodiscard]] SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values,
+                                               std::int64_t samples, std::span<const double> probabilities,
+                                               QuantileMethod method);
+
+}  // namespace gridshard

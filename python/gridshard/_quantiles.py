@@ -1,0 +1,101 @@
+"""Exact quantiles of shards (``Distributed.quantile``): numpy's ``nanquantile`` of the gathered field, from the
+library's distributed selection (metrics/quantile.hpp: count histograms merged across the ranks; the values never
+move)."""
+
+import numpy as np
+from mpi4py import MPI
+
+from . import _arrays
+from ._arrays import Problems
+from ._fields import PER_ROW, call_signature, normalise_dims
+from ._mpi import mpi_errors
+
+METHODS = ("linear", "inverted_cdf")
+# The group whose ranks hold one sample, by whether the lat and the lon dims are reduced.
+_GROUPS = {(True, True): "spatial", (True, False): "lat", (False, True): "lon", (False, False): "self"}
+
+
+def _probabilities(q, problems):
+    """``q`` as a 1-D float64 array, and whether it was a scalar."""
+    try:
+        array = np.asarray(q, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        problems.add(f"q={q!r}: not a float or a 1-D sequence of floats ({error})")
+        return np.zeros(0), True
+    if array.ndim > 1:
+        problems.add(f"q: a {array.ndim}-dim array; expected a float or a 1-D sequence of floats")
+    elif not np.all((array >= 0) & (array <= 1)):
+        problems.add(f"q={q!r}: quantiles must be in the range [0, 1]")
+    return array.reshape(-1), array.ndim == 0
+
+
+class QuantilesMixin:
+    """``Distributed.quantile`` (a mixin: ``Distributed`` holds the C++ mesh ``_mesh``)."""
+
+    def quantile(self, data, q, dim=(-2, -1), method="linear"):
+        """What ``np.nanquantile(global_data, q, axis=dim, method=method)`` returns on the gathered field, exactly
+        (numpy 1.24's bits, its interpolation included), from this rank's shard ``(..., h_local, w_local)`` of a
+        numpy array or torch tensor (float32 or float64; NaN skipped, NaN for a sample with no value). ``q``: a float
+        or a 1-D sequence in [0, 1] (a leading result dim); ``dim``: any set of dims, None for all. Dims of the shard
+        that are kept stay as they are here: a result over the spatial dims is the same on every rank of the spatial
+        group, one over ``(-1,)`` on every rank of the lon group, one over leading dims only is this rank's own.
+        ``method``: "linear" (float64 results, as numpy's) or "inverted_cdf" (the data's dtype). Of two values that
+        compare equal but differ in bits (-0 and +0) the lower order statistic is -0; numpy's is whichever its
+        partition leaves there. No gradient (the value is an order statistic of the data). Collective over
+        ``spatial``: the agreement, one allreduce of the counts and one of count histograms per radix pass (2 for
+        float32, 4 for float64) over the ranks that hold a sample (docs/python.md, "Exact quantiles")."""
+        problems = Problems()
+        if _arrays.is_tensor(data) and str(data.dtype) in _arrays.HALF:
+            problems.add(f"data: a {data.dtype} tensor; quantiles are of float32 or float64 data")
+            array = None
+        else:
+            array = _arrays.as_numpy(data, "data", problems)
+        probabilities, scalar = _probabilities(q, problems)
+        if method not in METHODS:
+            problems.add(f"method={method!r}: expected one of {', '.join(METHODS)}")
+        dims = []
+        if array is not None and array.ndim < 2:
+            problems.add(f"data: shape {tuple(array.shape)} has no (lat, lon) dims")
+        elif array is not None:
+            dims, message = (list(range(array.ndim)), "") if dim is None else normalise_dims(dim, array.ndim)
+            if message:
+                problems.add(message)
+        ok = not problems
+        signature = 0
+        if ok:  # what every rank of the spatial group must give alike; the local (h, w) are agreed as a split
+            signature = call_signature("quantile", array.dtype.str, array.shape[:-2], [d - array.ndim for d in dims],
+                                       method, probabilities.tobytes())
+        _, nlat, nlon = self._mesh.agree_shards(problems.text(), signature, array.shape[-2] if ok else 0,
+                                                array.shape[-1] if ok else 0, PER_ROW, None)
+        ndim = array.ndim  # past the agreement, every rank's arguments are good
+        kept = [d for d in range(ndim) if d not in dims]
+        group = _GROUPS[(ndim - 2 in dims, ndim - 1 in dims)]
+        kept_shape = tuple(array.shape[d] for d in kept)
+        moved = np.moveaxis(array, dims, list(range(len(kept), ndim)))
+        values = np.ascontiguousarray(moved).reshape(-1)
+        samples = int(np.prod(kept_shape, dtype=np.int64))
+        out, counts = self._mesh.sample_quantiles(group, values, samples, probabilities.tolist(), method)
+        result = np.asarray(out, dtype=np.float64).reshape((probabilities.size,) + kept_shape)
+        if method == "inverted_cdf" or self._numpy_keeps_float32(array, dim, dims, counts, (nlat, nlon)):
+            result = result.astype(array.dtype)  # an order statistic: exact in the data's dtype
+        if scalar:
+            result = result.reshape(result.shape[1:])
+        if not _arrays.is_tensor(data) and result.ndim == 0:
+            return result[()]  # a numpy scalar, as numpy's
+        return _arrays.like(result.copy(order="C"), data)  # (ascontiguousarray would make a 0-d result 1-d)
+
+    def _numpy_keeps_float32(self, array, dim, dims, counts, grid):
+        """Whether numpy 1.24 gives this "linear" call's result in float32: for float32 data whose first sample (the
+        one at index 0 of every kept dim) has no value. ``nanquantile`` returns that sample's NaN in the data's
+        dtype, and over several samples ``apply_along_axis`` makes the whole result the first sample's dtype.
+        Collective over ``spatial`` for float32 data reduced over some dims (one allreduce of a flag)."""
+        if array.dtype != np.float32:
+            return False
+        if dim is None:  # one sample, counted alike on every rank
+            return counts[0] == 0
+        ndim = array.ndim
+        starts = [s.start or 0 for s in self.get_local_slices(grid)]
+        holds_first = all(starts[d - (ndim - 2)] == 0 for d in (ndim - 2, ndim - 1) if d not in dims)
+        with mpi_errors():
+            return self._spatial_comm.allreduce(bool(holds_first and len(counts) > 0 and counts[0] == 0),
+                                                op=MPI.LOR)
