@@ -7,12 +7,14 @@
 #include <bit>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <string>
 #include <type_traits>
 #include <utility>
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/core/error.hpp"
+#include "threads.hpp"
 
 namespace gridshard {
 namespace {
@@ -97,21 +99,161 @@ struct Wanted {
     bool operator==(const Wanted& other) const { return sample == other.sample && rank == other.rank; }
 };
 
-/// Finds every wanted order statistic's key by radix passes over the values (see sample_quantiles).
+/// One histogram of a pass: the keys of one sample that start with `prefix` (its `done` bits found so far).
+template <class Key>
+struct Slot {
+    std::int64_t sample;
+    Key prefix;
+    bool operator<(const Slot& o) const { return sample != o.sample ? sample < o.sample : prefix < o.prefix; }
+    bool operator==(const Slot& o) const { return sample == o.sample && prefix == o.prefix; }
+};
+
+/// The digit width of a pass over `slots` histograms with `left` bits still to find.
+int digit_width(std::size_t slots, int left) {
+    int width = std::min(kWidestDigit, left);
+    while (width > kNarrowestDigit && (slots << width) > kHistogramBudget) {
+        --width;
+    }
+    return width;
+}
+
+/// One pass: per slot (sorted), the histogram of the next `width` bits of its sample's keys that start with its
+/// prefix, this rank's values only. Threads count blocks of a sample's values into histograms of their own, summed
+/// after (integer counts: the same for any thread count). A table of the prefixes' first (up to 16) bits passes
+/// over most keys with one lookup; the rest find their slot among the few that share those bits.
 template <class T>
-void select_keys(const Communicator& group, std::span<const T> values, std::int64_t length,
+std::vector<std::int64_t> count_digits(std::span<const T> values, std::int64_t length,
+                                       const std::vector<Slot<KeyOf<T>>>& slots, int done, int width) {
+    using Key = KeyOf<T>;
+    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    constexpr std::int64_t kBlock = 65536;
+    const std::size_t bins = std::size_t{1} << width;
+    const int below_digit = kBits - done - width;
+    const int head_bits = std::min(done, kWidestDigit);
+    struct Block {
+        std::size_t first, last;  // the sample's slots
+        std::int64_t begin, count;
+    };
+    std::vector<Block> blocks;
+    for (std::size_t first = 0; first < slots.size();) {
+        std::size_t last = first;
+        while (last < slots.size() && slots[last].sample == slots[first].sample) {
+            ++last;
+        }
+        for (std::int64_t b = 0; b < length; b += kBlock) {
+            blocks.push_back({first, last, slots[first].sample * length + b, std::min(kBlock, length - b)});
+        }
+        first = last;
+    }
+    const int threads = detail::threads_for(static_cast<std::int64_t>(blocks.size()), kBlock);
+    std::vector<std::vector<std::int64_t>> histograms(static_cast<std::size_t>(threads));
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads)) {
+        std::vector<std::int64_t>& histogram = histograms[static_cast<std::size_t>(detail::thread_index())];
+        histogram.assign(slots.size() * bins, 0);
+        std::vector<char> reachable(std::size_t{1} << head_bits);
+        std::size_t table_of = slots.size();  // the first slot of the sample the table describes
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const Block& block = blocks[b];
+            if (table_of != block.first) {
+                std::fill(reachable.begin(), reachable.end(), char{0});
+                for (std::size_t k = block.first; k < block.last; ++k) {
+                    reachable[head_bits == 0 ? 0 : static_cast<std::size_t>(slots[k].prefix >> (done - head_bits))] = 1;
+                }
+                table_of = block.first;
+            }
+            const auto from = slots.begin() + static_cast<std::ptrdiff_t>(block.first);
+            const auto to = slots.begin() + static_cast<std::ptrdiff_t>(block.last);
+            const T* run = values.data() + block.begin;
+            for (std::int64_t i = 0; i < block.count; ++i) {
+                const T v = run[i];
+                if (std::isnan(v)) {
+                    continue;
+                }
+                const Key key = key_of(v);
+                if (reachable[head_bits == 0 ? 0 : static_cast<std::size_t>(key >> (kBits - head_bits))] == 0) {
+                    continue;
+                }
+                std::size_t slot = block.first;
+                if (done > 0) {
+                    const auto top = static_cast<Key>(key >> (kBits - done));
+                    const auto found =
+                        block.last - block.first == 1 ? from : std::lower_bound(from, to, Slot<Key>{from->sample, top});
+                    if (found == to || found->prefix != top) {
+                        continue;
+                    }
+                    slot = static_cast<std::size_t>(found - slots.begin());
+                }
+                ++histogram[slot * bins + static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1))];
+            }
+        }
+    }
+    std::vector<std::int64_t> total = std::move(histograms[0]);
+    for (std::size_t t = 1; t < histograms.size(); ++t) {
+        for (std::size_t k = 0; k < total.size(); ++k) {
+            total[k] += histograms[t][k];
+        }
+    }
+    return total;
+}
+
+/// Each wanted statistic's next digit from its slot's merged histogram, and its rank among the keys with it.
+template <class Key>
+void descend(std::vector<Wanted<Key>>& wanted, const std::vector<std::int64_t>& histogram, int width) {
+    const std::size_t bins = std::size_t{1} << width;
+    for (auto& w : wanted) {
+        const std::int64_t* counts = histogram.data() + w.slot * bins;
+        std::size_t digit = 0;
+        while (digit + 1 < bins && w.rank >= counts[digit]) {
+            w.rank -= counts[digit];
+            ++digit;
+        }
+        w.prefix = static_cast<Key>(static_cast<Key>(w.prefix << width) | digit);
+    }
+}
+
+/// The first pass, over every sample (one histogram each, no prefix): each sample's count of values that are not
+/// NaN comes with it. Collective over `group`: one allreduce.
+template <class T>
+struct FirstPass {
+    std::vector<std::int64_t> histogram;
+    std::vector<std::int64_t> counts;
+    int width = 0;
+};
+
+template <class T>
+FirstPass<T> first_pass(const Communicator& group, std::span<const T> values, std::int64_t samples,
+                        std::int64_t length) {
+    using Key = KeyOf<T>;
+    std::vector<Slot<Key>> slots;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        slots.push_back({s, Key{0}});
+    }
+    FirstPass<T> pass;
+    pass.width = digit_width(slots.size(), static_cast<int>(sizeof(Key) * 8));
+    pass.histogram = count_digits(values, length, slots, 0, pass.width);
+    allreduce_sum_in_place(group, std::span<std::int64_t>(pass.histogram));
+    const std::size_t bins = std::size_t{1} << pass.width;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        const auto* row = pass.histogram.data() + static_cast<std::size_t>(s) * bins;
+        pass.counts.push_back(std::accumulate(row, row + bins, std::int64_t{0}));
+    }
+    return pass;
+}
+
+/// Finds every wanted statistic's key: from the first pass's histograms, then a pass per digit over the keys that
+/// start with the digits found (see sample_quantiles). Collective over `group`: one allreduce per pass.
+template <class T>
+void select_keys(const Communicator& group, std::span<const T> values, std::int64_t length, const FirstPass<T>& first,
                  std::vector<Wanted<KeyOf<T>>>& wanted) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
-    struct Slot {
-        std::int64_t sample;
-        Key prefix;
-        bool operator<(const Slot& o) const { return sample != o.sample ? sample < o.sample : prefix < o.prefix; }
-        bool operator==(const Slot& o) const { return sample == o.sample && prefix == o.prefix; }
-    };
-    std::vector<Slot> slots;
-    std::vector<std::int64_t> histogram;
-    for (int done = 0; done < kBits;) {
+    for (auto& w : wanted) {
+        w.slot = static_cast<std::size_t>(w.sample);
+    }
+    descend(wanted, first.histogram, first.width);
+    std::vector<Slot<Key>> slots;
+    for (int done = first.width; done < kBits;) {
         slots.clear();
         for (const auto& w : wanted) {
             slots.push_back({w.sample, w.prefix});
@@ -119,51 +261,13 @@ void select_keys(const Communicator& group, std::span<const T> values, std::int6
         std::sort(slots.begin(), slots.end());
         slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
         for (auto& w : wanted) {
-            w.slot = static_cast<std::size_t>(std::lower_bound(slots.begin(), slots.end(), Slot{w.sample, w.prefix}) -
-                                              slots.begin());
+            w.slot = static_cast<std::size_t>(
+                std::lower_bound(slots.begin(), slots.end(), Slot<Key>{w.sample, w.prefix}) - slots.begin());
         }
-        int width = std::min(kWidestDigit, kBits - done);
-        while (width > kNarrowestDigit && (slots.size() << width) > kHistogramBudget) {
-            --width;
-        }
-        const std::size_t bins = std::size_t{1} << width;
-        const int below_digit = kBits - done - width;
-        histogram.assign(slots.size() * bins, 0);
-        for (std::size_t first = 0; first < slots.size();) {  // the slots of one sample: one pass over its values
-            const std::int64_t sample = slots[first].sample;
-            std::size_t last = first;
-            while (last < slots.size() && slots[last].sample == sample) {
-                ++last;
-            }
-            const T* run = values.data() + sample * length;
-            for (std::int64_t i = 0; i < length; ++i) {
-                const T v = run[i];
-                if (std::isnan(v)) {
-                    continue;
-                }
-                const Key key = key_of(v);
-                const Key top = done == 0 ? Key{0} : static_cast<Key>(key >> (kBits - done));
-                const auto found =
-                    std::lower_bound(slots.begin() + static_cast<std::ptrdiff_t>(first),
-                                     slots.begin() + static_cast<std::ptrdiff_t>(last), Slot{sample, top});
-                if (found == slots.begin() + static_cast<std::ptrdiff_t>(last) || found->prefix != top) {
-                    continue;
-                }
-                const auto digit = static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1));
-                ++histogram[static_cast<std::size_t>(found - slots.begin()) * bins + digit];
-            }
-            first = last;
-        }
+        const int width = digit_width(slots.size(), kBits - done);
+        std::vector<std::int64_t> histogram = count_digits(values, length, slots, done, width);
         allreduce_sum_in_place(group, std::span<std::int64_t>(histogram));
-        for (auto& w : wanted) {
-            const std::int64_t* counts = histogram.data() + w.slot * bins;
-            std::size_t digit = 0;
-            while (digit + 1 < bins && w.rank >= counts[digit]) {
-                w.rank -= counts[digit];
-                ++digit;
-            }
-            w.prefix = static_cast<Key>((done == 0 ? Key{0} : static_cast<Key>(w.prefix << width)) | digit);
-        }
+        descend(wanted, histogram, width);
         done += width;
     }
 }
@@ -194,12 +298,8 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
         }
     }
     const std::int64_t length = samples == 0 ? 0 : static_cast<std::int64_t>(values.size()) / samples;
-    std::vector<std::int64_t> counts(static_cast<std::size_t>(samples), 0);
-    for (std::int64_t s = 0; s < samples; ++s) {
-        const auto run = values.subspan(static_cast<std::size_t>(s * length), static_cast<std::size_t>(length));
-        counts[static_cast<std::size_t>(s)] = std::count_if(run.begin(), run.end(), [](T v) { return !std::isnan(v); });
-    }
-    allreduce_sum_in_place(group, std::span<std::int64_t>(counts));
+    const FirstPass<T> first = first_pass(group, values, samples, length);
+    const std::vector<std::int64_t>& counts = first.counts;
 
     using Key = KeyOf<T>;
     std::vector<Wanted<Key>> wanted;
@@ -216,7 +316,7 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
     std::sort(wanted.begin(), wanted.end());
     wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     std::vector<Wanted<Key>> found = wanted;  // the ranks asked, kept for the lookup below
-    select_keys(group, values, length, found);
+    select_keys(group, values, length, first, found);
 
     const auto value_at = [&](std::int64_t sample, std::int64_t rank) {
         const auto at = std::lower_bound(wanted.begin(), wanted.end(), Wanted<Key>{.sample = sample, .rank = rank});
@@ -237,7 +337,7 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
                                                          : numpy_lerp(lower, value_at(s, r.upper), r.gamma);
         }
     }
-    return {std::move(result), std::move(counts)};
+    return {std::move(result), counts};
 }
 
 template SampleQuantiles sample_quantiles<float>(const Communicator&, std::span<const float>, std::int64_t,
