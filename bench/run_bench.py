@@ -15,7 +15,8 @@ Steps, in this order so nothing else competes for the two cores while a figure i
      python_zero_copy.py (a fresh process each for numpy and torch), the peak memory a weighted_mean of a
      1 GiB field adds; differentiated_call.py (mpirun -n 4, 1x2x2), differentiated reductions against the plain
      calls; device_path_overhead.py (mpirun -n 1), the device path on CPU tensors against the library;
-     exact_data_sum.py (mpirun -n 2), the exact sum over the data group against MPI's.
+     exact_data_sum.py (mpirun -n 2), the exact sum over the data group against MPI's;
+     quantile_bench.py (mpirun -n 4), exact quantiles against a weighted mean.
   7. ensemble_bench (mpirun -n 1, one thread and all cores): the five ensemble scores of 16 members of a
      721 x 1440 field against a plain read of the members, and numpy_ensemble.py on the same arrays.
   8. gridshard eval (one process) against numpy_forecast.py (netCDF4 + numpy) on an ACE-layout forecast
@@ -120,6 +121,8 @@ TARGETS = [
     ("exact_reduce_sum_over_mpi_sum_buffer", None, None,
      "t reduce_sum(exact=True) / t reduce_sum(exact=False), 2^20 f32 over 2 data ranks (the loss-sized and row-sized "
      "figures beside it in the details)"),
+    ("quantile_time_over_weighted_mean", 4.0, "<=",
+     "t quantile(x, [0.5, 0.99, 0.9999]) / t weighted_mean(x, w), one (8,721,1440) f32 variable, 1x2x2 (4 ranks)"),
     ("device_exact_reduce_sum_over_gloo_sum_row", None, None,
      "t device path reduce_sum(exact=True) / t its exact=False (gloo's all_reduce of the tensor), 1440 f32 CPU "
      "tensors over 2 data ranks (the loss-sized and buffer-sized figures in the details)"),
@@ -136,7 +139,8 @@ TARGETS = [
 ]
 PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy",
                "python_differentiated_weighted_mean_over_plain_1x2x2", "device_path_overhead_vs_library_cpu",
-               "exact_reduce_sum_over_mpi_sum_buffer", "device_exact_reduce_sum_over_gloo_sum_row")
+               "exact_reduce_sum_over_mpi_sum_buffer", "device_exact_reduce_sum_over_gloo_sum_row",
+               "quantile_time_over_weighted_mean")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
@@ -385,11 +389,16 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
     run([mpiexec, "-n", "2", *mpi_flags, python, BENCH_DIR / "exact_data_sum.py", out_dir / "exact_data_sum.json",
          "--repetitions", str(max(3, repetitions))], env=py_env)
     exact_data_sum = load(out_dir / "exact_data_sum.json")
+    # Exact quantiles against one pass of a sum, 1x2x2.
+    run([mpiexec, "-n", "4", *mpi_flags, python, BENCH_DIR / "quantile_bench.py", out_dir / "quantile.json",
+         "--repetitions", str(max(3, repetitions))], env=py_env)
+    quantile = load(out_dir / "quantile.json")
 
     figures = {
         "device_path_overhead_vs_library_cpu": device_path["device_path_overhead_vs_library_cpu"],
         "exact_reduce_sum_over_mpi_sum_buffer": exact_data_sum["exact_reduce_sum_over_mpi_sum_buffer"],
         "device_exact_reduce_sum_over_gloo_sum_row": exact_data_sum["device_exact_reduce_sum_over_gloo_sum_row"],
+        "quantile_time_over_weighted_mean": quantile["quantile_time_over_weighted_mean"],
         "python_gradmag_vs_ace_gather_1x2x2": gradmag["t_ace_gather_s"] / gradmag["t_gridshard_s"],
         "python_gradmag_ace_gather_s": gradmag["t_ace_gather_s"],
         "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],
@@ -415,6 +424,7 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "exact_data_sum": {name: without_samples(call) for name, call in exact_data_sum["calls"].items()},
         "device_exact_data_sum": {name: without_samples(call)
                                   for name, call in exact_data_sum["device_path_calls"].items()},
+        "quantile": {k: v for k, v in quantile.items() if k != "samples_s"},
     }
     samples_s = {
         "gradmag_1x2x2": {k: v for k, v in gradmag.items() if k.startswith("samples_")},
