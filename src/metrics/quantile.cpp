@@ -118,13 +118,14 @@ int digit_width(std::size_t slots, int left) {
 }
 
 /// One pass: per slot (sorted), the histogram of the next `width` bits of its sample's keys that start with its
-/// prefix, this rank's values only. Threads count blocks of a sample's values into histograms of their own, summed
-/// after (integer counts: the same for any thread count). A table of the prefixes' first (up to 16) bits passes
-/// over most keys with one lookup; the rest find their slot among the few that share those bits.
-template <class T>
-std::vector<std::int64_t> count_digits(std::span<const T> values, std::int64_t length,
-                                       const std::vector<Slot<KeyOf<T>>>& slots, int done, int width) {
-    using Key = KeyOf<T>;
+/// prefix, this rank's elements only (sample s: elements [offsets[s], offsets[s + 1]); `to_key(element, key)` gives
+/// an element's key, or false for one that has none, a NaN). Threads count blocks of a sample's elements into
+/// histograms of their own, summed after (integer counts: the same for any thread count). A table of the prefixes'
+/// first (up to 16) bits passes over most keys with one lookup; the rest find their slot among the few that share
+/// those bits.
+template <class Key, class Element, class ToKey>
+std::vector<std::int64_t> count_digits(std::span<const Element> elements, std::span<const std::int64_t> offsets,
+                                       const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key) {
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::int64_t kBlock = 65536;
     const std::size_t bins = std::size_t{1} << width;
@@ -140,8 +141,10 @@ std::vector<std::int64_t> count_digits(std::span<const T> values, std::int64_t l
         while (last < slots.size() && slots[last].sample == slots[first].sample) {
             ++last;
         }
-        for (std::int64_t b = 0; b < length; b += kBlock) {
-            blocks.push_back({first, last, slots[first].sample * length + b, std::min(kBlock, length - b)});
+        const std::int64_t begin = offsets[static_cast<std::size_t>(slots[first].sample)];
+        const std::int64_t end = offsets[static_cast<std::size_t>(slots[first].sample) + 1];
+        for (std::int64_t b = begin; b < end; b += kBlock) {
+            blocks.push_back({first, last, b, std::min(kBlock, end - b)});
         }
         first = last;
     }
@@ -164,13 +167,12 @@ std::vector<std::int64_t> count_digits(std::span<const T> values, std::int64_t l
             }
             const auto from = slots.begin() + static_cast<std::ptrdiff_t>(block.first);
             const auto to = slots.begin() + static_cast<std::ptrdiff_t>(block.last);
-            const T* run = values.data() + block.begin;
+            const Element* run = elements.data() + block.begin;
             for (std::int64_t i = 0; i < block.count; ++i) {
-                const T v = run[i];
-                if (std::isnan(v)) {
+                Key key;
+                if (!to_key(run[i], key)) {
                     continue;
                 }
-                const Key key = key_of(v);
                 if (reachable[head_bits == 0 ? 0 : static_cast<std::size_t>(key >> (kBits - head_bits))] == 0) {
                     continue;
                 }
@@ -195,6 +197,48 @@ std::vector<std::int64_t> count_digits(std::span<const T> values, std::int64_t l
         }
     }
     return total;
+}
+
+/// A value's key, or false for NaN, which has no place in the order.
+template <class T>
+bool key_of_number(T value, KeyOf<T>& key) {
+    if (std::isnan(value)) {
+        return false;
+    }
+    key = key_of(value);
+    return true;
+}
+
+/// The keys of this rank's values that start with a prefix of `slots` (sorted; `done` bits, at most 16), per
+/// sample, with the offsets of each sample's run: what the passes after the first read instead of the values.
+template <class T>
+std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::span<const T> values, std::int64_t samples,
+                                                                        std::int64_t length,
+                                                                        const std::vector<Slot<KeyOf<T>>>& slots,
+                                                                        int done) {
+    using Key = KeyOf<T>;
+    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    std::vector<Key> keys;
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(samples) + 1, 0);
+    std::vector<char> wanted(std::size_t{1} << done);
+    std::size_t slot = 0;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        std::fill(wanted.begin(), wanted.end(), char{0});
+        bool any = false;
+        for (; slot < slots.size() && slots[slot].sample == s; ++slot) {
+            wanted[static_cast<std::size_t>(slots[slot].prefix)] = 1;
+            any = true;
+        }
+        const T* run = values.data() + s * length;
+        for (std::int64_t i = 0; any && i < length; ++i) {
+            Key key;
+            if (key_of_number(run[i], key) && wanted[static_cast<std::size_t>(key >> (kBits - done))] != 0) {
+                keys.push_back(key);
+            }
+        }
+        offsets[static_cast<std::size_t>(s) + 1] = static_cast<std::int64_t>(keys.size());
+    }
+    return {std::move(keys), std::move(offsets)};
 }
 
 /// Each wanted statistic's next digit from its slot's merged histogram, and its rank among the keys with it.
@@ -231,7 +275,12 @@ FirstPass<T> first_pass(const Communicator& group, std::span<const T> values, st
     }
     FirstPass<T> pass;
     pass.width = digit_width(slots.size(), static_cast<int>(sizeof(Key) * 8));
-    pass.histogram = count_digits(values, length, slots, 0, pass.width);
+    std::vector<std::int64_t> offsets;
+    for (std::int64_t s = 0; s <= samples; ++s) {
+        offsets.push_back(s * length);
+    }
+    pass.histogram = count_digits<Key>(values, std::span<const std::int64_t>(offsets), slots, 0, pass.width,
+                                       [](T v, Key& key) { return key_of_number(v, key); });
     allreduce_sum_in_place(group, std::span<std::int64_t>(pass.histogram));
     const std::size_t bins = std::size_t{1} << pass.width;
     for (std::int64_t s = 0; s < samples; ++s) {
@@ -241,31 +290,48 @@ FirstPass<T> first_pass(const Communicator& group, std::span<const T> values, st
     return pass;
 }
 
-/// Finds every wanted statistic's key: from the first pass's histograms, then a pass per digit over the keys that
-/// start with the digits found (see sample_quantiles). Collective over `group`: one allreduce per pass.
+/// The distinct prefixes `wanted` asks for, sorted, each statistic pointed at its own.
+template <class Key>
+std::vector<Slot<Key>> slots_of(std::vector<Wanted<Key>>& wanted) {
+    std::vector<Slot<Key>> slots;
+    for (const auto& w : wanted) {
+        slots.push_back({w.sample, w.prefix});
+    }
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    for (auto& w : wanted) {
+        w.slot = static_cast<std::size_t>(std::lower_bound(slots.begin(), slots.end(), Slot<Key>{w.sample, w.prefix}) -
+                                          slots.begin());
+    }
+    return slots;
+}
+
+/// Finds every wanted statistic's key: its first digit from the first pass's histograms; then one more read of the
+/// values keeps the keys that start with a wanted digit, and the passes for the other digits count those only, with
+/// histograms of at most 2^16 bins in all (see sample_quantiles). Collective over `group`: one allreduce per pass.
 template <class T>
-void select_keys(const Communicator& group, std::span<const T> values, std::int64_t length, const FirstPass<T>& first,
-                 std::vector<Wanted<KeyOf<T>>>& wanted) {
+void select_keys(const Communicator& group, std::span<const T> values, std::int64_t samples, std::int64_t length,
+                 const FirstPass<T>& first, std::vector<Wanted<KeyOf<T>>>& wanted) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    constexpr std::size_t kLaterBudget = std::size_t{1} << 16;
     for (auto& w : wanted) {
         w.slot = static_cast<std::size_t>(w.sample);
     }
     descend(wanted, first.histogram, first.width);
-    std::vector<Slot<Key>> slots;
+    const auto [keys, offsets] = wanted_keys(values, samples, length, slots_of(wanted), first.width);
     for (int done = first.width; done < kBits;) {
-        slots.clear();
-        for (const auto& w : wanted) {
-            slots.push_back({w.sample, w.prefix});
+        const std::vector<Slot<Key>> slots = slots_of(wanted);
+        int width = std::min(kWidestDigit, kBits - done);
+        while (width > 1 && (slots.size() << width) > kLaterBudget) {
+            --width;
         }
-        std::sort(slots.begin(), slots.end());
-        slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-        for (auto& w : wanted) {
-            w.slot = static_cast<std::size_t>(
-                std::lower_bound(slots.begin(), slots.end(), Slot<Key>{w.sample, w.prefix}) - slots.begin());
-        }
-        const int width = digit_width(slots.size(), kBits - done);
-        std::vector<std::int64_t> histogram = count_digits(values, length, slots, done, width);
+        std::vector<std::int64_t> histogram =
+            count_digits<Key>(std::span<const Key>(keys), std::span<const std::int64_t>(offsets), slots, done, width,
+                              [](Key k, Key& key) {
+                                  key = k;
+                                  return true;
+                              });
         allreduce_sum_in_place(group, std::span<std::int64_t>(histogram));
         descend(wanted, histogram, width);
         done += width;
@@ -316,7 +382,7 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
     std::sort(wanted.begin(), wanted.end());
     wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
     std::vector<Wanted<Key>> found = wanted;  // the ranks asked, kept for the lookup below
-    select_keys(group, values, length, first, found);
+    select_keys(group, values, samples, length, first, found);
 
     const auto value_at = [&](std::int64_t sample, std::int64_t rank) {
         const auto at = std::lower_bound(wanted.begin(), wanted.end(), Wanted<Key>{.sample = sample, .rank = rank});

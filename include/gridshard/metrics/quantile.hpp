@@ -44,13 +44,13 @@ struct SampleQuantiles {
 /// infinities give its infinities and NaN. Two values that compare equal but differ in bits (-0 and +0) are ordered
 /// -0 first; numpy orders them as its partition leaves them.
 ///
-/// How: each value's order-preserving integer key (its bits, the sign's order turned around); per sample the ranks
-/// of the order statistics numpy reads, found by radix passes: per pass, each distinct key prefix still wanted gets
-/// a histogram of the next digit (up to 16 bits, fewer where many prefixes are wanted), summed over `group`, and the
-/// bin holding the wanted rank extends the prefix. A float32 value takes 2 passes, a double 4 (more where many
-/// prefixes share the histogram budget). Collective over `group`: one allreduce of the counts (`samples` int64), then
-/// one allreduce of int64 histograms per pass; every rank must pass the same `samples`, `probabilities` and method
-/// (the caller agrees them first).
+/// How: each value's order-preserving integer key (its bits, the negative ones' order turned around); per sample the
+/// ranks of the order statistics numpy reads, found digit by digit. A first pass counts every sample's keys in a
+/// histogram of their first digit (up to 16 bits), summed over `group` (the samples' counts come with it); a second
+/// read keeps the keys whose first digit a wanted statistic has; the other digits come from passes over those keys
+/// only, each a histogram per prefix still wanted, summed over `group`. Collective over `group`: one allreduce of
+/// int64 histograms per pass (2^16 bins per sample in the first; 2^16 in all in the others); every rank must pass the
+/// same `samples`, `probabilities` and method (the caller agrees them first).
 template <class T>
 [[nodiscard]] SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values,
                                                std::int64_t samples, std::span<const double> probabilities,
