@@ -42,8 +42,8 @@ class QuantilesMixin:
         ``method``: "linear" (float64 results, as numpy's) or "inverted_cdf" (the data's dtype). Of two values that
         compare equal but differ in bits (-0 and +0) the lower order statistic is -0; numpy's is whichever its
         partition leaves there. No gradient (the value is an order statistic of the data). Collective over
-        ``spatial``: the agreement, one allreduce of the counts and one of count histograms per radix pass (2 for
-        float32, 4 for float64) over the ranks that hold a sample (docs/python.md, "Exact quantiles")."""
+        ``spatial``: the agreement, then one allreduce of count histograms per pass over the ranks that hold a
+        sample (the shard is read twice; docs/python.md, "Exact quantiles")."""
         problems = Problems()
         if _arrays.is_tensor(data) and str(data.dtype) in _arrays.HALF:
             problems.add(f"data: a {data.dtype} tensor; quantiles are of float32 or float64 data")
