@@ -4,11 +4,16 @@
 /// count histograms merged across the ranks (the values never move).
 ///
 /// @code
-///   // The median and the 99.9th percentile of each channel over the whole grid, from this rank's shard.
-///   std::vector<double> q = {0.5, 0.999};
-///   gridshard::SampleQuantiles result = gridshard::sample_quantiles(
-///       mesh.spatial(), std::span<const float>(shard), channels, q, gridshard::QuantileMethod::linear);
-///   // result.values[k * channels + c]: quantile q[k] of channel c, the same on every rank of the spatial group.
+///   #include "gridshard/comm/process_mesh.hpp"
+///
+///   // The median and the 99.9th percentile of each channel over the whole grid, from this rank's shard
+///   // (channels, rows, cols); result.values[k * channels + c] is quantile k of channel c on every spatial rank.
+///   gridshard::SampleQuantiles tails(const gridshard::ProcessMesh& mesh, std::span<const float> shard,
+///                                    std::int64_t channels) {
+///       const std::vector<double> q = {0.5, 0.999};
+///       return gridshard::sample_quantiles(mesh.spatial(), shard, channels, std::span<const double>(q),
+///                                          gridshard::QuantileMethod::linear);
+///   }
 /// @endcode
 
 #include <cstdint>
