@@ -258,7 +258,6 @@ void descend(std::vector<Wanted<Key>>& wanted, const std::vector<std::int64_t>& 
 
 /// The first pass, over every sample (one histogram each, no prefix): each sample's count of values that are not
 /// NaN comes with it. Collective over `group`: one allreduce.
-template <class T>
 struct FirstPass {
     std::vector<std::int64_t> histogram;
     std::vector<std::int64_t> counts;
@@ -266,14 +265,13 @@ struct FirstPass {
 };
 
 template <class T>
-FirstPass<T> first_pass(const Communicator& group, std::span<const T> values, std::int64_t samples,
-                        std::int64_t length) {
+FirstPass first_pass(const Communicator& group, std::span<const T> values, std::int64_t samples, std::int64_t length) {
     using Key = KeyOf<T>;
     std::vector<Slot<Key>> slots;
     for (std::int64_t s = 0; s < samples; ++s) {
         slots.push_back({s, Key{0}});
     }
-    FirstPass<T> pass;
+    FirstPass pass;
     pass.width = digit_width(slots.size(), static_cast<int>(sizeof(Key) * 8));
     std::vector<std::int64_t> offsets;
     for (std::int64_t s = 0; s <= samples; ++s) {
@@ -311,7 +309,7 @@ std::vector<Slot<Key>> slots_of(std::vector<Wanted<Key>>& wanted) {
 /// histograms of at most 2^16 bins in all (see sample_quantiles). Collective over `group`: one allreduce per pass.
 template <class T>
 void select_keys(const Communicator& group, std::span<const T> values, std::int64_t samples, std::int64_t length,
-                 const FirstPass<T>& first, std::vector<Wanted<KeyOf<T>>>& wanted) {
+                 const FirstPass& first, std::vector<Wanted<KeyOf<T>>>& wanted) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::size_t kLaterBudget = std::size_t{1} << 16;
@@ -364,7 +362,7 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
         }
     }
     const std::int64_t length = samples == 0 ? 0 : static_cast<std::int64_t>(values.size()) / samples;
-    const FirstPass<T> first = first_pass(group, values, samples, length);
+    const FirstPass first = first_pass(group, values, samples, length);
     const std::vector<std::int64_t>& counts = first.counts;
 
     using Key = KeyOf<T>;
