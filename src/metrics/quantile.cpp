@@ -211,6 +211,7 @@ bool key_of_number(T value, KeyOf<T>& key) {
 
 /// The keys of this rank's values that start with a prefix of `slots` (sorted; `done` bits, at most 16), per
 /// sample, with the offsets of each sample's run: what the passes after the first read instead of the values.
+/// Threads read blocks of a sample's values into buffers of their own, joined in block order after.
 template <class T>
 std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::span<const T> values, std::int64_t samples,
                                                                         std::int64_t length,
@@ -218,25 +219,49 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
                                                                         int done) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
-    std::vector<Key> keys;
-    std::vector<std::int64_t> offsets(static_cast<std::size_t>(samples) + 1, 0);
-    std::vector<char> wanted(std::size_t{1} << done);
-    std::size_t slot = 0;
-    for (std::int64_t s = 0; s < samples; ++s) {
-        std::fill(wanted.begin(), wanted.end(), char{0});
-        bool any = false;
+    constexpr std::int64_t kBlock = 65536;
+    struct Block {
+        std::int64_t sample, begin, count;
+    };
+    std::vector<char> wanted(static_cast<std::size_t>(samples) << done);  // per sample, its wanted first digits
+    std::vector<Block> blocks;
+    for (std::size_t slot = 0; slot < slots.size();) {
+        const std::int64_t s = slots[slot].sample;
         for (; slot < slots.size() && slots[slot].sample == s; ++slot) {
-            wanted[static_cast<std::size_t>(slots[slot].prefix)] = 1;
-            any = true;
+            wanted[(static_cast<std::size_t>(s) << done) + static_cast<std::size_t>(slots[slot].prefix)] = 1;
         }
-        const T* run = values.data() + s * length;
-        for (std::int64_t i = 0; any && i < length; ++i) {
+        for (std::int64_t b = 0; b < length; b += kBlock) {
+            blocks.push_back({s, s * length + b, std::min(kBlock, length - b)});
+        }
+    }
+    std::vector<std::vector<Key>> kept(blocks.size());
+    const int threads = detail::threads_for(static_cast<std::int64_t>(blocks.size()), kBlock);
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads))
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const Block& block = blocks[b];
+        const char* digits = wanted.data() + (static_cast<std::size_t>(block.sample) << done);
+        const T* run = values.data() + block.begin;
+        std::vector<Key>& out = kept[b];
+        for (std::int64_t i = 0; i < block.count; ++i) {
             Key key;
-            if (key_of_number(run[i], key) && wanted[static_cast<std::size_t>(key >> (kBits - done))] != 0) {
-                keys.push_back(key);
+            if (key_of_number(run[i], key) && digits[static_cast<std::size_t>(key >> (kBits - done))] != 0) {
+                out.push_back(key);
             }
         }
-        offsets[static_cast<std::size_t>(s) + 1] = static_cast<std::int64_t>(keys.size());
+    }
+    std::vector<std::int64_t> offsets(static_cast<std::size_t>(samples) + 1, 0);
+    std::size_t total = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        total += kept[b].size();
+        offsets[static_cast<std::size_t>(blocks[b].sample) + 1] += static_cast<std::int64_t>(kept[b].size());
+    }
+    for (std::int64_t s = 0; s < samples; ++s) {
+        offsets[static_cast<std::size_t>(s) + 1] += offsets[static_cast<std::size_t>(s)];
+    }
+    std::vector<Key> keys;
+    keys.reserve(total);
+    for (const auto& block_keys : kept) {  // blocks run in sample order
+        keys.insert(keys.end(), block_keys.begin(), block_keys.end());
     }
     return {std::move(keys), std::move(offsets)};
 }
@@ -366,12 +391,14 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
     const std::vector<std::int64_t>& counts = first.counts;
 
     using Key = KeyOf<T>;
+    std::vector<Reading> readings(probabilities.size() * static_cast<std::size_t>(samples));  // [k * samples + s]
     std::vector<Wanted<Key>> wanted;
-    for (std::int64_t s = 0; s < samples; ++s) {
-        const std::int64_t n = counts[static_cast<std::size_t>(s)];
-        for (const double q : probabilities) {
+    for (std::size_t k = 0; k < probabilities.size(); ++k) {
+        for (std::int64_t s = 0; s < samples; ++s) {
+            const std::int64_t n = counts[static_cast<std::size_t>(s)];
             if (n > 0) {
-                const Reading r = numpy_reading(n, q, method);
+                const Reading r = numpy_reading(n, probabilities[k], method);
+                readings[k * static_cast<std::size_t>(samples) + static_cast<std::size_t>(s)] = r;
                 wanted.push_back({.sample = s, .rank = r.lower});
                 wanted.push_back({.sample = s, .rank = r.upper});
             }
@@ -395,7 +422,7 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
                 out = std::numeric_limits<double>::quiet_NaN();
                 continue;
             }
-            const Reading r = numpy_reading(n, probabilities[k], method);
+            const Reading& r = readings[k * static_cast<std::size_t>(samples) + static_cast<std::size_t>(s)];
             const T lower = value_at(s, r.lower);
             out = method == QuantileMethod::inverted_cdf ? static_cast<double>(lower)
                                                          : numpy_lerp(lower, value_at(s, r.upper), r.gamma);

@@ -61,6 +61,23 @@ def mpirun(gridshard_bin):
 
 
 @pytest.fixture
+def meshes():
+    """Chooses the meshes a test runs `eval` at from its list of tuples (ranks first): every one, or, in the sanitizer
+    build (GRIDSHARD_CLI_MESHES=few), the first and the sharded one of fewest ranks. The sanitizers look for memory
+    errors along the code paths, which one sharded run takes; the release build compares the bits at every mesh."""
+    few = os.environ.get("GRIDSHARD_CLI_MESHES") == "few"
+
+    def _choose(candidates):
+        candidates = list(candidates)
+        sharded = [c for c in candidates[1:] if c[0] > 1]
+        if not few or not sharded:
+            return candidates
+        return [candidates[0], min(sharded, key=lambda c: c[0])]
+
+    return _choose
+
+
+@pytest.fixture
 def mpirun_mpmd(gridshard_bin):
     """Runs one job of several programs, `mpiexec -n N1 gridshard ARGS1... : -n N2 gridshard ARGS2...`, from
     a list of (ranks, args): ranks that see other files under the same command, as a stale copy on one node."""

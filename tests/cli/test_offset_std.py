@@ -30,7 +30,7 @@ def load(path):
 
 
 @pytest.mark.parametrize("dtype, noise", [("f8", 1e-3), ("f4", 64.0)])
-def test_two_field_std_of_offset_data(mpirun, tmp_path, dtype, noise):
+def test_two_field_std_of_offset_data(mpirun, tmp_path, dtype, noise, meshes):
     rng = np.random.default_rng(3)
     shape = (2, 11, 18)
     truth = (1e8 + noise * rng.standard_normal(shape)).astype(dtype)
@@ -40,7 +40,7 @@ def test_two_field_std_of_offset_data(mpirun, tmp_path, dtype, noise):
     make_files.write_grid_file(tmp_path / "p.nc", pred, dtype=dtype)
     weights = np.broadcast_to(np.cos(np.deg2rad(lat))[:, None], shape[1:])
     first = None
-    for ranks, mesh in ((1, "1x1x1"), (3, "1x3x1"), (4, "2x1x2"), (6, "1x2x3")):
+    for ranks, mesh in meshes(((1, "1x1x1"), (3, "1x3x1"), (4, "2x1x2"), (6, "1x2x3"))):
         out = tmp_path / f"{mesh}.json"
         r = mpirun(ranks, "eval", "--truth", tmp_path / "t.nc", "--pred", tmp_path / "p.nc", "--mesh", mesh,
                    "--json", out, "--quiet")

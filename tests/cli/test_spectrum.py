@@ -72,10 +72,11 @@ def ace_files(forecast, tmp_path_factory):
     return truth, pred
 
 
-def test_forecast_spectra_are_the_mean_of_every_counted_pair_and_aces_layout(forecast, ace_files, mpirun, tmp_path):
+def test_forecast_spectra_are_the_mean_of_every_counted_pair_and_aces_layout(forecast, ace_files, mpirun, tmp_path,
+                                                                             meshes):
     truth, pred = ace_files
     first, first_file = None, None
-    for ranks, mesh, split in MESHES:
+    for ranks, mesh, split in meshes(MESHES):
         out = tmp_path / mesh / split
         out.mkdir(parents=True)
         r = mpirun(ranks, "eval", "--truth", truth, "--pred", pred, "--mesh", mesh, "--split", split, "--spectrum",
