@@ -123,6 +123,9 @@ TARGETS = [
      "figures beside it in the details)"),
     ("quantile_time_over_weighted_mean", 4.0, "<=",
      "t quantile(x, [0.5, 0.99, 0.9999]) / t weighted_mean(x, w), one (8,721,1440) f32 variable, 1x2x2 (4 ranks)"),
+    ("weighted_quantile_time_over_weighted_mean", None, None,
+     "t quantile(x, [0.5, 0.99, 0.9999], method='inverted_cdf', weights=area weights) / t weighted_mean(x, w), the "
+     "same variable and mesh (exact sums of the weights per bin)"),
     ("device_exact_reduce_sum_over_gloo_sum_row", None, None,
      "t device path reduce_sum(exact=True) / t its exact=False (gloo's all_reduce of the tensor), 1440 f32 CPU "
      "tensors over 2 data ranks (the loss-sized and buffer-sized figures in the details)"),
@@ -140,7 +143,7 @@ TARGETS = [
 PYTHON_KEYS = ("python_gradmag_vs_ace_gather_1x2x2", "python_overhead_small_us", "python_zero_copy",
                "python_differentiated_weighted_mean_over_plain_1x2x2", "device_path_overhead_vs_library_cpu",
                "exact_reduce_sum_over_mpi_sum_buffer", "device_exact_reduce_sum_over_gloo_sum_row",
-               "quantile_time_over_weighted_mean")
+               "quantile_time_over_weighted_mean", "weighted_quantile_time_over_weighted_mean")
 
 # Results that two paths compute must agree this closely (relative), or the run fails.
 AGREEMENT_TOLERANCE = 1e-9
@@ -399,6 +402,7 @@ def python_figures(build_dir, out_dir, mpiexec, mpi_flags, env, repetitions):
         "exact_reduce_sum_over_mpi_sum_buffer": exact_data_sum["exact_reduce_sum_over_mpi_sum_buffer"],
         "device_exact_reduce_sum_over_gloo_sum_row": exact_data_sum["device_exact_reduce_sum_over_gloo_sum_row"],
         "quantile_time_over_weighted_mean": quantile["quantile_time_over_weighted_mean"],
+        "weighted_quantile_time_over_weighted_mean": quantile["weighted_quantile_time_over_weighted_mean"],
         "python_gradmag_vs_ace_gather_1x2x2": gradmag["t_ace_gather_s"] / gradmag["t_gridshard_s"],
         "python_gradmag_ace_gather_s": gradmag["t_ace_gather_s"],
         "python_gradmag_gridshard_s": gradmag["t_gridshard_s"],

@@ -154,6 +154,12 @@ void bind_geometry(py::module_& m) {
         },
         py::arg("lat_deg"), py::arg("nlon"), py::arg("out"),
         "cos(latitude) per row, normalised to sum 1 over the lat x nlon grid. No MPI calls.");
+    m.def(
+        "quantile_weights_problem",
+        [](py::buffer weights) {
+            return quantile_weights_problem(contiguous_span<const double>(weights, "weights", false));
+        },
+        py::arg("weights"), "'' when every weight (float64) is finite and >= 0, else the problem. No MPI calls.");
 }
 
 void bind_mesh(py::module_& m) {
@@ -240,24 +246,38 @@ void bind_mesh(py::module_& m) {
         .def(
             "sample_quantiles",
             [](const PythonMesh& self, const std::string& group, py::buffer values, std::int64_t samples,
-               const std::vector<double>& q, const std::string& method) {
+               const std::vector<double>& q, const std::string& method, const py::object& weights) {
                 const Communicator& comm = group_of(self.mesh(), group);
                 const QuantileMethod chosen = parse_quantile_method(method);
+                std::optional<py::buffer> weight_buffer;
+                std::span<const double> weight_span;
+                if (!weights.is_none()) {
+                    if (chosen != QuantileMethod::inverted_cdf) {
+                        throw ArgumentError("weights: only method 'inverted_cdf' takes weights, got '" + method + "'");
+                    }
+                    weight_buffer = weights.cast<py::buffer>();
+                    weight_span = contiguous_span<const double>(*weight_buffer, "weights", false);
+                }
                 return with_floating_type(values, "data", [&](auto zero) {
                     using T = decltype(zero);
                     const std::span<const T> span = contiguous_span<const T>(values, "data", false);
                     SampleQuantiles result;
                     {
                         py::gil_scoped_release release;
-                        result = sample_quantiles(comm, span, samples, std::span<const double>(q), chosen);
+                        result = weight_buffer
+                                     ? sample_weighted_quantiles(comm, span, weight_span, samples,
+                                                                 std::span<const double>(q))
+                                     : sample_quantiles(comm, span, samples, std::span<const double>(q), chosen);
                     }
                     return py::make_tuple(result.values, result.counts);
                 });
             },
             py::arg("group"), py::arg("values"), py::arg("samples"), py::arg("q"), py::arg("method"),
+            py::arg("weights") = py::none(),
             "numpy's nanquantile of each of `samples` samples (equal runs of `values` on each rank, spread over "
-            "`group`: spatial, lat, lon or self): the (len(q), samples) float64 results flattened and each sample's "
-            "count of values that are not NaN. Collective over `group`; the caller agrees the arguments first.")
+            "`group`: spatial, lat, lon or self), weighted by `weights` (float64, one per value) when given: the "
+            "(len(q), samples) float64 results flattened and each sample's count of values that are not NaN. "
+            "Collective over `group`; the caller agrees the arguments first.")
         .def(
             "spatial_reduce_sum",
             [](const PythonMesh& self, py::buffer values) {

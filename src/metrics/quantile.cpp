@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "gridshard/comm/agreement.hpp"
+#include "gridshard/comm/exact_allreduce.hpp"
 #include "gridshard/core/error.hpp"
 #include "threads.hpp"
 
@@ -117,15 +118,22 @@ int digit_width(std::size_t slots, int left) {
     return width;
 }
 
-/// One pass: per slot (sorted), the histogram of the next `width` bits of its sample's keys that start with its
-/// prefix, this rank's elements only (sample s: elements [offsets[s], offsets[s + 1]); `to_key(element, key)` gives
-/// an element's key, or false for one that has none, a NaN). Threads count blocks of a sample's elements into
-/// histograms of their own, summed after (integer counts: the same for any thread count). A table of the prefixes'
-/// first (up to 16) bits passes over most keys with one lookup; the rest find their slot among the few that share
-/// those bits.
-template <class Key, class Element, class ToKey>
-std::vector<std::int64_t> count_digits(std::span<const Element> elements, std::span<const std::int64_t> offsets,
-                                       const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key) {
+inline void merge_into(std::int64_t& total, std::int64_t part) {
+    total += part;
+}
+inline void merge_into(ExactSum& total, const ExactSum& part) {
+    total.add(part);
+}
+
+/// One pass: per slot (sorted), the tally of the next `width` bits of its sample's keys that start with its prefix,
+/// this rank's elements only (sample s: elements [offsets[s], offsets[s + 1]); `to_key(element, key)` gives an
+/// element's key, or false for one that has none, a NaN; `deposit(bin, index)` adds element `index` to its bin: a
+/// count, or its weight). Threads tally blocks of a sample's elements into tallies of their own, merged after (integer
+/// counts and exact sums: the same for any thread count). A table of the prefixes' first (up to 16) bits passes over
+/// most keys with one lookup; the rest find their slot among the few that share those bits.
+template <class Key, class Bin, class Element, class ToKey, class Deposit>
+std::vector<Bin> tally_digits(std::span<const Element> elements, std::span<const std::int64_t> offsets,
+                              const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit) {
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::int64_t kBlock = 65536;
     const std::size_t bins = std::size_t{1} << width;
@@ -149,10 +157,10 @@ std::vector<std::int64_t> count_digits(std::span<const Element> elements, std::s
         first = last;
     }
     const int threads = detail::threads_for(static_cast<std::int64_t>(blocks.size()), kBlock);
-    std::vector<std::vector<std::int64_t>> histograms(static_cast<std::size_t>(threads));
+    std::vector<std::vector<Bin>> tallies(static_cast<std::size_t>(threads));
     GRIDSHARD_PRAGMA(omp parallel num_threads(threads)) {
-        std::vector<std::int64_t>& histogram = histograms[static_cast<std::size_t>(detail::thread_index())];
-        histogram.assign(slots.size() * bins, 0);
+        std::vector<Bin>& tally = tallies[static_cast<std::size_t>(detail::thread_index())];
+        tally.assign(slots.size() * bins, Bin{});
         std::vector<char> reachable(std::size_t{1} << head_bits);
         std::size_t table_of = slots.size();  // the first slot of the sample the table describes
         GRIDSHARD_PRAGMA(omp for schedule(static))
@@ -186,14 +194,16 @@ std::vector<std::int64_t> count_digits(std::span<const Element> elements, std::s
                     }
                     slot = static_cast<std::size_t>(found - slots.begin());
                 }
-                ++histogram[slot * bins + static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1))];
+                deposit(
+                    tally[slot * bins + static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1))],
+                    block.begin + i);
             }
         }
     }
-    std::vector<std::int64_t> total = std::move(histograms[0]);
-    for (std::size_t t = 1; t < histograms.size(); ++t) {
+    std::vector<Bin> total = std::move(tallies[0]);
+    for (std::size_t t = 1; t < tallies.size(); ++t) {
         for (std::size_t k = 0; k < total.size(); ++k) {
-            total[k] += histograms[t][k];
+            merge_into(total[k], tallies[t][k]);
         }
     }
     return total;
@@ -208,6 +218,18 @@ bool key_of_number(T value, KeyOf<T>& key) {
     key = key_of(value);
     return true;
 }
+
+/// A count per bin (tally_digits' deposit).
+constexpr auto count_one = [](std::int64_t& bin, std::int64_t) { ++bin; };
+
+/// An element's key for tally_digits: a value's (none for NaN), or a key's own. Lambdas, so that they inline.
+template <class T>
+constexpr auto key_of_value = [](T value, KeyOf<T>& key) { return key_of_number(value, key); };
+template <class Key>
+constexpr auto key_itself = [](Key element, Key& key) {
+    key = element;
+    return true;
+};
 
 /// The keys of this rank's values that start with a prefix of `slots` (sorted; `done` bits, at most 16), per
 /// sample, with the offsets of each sample's run: what the passes after the first read instead of the values.
@@ -302,8 +324,8 @@ FirstPass first_pass(const Communicator& group, std::span<const T> values, std::
     for (std::int64_t s = 0; s <= samples; ++s) {
         offsets.push_back(s * length);
     }
-    pass.histogram = count_digits<Key>(values, std::span<const std::int64_t>(offsets), slots, 0, pass.width,
-                                       [](T v, Key& key) { return key_of_number(v, key); });
+    pass.histogram = tally_digits<Key, std::int64_t>(values, std::span<const std::int64_t>(offsets), slots, 0,
+                                                     pass.width, key_of_value<T>, count_one);
     allreduce_sum_in_place(group, std::span<std::int64_t>(pass.histogram));
     const std::size_t bins = std::size_t{1} << pass.width;
     for (std::int64_t s = 0; s < samples; ++s) {
@@ -314,8 +336,9 @@ FirstPass first_pass(const Communicator& group, std::span<const T> values, std::
 }
 
 /// The distinct prefixes `wanted` asks for, sorted, each statistic pointed at its own.
-template <class Key>
-std::vector<Slot<Key>> slots_of(std::vector<Wanted<Key>>& wanted) {
+template <class Statistic>
+auto slots_of(std::vector<Statistic>& wanted) {
+    using Key = decltype(Statistic::prefix);
     std::vector<Slot<Key>> slots;
     for (const auto& w : wanted) {
         slots.push_back({w.sample, w.prefix});
@@ -350,18 +373,178 @@ void select_keys(const Communicator& group, std::span<const T> values, std::int6
             --width;
         }
         std::vector<std::int64_t> histogram =
-            count_digits<Key>(std::span<const Key>(keys), std::span<const std::int64_t>(offsets), slots, done, width,
-                              [](Key k, Key& key) {
-                                  key = k;
-                                  return true;
-                              });
+            tally_digits<Key, std::int64_t>(std::span<const Key>(keys), std::span<const std::int64_t>(offsets), slots,
+                                            done, width, key_itself<Key>, count_one);
         allreduce_sum_in_place(group, std::span<std::int64_t>(histogram));
         descend(wanted, histogram, width);
         done += width;
     }
 }
 
+/// The length of each sample's run of `size` values; ArgumentError when they do not form `samples` equal runs or a
+/// probability lies outside [0, 1].
+std::int64_t run_length(std::size_t size, std::int64_t samples, std::span<const double> probabilities) {
+    if (samples < 0 || (samples == 0 && size != 0) || (samples > 0 && size % static_cast<std::size_t>(samples) != 0)) {
+        throw ArgumentError("values: " + std::to_string(size) + " do not form " + std::to_string(samples) +
+                            " equal runs, one per sample");
+    }
+    for (const double q : probabilities) {
+        if (!(q >= 0.0 && q <= 1.0)) {
+            throw ArgumentError("q=" + std::to_string(q) + ": quantiles must be in the range [0, 1]");
+        }
+    }
+    return samples == 0 ? 0 : static_cast<std::int64_t>(size) / samples;
+}
+
+/// Exact sums one weighted pass may hold in all (about 5 MB): the digit narrows where many prefixes are wanted.
+constexpr std::size_t kWeightedBudget = 4096;
+constexpr int kWidestWeightedDigit = 8;
+
+int weighted_digit_width(std::size_t slots, int left) {
+    int width = std::min(kWidestWeightedDigit, left);
+    while (width > 1 && (slots << width) > kWeightedBudget) {
+        --width;
+    }
+    return width;
+}
+
+/// A weighted statistic wanted: the smallest key of sample `sample` whose cumulative weight (the weights of the
+/// sample's keys up to it) reaches `target` and is above zero, found digit by digit; `below` is the weight of the
+/// sample's keys below those that start with `prefix`.
+template <class Key>
+struct WeightedWanted {
+    std::int64_t sample = 0;
+    ExactSum target;
+    ExactSum below;
+    Key prefix = 0;
+    std::size_t slot = 0;
+};
+
+/// Each wanted statistic's next digit from its slot's merged weights: the first bin where the cumulative weight
+/// reaches its target and is above zero (exact comparisons). The statistic lies in its prefix's range, so some bin
+/// of the range does.
+template <class Key>
+void descend_weighted(std::vector<WeightedWanted<Key>>& wanted, const std::vector<ExactSum>& sums, int width) {
+    const std::size_t bins = std::size_t{1} << width;
+    for (auto& w : wanted) {
+        const ExactSum* weights = sums.data() + w.slot * bins;
+        std::size_t digit = 0;
+        for (; digit + 1 < bins; ++digit) {
+            if (weights[digit].sign() == 0) {
+                continue;  // no weight here: the cumulative weight stays short
+            }
+            ExactSum reached = w.below;
+            reached.add(weights[digit]);
+            ExactSum surplus = reached;
+            surplus.subtract(w.target);
+            if (surplus.sign() >= 0 && reached.sign() > 0) {
+                break;
+            }
+            w.below = reached;
+        }
+        w.prefix = static_cast<Key>(static_cast<Key>(w.prefix << width) | digit);
+    }
+}
+
 }  // namespace
+
+std::string quantile_weights_problem(std::span<const double> weights) {
+    for (const double w : weights) {
+        if (!(std::isfinite(w) && w >= 0.0)) {
+            return "weights must be finite and >= 0, got " + std::to_string(w);
+        }
+    }
+    return "";
+}
+
+template <class T>
+SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<const T> values,
+                                          std::span<const double> weights, std::int64_t samples,
+                                          std::span<const double> probabilities) {
+    const std::int64_t length = run_length(values.size(), samples, probabilities);
+    if (weights.size() != values.size()) {
+        throw ArgumentError("weights: " + std::to_string(weights.size()) + " for " + std::to_string(values.size()) +
+                            " values; expected one weight per value");
+    }
+    if (const std::string problem = quantile_weights_problem(weights); !problem.empty()) {
+        throw ArgumentError(problem);
+    }
+    using Key = KeyOf<T>;
+    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(samples), 0);
+    ExponentRange range;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        for (std::int64_t i = s * length; i < (s + 1) * length; ++i) {
+            counts[static_cast<std::size_t>(s)] += std::isnan(values[static_cast<std::size_t>(i)]) ? 0 : 1;
+            range.add(weights[static_cast<std::size_t>(i)]);
+        }
+    }
+    allreduce_sum_in_place(group, std::span<std::int64_t>(counts));
+    // The bins' sums span the weights' range times the values' count: their limbs alone go on the wire.
+    const LimbWindow window =
+        window_for_range(allreduce_range(group, range), std::accumulate(counts.begin(), counts.end(), std::int64_t{1}));
+    std::vector<std::int64_t> offsets;
+    std::vector<Slot<Key>> slots;
+    for (std::int64_t s = 0; s <= samples; ++s) {
+        offsets.push_back(s * length);
+        if (s < samples) {
+            slots.push_back({s, Key{0}});
+        }
+    }
+    const auto weigh = [weights](ExactSum& bin, std::int64_t index) {
+        bin.add(weights[static_cast<std::size_t>(index)]);
+    };
+    const auto pass = [&](const std::vector<Slot<Key>>& of, int done, int width) {
+        std::vector<ExactSum> sums = tally_digits<Key, ExactSum>(values, std::span<const std::int64_t>(offsets), of,
+                                                                 done, width, key_of_value<T>, weigh);
+        allreduce_exact(group, std::span<ExactSum>(sums), window);
+        return sums;
+    };
+    int width = weighted_digit_width(slots.size(), kBits);
+    const std::vector<ExactSum> first = pass(slots, 0, width);
+
+    // Each sample's weight, and per probability the statistic whose cumulative weight reaches q times it.
+    std::vector<WeightedWanted<Key>> wanted;
+    std::vector<std::int64_t> position(probabilities.size() * static_cast<std::size_t>(samples), -1);  // [k * s + s]
+    for (std::int64_t s = 0; s < samples; ++s) {
+        ExactSum total;
+        for (std::size_t b = 0; b < (std::size_t{1} << width); ++b) {
+            total.add(first[(static_cast<std::size_t>(s) << width) + b]);
+        }
+        if (total.sign() == 0) {
+            continue;  // no value, or no weight: NaN
+        }
+        for (std::size_t k = 0; k < probabilities.size(); ++k) {
+            position[k * static_cast<std::size_t>(samples) + static_cast<std::size_t>(s)] =
+                static_cast<std::int64_t>(wanted.size());
+            WeightedWanted<Key> w;
+            w.sample = s;
+            w.slot = static_cast<std::size_t>(s);
+            w.target.add_scaled(total, probabilities[k]);
+            wanted.push_back(std::move(w));
+        }
+    }
+    descend_weighted(wanted, first, width);
+    for (int done = width; done < kBits && !wanted.empty(); done += width) {
+        slots = slots_of(wanted);
+        width = weighted_digit_width(slots.size(), kBits - done);
+        descend_weighted(wanted, pass(slots, done, width), width);
+    }
+    std::vector<double> result(position.size());
+    for (std::size_t k = 0; k < position.size(); ++k) {
+        result[k] = position[k] < 0
+                        ? std::numeric_limits<double>::quiet_NaN()
+                        : static_cast<double>(value_of<T>(wanted[static_cast<std::size_t>(position[k])].prefix));
+    }
+    return {std::move(result), std::move(counts)};
+}
+
+template SampleQuantiles sample_weighted_quantiles<float>(const Communicator&, std::span<const float>,
+                                                          std::span<const double>, std::int64_t,
+                                                          std::span<const double>);
+template SampleQuantiles sample_weighted_quantiles<double>(const Communicator&, std::span<const double>,
+                                                           std::span<const double>, std::int64_t,
+                                                           std::span<const double>);
 
 QuantileMethod parse_quantile_method(std::string_view name) {
     if (name == "linear") {
@@ -376,17 +559,7 @@ QuantileMethod parse_quantile_method(std::string_view name) {
 template <class T>
 SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values, std::int64_t samples,
                                  std::span<const double> probabilities, QuantileMethod method) {
-    if (samples < 0 || (samples == 0 && !values.empty()) ||
-        (samples > 0 && values.size() % static_cast<std::size_t>(samples) != 0)) {
-        throw ArgumentError("values: " + std::to_string(values.size()) + " do not form " + std::to_string(samples) +
-                            " equal runs, one per sample");
-    }
-    for (const double q : probabilities) {
-        if (!(q >= 0.0 && q <= 1.0)) {
-            throw ArgumentError("q=" + std::to_string(q) + ": quantiles must be in the range [0, 1]");
-        }
-    }
-    const std::int64_t length = samples == 0 ? 0 : static_cast<std::int64_t>(values.size()) / samples;
+    const std::int64_t length = run_length(values.size(), samples, probabilities);
     const FirstPass first = first_pass(group, values, samples, length);
     const std::vector<std::int64_t>& counts = first.counts;
 

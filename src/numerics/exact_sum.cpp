@@ -142,6 +142,15 @@ void ExactSum::normalize() noexcept {
     }
 }
 
+int ExactSum::sign() const noexcept {
+    ExactSum normalised = *this;
+    normalised.normalize();
+    if (normalised.high_ <= normalised.low_) {
+        return 0;
+    }
+    return normalised.negative() ? -1 : 1;
+}
+
 bool ExactSum::negative() const noexcept {
     return high_ > low_ && limbs_[static_cast<std::size_t>(high_) - 1] < 0;
 }

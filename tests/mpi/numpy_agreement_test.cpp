@@ -119,5 +119,38 @@ TEST(NumpyAgreement, QuantilesAreNumpysBits) {
     }
 }
 
+TEST(NumpyAgreement, WeightedQuantilesAreTheExactWeightedInvertedCdf) {
+    const Fixture f = load();
+    const ProcessMesh mesh = mpitest::make_mesh();
+    if (f.grid.nlat < mesh.shape().lat || f.grid.nlon < mesh.shape().lon) {
+        GTEST_SKIP() << "mesh finer than the fixture";
+    }
+    const ShardedGrid grid(mesh, f.grid);
+    const auto t = shard_of(f.truth, f.grid, grid.box(), f.channels);
+    std::vector<double> weights;  // cell (i, j) weighs (i + 2 j) % 4, as make_fixture.py's reference
+    for (std::int64_t c = 0; c < f.channels; ++c) {
+        for (std::int64_t i = grid.box().lat.begin; i < grid.box().lat.end; ++i) {
+            for (std::int64_t j = grid.box().lon.begin; j < grid.box().lon.end; ++j) {
+                weights.push_back(static_cast<double>((i + 2 * j) % 4));
+            }
+        }
+    }
+    const auto q = f.expected["quantiles"].get<std::vector<double>>();
+    const SampleQuantiles got =
+        sample_weighted_quantiles(mesh.spatial(), std::span<const float>(t), std::span<const double>(weights),
+                                  f.channels, std::span<const double>(q));
+    const nlohmann::json& want = f.expected["quantile_weighted_inverted_cdf"];
+    ASSERT_EQ(got.values.size(), want.size());
+    for (std::size_t k = 0; k < want.size(); ++k) {
+        const double expected = want[k].is_null() ? std::nan("") : want[k].get<double>();
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(expected))
+            << "[" << k << "]: " << got.values[k] << ", exact " << expected;
+    }
+    EXPECT_EQ(quantile_weights_problem(std::span<const double>(weights)), "");
+    weights.back() = -1.0;
+    EXPECT_NE(quantile_weights_problem(std::span<const double>(weights)).find("finite and >= 0, got -1"),
+              std::string::npos);
+}
+
 }  // namespace
 }  // namespace gridshard

@@ -11,6 +11,7 @@ Usage: make_fixture.py OUTDIR  -> OUTDIR/fields.bin (truth f4, prediction f4, la
 """
 import json
 import sys
+from fractions import Fraction
 import warnings
 from pathlib import Path
 
@@ -85,6 +86,22 @@ def main():
         values = np.nanquantile(truth, QUANTILES, axis=(-2, -1), method=method)  # (len(q), channels)
         expected["quantile_" + method] = values.astype(np.float64).ravel().tolist()
     expected["quantiles"] = QUANTILES
+    # The weighted "inverted_cdf" with the integer weights (i + 2 j) % 4 of cell (i, j), zeros among them: in exact
+    # arithmetic (numpy 1.24 has no weights), the smallest value whose cumulative weight reaches q times the total.
+    weights = np.add.outer(np.arange(NLAT), 2 * np.arange(NLON)) % 4
+    weighted = []
+    for q in QUANTILES:
+        for c in range(CHANNELS):
+            pairs = sorted((float(v), int(w)) for v, w in zip(truth[c].ravel(), weights.ravel()) if not np.isnan(v))
+            total, cumulative = sum(w for _, w in pairs), 0
+            chosen = np.nan
+            for value, w in pairs:
+                cumulative += w
+                if cumulative > 0 and cumulative >= Fraction(q) * total:
+                    chosen = value
+                    break
+            weighted.append(chosen)
+    expected["quantile_weighted_inverted_cdf"] = weighted
     # JSON has no NaN: null stands for it.
     for key, values in expected.items():
         expected[key] = [None if np.isnan(v) else v for v in values]

@@ -4,6 +4,7 @@ for float32 and float64, numpy arrays and torch tensors, both methods, every set
 holes, an all-NaN channel, infinities, signed zeros, subnormals and a constant channel."""
 import sys
 import warnings
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
@@ -112,6 +113,100 @@ def test_a_scalar_result_is_a_numpy_scalar_as_numpys(dist):
 def test_bad_arguments_raise_on_every_rank(dist, case, message):
     shard = field("normal", np.float64)[dist.get_local_slices((3, 2) + GRID)]
     arguments = dict(q=0.5, dim=(-2, -1), method="linear")
+    if dist._mesh.coords[1] + dist._mesh.coords[2] == 0:  # one rank only: the others raise with it
+        arguments.update(case)
+    with pytest.raises(gridshard.ArgumentError, match=message):
+        dist.quantile(shard, **arguments)
+    assert dist.quantile(shard, 0.5, dim=None) == np.nanquantile(field("normal", np.float64), 0.5)  # still in step
+
+
+def weighted_reference(data, weights, q, dim):
+    """The weighted "inverted_cdf" in rational arithmetic on the gathered field: per sample, of the values that are
+    not NaN, the smallest (-0 before +0) whose cumulative weight is >= q times the sample's weight and > 0."""
+    ndim = data.ndim
+    dims = list(range(ndim)) if dim is None else sorted(d % ndim for d in dim)
+    kept = [d for d in range(ndim) if d not in dims]
+    moved = np.moveaxis(data, dims, list(range(len(kept), ndim)))
+    w = np.moveaxis(np.broadcast_to(weights, data.shape), dims, list(range(len(kept), ndim)))
+    shape = moved.shape[:len(kept)]
+    samples = int(np.prod(shape, dtype=np.int64))
+    values, w = moved.reshape(samples, -1), w.reshape(samples, -1)
+    qs = np.atleast_1d(q)
+    out = np.empty((qs.size, values.shape[0]), dtype=data.dtype)
+    for s in range(values.shape[0]):
+        pairs = sorted(((float(v), not np.signbit(v), Fraction(float(x))) for v, x in zip(values[s], w[s])
+                        if not np.isnan(v)), key=lambda p: (p[0], p[1]))
+        total = sum((p[2] for p in pairs), Fraction(0))
+        for k, probability in enumerate(qs):
+            out[k, s] = np.nan
+            cumulative, target = Fraction(0), Fraction(float(probability)) * total
+            for value, _, weight in pairs if total > 0 else []:
+                cumulative += weight
+                if cumulative >= target and cumulative > 0:
+                    out[k, s] = value  # -0.0 stays -0.0
+                    break
+    out = out.reshape((qs.size,) + shape)
+    return out if np.ndim(q) > 0 else out[0]
+
+
+WEIGHTS = ["cos lat per row", "integers with zeros per point", "ones"]
+
+
+def cell_weights(kind):
+    """Global (lat, lon) weights: area weights per row; small integers with zeros (a mask), whose cumulative
+    weights meet q times the total exactly at q = 0.25, 0.5; all ones (the unweighted rule)."""
+    if kind == "cos lat per row":
+        return np.cos(np.deg2rad(np.linspace(-88.0, 88.0, GRID[0])))[:, None] * np.ones((1, GRID[1]))
+    if kind == "ones":
+        return np.ones(GRID)
+    return np.random.default_rng(5).integers(0, 4, GRID).astype(np.float64)
+
+
+@pytest.mark.parametrize("weights_kind,kind", [
+    ("cos lat per row", "normal"), ("cos lat per row", "signed zeros"), ("integers with zeros per point", "ties"),
+    ("integers with zeros per point", "holes"), ("ones", "holes"), ("ones", "infinities")])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_weighted_quantiles_are_the_exact_weighted_inverted_cdf(dist, weights_kind, kind, dtype):
+    data = field(kind, dtype)
+    weights = cell_weights(weights_kind)
+    lat, lon = dist.get_local_slices(GRID)
+    shard = data[dist.get_local_slices(data.shape)]
+    local = weights[lat, lon] if weights_kind != "cos lat per row" else weights[lat, :1]  # (h, 1) per row
+    for dim in DIMS + [(0,)]:
+        for q in [QUANTILES[0] + [0.75], 0.5]:
+            want = np.asarray(weighted_reference(data, weights, q, dim))[local_slice(dist, data.ndim, dim,
+                                                                                     np.ndim(q) > 0)]
+            got = dist.quantile(shard, q, dim=dim, method="inverted_cdf", weights=local)
+            assert bits(got) == bits(want), (kind, dim, q, got, want)
+            if weights_kind == "ones":  # the unweighted rule's bits
+                plain = dist.quantile(shard, q, dim=dim, method="inverted_cdf")
+                assert bits(got) == bits(plain), (kind, dim, q)
+
+
+def test_weighted_quantiles_of_tensors_and_without_weight(dist):
+    torch = pytest.importorskip("torch")
+    data = field("holes", np.float32)
+    weights = cell_weights("integers with zeros per point")
+    weights[:, :] = 0.0
+    weights[2, 3] = 1.0  # one cell weighs: every sample over the grid is its value, or NaN where it is NaN
+    lat, lon = dist.get_local_slices(GRID)
+    shard = torch.from_numpy(data[dist.get_local_slices(data.shape)].copy())
+    got = dist.quantile(shard, [0.0, 0.5, 1.0], method="inverted_cdf", weights=torch.from_numpy(weights[lat, lon]))
+    assert isinstance(got, torch.Tensor) and got.dtype == torch.float32
+    want = np.broadcast_to(data[:, :, 2, 3], (3,) + data.shape[:2])
+    assert bits(got.numpy()) == bits(want.astype(np.float32))
+    nothing = dist.quantile(shard.numpy(), 0.5, method="inverted_cdf", weights=np.zeros((lat.stop - lat.start, 1)))
+    assert np.isnan(nothing).all() and nothing.dtype == np.float32
+
+
+@pytest.mark.parametrize("case,message", [
+    (dict(method="linear"), "only method 'inverted_cdf' takes weights"),
+    (dict(weights=-1.0), "finite and >= 0, got -1"), (dict(weights=np.nan), "finite and >= 0, got nan"),
+    (dict(weights=np.ones((2, 2, 2))), "does not broadcast"),
+])
+def test_bad_weights_raise_on_every_rank(dist, case, message):
+    shard = field("normal", np.float64)[dist.get_local_slices((3, 2) + GRID)]
+    arguments = dict(q=0.5, method="inverted_cdf", weights=np.ones(shard.shape[-2:]))
     if dist._mesh.coords[1] + dist._mesh.coords[2] == 0:  # one rank only: the others raise with it
         arguments.update(case)
     with pytest.raises(gridshard.ArgumentError, match=message):

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -60,5 +61,29 @@ template <class T>
 [[nodiscard]] SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values,
                                                std::int64_t samples, std::span<const double> probabilities,
                                                QuantileMethod method);
+
+/// The weighted quantiles `probabilities` (each in [0, 1]) of `samples` samples, laid out as in sample_quantiles,
+/// with one weight per value (`weights`, as long as `values`; finite and >= 0): numpy 2's weighted "inverted_cdf"
+/// (`np.nanquantile(sample, q, weights=w, method="inverted_cdf")`) in exact arithmetic. Of each sample's values
+/// that are not NaN, with their weights, the result is the smallest value v whose cumulative weight (the weights of
+/// the values <= v, -0 before +0) is >= q times the sample's weight and > 0; NaN for a sample without weight. numpy
+/// forms the cumulative weights in float64 and divides by the last, so where q times the weight lies within its
+/// rounding of a cumulative weight, numpy's choice can be the neighbouring value; gridshard compares exactly (every
+/// sum and q times the weight in ExactSum), so its answer does not depend on the order of the values or the mesh.
+///
+/// How: the radix selection of sample_quantiles with exact sums of the weights for counts: each pass reads the
+/// values and adds each weight to its bin's ExactSum (digits of up to 8 bits, at most 4096 bins in all), merged over
+/// `group` by allreduce_exact in the limbs the weights' range needs. Collective over `group`: an allreduce of the
+/// counts and one of the weights' exponent range, then one allreduce of exact sums per pass (4 for float, 8 for
+/// double where few statistics are wanted). Every rank must pass the same `samples` and `probabilities`, and
+/// weights that quantile_weights_problem accepts (the caller agrees them first).
+template <class T>
+[[nodiscard]] SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<const T> values,
+                                                        std::span<const double> weights, std::int64_t samples,
+                                                        std::span<const double> probabilities);
+
+/// "" when every weight is finite and >= 0, else the problem, naming the first bad weight: the rule of
+/// sample_weighted_quantiles' weights, for callers that agree it over their ranks first.
+[[nodiscard]] std::string quantile_weights_problem(std::span<const double> weights);
 
 }  // namespace gridshard

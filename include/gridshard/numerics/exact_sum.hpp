@@ -77,6 +77,9 @@ class ExactSum {
     /// Makes the sum zero again, touching only the limbs it uses (cheaper than assigning a new one).
     void clear() noexcept;
 
+    /// The sign of the exact sum (-1, 0 or 1), which no rounding can hide; meaningless once NaN or infinities were
+    /// added.
+    [[nodiscard]] int sign() const noexcept;
     /// The sum rounded to nearest, ties to even; NaN or +-inf when those were added.
     [[nodiscard]] double to_double() const noexcept;
     /// The sum to 106 bits: `hi` is to_double(), `lo` the rounded remainder.
