@@ -124,6 +124,9 @@ inline void merge_into(std::int64_t& total, std::int64_t part) {
 inline void merge_into(ExactSum& total, const ExactSum& part) {
     total.add(part);
 }
+inline void merge_into(detail::Int128& total, detail::Int128 part) {
+    total += part;
+}
 
 /// One pass: per slot (sorted), the tally of the next `width` bits of its sample's keys that start with its prefix,
 /// this rank's elements only (sample s: elements [offsets[s], offsets[s + 1]); `to_key(element, key)` gives an
@@ -446,6 +449,33 @@ void descend_weighted(std::vector<WeightedWanted<Key>>& wanted, const std::vecto
     }
 }
 
+/// A finite weight >= 0 as an integer on the grid 2^lowest_bit, which its lowest bit must not lie below.
+inline detail::Int128 weight_on_grid(double weight, int lowest_bit) noexcept {
+    const auto bits = std::bit_cast<std::uint64_t>(weight);
+    if (bits == 0) {
+        return 0;  // +0, which has no lowest bit (the grid may lie above the subnormals)
+    }
+    const auto biased = static_cast<int>(bits >> 52);
+    const std::uint64_t fraction = bits & ((std::uint64_t{1} << 52) - 1);
+    const auto mantissa = static_cast<std::int64_t>(biased == 0 ? fraction : fraction | (std::uint64_t{1} << 52));
+    return detail::Int128{mantissa} << ((biased == 0 ? -1074 : biased - 1075) - lowest_bit);
+}
+
+/// Each bin's integer on the grid 2^lowest_bit as an exact sum.
+std::vector<ExactSum> exact_sums_of(const std::vector<detail::Int128>& bins, int lowest_bit) {
+    std::vector<ExactSum> sums(bins.size());
+    for (std::size_t k = 0; k < bins.size(); ++k) {
+        const detail::Int128 v = bins[k];  // >= 0: a sum of weights
+        if (v != 0) {
+            const auto low = static_cast<std::uint64_t>(v);
+            sums[k].add_product(1.0, static_cast<std::int64_t>(v >> 64), lowest_bit + 64);
+            sums[k].add_product(1.0, static_cast<std::int64_t>(low >> 32), lowest_bit + 32);
+            sums[k].add_product(1.0, static_cast<std::int64_t>(low & 0xffffffffU), lowest_bit);
+        }
+    }
+    return sums;
+}
+
 }  // namespace
 
 std::string quantile_weights_problem(std::span<const double> weights) {
@@ -481,8 +511,15 @@ SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<c
     }
     allreduce_sum_in_place(group, std::span<std::int64_t>(counts));
     // The bins' sums span the weights' range times the values' count: their limbs alone go on the wire.
-    const LimbWindow window =
-        window_for_range(allreduce_range(group, range), std::accumulate(counts.begin(), counts.end(), std::int64_t{1}));
+    const std::int64_t terms = std::accumulate(counts.begin(), counts.end(), std::int64_t{1});
+    range = allreduce_range(group, range);
+    const LimbWindow window = window_for_range(range, terms);
+    // Weights of a few tens of binades (area weights, masks) sum exactly in 128-bit integers on the grid of their
+    // lowest bit; a wider range takes an ExactSum per bin. The range is agreed: every rank takes the same path.
+    const int lowest_bit = std::max(range.lowest - 52, -1074);
+    const bool on_grid =
+        range.lowest <= range.highest &&
+        range.highest + 1 + static_cast<int>(std::bit_width(static_cast<std::uint64_t>(terms))) - lowest_bit <= 126;
     std::vector<std::int64_t> offsets;
     std::vector<Slot<Key>> slots;
     for (std::int64_t s = 0; s <= samples; ++s) {
@@ -494,9 +531,16 @@ SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<c
     const auto weigh = [weights](ExactSum& bin, std::int64_t index) {
         bin.add(weights[static_cast<std::size_t>(index)]);
     };
+    const auto weigh_on_grid = [weights, lowest_bit](detail::Int128& bin, std::int64_t index) {
+        bin += weight_on_grid(weights[static_cast<std::size_t>(index)], lowest_bit);
+    };
     const auto pass = [&](const std::vector<Slot<Key>>& of, int done, int width) {
-        std::vector<ExactSum> sums = tally_digits<Key, ExactSum>(values, std::span<const std::int64_t>(offsets), of,
-                                                                 done, width, key_of_value<T>, weigh);
+        const std::span<const std::int64_t> runs(offsets);
+        std::vector<ExactSum> sums =
+            on_grid ? exact_sums_of(tally_digits<Key, detail::Int128>(values, runs, of, done, width, key_of_value<T>,
+                                                                      weigh_on_grid),
+                                    lowest_bit)
+                    : tally_digits<Key, ExactSum>(values, runs, of, done, width, key_of_value<T>, weigh);
         allreduce_exact(group, std::span<ExactSum>(sums), window);
         return sums;
     };

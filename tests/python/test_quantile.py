@@ -149,7 +149,7 @@ def weighted_reference(data, weights, q, dim):
     return out if np.ndim(q) > 0 else out[0]
 
 
-WEIGHTS = ["cos lat per row", "integers with zeros per point", "ones"]
+WEIGHTS = ["cos lat per row", "integers with zeros per point", "ones", "rows 2^-300 apart"]
 
 
 def cell_weights(kind):
@@ -159,19 +159,23 @@ def cell_weights(kind):
         return np.cos(np.deg2rad(np.linspace(-88.0, 88.0, GRID[0])))[:, None] * np.ones((1, GRID[1]))
     if kind == "ones":
         return np.ones(GRID)
+    if kind == "rows 2^-300 apart":  # too wide for 128-bit integers: the exact sums' path
+        return np.where(np.arange(GRID[0]) % 2 == 0, 1.0, 2.0 ** -300)[:, None] * np.ones((1, GRID[1]))
     return np.random.default_rng(5).integers(0, 4, GRID).astype(np.float64)
 
 
 @pytest.mark.parametrize("weights_kind,kind", [
     ("cos lat per row", "normal"), ("cos lat per row", "signed zeros"), ("integers with zeros per point", "ties"),
-    ("integers with zeros per point", "holes"), ("ones", "holes"), ("ones", "infinities")])
+    ("integers with zeros per point", "holes"), ("ones", "holes"), ("ones", "infinities"),
+    ("rows 2^-300 apart", "normal"), ("rows 2^-300 apart", "holes")])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_weighted_quantiles_are_the_exact_weighted_inverted_cdf(dist, weights_kind, kind, dtype):
     data = field(kind, dtype)
     weights = cell_weights(weights_kind)
     lat, lon = dist.get_local_slices(GRID)
     shard = data[dist.get_local_slices(data.shape)]
-    local = weights[lat, lon] if weights_kind != "cos lat per row" else weights[lat, :1]  # (h, 1) per row
+    per_row = weights_kind in ("cos lat per row", "rows 2^-300 apart")
+    local = weights[lat, :1] if per_row else weights[lat, lon]  # (h, 1) per row
     for dim in DIMS + [(0,)]:
         for q in [QUANTILES[0] + [0.75], 0.5]:
             want = np.asarray(weighted_reference(data, weights, q, dim))[local_slice(dist, data.ndim, dim,
