@@ -74,10 +74,10 @@ template <class T>
 /// How: the radix selection of sample_quantiles with exact sums of the weights for counts: each pass reads the
 /// values and adds each weight to its bin (digits of up to 8 bits, at most 4096 bins in all): a 128-bit integer on
 /// the grid of the weights' lowest bit where their agreed exponent range and count fit it, else an ExactSum. The
-/// bins, as exact sums, are merged over `group` by allreduce_exact in the limbs the weights' range needs. Collective over `group`: an allreduce of the
-/// counts and one of the weights' exponent range, then one allreduce of exact sums per pass (4 for float, 8 for
-/// double where few statistics are wanted). Every rank must pass the same `samples` and `probabilities`, and
-/// weights that quantile_weights_problem accepts (the caller agrees them first).
+/// bins, as exact sums, are merged over `group` by allreduce_exact in the limbs the weights' range needs. Collective
+/// over `group`: an allreduce of the counts and one of the weights' exponent range, then one allreduce of exact sums
+/// per pass (4 for float, 8 for double where few statistics are wanted). Every rank must pass the same `samples` and
+/// `probabilities`, and weights that quantile_weights_problem accepts (the caller agrees them first).
 template <class T>
 [[nodiscard]] SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<const T> values,
                                                         std::span<const double> weights, std::int64_t samples,
