@@ -451,10 +451,10 @@ void descend_weighted(std::vector<WeightedWanted<Key>>& wanted, const std::vecto
 
 /// A finite weight >= 0 as an integer on the grid 2^lowest_bit, which its lowest bit must not lie below.
 inline detail::Int128 weight_on_grid(double weight, int lowest_bit) noexcept {
-    const auto bits = std::bit_cast<std::uint64_t>(weight);
-    if (bits == 0) {
-        return 0;  // +0, which has no lowest bit (the grid may lie above the subnormals)
+    if (weight == 0.0) {
+        return 0;  // +0 or -0, which have no lowest bit (the grid may lie above the subnormals)
     }
+    const auto bits = std::bit_cast<std::uint64_t>(weight);  // positive: no sign bit
     const auto biased = static_cast<int>(bits >> 52);
     const std::uint64_t fraction = bits & ((std::uint64_t{1} << 52) - 1);
     const auto mantissa = static_cast<std::int64_t>(biased == 0 ? fraction : fraction | (std::uint64_t{1} << 52));

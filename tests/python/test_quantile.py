@@ -153,15 +153,18 @@ WEIGHTS = ["cos lat per row", "integers with zeros per point", "ones", "rows 2^-
 
 
 def cell_weights(kind):
-    """Global (lat, lon) weights: area weights per row; small integers with zeros (a mask), whose cumulative
-    weights meet q times the total exactly at q = 0.25, 0.5; all ones (the unweighted rule)."""
+    """Global (lat, lon) weights: area weights per row; small integers with zeros (+0 and -0, a mask), whose
+    cumulative weights meet q times the total exactly at q = 0.25, 0.5; all ones (the unweighted rule); rows 2^-300
+    apart (too wide a range for the 128-bit bins)."""
     if kind == "cos lat per row":
         return np.cos(np.deg2rad(np.linspace(-88.0, 88.0, GRID[0])))[:, None] * np.ones((1, GRID[1]))
     if kind == "ones":
         return np.ones(GRID)
     if kind == "rows 2^-300 apart":  # too wide for 128-bit integers: the exact sums' path
         return np.where(np.arange(GRID[0]) % 2 == 0, 1.0, 2.0 ** -300)[:, None] * np.ones((1, GRID[1]))
-    return np.random.default_rng(5).integers(0, 4, GRID).astype(np.float64)
+    weights = np.random.default_rng(5).integers(0, 4, GRID).astype(np.float64)
+    weights[:, ::2] = np.where(weights[:, ::2] == 0, -0.0, weights[:, ::2])  # -0 among the zeros: no weight either
+    return weights
 
 
 @pytest.mark.parametrize("weights_kind,kind", [
