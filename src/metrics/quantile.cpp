@@ -109,10 +109,11 @@ struct Slot {
     bool operator==(const Slot& o) const { return sample == o.sample && prefix == o.prefix; }
 };
 
-/// The digit width of a pass over `slots` histograms with `left` bits still to find.
-int digit_width(std::size_t slots, int left) {
-    int width = std::min(kWidestDigit, left);
-    while (width > kNarrowestDigit && (slots << width) > kHistogramBudget) {
+/// The widest digit (at most `widest` bits, and `left`, the bits still to find) whose histograms for `slots` prefixes
+/// stay within `budget` bins in all, but never below `narrowest` bits.
+int digit_width(std::size_t slots, int left, int widest, int narrowest, std::size_t budget) {
+    int width = std::min(widest, left);
+    while (width > narrowest && (slots << width) > budget) {
         --width;
     }
     return width;
@@ -322,7 +323,8 @@ FirstPass first_pass(const Communicator& group, std::span<const T> values, std::
         slots.push_back({s, Key{0}});
     }
     FirstPass pass;
-    pass.width = digit_width(slots.size(), static_cast<int>(sizeof(Key) * 8));
+    pass.width =
+        digit_width(slots.size(), static_cast<int>(sizeof(Key) * 8), kWidestDigit, kNarrowestDigit, kHistogramBudget);
     std::vector<std::int64_t> offsets;
     for (std::int64_t s = 0; s <= samples; ++s) {
         offsets.push_back(s * length);
@@ -371,10 +373,7 @@ void select_keys(const Communicator& group, std::span<const T> values, std::int6
     const auto [keys, offsets] = wanted_keys(values, samples, length, slots_of(wanted), first.width);
     for (int done = first.width; done < kBits;) {
         const std::vector<Slot<Key>> slots = slots_of(wanted);
-        int width = std::min(kWidestDigit, kBits - done);
-        while (width > 1 && (slots.size() << width) > kLaterBudget) {
-            --width;
-        }
+        const int width = digit_width(slots.size(), kBits - done, kWidestDigit, 1, kLaterBudget);
         std::vector<std::int64_t> histogram =
             tally_digits<Key, std::int64_t>(std::span<const Key>(keys), std::span<const std::int64_t>(offsets), slots,
                                             done, width, key_itself<Key>, count_one);
@@ -402,14 +401,6 @@ std::int64_t run_length(std::size_t size, std::int64_t samples, std::span<const 
 /// Exact sums one weighted pass may hold in all (about 5 MB): the digit narrows where many prefixes are wanted.
 constexpr std::size_t kWeightedBudget = 4096;
 constexpr int kWidestWeightedDigit = 8;
-
-int weighted_digit_width(std::size_t slots, int left) {
-    int width = std::min(kWidestWeightedDigit, left);
-    while (width > 1 && (slots << width) > kWeightedBudget) {
-        --width;
-    }
-    return width;
-}
 
 /// A weighted statistic wanted: the smallest key of sample `sample` whose cumulative weight (the weights of the
 /// sample's keys up to it) reaches `target` and is above zero, found digit by digit; `below` is the weight of the
@@ -544,7 +535,7 @@ SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<c
         allreduce_exact(group, std::span<ExactSum>(sums), window);
         return sums;
     };
-    int width = weighted_digit_width(slots.size(), kBits);
+    int width = digit_width(slots.size(), kBits, kWidestWeightedDigit, 1, kWeightedBudget);
     const std::vector<ExactSum> first = pass(slots, 0, width);
 
     // Each sample's weight, and per probability the statistic whose cumulative weight reaches q times it.
@@ -571,7 +562,7 @@ SampleQuantiles sample_weighted_quantiles(const Communicator& group, std::span<c
     descend_weighted(wanted, first, width);
     for (int done = width; done < kBits && !wanted.empty(); done += width) {
         slots = slots_of(wanted);
-        width = weighted_digit_width(slots.size(), kBits - done);
+        width = digit_width(slots.size(), kBits - done, kWidestWeightedDigit, 1, kWeightedBudget);
         descend_weighted(wanted, pass(slots, done, width), width);
     }
     std::vector<double> result(position.size());
