@@ -9,231 +9,17 @@
 #include <limits>
 #include <numeric>
 #include <string>
-#include <type_traits>
 #include <utility>
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/exact_allreduce.hpp"
 #include "gridshard/core/error.hpp"
-#include "threads.hpp"
+#include "quantile_selection.hpp"
 
 namespace gridshard {
 namespace {
 
-/// Histogram bins one pass may hold in all (8 MiB of int64): the digit narrows where many prefixes are wanted.
-constexpr std::size_t kHistogramBudget = std::size_t{1} << 20;
-constexpr int kWidestDigit = 16;
-constexpr int kNarrowestDigit = 4;
-
-template <class T>
-using KeyOf = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-
-/// The value's key: unsigned integers in the values' order (-0 just below +0), for values that are not NaN.
-template <class T>
-KeyOf<T> key_of(T value) {
-    using Key = KeyOf<T>;
-    constexpr Key sign = Key{1} << (sizeof(Key) * 8 - 1);
-    const auto bits = std::bit_cast<Key>(value);
-    return (bits & sign) != 0 ? static_cast<Key>(~bits) : static_cast<Key>(bits | sign);
-}
-
-template <class T>
-T value_of(KeyOf<T> key) {
-    using Key = KeyOf<T>;
-    constexpr Key sign = Key{1} << (sizeof(Key) * 8 - 1);
-    return std::bit_cast<T>((key & sign) != 0 ? static_cast<Key>(key & ~sign) : static_cast<Key>(~key));
-}
-
-/// Where numpy reads quantile `q` of `n` sorted values (function_base.py, numpy 1.24: `_quantile`, `_get_indexes`,
-/// `_get_gamma`, `_inverted_cdf`): the ranks of the two neighbours and the weight of the upper one. Above the last
-/// index numpy takes index -1 for both and its weight from that -1; `inverted_cdf` reads one rank.
-struct Reading {
-    std::int64_t lower = 0;
-    std::int64_t upper = 0;
-    double gamma = 0.0;
-};
-
-Reading numpy_reading(std::int64_t n, double q, QuantileMethod method) {
-    Reading r;
-    if (method == QuantileMethod::inverted_cdf) {
-        const double index = static_cast<double>(n) * q - 1.0;
-        const double previous = std::floor(index);
-        const double chosen = index - previous == 0.0 ? previous : previous + 1.0;
-        r.lower = r.upper = std::max<std::int64_t>(0, static_cast<std::int64_t>(chosen));
-        return r;
-    }
-    const double virtual_index = static_cast<double>(n - 1) * q;
-    double previous = std::floor(virtual_index);
-    r.lower = static_cast<std::int64_t>(previous);
-    r.upper = r.lower + 1;
-    if (virtual_index >= static_cast<double>(n - 1)) {
-        previous = -1.0;
-        r.lower = r.upper = n - 1;
-    } else if (virtual_index < 0.0) {
-        previous = 0.0;
-        r.lower = r.upper = 0;
-    }
-    r.gamma = virtual_index - previous;
-    return r;
-}
-
-/// numpy's `_lerp(a, b, t)`: the difference in T, the rest in float64, from the upper side where `t >= 0.5`.
-template <class T>
-double numpy_lerp(T a, T b, double t) {
-    const T difference = b - a;
-    if (t >= 0.5) {
-        return static_cast<double>(b) - static_cast<double>(difference) * (1.0 - t);
-    }
-    return static_cast<double>(a) + static_cast<double>(difference) * t;
-}
-
-/// An order statistic wanted: the value of rank `rank` (from 0) among sample `sample`'s keys, found digit by digit.
-template <class Key>
-struct Wanted {
-    std::int64_t sample = 0;
-    std::int64_t rank = 0;  // among the keys that start with `prefix`
-    Key prefix = 0;         // the digits found so far
-    std::size_t slot = 0;   // this pass's histogram
-    bool operator<(const Wanted& other) const {
-        return sample != other.sample ? sample < other.sample : rank < other.rank;
-    }
-    bool operator==(const Wanted& other) const { return sample == other.sample && rank == other.rank; }
-};
-
-/// One histogram of a pass: the keys of one sample that start with `prefix` (its `done` bits found so far).
-template <class Key>
-struct Slot {
-    std::int64_t sample;
-    Key prefix;
-    bool operator<(const Slot& o) const { return sample != o.sample ? sample < o.sample : prefix < o.prefix; }
-    bool operator==(const Slot& o) const { return sample == o.sample && prefix == o.prefix; }
-};
-
-/// The widest digit (at most `widest` bits, and `left`, the bits still to find) whose histograms for `slots` prefixes
-/// stay within `budget` bins in all, but never below `narrowest` bits.
-int digit_width(std::size_t slots, int left, int widest, int narrowest, std::size_t budget) {
-    int width = std::min(widest, left);
-    while (width > narrowest && (slots << width) > budget) {
-        --width;
-    }
-    return width;
-}
-
-inline void merge_into(std::int64_t& total, std::int64_t part) {
-    total += part;
-}
-inline void merge_into(ExactSum& total, const ExactSum& part) {
-    total.add(part);
-}
-inline void merge_into(detail::Int128& total, detail::Int128 part) {
-    total += part;
-}
-
-/// One pass: per slot (sorted), the tally of the next `width` bits of its sample's keys that start with its prefix,
-/// this rank's elements only (sample s: elements [offsets[s], offsets[s + 1]); `to_key(element, key)` gives an
-/// element's key, or false for one that has none, a NaN; `deposit(bin, index)` adds element `index` to its bin: a
-/// count, or its weight). Threads tally blocks of a sample's elements into tallies of their own, merged after (integer
-/// counts and exact sums: the same for any thread count). A table of the prefixes' first (up to 16) bits passes over
-/// most keys with one lookup; the rest find their slot among the few that share those bits.
-template <class Key, class Bin, class Element, class ToKey, class Deposit>
-std::vector<Bin> tally_digits(std::span<const Element> elements, std::span<const std::int64_t> offsets,
-                              const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit) {
-    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
-    constexpr std::int64_t kBlock = 65536;
-    const std::size_t bins = std::size_t{1} << width;
-    const int below_digit = kBits - done - width;
-    const int head_bits = std::min(done, kWidestDigit);
-    struct Block {
-        std::size_t first, last;  // the sample's slots
-        std::int64_t begin, count;
-    };
-    std::vector<Block> blocks;
-    for (std::size_t first = 0; first < slots.size();) {
-        std::size_t last = first;
-        while (last < slots.size() && slots[last].sample == slots[first].sample) {
-            ++last;
-        }
-        const std::int64_t begin = offsets[static_cast<std::size_t>(slots[first].sample)];
-        const std::int64_t end = offsets[static_cast<std::size_t>(slots[first].sample) + 1];
-        for (std::int64_t b = begin; b < end; b += kBlock) {
-            blocks.push_back({first, last, b, std::min(kBlock, end - b)});
-        }
-        first = last;
-    }
-    const int threads = detail::threads_for(static_cast<std::int64_t>(blocks.size()), kBlock);
-    std::vector<std::vector<Bin>> tallies(static_cast<std::size_t>(threads));
-    GRIDSHARD_PRAGMA(omp parallel num_threads(threads)) {
-        std::vector<Bin>& tally = tallies[static_cast<std::size_t>(detail::thread_index())];
-        tally.assign(slots.size() * bins, Bin{});
-        std::vector<char> reachable(std::size_t{1} << head_bits);
-        std::size_t table_of = slots.size();  // the first slot of the sample the table describes
-        GRIDSHARD_PRAGMA(omp for schedule(static))
-        for (std::size_t b = 0; b < blocks.size(); ++b) {
-            const Block& block = blocks[b];
-            if (table_of != block.first) {
-                std::fill(reachable.begin(), reachable.end(), char{0});
-                for (std::size_t k = block.first; k < block.last; ++k) {
-                    reachable[head_bits == 0 ? 0 : static_cast<std::size_t>(slots[k].prefix >> (done - head_bits))] = 1;
-                }
-                table_of = block.first;
-            }
-            const auto from = slots.begin() + static_cast<std::ptrdiff_t>(block.first);
-            const auto to = slots.begin() + static_cast<std::ptrdiff_t>(block.last);
-            const Element* run = elements.data() + block.begin;
-            for (std::int64_t i = 0; i < block.count; ++i) {
-                Key key;
-                if (!to_key(run[i], key)) {
-                    continue;
-                }
-                if (reachable[head_bits == 0 ? 0 : static_cast<std::size_t>(key >> (kBits - head_bits))] == 0) {
-                    continue;
-                }
-                std::size_t slot = block.first;
-                if (done > 0) {
-                    const auto top = static_cast<Key>(key >> (kBits - done));
-                    const auto found =
-                        block.last - block.first == 1 ? from : std::lower_bound(from, to, Slot<Key>{from->sample, top});
-                    if (found == to || found->prefix != top) {
-                        continue;
-                    }
-                    slot = static_cast<std::size_t>(found - slots.begin());
-                }
-                deposit(
-                    tally[slot * bins + static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1))],
-                    block.begin + i);
-            }
-        }
-    }
-    std::vector<Bin> total = std::move(tallies[0]);
-    for (std::size_t t = 1; t < tallies.size(); ++t) {
-        for (std::size_t k = 0; k < total.size(); ++k) {
-            merge_into(total[k], tallies[t][k]);
-        }
-    }
-    return total;
-}
-
-/// A value's key, or false for NaN, which has no place in the order.
-template <class T>
-bool key_of_number(T value, KeyOf<T>& key) {
-    if (std::isnan(value)) {
-        return false;
-    }
-    key = key_of(value);
-    return true;
-}
-
-/// A count per bin (tally_digits' deposit).
-constexpr auto count_one = [](std::int64_t& bin, std::int64_t) { ++bin; };
-
-/// An element's key for tally_digits: a value's (none for NaN), or a key's own. Lambdas, so that they inline.
-template <class T>
-constexpr auto key_of_value = [](T value, KeyOf<T>& key) { return key_of_number(value, key); };
-template <class Key>
-constexpr auto key_itself = [](Key element, Key& key) {
-    key = element;
-    return true;
-};
+using namespace detail;  // the selection's machinery (quantile_selection.hpp)
 
 /// The keys of this rank's values that start with a prefix of `slots` (sorted; `done` bits, at most 16), per
 /// sample, with the offsets of each sample's run: what the passes after the first read instead of the values.
@@ -292,20 +78,6 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     return {std::move(keys), std::move(offsets)};
 }
 
-/// Each wanted statistic's next digit from its slot's merged histogram, and its rank among the keys with it.
-template <class Key>
-void descend(std::vector<Wanted<Key>>& wanted, const std::vector<std::int64_t>& histogram, int width) {
-    const std::size_t bins = std::size_t{1} << width;
-    for (auto& w : wanted) {
-        const std::int64_t* counts = histogram.data() + w.slot * bins;
-        std::size_t digit = 0;
-        while (digit + 1 < bins && w.rank >= counts[digit]) {
-            w.rank -= counts[digit];
-            ++digit;
-        }
-        w.prefix = static_cast<Key>(static_cast<Key>(w.prefix << width) | digit);
-    }
-}
 
 /// The first pass, over every sample (one histogram each, no prefix): each sample's count of values that are not
 /// NaN comes with it. Collective over `group`: one allreduce.
@@ -340,22 +112,6 @@ FirstPass first_pass(const Communicator& group, std::span<const T> values, std::
     return pass;
 }
 
-/// The distinct prefixes `wanted` asks for, sorted, each statistic pointed at its own.
-template <class Statistic>
-auto slots_of(std::vector<Statistic>& wanted) {
-    using Key = decltype(Statistic::prefix);
-    std::vector<Slot<Key>> slots;
-    for (const auto& w : wanted) {
-        slots.push_back({w.sample, w.prefix});
-    }
-    std::sort(slots.begin(), slots.end());
-    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-    for (auto& w : wanted) {
-        w.slot = static_cast<std::size_t>(std::lower_bound(slots.begin(), slots.end(), Slot<Key>{w.sample, w.prefix}) -
-                                          slots.begin());
-    }
-    return slots;
-}
 
 /// Finds every wanted statistic's key: its first digit from the first pass's histograms; then one more read of the
 /// values keeps the keys that start with a wanted digit, and the passes for the other digits count those only, with
@@ -390,11 +146,7 @@ std::int64_t run_length(std::size_t size, std::int64_t samples, std::span<const 
         throw ArgumentError("values: " + std::to_string(size) + " do not form " + std::to_string(samples) +
                             " equal runs, one per sample");
     }
-    for (const double q : probabilities) {
-        if (!(q >= 0.0 && q <= 1.0)) {
-            throw ArgumentError("q=" + std::to_string(q) + ": quantiles must be in the range [0, 1]");
-        }
-    }
+    check_probabilities(probabilities);
     return samples == 0 ? 0 : static_cast<std::int64_t>(size) / samples;
 }
 
@@ -599,43 +351,11 @@ SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> v
     const std::vector<std::int64_t>& counts = first.counts;
 
     using Key = KeyOf<T>;
-    std::vector<Reading> readings(probabilities.size() * static_cast<std::size_t>(samples));  // [k * samples + s]
-    std::vector<Wanted<Key>> wanted;
-    for (std::size_t k = 0; k < probabilities.size(); ++k) {
-        for (std::int64_t s = 0; s < samples; ++s) {
-            const std::int64_t n = counts[static_cast<std::size_t>(s)];
-            if (n > 0) {
-                const Reading r = numpy_reading(n, probabilities[k], method);
-                readings[k * static_cast<std::size_t>(samples) + static_cast<std::size_t>(s)] = r;
-                wanted.push_back({.sample = s, .rank = r.lower});
-                wanted.push_back({.sample = s, .rank = r.upper});
-            }
-        }
-    }
-    std::sort(wanted.begin(), wanted.end());
-    wanted.erase(std::unique(wanted.begin(), wanted.end()), wanted.end());
-    std::vector<Wanted<Key>> found = wanted;  // the ranks asked, kept for the lookup below
+    std::vector<Reading> readings;
+    const std::vector<Wanted<Key>> wanted = wanted_statistics<Key>(counts, probabilities, method, readings);
+    std::vector<Wanted<Key>> found = wanted;  // the ranks asked, kept for the lookup
     select_keys(group, values, samples, length, first, found);
-
-    const auto value_at = [&](std::int64_t sample, std::int64_t rank) {
-        const auto at = std::lower_bound(wanted.begin(), wanted.end(), Wanted<Key>{.sample = sample, .rank = rank});
-        return value_of<T>(found[static_cast<std::size_t>(at - wanted.begin())].prefix);
-    };
-    std::vector<double> result(probabilities.size() * static_cast<std::size_t>(samples));
-    for (std::size_t k = 0; k < probabilities.size(); ++k) {
-        for (std::int64_t s = 0; s < samples; ++s) {
-            const std::int64_t n = counts[static_cast<std::size_t>(s)];
-            double& out = result[k * static_cast<std::size_t>(samples) + static_cast<std::size_t>(s)];
-            if (n == 0) {
-                out = std::numeric_limits<double>::quiet_NaN();
-                continue;
-            }
-            const Reading& r = readings[k * static_cast<std::size_t>(samples) + static_cast<std::size_t>(s)];
-            const T lower = value_at(s, r.lower);
-            out = method == QuantileMethod::inverted_cdf ? static_cast<double>(lower)
-                                                         : numpy_lerp(lower, value_at(s, r.upper), r.gamma);
-        }
-    }
+    std::vector<double> result = numpy_quantiles<T>(wanted, found, readings, counts, probabilities.size(), method);
     return {std::move(result), counts};
 }
 

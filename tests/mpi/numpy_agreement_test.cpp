@@ -9,8 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <random>
 #include <string>
 
+#include "gridshard/core/error.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/metrics/quantile.hpp"
@@ -140,6 +142,100 @@ TEST(NumpyAgreement, QuantilesAreNumpysBits) {
     weights.back() = -1.0;
     EXPECT_NE(quantile_weights_problem(std::span<const double>(weights)).find("finite and >= 0, got -1"),
               std::string::npos);
+}
+
+// The streamed selection gives numpy's bits too, from pieces in any order: each channel's rows one by one, backwards,
+// and its other rows through a list of cells; float32 with few samples takes two passes.
+TEST(NumpyAgreement, StreamedQuantilesAreNumpysBits) {
+    const Fixture f = load();
+    const ProcessMesh mesh = mpitest::make_mesh();
+    if (f.grid.nlat < mesh.shape().lat || f.grid.nlon < mesh.shape().lon) {
+        GTEST_SKIP() << "mesh finer than the fixture";
+    }
+    const ShardedGrid grid(mesh, f.grid);
+    const Box& box = grid.box();
+    const auto t = shard_of(f.truth, f.grid, box, f.channels);
+    const auto q = f.expected["quantiles"].get<std::vector<double>>();
+    const auto plane = static_cast<std::size_t>(box.area());
+    const auto width = static_cast<std::size_t>(box.lon.size());
+    std::vector<std::int64_t> odd_rows;  // the cells of the box's odd rows
+    for (std::size_t i = 1; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
+        for (std::size_t j = 0; j < width; ++j) {
+            odd_rows.push_back(static_cast<std::int64_t>(i * width + j));
+        }
+    }
+    for (const char* method : {"linear", "inverted_cdf"}) {
+        QuantileStream<float> stream(f.channels, q, parse_quantile_method(method));
+        do {
+            for (std::int64_t c = f.channels - 1; c >= 0; --c) {
+                const std::span<const float> field = std::span<const float>(t).subspan(static_cast<std::size_t>(c) * plane, plane);
+                for (std::size_t i = 0; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
+                    stream.add(c, field.subspan(i * width, width));
+                }
+                stream.add(c, field, std::span<const std::int64_t>(odd_rows));
+            }
+        } while (stream.end_pass(mesh.spatial()));
+        EXPECT_EQ(stream.passes(), 2) << method;
+        const SampleQuantiles got = stream.result();
+        const nlohmann::json& want = f.expected[std::string("quantile_") + method];
+        ASSERT_EQ(got.values.size(), want.size()) << method;
+        for (std::size_t k = 0; k < want.size(); ++k) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(want[k].get<double>()))
+                << method << " [" << k << "]: " << got.values[k] << ", numpy " << want[k].get<double>();
+        }
+        EXPECT_THROW(stream.add(0, std::span<const float>(t)), ArgumentError) << "an add after the last pass";
+    }
+}
+
+// float64 samples of every kind of value (ties, NaN, infinities, signed zeros, subnormals; one sample all NaN, one
+// empty on most ranks), many of them, so the digits narrow and the passes grow: the streamed quantiles are
+// sample_quantiles', bit for bit, and bad calls are refused.
+TEST(NumpyAgreement, StreamedQuantilesAreTheInMemoryOnes) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const Communicator& group = mesh.world();
+    constexpr std::int64_t samples = 300;
+    constexpr std::size_t length = 97;
+    std::mt19937_64 random(static_cast<std::uint64_t>(1000 + group.rank()));
+    const double specials[] = {0.0, -0.0, std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(), std::nan(""), 4.9e-324, -2.5e-310, 1.5, 1.5};
+    std::vector<double> values(static_cast<std::size_t>(samples) * length);
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        const std::size_t s = k / length;
+        values[k] = random() % 5 == 0   ? specials[random() % std::size(specials)]
+                    : s % 3 == 0        ? static_cast<double>(random() % 7)
+                                        : std::ldexp(static_cast<double>(random() % 100000) - 50000.0, static_cast<int>(random() % 40) - 20);
+        if (s == 1 || (s == 2 && group.rank() != 0)) {
+            values[k] = std::nan("");
+        }
+    }
+    const std::vector<double> q = {0.0, 1e-6, 0.25, 0.5, 0.99, 0.9999, 1.0};
+    for (const QuantileMethod method : {QuantileMethod::linear, QuantileMethod::inverted_cdf}) {
+        const SampleQuantiles want =
+            sample_quantiles(group, std::span<const double>(values), samples, std::span<const double>(q), method);
+        QuantileStream<double> stream(samples, q, method);
+        do {
+            for (std::int64_t s = 0; s < samples; ++s) {
+                const auto run = std::span<const double>(values).subspan(static_cast<std::size_t>(s) * length, length);
+                stream.add(s, run.subspan(0, 40));
+                stream.add(s, run.subspan(40));
+            }
+        } while (stream.end_pass(group));
+        EXPECT_GT(stream.passes(), 4);
+        const SampleQuantiles got = stream.result();
+        EXPECT_EQ(got.counts, want.counts);
+        EXPECT_EQ(got.counts[1], 0);
+        ASSERT_EQ(got.values.size(), want.values.size());
+        for (std::size_t k = 0; k < want.values.size(); ++k) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(want.values[k]))
+                << "[" << k << "]: " << got.values[k] << ", in memory " << want.values[k];
+        }
+    }
+    QuantileStream<double> stream(2, q, QuantileMethod::linear);
+    const std::vector<std::int64_t> outside = {0, 97};
+    EXPECT_THROW(stream.add(2, std::span<const double>(values).subspan(0, length)), ArgumentError);
+    EXPECT_THROW(stream.add(0, std::span<const double>(values).subspan(0, length), outside), ArgumentError);
+    EXPECT_THROW((void)stream.result(), ArgumentError);
+    EXPECT_THROW(QuantileStream<double>(1, {0.5, 1.5}, QuantileMethod::linear), ArgumentError);
 }
 
 }  // namespace

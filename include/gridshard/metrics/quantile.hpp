@@ -17,6 +17,7 @@
 /// @endcode
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -86,5 +87,46 @@ template <class T>
 /// "" when every weight is finite and >= 0, else the problem, naming the first bad weight: the rule of
 /// sample_weighted_quantiles' weights, for callers that agree it over their ranks first.
 [[nodiscard]] std::string quantile_weights_problem(std::span<const double> weights);
+
+/// The quantiles of sample_quantiles (the same bits) of samples whose values come in pieces, pass after pass, and are
+/// never held: a run scored from files, each step read again for each pass. A pass is every piece of every sample
+/// given to add(), in any order; end_pass() merges the pass over the ranks and says whether another pass, of the same
+/// pieces, is needed. The selection is sample_quantiles' with a histogram per digit and prefix still wanted in every
+/// pass (no keys kept): a first digit of up to 16 bits per sample, then digits as wide as 2^20 bins in all allow, so
+/// float32 takes 2 passes where the samples and statistics are few (about 3 for a hundred samples) and float64 4 to 6.
+///
+///   QuantileStream<float> stream(samples, probabilities, QuantileMethod::linear);
+///   do {
+///       for (each piece of sample s) stream.add(s, piece);
+///   } while (stream.end_pass(group));
+///   const SampleQuantiles q = stream.result();
+template <class T>
+class QuantileStream {
+  public:
+    /// Allocates the first pass's histograms (`samples` x up to 2^16 int64). ArgumentError naming a probability
+    /// outside [0, 1] or a negative `samples`. No MPI calls.
+    QuantileStream(std::int64_t samples, std::vector<double> probabilities, QuantileMethod method);
+    QuantileStream(QuantileStream&&) noexcept;
+    QuantileStream& operator=(QuantileStream&&) noexcept;
+    ~QuantileStream();
+
+    /// Adds `values` (NaN skipped) to sample `sample` in this pass; with `cells`, only the values at those indices.
+    /// ArgumentError for a sample out of range, a cell outside `values` or a call after the last pass. No MPI calls.
+    void add(std::int64_t sample, std::span<const T> values);
+    void add(std::int64_t sample, std::span<const T> values, std::span<const std::int64_t> cells);
+    /// Ends a pass: its histograms summed over `group` (one allreduce of int64, 2^20 bins at most), each statistic's
+    /// next digit found. Returns whether another pass is needed; every rank of `group` gets the same answer, and every
+    /// rank must have given the same samples, probabilities and method. Collective over `group`.
+    [[nodiscard]] bool end_pass(const Communicator& group);
+    /// The passes ended so far.
+    [[nodiscard]] int passes() const noexcept;
+    /// After the last pass (end_pass returned false): the quantiles and counts, as sample_quantiles gives them.
+    /// ArgumentError before. No MPI calls.
+    [[nodiscard]] SampleQuantiles result() const;
+
+  private:
+    struct State;
+    std::unique_ptr<State> state_;
+};
 
 }  // namespace gridshard
