@@ -86,6 +86,10 @@ EvaluationPlan make_plan(const EvalOptions& options, ReportKind report, const io
     }
     plan.histogram_variables = parse_name_list("--histogram-variables", options.histogram_variables);
     plan.histogram_window = options.forward_steps_in_memory;
+    if (!options.quantiles.empty()) {
+        plan.scoring.quantiles =
+            QuantileOptions{parse_number_list("--quantiles", options.quantiles), options.quantile_method};
+    }
     plan.access = access;
     return plan;
 }
@@ -451,6 +455,17 @@ Runner add_eval_command(CLI::App& app) {
                      "the histograms' edges follow as ACE's do; default: every counted lead time in one window")
         ->check(CLI::PositiveNumber)
         ->needs(histogram);
+    CLI::Option* quantiles = command->add_option(
+        "--quantiles", options->quantiles,
+        "Comma-separated probabilities in [0, 1] (0.5,0.99,0.9999): each variable's exact quantiles over the whole "
+        "run, "
+        "every point and counted lead time (every step of two fields) of the truth and of the prediction (every "
+        "member), globally and per --region: numpy's nanquantile of those values, bit for bit at every mesh, in the "
+        "table and the JSON report; each pass after the first reads the run again (docs/evaluation.md)");
+    add_choice_option(
+        *command, "--quantile-method", options->quantile_method, parse_quantile_method,
+        [](QuantileMethod m) { return to_string(m); }, "numpy's method: linear (its default) or inverted_cdf")
+        ->needs(quantiles);
     command->add_flag("--include-initial-step", options->include_initial_step,
                       "Forecast: count lead 0 (the initial condition) in the time means; by default it is left "
                       "out, as ACE does");

@@ -71,6 +71,9 @@ struct EvalOptions {
     std::string histogram_variables;
     std::int64_t forward_steps_in_memory = 0;
     std::string annual_variables, seasonal_variables;
+    // The run's exact quantiles (--quantiles, comma-separated probabilities; --quantile-method).
+    std::string quantiles;
+    QuantileMethod quantile_method = QuantileMethod::linear;
 };
 
 /// The largest --nlat, --nlon and --ntime of the built-in case (a 3 km global grid is 6000 x 12000); the

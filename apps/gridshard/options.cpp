@@ -50,6 +50,24 @@ std::vector<std::string> parse_name_list(const std::string& option, const std::s
     return names;
 }
 
+std::vector<double> parse_number_list(const std::string& option, const std::string& text) {
+    std::vector<double> numbers;
+    std::size_t at = 0;
+    while (at <= text.size()) {
+        const std::size_t comma = std::min(text.find(',', at), text.size());
+        const char* first = text.data() + at;
+        const char* last = text.data() + comma;
+        double value = 0.0;
+        const auto [end, error] = std::from_chars(first, last, value);
+        if (first == last || error != std::errc() || end != last) {
+            throw ArgumentError(option + " '" + text + "': '" + std::string(first, last) + "' is not a number");
+        }
+        numbers.push_back(value);
+        at = comma + 1;
+    }
+    return numbers;
+}
+
 std::pair<std::string, double> parse_named_number(const std::string& option, const std::string& text) {
     const std::size_t equals = text.find('=');
     double value = 0.0;

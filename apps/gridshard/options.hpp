@@ -41,6 +41,10 @@ CLI::Option* add_choice_option(CLI::App& app, const std::string& name, Enum& tar
 /// ArgumentError naming `option` and the text. An empty text is an empty list.
 [[nodiscard]] std::vector<std::string> parse_name_list(const std::string& option, const std::string& text);
 
+/// The numbers of a comma-separated list such as `--quantiles 0.5,0.99`; an empty text, an empty item or one that is
+/// not a whole decimal number is an ArgumentError naming `option` and the text.
+[[nodiscard]] std::vector<double> parse_number_list(const std::string& option, const std::string& text);
+
 /// NAME and VALUE of `text` "NAME=VALUE" (such as `--near-zero-fraction-per-variable-eps PRATEsfc=1e-6`): a name
 /// that is not empty and a whole decimal number; anything else is a parse error naming `option` and the text.
 [[nodiscard]] std::pair<std::string, double> parse_named_number(const std::string& option, const std::string& text);

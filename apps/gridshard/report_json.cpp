@@ -59,6 +59,12 @@ json region_json(const EvaluationResult& result, const RegionScores& r) {
     if (!spectrum.empty()) {
         out["power_spectrum"] = spectrum;
     }
+    if (const std::optional<RegionQuantiles>& q = r.quantiles) {
+        out["quantiles"] = {{"target", q->truth},
+                            {"prediction", q->prediction},
+                            {"target_count", q->truth_count},
+                            {"prediction_count", q->prediction_count}};
+    }
     return out;
 }
 
@@ -179,6 +185,40 @@ const double* time_mean_of(const RegionScores& r, const RegisteredScore* score) 
     return nullptr;
 }
 
+// With --quantiles, a line per channel, region and field: its quantiles, the probabilities as the header says.
+void print_quantiles(const EvaluationResult& result, std::ostream& out) {
+    if (!result.quantiles) {
+        return;
+    }
+    const bool pair = result.report == ReportKind::pair;
+    out << "quantiles (numpy's " << to_string(result.quantiles->method) << ") over every point and "
+        << (pair ? "step" : "counted lead time") << ", q =";
+    for (const double q : result.quantiles->probabilities) {
+        out << " " << q;
+    }
+    out << ":\n";
+    char cell[512];
+    for (const ChannelScores& c : result.channels) {
+        for (const RegionScores& r : c.regions) {
+            for (const bool truth : {true, false}) {
+                const char* field = truth ? "target" : "prediction";
+                if (pair) {
+                    std::snprintf(cell, sizeof cell, "%-12s %-10s", c.name.c_str(), field);
+                } else {
+                    std::snprintf(cell, sizeof cell, "%-12s %-22s %-10s", c.name.c_str(), r.name.c_str(), field);
+                }
+                out << cell;
+                for (const double v : truth ? r.quantiles->truth : r.quantiles->prediction) {
+                    std::snprintf(cell, sizeof cell, " %12.6g",
+                                  std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : v);
+                    out << cell;
+                }
+                out << "\n";
+            }
+        }
+    }
+}
+
 }  // namespace
 
 void print_table(const EvaluationResult& result, std::ostream& out) {
@@ -248,6 +288,7 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
             out << "\n";
         }
     }
+    print_quantiles(result, out);
 }
 
 void write_json(const EvaluationResult& result, std::ostream& out) {
@@ -272,6 +313,10 @@ void write_json(const EvaluationResult& result, std::ostream& out) {
     }
     if (result.spectrum) {
         document["power_spectrum"] = spectrum_json(result);
+    }
+    if (result.quantiles) {  // each region's values: its "quantiles", one per probability
+        document["quantiles"] = {{"q", result.quantiles->probabilities},
+                                 {"method", std::string(to_string(result.quantiles->method))}};
     }
     document["variables"] = variables;
     if (!result.normalize_means.empty()) {

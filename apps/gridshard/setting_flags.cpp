@@ -9,7 +9,7 @@ namespace gridshard::cli {
 namespace {
 
 // Each library setting the tool sets, beside its flag (apps/gridshard/eval_command.cpp declares the flags).
-constexpr std::array<std::pair<std::string_view, std::string_view>, 28> flags{{
+constexpr std::array<std::pair<std::string_view, std::string_view>, 29> flags{{
     {"variables", "--vars"},
     {"regions", "--region"},
     {"climatology", "--climatology"},
@@ -27,6 +27,7 @@ constexpr std::array<std::pair<std::string_view, std::string_view>, 28> flags{{
     {"ipo_index", "--ipo-index"},
     {"enso_coefficient_index", "--enso-coefficient-index"},
     {"histogram", "--histogram"},
+    {"quantiles", "--quantiles"},
     {"forward_steps_in_memory", "--forward-steps-in-memory"},
     {"data_split", "--data-split"},
     {"ensemble_dim", "--ensemble-dim"},

@@ -87,6 +87,7 @@ AggregatorOptions normalized_options(const AggregatorOptions& options) {
     normalized.seasonal = false;
     normalized.regional_index.reset();
     normalized.histogram.reset();  // nor histograms
+    normalized.quantiles.reset();  // nor quantiles
     normalized.index_regression.reset();
     normalized.tripole_index.reset();
     normalized.normalization.reset();
@@ -416,6 +417,10 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     if (counted_[static_cast<std::size_t>(lead)]) {
         record_climate_families<T>(initial_condition, lead, truth, members);
     }
+    if (options_.quantiles && counted_[static_cast<std::size_t>(lead)]) {
+        // The truth once: by the data rank that holds member 0 (its only copy when the members are split).
+        record_quantiles<T>(truth, members, shape_.work.members.begin == 0);
+    }
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
     timings_.time_sums_s += done - sums_started;
@@ -668,6 +673,9 @@ VariableScores Aggregator::finish(const std::string& variable) {
         finish_spectra(out);
     }
     finish_climate_families(out);
+    if (options_.quantiles) {
+        finish_quantiles(out);
+    }
     if (options_.maps) {
         // Gathered, only world rank 0 ever holds a global map (one gather each); kept for a collective write,
         // each data rank 0 its own box, and no rank a whole map.

@@ -63,8 +63,12 @@ std::uint64_t Aggregator::bytes(const Box& box, GridShape grid, const Aggregator
         options.index_regression ? c * area * 4 * (24 + 24 * static_cast<std::uint64_t>(data_ranks)) : 0;
     // The tripole index's means per box, as the regional index's.
     const std::uint64_t tripole = options.tripole_index ? 48 * samples * leads * c + 8 * (1 + m) * c * area : 0;
+    // The quantiles' histograms of a pass (at most 2^20 int64) and each thread's share of a field's, and the regions'
+    // lists of points (8 bytes a point at most, each region).
+    const std::uint64_t quantiles =
+        options.quantiles ? (std::uint64_t{16} << 20) + 8 * area * static_cast<std::uint64_t>(regions) : 0;
     return fields + slots + spectra + near_zero_counts + trend_sums + video_sums + extended_video + seasonal_sums +
-           times + index + histograms + regression_sums + tripole;
+           times + index + histograms + regression_sums + tripole + quantiles;
 }
 
 }  // namespace gridshard

@@ -264,10 +264,11 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         });
     };
     // Ranks that score the same pairs together stop together when one cannot read, and with collective reads (or
-    // the members split, whose ensemble is exchanged over the data group, or histograms, whose windows end over the
-    // world) every rank.
+    // the members split, whose ensemble is exchanged over the data group, or histograms or quantiles, whose windows
+    // and passes end over the world) every rank.
+    const bool quantiles = aggregator->has_quantiles();
     const Communicator& together =
-        work.split == DataSplit::members || collective || histogram ? mesh.world() : mesh.spatial();
+        work.split == DataSplit::members || collective || histogram || quantiles ? mesh.world() : mesh.spatial();
     LocalFailure failure;
     if (histogram) {  // ACE's mask, from the truth of its pair, read first: the first window is read twice, not thrice
         // Named values, not a structured binding: the lambda below captures them (clang 14 cannot).
@@ -288,9 +289,10 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         check_collectively(mesh.world(), failure);
         aggregator->set_histogram_mask<T>(FieldShard<T>{buffers[0].truth, channels});
     }
-    // A window's pairs again, for the histograms alone, while its end asks (collective over the world).
-    const auto replay_window = [&](std::int64_t first, std::int64_t stop) {
-        while (aggregator->end_histogram_window()) {
+    // Rounds [first, stop) again, without the climatology, each pair given to `feed(ic, lead, buffers)`, while
+    // `again()` asks (collective over the world): a histogram window's pairs, or every pair for a quantiles' pass.
+    const auto replay = [&](std::int64_t first, std::int64_t stop, auto again, auto feed) {
+        while (again()) {
             for (std::int64_t round = first; round < stop; ++round) {
                 const LocalFailure read = read_round(round, buffers[0], false);
                 const LocalFailure agreed = attempt([&] { check_collectively(together, read); });
@@ -299,12 +301,18 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
                 }
                 if (const std::int64_t at = schedule.round_pair[static_cast<std::size_t>(round)]; at >= 0) {
                     const auto [ic, lead] = schedule.pairs[static_cast<std::size_t>(at)];
-                    aggregator->replay_histogram<T>(ic, lead, FieldShard<T>{buffers[0].truth, channels},
-                                                    buffers[0].members);
+                    feed(ic, lead, buffers[0]);
                 }
             }
         }
         return LocalFailure{};
+    };
+    const auto replay_window = [&](std::int64_t first, std::int64_t stop) {
+        return replay(
+            first, stop, [&] { return aggregator->end_histogram_window(); },
+            [&](std::int64_t ic, std::int64_t lead, const PairBuffers<T>& b) {
+                aggregator->replay_histogram<T>(ic, lead, FieldShard<T>{b.truth, channels}, b.members);
+            });
     };
     std::future<LocalFailure> next;  // with `overlap`, the reads of the next round of the same window
     std::size_t window = 0;          // the window of this round
@@ -343,6 +351,14 @@ ScoredVariable score_variable(const RunInputs& in, const io::SourceVariable& var
         (void)next.get();  // a read under way when the group stopped
     }
     check_collectively(mesh.world(), failure);
+    if (quantiles) {  // the quantiles' passes after the first (record's): every pair read again while they ask
+        failure = replay(
+            0, total_rounds, [&] { return aggregator->end_quantile_pass<T>(); },
+            [&](std::int64_t, std::int64_t lead, const PairBuffers<T>& b) {
+                aggregator->replay_quantiles<T>(lead, FieldShard<T>{b.truth, channels}, b.members);
+            });
+        check_collectively(mesh.world(), failure);
+    }
     ScoredVariable scored{aggregator->finish(name), {}};
     clock.add(aggregator->timings());
     if (const Aggregator* normalized = aggregator->normalized()) {
@@ -491,7 +507,7 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
     }
     std::vector<RegionWeights> region_weights;
     for (std::size_t r = 0; r < regions.regions.size(); ++r) {
-        region_weights.push_back({regions.regions[r].name, regions.weights[r]});
+        region_weights.push_back({regions.regions[r].name, regions.weights[r], regions.cells[r]});
     }
     result.contents = {.ensemble = plan.scoring.report == ReportKind::forecast && layout.members > 1 &&
                                    plan.scoring.lead_ensemble_scores,
@@ -598,6 +614,17 @@ EvaluationResult evaluate(const EvaluationPlan& plan, const io::ForecastSource& 
                                                                         : "ipo_index");
                 }
             }));
+    }
+    if (const std::optional<QuantileOptions>& quantiles = plan.scoring.quantiles) {  // the same plan on every rank
+        if (quantiles->probabilities.empty()) {
+            throw ArgumentError(setting_name("quantiles") + ": no probability given");
+        }
+        try {
+            check_quantile_probabilities(quantiles->probabilities);
+        } catch (const ArgumentError& error) {
+            throw ArgumentError(setting_name("quantiles") + ": " + error.what());
+        }
+        result.quantiles = quantiles;
     }
     if (plan.scoring.spectrum) {
         result.spectrum = plan.scoring.spectrum;

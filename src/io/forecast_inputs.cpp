@@ -152,6 +152,7 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
     out.regions.push_back(named_regions().front());
     out.weights.push_back(base);
     out.inside.push_back(box.area());
+    out.cells.emplace_back();  // every point
     for (const std::string& text : texts) {
         Region r = parse_region(text);
         const auto same = [&](const Region& other) { return other.name == r.name; };
@@ -163,16 +164,16 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
         out.hash.add(std::int64_t{r.box.whole_longitude});
         if (r.mask_file.empty()) {
             out.weights.push_back(region_weights(base.view(), g.lat_deg, g.lon_deg, box, r.box));
-            std::int64_t inside = 0;
+            std::vector<std::int64_t> cells;
             for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
                 for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
-                    inside +=
-                        in_box(r.box, g.lat_deg[static_cast<std::size_t>(i)], g.lon_deg[static_cast<std::size_t>(j)])
-                            ? 1
-                            : 0;
+                    if (in_box(r.box, g.lat_deg[static_cast<std::size_t>(i)], g.lon_deg[static_cast<std::size_t>(j)])) {
+                        cells.push_back((i - box.lat.begin) * box.lon.size() + (j - box.lon.begin));
+                    }
                 }
             }
-            out.inside.push_back(inside);
+            out.inside.push_back(static_cast<std::int64_t>(cells.size()));
+            out.cells.emplace_back(std::move(cells));
         } else {
             const io::NetcdfReader mask = access.open(r.mask_file);
             if (!io::same_grid(mask.grid(), g)) {
@@ -193,8 +194,14 @@ ScoredRegions make_regions(const std::vector<std::string>& texts, const SourceGr
                 plan.read_step(0, std::span<double>(values));
             }
             out.weights.push_back(mask_weights(base.view(), box, values));
-            out.inside.push_back(
-                std::count_if(values.begin(), values.end(), [](double v) { return std::isfinite(v) && v != 0.0; }));
+            std::vector<std::int64_t> cells;
+            for (std::size_t k = 0; k < values.size(); ++k) {
+                if (std::isfinite(values[k]) && values[k] != 0.0) {
+                    cells.push_back(static_cast<std::int64_t>(k));
+                }
+            }
+            out.inside.push_back(static_cast<std::int64_t>(cells.size()));
+            out.cells.emplace_back(std::move(cells));
         }
         out.regions.push_back(std::move(r));
     }

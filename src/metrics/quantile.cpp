@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <charconv>
 #include <cmath>
 #include <limits>
 #include <numeric>
@@ -78,7 +79,6 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     return {std::move(keys), std::move(offsets)};
 }
 
-
 /// The first pass, over every sample (one histogram each, no prefix): each sample's count of values that are not
 /// NaN comes with it. Collective over `group`: one allreduce.
 struct FirstPass {
@@ -111,7 +111,6 @@ FirstPass first_pass(const Communicator& group, std::span<const T> values, std::
     }
     return pass;
 }
-
 
 /// Finds every wanted statistic's key: its first digit from the first pass's histograms; then one more read of the
 /// values keeps the keys that start with a wanted digit, and the passes for the other digits count those only, with
@@ -146,7 +145,7 @@ std::int64_t run_length(std::size_t size, std::int64_t samples, std::span<const 
         throw ArgumentError("values: " + std::to_string(size) + " do not form " + std::to_string(samples) +
                             " equal runs, one per sample");
     }
-    check_probabilities(probabilities);
+    check_quantile_probabilities(probabilities);
     return samples == 0 ? 0 : static_cast<std::int64_t>(size) / samples;
 }
 
@@ -332,6 +331,20 @@ template SampleQuantiles sample_weighted_quantiles<float>(const Communicator&, s
 template SampleQuantiles sample_weighted_quantiles<double>(const Communicator&, std::span<const double>,
                                                            std::span<const double>, std::int64_t,
                                                            std::span<const double>);
+
+void check_quantile_probabilities(std::span<const double> probabilities) {
+    for (const double q : probabilities) {
+        if (!(q >= 0.0 && q <= 1.0)) {
+            char shortest[32];  // the number as given: its shortest round trip (1.5, not 1.500000)
+            const auto end = std::to_chars(shortest, shortest + sizeof shortest, q).ptr;
+            throw ArgumentError("q=" + std::string(shortest, end) + ": quantiles must be in the range [0, 1]");
+        }
+    }
+}
+
+std::string_view to_string(QuantileMethod method) noexcept {
+    return method == QuantileMethod::linear ? "linear" : "inverted_cdf";
+}
 
 QuantileMethod parse_quantile_method(std::string_view name) {
     if (name == "linear") {

@@ -133,9 +133,10 @@ inline void merge_into(Int128& total, Int128 part) {
 /// One pass: per slot (sorted), the tally of the next `width` bits of its sample's keys that start with its prefix,
 /// this rank's elements only (sample s: elements [offsets[s], offsets[s + 1]); `to_key(element, key)` gives an
 /// element's key, or false for one that has none, a NaN; `deposit(bin, index)` adds element `index` to its bin: a
-/// count, or its weight), added into `total` (slots x 2^width bins). Threads tally blocks of a sample's elements into tallies of their own, merged after (integer
-/// counts and exact sums: the same for any thread count). A table of the prefixes' first (up to 16) bits passes over
-/// most keys with one lookup; the rest find their slot among the few that share those bits.
+/// count, or its weight), added into `total` (slots x 2^width bins). Threads tally blocks of a sample's elements into
+/// tallies of their own, merged after (integer counts and exact sums: the same for any thread count). A table of the
+/// prefixes' first (up to 16) bits passes over most keys with one lookup; the rest find their slot among the few that
+/// share those bits.
 template <class Key, class Bin, class Element, class ToKey, class Deposit>
 void tally_digits_into(std::span<const Element> elements, std::span<const std::int64_t> offsets,
                        const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit,
@@ -274,15 +275,6 @@ auto slots_of(std::vector<Statistic>& wanted) {
                                           slots.begin());
     }
     return slots;
-}
-
-/// ArgumentError naming the first probability outside [0, 1].
-inline void check_probabilities(std::span<const double> probabilities) {
-    for (const double q : probabilities) {
-        if (!(q >= 0.0 && q <= 1.0)) {
-            throw ArgumentError("q=" + std::to_string(q) + ": quantiles must be in the range [0, 1]");
-        }
-    }
 }
 
 /// The order statistics numpy reads for `probabilities` of samples of `counts` values (none of an empty sample):

@@ -80,7 +80,7 @@ QuantileStream<T>::QuantileStream(std::int64_t samples, std::vector<double> prob
     if (samples < 0) {
         throw ArgumentError("samples=" + std::to_string(samples) + ": must be >= 0");
     }
-    detail::check_probabilities(probabilities);
+    check_quantile_probabilities(probabilities);
     State& s = *state_;
     s.samples = samples;
     s.probabilities = std::move(probabilities);
@@ -89,8 +89,8 @@ QuantileStream<T>::QuantileStream(std::int64_t samples, std::vector<double> prob
     for (std::int64_t k = 0; k < samples; ++k) {
         slots.push_back({k, 0});
     }
-    s.begin_pass(slots, detail::digit_width(slots.size(), State::kBits, detail::kWidestDigit,
-                                            detail::kNarrowestDigit, kStreamBudget));
+    s.begin_pass(slots, detail::digit_width(slots.size(), State::kBits, detail::kWidestDigit, detail::kNarrowestDigit,
+                                            kStreamBudget));
 }
 
 template <class T>

@@ -168,7 +168,8 @@ TEST(NumpyAgreement, StreamedQuantilesAreNumpysBits) {
         QuantileStream<float> stream(f.channels, q, parse_quantile_method(method));
         do {
             for (std::int64_t c = f.channels - 1; c >= 0; --c) {
-                const std::span<const float> field = std::span<const float>(t).subspan(static_cast<std::size_t>(c) * plane, plane);
+                const std::span<const float> field =
+                    std::span<const float>(t).subspan(static_cast<std::size_t>(c) * plane, plane);
                 for (std::size_t i = 0; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
                     stream.add(c, field.subspan(i * width, width));
                 }
@@ -196,14 +197,22 @@ TEST(NumpyAgreement, StreamedQuantilesAreTheInMemoryOnes) {
     constexpr std::int64_t samples = 300;
     constexpr std::size_t length = 97;
     std::mt19937_64 random(static_cast<std::uint64_t>(1000 + group.rank()));
-    const double specials[] = {0.0, -0.0, std::numeric_limits<double>::infinity(),
-                               -std::numeric_limits<double>::infinity(), std::nan(""), 4.9e-324, -2.5e-310, 1.5, 1.5};
+    const double specials[] = {0.0,
+                               -0.0,
+                               std::numeric_limits<double>::infinity(),
+                               -std::numeric_limits<double>::infinity(),
+                               std::nan(""),
+                               4.9e-324,
+                               -2.5e-310,
+                               1.5,
+                               1.5};
     std::vector<double> values(static_cast<std::size_t>(samples) * length);
     for (std::size_t k = 0; k < values.size(); ++k) {
         const std::size_t s = k / length;
-        values[k] = random() % 5 == 0   ? specials[random() % std::size(specials)]
-                    : s % 3 == 0        ? static_cast<double>(random() % 7)
-                                        : std::ldexp(static_cast<double>(random() % 100000) - 50000.0, static_cast<int>(random() % 40) - 20);
+        values[k] = random() % 5 == 0 ? specials[random() % std::size(specials)]
+                    : s % 3 == 0      ? static_cast<double>(random() % 7)
+                                      : std::ldexp(static_cast<double>(random() % 100000) - 50000.0,
+                                                   static_cast<int>(random() % 40) - 20);
         if (s == 1 || (s == 2 && group.rank() != 0)) {
             values[k] = std::nan("");
         }

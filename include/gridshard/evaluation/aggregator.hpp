@@ -57,6 +57,7 @@
 #include "gridshard/metrics/field.hpp"
 #include "gridshard/metrics/flood_fill.hpp"
 #include "gridshard/metrics/histogram.hpp"
+#include "gridshard/metrics/quantile.hpp"
 #include "gridshard/metrics/spectrum.hpp"
 #include "gridshard/metrics/time_mean.hpp"
 #include "gridshard/metrics/trend.hpp"
@@ -71,10 +72,12 @@ struct AggregatorShape {
     WorkShare work{{0, 1}, {0, 1}, {0, 1}, DataSplit::initial_conditions};
 };
 
-/// A region scored beside the others: its name and this rank's weights on its box.
+/// A region scored beside the others: its name, this rank's weights on its box, and the points of the box inside it
+/// (row-major indices; none: every point, the globe), whose values its quantiles take.
 struct RegionWeights {
     std::string name;
     AreaWeights weights;
+    std::optional<std::vector<std::int64_t>> cells{};
 };
 
 /// The power spectra an aggregator forms (ACE's power_spectrum metric, the registry's power_spectrum family): the
@@ -167,6 +170,24 @@ struct RegionalIndexOptions {
 struct HistogramOptions {
     std::int64_t bins = 200;
     double percentile = 99.9999;
+};
+
+/// Exact quantiles of a run (gridshard's own scores, no other system's): per region and channel, numpy's
+/// `np.nanquantile(values, probabilities, method=method)` of the truth's values (each initial condition's once) and
+/// of the prediction's (every member), over every point of the region and every counted lead time of every initial
+/// condition, NaN skipped; the same bits at every mesh (metrics/quantile.hpp, QuantileStream). The values are not
+/// held: once every pair is recorded the caller gives them again, pass after pass (Aggregator::end_quantile_pass,
+/// replay_quantiles): 2 more reads of the run for float32 with few channels and regions, 4 to 6 for float64.
+struct QuantileOptions {
+    std::vector<double> probabilities;
+    QuantileMethod method = QuantileMethod::linear;
+};
+
+/// One region's quantiles of one channel (AggregatorOptions::quantiles), on every rank: per probability the
+/// truth's and the prediction's (NaN where no value is), and how many values that are not NaN each is of.
+struct RegionQuantiles {
+    std::vector<double> truth{}, prediction{};
+    std::int64_t truth_count = 0, prediction_count = 0;
 };
 
 /// One channel's histograms (AggregatorOptions::histogram), on every rank: the edges (bins + 1) and counts of the
@@ -266,6 +287,9 @@ struct AggregatorOptions {
     /// ACE's histograms (none: not formed); record() then needs windows (Aggregator::end_histogram_window). 2 bytes a
     /// point and channel, and 16 per bin and channel.
     std::optional<HistogramOptions> histogram{};
+    /// The run's exact quantiles (none: not formed); record() then needs passes (Aggregator::end_quantile_pass). At
+    /// most 8 MiB of histograms.
+    std::optional<QuantileOptions> quantiles{};
     /// ACE's ENSO coefficient (none: not formed).
     std::optional<IndexRegressionOptions> index_regression{};
     /// ACE's IPO tripole index (none: not formed). 48 bytes a (sample, lead time) and channel.
@@ -314,6 +338,7 @@ struct RegionScores {
     std::vector<ScoreSeries> per_lead;
     std::vector<ScoreValue> time_means;
     std::vector<ScoreAtLead> at_leads{};
+    std::optional<RegionQuantiles> quantiles{};  ///< with AggregatorOptions::quantiles
 };
 
 /// ACE's annual means of one channel (fme's annual_diagnostics.nc): `years` contiguous from the first kept year to the
@@ -450,6 +475,18 @@ class Aggregator {
     template <class T>
     void set_histogram_mask(FieldShard<T> truth);
     [[nodiscard]] bool has_histogram() const noexcept { return options_.histogram.has_value(); }
+
+    /// With AggregatorOptions::quantiles, once every pair is recorded: ends a pass over the run's values (the first is
+    /// record()'s). Collective over the world: one allreduce of histograms. Returns whether every counted pair must be
+    /// given again, each through replay_quantiles, before the next call; every rank gets the same answer and must
+    /// call again until it is false. `T`: the values' type, as record()'s (a rank that recorded nothing too).
+    template <class T>
+    [[nodiscard]] bool end_quantile_pass();
+    /// One pair again, for the quantiles alone (after end_quantile_pass returned true), as record() takes it; a lead
+    /// time not counted is passed over. No MPI calls.
+    template <class T>
+    void replay_quantiles(std::int64_t lead, FieldShard<T> truth, std::span<const T> members);
+    [[nodiscard]] bool has_quantiles() const noexcept { return options_.quantiles.has_value(); }
     [[nodiscard]] bool has_annual() const noexcept { return options_.annual.has_value(); }
 
     /// With AggregatorOptions::annual, before finish: ACE's monthly reference data of its annual metric (fme's
@@ -576,6 +613,14 @@ class Aggregator {
     void record_histogram(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                           std::span<const T> members, bool with_truth);
     void finish_histogram(VariableScores& out);
+    // The quantiles' stream of the values' type (made at its first use: the same on every rank), a counted pair's
+    // values added to it (the truth's when `with_truth`; no MPI calls), and the quantiles into `out` (no MPI calls;
+    // ArgumentError on every rank alike when the passes have not ended).
+    template <class T>
+    QuantileStream<T>& quantile_stream();
+    template <class T>
+    void record_quantiles(FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    void finish_quantiles(VariableScores& out) const;
     // The index regression's sums of this pair's truth (when `with_truth`) and members (no MPI calls), and its maps and
     // RMSE into `out` (collective over the world).
     template <class T>
@@ -675,6 +720,9 @@ class Aggregator {
     HistogramPhase histogram_phase_ = HistogramPhase::mask;
     bool histogram_values_double_ = false;     // the type of the values recorded (their range's padding is in it)
     std::int64_t histogram_window_pairs_ = 0;  // pairs recorded since the last window's end
+    // With the quantiles: one stream of samples (region, field: truth then prediction, channel; slowest first).
+    std::optional<QuantileStream<float>> float_quantiles_;
+    std::optional<QuantileStream<double>> double_quantiles_;
     // Per channel and degree, the exact sums of the spectra of the truth and of the members, and how many of each.
     std::int64_t spectrum_degrees_ = 0;
     std::vector<ExactSum> truth_spectra_, prediction_spectra_;

@@ -123,6 +123,8 @@ struct EvaluationResult {
     /// lie from the nodes of the transform's grid, which it assumes (latitude_offset_from_nodes_deg).
     std::optional<PowerSpectrumOptions> spectrum;
     std::int64_t spectrum_degrees = 0;
+    /// With the plan's scoring.quantiles: its probabilities and method (the values: RegionScores::quantiles).
+    std::optional<QuantileOptions> quantiles;
     double spectrum_latitude_offset_deg = 0.0;
     RunTimings timings;  ///< with EvaluationPlan::timings
     /// The run's grid on its mesh (for a collective write of the maps).

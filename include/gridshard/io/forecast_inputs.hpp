@@ -212,7 +212,10 @@ struct ScoredRegions {
     std::vector<Region> regions;
     std::vector<AreaWeights> weights;
     std::vector<std::int64_t> inside;  ///< this rank's grid points inside each box, or where each mask is not 0
-    InputHash hash;                    ///< the regions as given and their mask files as this rank reads them
+    /// Per region, the indices of those points in this rank's box (row-major; none for the global region, which
+    /// holds every point).
+    std::vector<std::optional<std::vector<std::int64_t>>> cells;
+    InputHash hash;  ///< the regions as given and their mask files as this rank reads them
 };
 
 /// The global region and the regions of `texts` (parse_region: a named region, NAME:lat0,lat1,lon0,lon1 or

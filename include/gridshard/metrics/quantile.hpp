@@ -35,6 +35,11 @@ enum class QuantileMethod {
 
 /// The method named `name` ("linear" or "inverted_cdf"); ArgumentError naming the value otherwise.
 [[nodiscard]] QuantileMethod parse_quantile_method(std::string_view name);
+/// numpy's name of `method`.
+[[nodiscard]] std::string_view to_string(QuantileMethod method) noexcept;
+
+/// ArgumentError naming the first of `probabilities` outside [0, 1] (NaN too): the rule of every quantile here.
+void check_quantile_probabilities(std::span<const double> probabilities);
 
 /// The quantiles of each sample (`probabilities.size() x samples`, row by row) and each sample's number of values
 /// that are not NaN, the same on every rank of the group.
