@@ -95,6 +95,9 @@ TARGETS = [
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
     ("eval_speedup_vs_cdo", 10.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
     ("eval_speedup_vs_cdo_16_steps", 8.0, ">=", "the same on a 721 x 1440, 16-step, three-variable pair"),
+    ("eval_quantiles_over_eval", None, None,
+     "t eval --quantiles 0.5,0.99,0.9999 / t eval, the 4-step pair, 1 process (the passes after the first read the "
+     "run again)"),
     ("eval_strong_scaling_2_ranks", None, None, "t(1 rank) / t(2 ranks), eval of 721 x 1440 x 16 steps x 3 variables"),
     ("eval_strong_scaling_4_ranks", None, None, "the same at 4 ranks (oversubscribed on 2 cores)"),
     ("eval_strong_scaling_8_ranks", None, None, "the same at 8 ranks (oversubscribed on 2 cores)"),
@@ -283,6 +286,9 @@ def print_table(results):
     cdo16 = d["eval_vs_cdo_16_steps"]
     print(f"  eval (721,1440) x 16 steps x 3 variables, 1 process: gridshard {cdo16['t_gridshard_s']:.3f}, "
           f"4 CDO runs {cdo16['t_cdo_s']:.3f}")
+    q = d["eval_quantiles"]
+    print(f"  eval of the 4-step pair, 1 process: {q['t_plain_s']:.3f} s, with three quantiles "
+          f"{q['t_quantiles_s']:.3f} s")
     print_python_details(d["python"])
     print_forecast_details(d)
     print_scaling_details(d)
@@ -725,6 +731,24 @@ def time_eval_against_cdo(gridshard, out_dir, repetitions, ntime=4):
             "grid": [721, 1440], "ntime": ntime, "variables": ["t2m", "sst", "z"]}
 
 
+def time_eval_quantiles(gridshard, out_dir, repetitions):
+    """Median wall times of `gridshard eval` with and without three exact quantiles, alternating, one process, on the
+    4-step pair time_eval_against_cdo wrote."""
+    base = [gridshard, "eval", "--truth", out_dir / "cdo_truth.nc", "--pred", out_dir / "cdo_pred.nc", "--weights",
+            "cell_area", "--quiet", "--json", out_dir / "eval_quantiles.json"]
+    samples = {"plain": [], "quantiles": []}
+    print(f"+ gridshard eval with and without --quantiles, {repetitions} repetitions", flush=True)
+    for _ in range(repetitions):
+        for label, extra in (("plain", []), ("quantiles", ["--quantiles", "0.5,0.99,0.9999"])):
+            start = time.perf_counter()
+            result = subprocess.run([str(c) for c in base + extra], capture_output=True, text=True)
+            if result.returncode != 0:
+                sys.exit(f"run_bench: gridshard eval {' '.join(extra)} failed: {result.stderr.strip()}")
+            samples[label].append(time.perf_counter() - start)
+    medians = {label: sorted(v)[len(v) // 2] for label, v in samples.items()}
+    return {"t_plain_s": medians["plain"], "t_quantiles_s": medians["quantiles"], "samples": samples}
+
+
 def ace_figures(build_dir, out_dir, repetitions=5):
     """ACE's inference aggregator and gridshard's drop-in on one window, side by side (bench/ace_window.py, in ACE's
     venv, made by scripts/ace-venv.sh): the ratios and the raw figures, or none with the reason."""
@@ -900,6 +924,7 @@ def main():
     # 5. The whole tool on one process against CDO's four runs, on the same 721 x 1440 x 4 file.
     eval_vs_cdo = time_eval_against_cdo(bin_dir / "gridshard", out_dir, max(3, args.repetitions // 7))
     eval_vs_cdo_16 = time_eval_against_cdo(bin_dir / "gridshard", out_dir, 3, ntime=16)
+    eval_quantiles = time_eval_quantiles(bin_dir / "gridshard", out_dir, 5)
 
     # 6. The Python module: ACE's gather path against Distributed, the per-call overhead, zero copy.
     python_results, python_details, python_samples, problems = python_figures(
@@ -949,6 +974,7 @@ def main():
         "halo_bytes_fraction_of_gather_1x2x2": halo["bytes_fraction_max_over_ranks"],
         "eval_speedup_vs_cdo": eval_vs_cdo["t_cdo_s"] / eval_vs_cdo["t_gridshard_s"],
         "eval_speedup_vs_cdo_16_steps": eval_vs_cdo_16["t_cdo_s"] / eval_vs_cdo_16["t_gridshard_s"],
+        "eval_quantiles_over_eval": eval_quantiles["t_quantiles_s"] / eval_quantiles["t_plain_s"],
         **python_results,
         **forecast_results,
         **scaling_results,
@@ -979,6 +1005,7 @@ def main():
         "halo_vs_gather": without_samples(halo),
         "eval_vs_cdo": eval_vs_cdo,
         "eval_vs_cdo_16_steps": eval_vs_cdo_16,
+        "eval_quantiles": eval_quantiles,
         "kernels": kernel_rows(kernels),
         "python": python_details,
         **forecast_details,

@@ -41,6 +41,8 @@ struct QuantileStream<T>::State {
     std::vector<std::int64_t> counts;
     std::vector<detail::Reading> readings;
     std::vector<detail::Wanted<Key>> asked, found;
+    // Per statistic of `found`, how many values its prefix held in the last pass: this pass's slot must hold as many.
+    std::vector<std::int64_t> in_prefix;
 
     void begin_pass(const std::vector<detail::Slot<Key>>& slots, int digit) {
         width = digit;
@@ -125,8 +127,8 @@ bool QuantileStream<T>::end_pass(const Communicator& group) {
         throw ArgumentError("QuantileStream::end_pass: the last pass has ended");
     }
     allreduce_sum_in_place(group, std::span<std::int64_t>(s.histogram));
+    const std::size_t bins = std::size_t{1} << s.width;
     if (s.passes++ == 0) {  // the first: each sample's count, and the statistics numpy reads
-        const std::size_t bins = std::size_t{1} << s.width;
         for (std::int64_t k = 0; k < s.samples; ++k) {
             const auto* row = s.histogram.data() + static_cast<std::size_t>(k) * bins;
             s.counts.push_back(std::accumulate(row, row + bins, std::int64_t{0}));
@@ -134,7 +136,21 @@ bool QuantileStream<T>::end_pass(const Communicator& group) {
         s.asked = detail::wanted_statistics<typename State::Key>(s.counts, s.probabilities, s.method, s.readings);
         s.found = s.asked;
     }
+    for (std::size_t k = 0; k < s.in_prefix.size(); ++k) {  // the same sums on every rank: the same verdict
+        const auto* row = s.histogram.data() + s.found[k].slot * bins;
+        const std::int64_t held = std::accumulate(row, row + bins, std::int64_t{0});
+        if (held != s.in_prefix[k]) {
+            throw SystemError("quantiles: pass " + std::to_string(s.passes) + " was given " + std::to_string(held) +
+                              " values where pass " + std::to_string(s.passes - 1) + " had " +
+                              std::to_string(s.in_prefix[k]) +
+                              ": the values changed between passes (an input rewritten while it was read?)");
+        }
+    }
     detail::descend(s.found, s.histogram, s.width);
+    s.in_prefix.clear();
+    for (const auto& w : s.found) {
+        s.in_prefix.push_back(s.histogram[w.slot * bins + static_cast<std::size_t>(w.prefix & (bins - 1))]);
+    }
     s.done += s.width;
     if (s.done == State::kBits || s.found.empty()) {
         s.finished = true;

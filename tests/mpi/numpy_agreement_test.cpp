@@ -245,6 +245,11 @@ TEST(NumpyAgreement, StreamedQuantilesAreTheInMemoryOnes) {
     EXPECT_THROW(stream.add(0, std::span<const double>(values).subspan(0, length), outside), ArgumentError);
     EXPECT_THROW((void)stream.result(), ArgumentError);
     EXPECT_THROW(QuantileStream<double>(1, {0.5, 1.5}, QuantileMethod::linear), ArgumentError);
+    // A pass given other values than the last (an input rewritten while it was read) is refused, not answered.
+    QuantileStream<double> changed(1, q, QuantileMethod::linear);
+    changed.add(0, std::span<const double>(values).subspan(0, length));
+    ASSERT_TRUE(changed.end_pass(group));
+    EXPECT_THROW((void)changed.end_pass(group), SystemError);
 }
 
 }  // namespace

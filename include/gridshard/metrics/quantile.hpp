@@ -121,7 +121,9 @@ class QuantileStream {
     void add(std::int64_t sample, std::span<const T> values, std::span<const std::int64_t> cells);
     /// Ends a pass: its histograms summed over `group` (one allreduce of int64, 2^20 bins at most), each statistic's
     /// next digit found. Returns whether another pass is needed; every rank of `group` gets the same answer, and every
-    /// rank must have given the same samples, probabilities and method. Collective over `group`.
+    /// rank must have given the same samples, probabilities and method. SystemError on every rank when a pass held
+    /// another number of values under a prefix than the pass before (the values changed between passes: the answer
+    /// would be wrong). Collective over `group`.
     [[nodiscard]] bool end_pass(const Communicator& group);
     /// The passes ended so far.
     [[nodiscard]] int passes() const noexcept;
