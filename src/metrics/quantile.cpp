@@ -22,26 +22,30 @@ namespace {
 
 using namespace detail;  // the selection's machinery (quantile_selection.hpp)
 
-/// The keys of this rank's values that start with a prefix of `slots` (sorted; `done` bits, at most 16), per
-/// sample, with the offsets of each sample's run: what the passes after the first read instead of the values.
-/// Threads read blocks of a sample's values into buffers of their own, joined in block order after.
+/// The keys of this rank's values that start with a prefix of `slots` (sorted; `common + width` bits, where every key
+/// of a sample shares its first `common` bits and `width` is at most 16), per sample, with the offsets of each
+/// sample's run: what the passes after the first read instead of the values. Threads read blocks of a sample's values
+/// into buffers of their own, joined in block order after.
 template <class T>
 std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::span<const T> values, std::int64_t samples,
                                                                         std::int64_t length,
                                                                         const std::vector<Slot<KeyOf<T>>>& slots,
-                                                                        int done) {
+                                                                        int common, int width) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::int64_t kBlock = 65536;
     struct Block {
         std::int64_t sample, begin, count;
     };
-    std::vector<char> wanted(static_cast<std::size_t>(samples) << done);  // per sample, its wanted first digits
+    const auto digit_mask = static_cast<Key>((std::size_t{1} << width) - 1);
+    const int below = kBits - common - width;
+    std::vector<char> wanted(static_cast<std::size_t>(samples) << width);  // per sample, its wanted digits
     std::vector<Block> blocks;
     for (std::size_t slot = 0; slot < slots.size();) {
         const std::int64_t s = slots[slot].sample;
         for (; slot < slots.size() && slots[slot].sample == s; ++slot) {
-            wanted[(static_cast<std::size_t>(s) << done) + static_cast<std::size_t>(slots[slot].prefix)] = 1;
+            wanted[(static_cast<std::size_t>(s) << width) + static_cast<std::size_t>(slots[slot].prefix & digit_mask)] =
+                1;
         }
         for (std::int64_t b = 0; b < length; b += kBlock) {
             blocks.push_back({s, s * length + b, std::min(kBlock, length - b)});
@@ -52,12 +56,12 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads))
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const Block& block = blocks[b];
-        const char* digits = wanted.data() + (static_cast<std::size_t>(block.sample) << done);
+        const char* digits = wanted.data() + (static_cast<std::size_t>(block.sample) << width);
         const T* run = values.data() + block.begin;
         std::vector<Key>& out = kept[b];
         for (std::int64_t i = 0; i < block.count; ++i) {
             Key key;
-            if (key_of_number(run[i], key) && digits[static_cast<std::size_t>(key >> (kBits - done))] != 0) {
+            if (key_of_number(run[i], key) && digits[static_cast<std::size_t>((key >> below) & digit_mask)] != 0) {
                 out.push_back(key);
             }
         }
@@ -79,30 +83,105 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     return {std::move(keys), std::move(offsets)};
 }
 
-/// The first pass, over every sample (one histogram each, no prefix): each sample's count of values that are not
-/// NaN comes with it. Collective over `group`: one allreduce.
+/// The first pass, over every sample (one histogram each): the bits every key of a sample shares (`common`, the
+/// least over the samples that have keys, found from every rank's least and greatest key) are left out, so the digit
+/// counts the next `width` bits, and each sample's `prefixes` entry is its shared bits. Each sample's count of values
+/// that are not NaN comes with it. Collective over `group`: two allreduces (the keys' range, the histograms).
+template <class Key>
 struct FirstPass {
     std::vector<std::int64_t> histogram;
     std::vector<std::int64_t> counts;
+    std::vector<Key> prefixes;
+    int common = 0;
     int width = 0;
 };
 
+/// The first digit's widest: 12 bits below the shared ones keep a sample's histogram within 32 KiB (cache and wire)
+/// while leaving few keys under a wanted digit.
+constexpr int kWidestFirstDigit = 12;
+
+/// A key as an int64 in the same order, for a MIN allreduce.
+template <class Key>
+std::int64_t ordered(Key key) {
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(key) ^ (std::uint64_t{1} << 63));
+}
+template <class Key>
+Key unordered(std::int64_t value) {
+    return static_cast<Key>(static_cast<std::uint64_t>(value) ^ (std::uint64_t{1} << 63));
+}
+
 template <class T>
-FirstPass first_pass(const Communicator& group, std::span<const T> values, std::int64_t samples, std::int64_t length) {
+FirstPass<KeyOf<T>> first_pass(const Communicator& group, std::span<const T> values, std::int64_t samples,
+                               std::int64_t length) {
     using Key = KeyOf<T>;
+    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    // Per sample the least key and the complement of the greatest (so that one MIN gives both) over every rank.
+    std::vector<std::int64_t> bounds(2 * static_cast<std::size_t>(samples), std::numeric_limits<std::int64_t>::max());
+    const int threads = detail::threads_for(samples * length, 65536);
+    GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads))
+    for (std::int64_t s = 0; s < samples; ++s) {
+        // The least and greatest number as floats: `x < least ? x : least` passes NaN over and vectorises (minps).
+        // -0 and +0 compare equal, so a zero bound is widened to -0 below and +0 above: the keys' range still holds
+        // every key.
+        // Lanes of their own, so that the compiler keeps them in vector registers.
+        constexpr std::int64_t kLanes = 16;
+        T lows[kLanes], highs[kLanes];
+        std::fill(std::begin(lows), std::end(lows), std::numeric_limits<T>::infinity());
+        std::fill(std::begin(highs), std::end(highs), -std::numeric_limits<T>::infinity());
+        const T* run = values.data() + s * length;
+        std::int64_t i = 0;
+        for (; i + kLanes <= length; i += kLanes) {
+            for (std::int64_t k = 0; k < kLanes; ++k) {
+                lows[k] = run[i + k] < lows[k] ? run[i + k] : lows[k];
+                highs[k] = run[i + k] > highs[k] ? run[i + k] : highs[k];
+            }
+        }
+        for (std::int64_t k = 0; i < length; ++i, ++k) {
+            lows[k] = run[i] < lows[k] ? run[i] : lows[k];
+            highs[k] = run[i] > highs[k] ? run[i] : highs[k];
+        }
+        T least = lows[0], greatest = highs[0];
+        for (std::int64_t k = 1; k < kLanes; ++k) {
+            least = lows[k] < least ? lows[k] : least;
+            greatest = highs[k] > greatest ? highs[k] : greatest;
+        }
+        bool number = false;
+        for (std::int64_t k = 0; k < length && !(least < greatest) && !number; ++k) {
+            number = !std::isnan(run[k]);  // one value or equal ones: is there a number at all?
+        }
+        number = number || least < greatest;
+        if (number) {
+            least = least == T{0} ? -T{0} : least;
+            greatest = greatest == T{0} ? T{0} : greatest;
+            bounds[2 * static_cast<std::size_t>(s)] = ordered(key_of(least));
+            bounds[2 * static_cast<std::size_t>(s) + 1] = ~ordered(key_of(greatest));
+        }
+    }
+    allreduce_min_in_place(group, std::span<std::int64_t>(bounds));
+    FirstPass<Key> pass;
+    pass.common = kBits;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        if (bounds[2 * static_cast<std::size_t>(s)] != std::numeric_limits<std::int64_t>::max()) {  // it has keys
+            const Key least = unordered<Key>(bounds[2 * static_cast<std::size_t>(s)]);
+            const Key greatest = unordered<Key>(~bounds[2 * static_cast<std::size_t>(s) + 1]);
+            pass.common = std::min(pass.common, static_cast<int>(std::countl_zero(static_cast<Key>(least ^ greatest))));
+        }
+    }
+    pass.common = std::min(pass.common, kBits - 1);  // at least one bit to count
     std::vector<Slot<Key>> slots;
     for (std::int64_t s = 0; s < samples; ++s) {
-        slots.push_back({s, Key{0}});
+        const bool keys = bounds[2 * static_cast<std::size_t>(s)] != std::numeric_limits<std::int64_t>::max();
+        const Key least = keys ? unordered<Key>(bounds[2 * static_cast<std::size_t>(s)]) : Key{0};
+        pass.prefixes.push_back(pass.common == 0 ? Key{0} : static_cast<Key>(least >> (kBits - pass.common)));
+        slots.push_back({s, pass.prefixes.back()});
     }
-    FirstPass pass;
-    pass.width =
-        digit_width(slots.size(), static_cast<int>(sizeof(Key) * 8), kWidestDigit, kNarrowestDigit, kHistogramBudget);
+    pass.width = digit_width(slots.size(), kBits - pass.common, kWidestFirstDigit, kNarrowestDigit, kHistogramBudget);
     std::vector<std::int64_t> offsets;
     for (std::int64_t s = 0; s <= samples; ++s) {
         offsets.push_back(s * length);
     }
-    pass.histogram = tally_digits<Key, std::int64_t>(values, std::span<const std::int64_t>(offsets), slots, 0,
-                                                     pass.width, key_of_value<T>, count_one);
+    pass.histogram = tally_digits<Key, std::int64_t>(values, std::span<const std::int64_t>(offsets), slots, pass.common,
+                                                     pass.width, key_of_value<T>, count_one, true);
     allreduce_sum_in_place(group, std::span<std::int64_t>(pass.histogram));
     const std::size_t bins = std::size_t{1} << pass.width;
     for (std::int64_t s = 0; s < samples; ++s) {
@@ -117,16 +196,17 @@ FirstPass first_pass(const Communicator& group, std::span<const T> values, std::
 /// histograms of at most 2^16 bins in all (see sample_quantiles). Collective over `group`: one allreduce per pass.
 template <class T>
 void select_keys(const Communicator& group, std::span<const T> values, std::int64_t samples, std::int64_t length,
-                 const FirstPass& first, std::vector<Wanted<KeyOf<T>>>& wanted) {
+                 const FirstPass<KeyOf<T>>& first, std::vector<Wanted<KeyOf<T>>>& wanted) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::size_t kLaterBudget = std::size_t{1} << 16;
     for (auto& w : wanted) {
         w.slot = static_cast<std::size_t>(w.sample);
+        w.prefix = first.prefixes[static_cast<std::size_t>(w.sample)];
     }
     descend(wanted, first.histogram, first.width);
-    const auto [keys, offsets] = wanted_keys(values, samples, length, slots_of(wanted), first.width);
-    for (int done = first.width; done < kBits;) {
+    const auto [keys, offsets] = wanted_keys(values, samples, length, slots_of(wanted), first.common, first.width);
+    for (int done = first.common + first.width; done < kBits;) {
         const std::vector<Slot<Key>> slots = slots_of(wanted);
         const int width = digit_width(slots.size(), kBits - done, kWidestDigit, 1, kLaterBudget);
         std::vector<std::int64_t> histogram =
@@ -360,7 +440,7 @@ template <class T>
 SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values, std::int64_t samples,
                                  std::span<const double> probabilities, QuantileMethod method) {
     const std::int64_t length = run_length(values.size(), samples, probabilities);
-    const FirstPass first = first_pass(group, values, samples, length);
+    const FirstPass<KeyOf<T>> first = first_pass(group, values, samples, length);
     const std::vector<std::int64_t>& counts = first.counts;
 
     using Key = KeyOf<T>;

@@ -136,11 +136,11 @@ inline void merge_into(Int128& total, Int128 part) {
 /// count, or its weight), added into `total` (slots x 2^width bins). Threads tally blocks of a sample's elements into
 /// tallies of their own, merged after (integer counts and exact sums: the same for any thread count). A table of the
 /// prefixes' first (up to 16) bits passes over most keys with one lookup; the rest find their slot among the few that
-/// share those bits.
+/// share those bits. With `shared` (each sample one slot, whose prefix all its keys have) no key is looked up.
 template <class Key, class Bin, class Element, class ToKey, class Deposit>
 void tally_digits_into(std::span<const Element> elements, std::span<const std::int64_t> offsets,
                        const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit,
-                       std::span<Bin> total) {
+                       std::span<Bin> total, bool shared = false) {
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::int64_t kBlock = 65536;
     const std::size_t bins = std::size_t{1} << width;
@@ -180,9 +180,20 @@ void tally_digits_into(std::span<const Element> elements, std::span<const std::i
                 }
                 table_of = block.first;
             }
+            const Element* run = elements.data() + block.begin;
+            if (shared) {
+                Bin* row = tally.data() + block.first * bins;
+                for (std::int64_t i = 0; i < block.count; ++i) {
+                    Key key;
+                    if (to_key(run[i], key)) {
+                        deposit(row[static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1))],
+                                block.begin + i);
+                    }
+                }
+                continue;
+            }
             const auto from = slots.begin() + static_cast<std::ptrdiff_t>(block.first);
             const auto to = slots.begin() + static_cast<std::ptrdiff_t>(block.last);
-            const Element* run = elements.data() + block.begin;
             for (std::int64_t i = 0; i < block.count; ++i) {
                 Key key;
                 if (!to_key(run[i], key)) {
@@ -217,9 +228,10 @@ void tally_digits_into(std::span<const Element> elements, std::span<const std::i
 /// tally_digits_into a histogram of its own (slots x 2^width bins).
 template <class Key, class Bin, class Element, class ToKey, class Deposit>
 std::vector<Bin> tally_digits(std::span<const Element> elements, std::span<const std::int64_t> offsets,
-                              const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit) {
+                              const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit,
+                              bool shared = false) {
     std::vector<Bin> total(slots.size() << width);
-    tally_digits_into<Key, Bin>(elements, offsets, slots, done, width, to_key, deposit, std::span<Bin>(total));
+    tally_digits_into<Key, Bin>(elements, offsets, slots, done, width, to_key, deposit, std::span<Bin>(total), shared);
     return total;
 }
 

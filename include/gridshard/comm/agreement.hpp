@@ -83,6 +83,9 @@ inline void agree_or_throw(const Communicator& comm, const std::string& local_er
 /// are exact (an overflow is the caller's to rule out); the double ones are in MPI's order of summation.
 void allreduce_sum_in_place(const Communicator& comm, std::span<std::int64_t> values);
 void allreduce_sum_in_place(const Communicator& comm, std::span<double> values);
+/// Collective over `comm`: the elementwise least of `values` over every rank, in place (one MPI_Allreduce(MPI_MIN));
+/// the same contract as allreduce_sum_in_place.
+void allreduce_min_in_place(const Communicator& comm, std::span<std::int64_t> values);
 
 }  // namespace gridshard
 
