@@ -25,8 +25,8 @@ def _probabilities(q, problems):
         return np.zeros(0), True
     if array.ndim > 1:
         problems.add(f"q: a {array.ndim}-dim array; expected a float or a 1-D sequence of floats")
-    elif not np.all((array >= 0) & (array <= 1)):
-        problems.add(f"q={q!r}: quantiles must be in the range [0, 1]")
+    elif problem := _core.quantile_probabilities_problem(np.ascontiguousarray(array).reshape(-1)):  # the library's
+        problems.add(problem)
     return array.reshape(-1), array.ndim == 0
 
 

@@ -160,6 +160,12 @@ void bind_geometry(py::module_& m) {
             return quantile_weights_problem(contiguous_span<const double>(weights, "weights", false));
         },
         py::arg("weights"), "'' when every weight (float64) is finite and >= 0, else the problem. No MPI calls.");
+    m.def(
+        "quantile_probabilities_problem",
+        [](py::buffer probabilities) {
+            return quantile_probabilities_problem(contiguous_span<const double>(probabilities, "q", false));
+        },
+        py::arg("q"), "'' when every probability (float64) lies in [0, 1], else the problem. No MPI calls.");
 }
 
 void bind_mesh(py::module_& m) {

@@ -412,13 +412,20 @@ template SampleQuantiles sample_weighted_quantiles<double>(const Communicator&, 
                                                            std::span<const double>, std::int64_t,
                                                            std::span<const double>);
 
-void check_quantile_probabilities(std::span<const double> probabilities) {
+std::string quantile_probabilities_problem(std::span<const double> probabilities) {
     for (const double q : probabilities) {
         if (!(q >= 0.0 && q <= 1.0)) {
             char shortest[32];  // the number as given: its shortest round trip (1.5, not 1.500000)
             const auto end = std::to_chars(shortest, shortest + sizeof shortest, q).ptr;
-            throw ArgumentError("q=" + std::string(shortest, end) + ": quantiles must be in the range [0, 1]");
+            return "q=" + std::string(shortest, end) + ": quantiles must be in the range [0, 1]";
         }
+    }
+    return "";
+}
+
+void check_quantile_probabilities(std::span<const double> probabilities) {
+    if (std::string problem = quantile_probabilities_problem(probabilities); !problem.empty()) {
+        throw ArgumentError(std::move(problem));
     }
 }
 

@@ -100,7 +100,8 @@ TEST(NumpyAgreement, EveryMetricAgreesWithNumpy) {
     expect_numpy(zonal_mean<float>(grid, truth), zonal, "zonal_mean");
 }
 
-// numpy's own quantiles, both methods; then the weighted "inverted_cdf" against make_fixture.py's exact reference.
+// numpy's own quantiles, both methods, in memory and streamed; then the weighted "inverted_cdf" against
+// make_fixture.py's exact reference.
 TEST(NumpyAgreement, QuantilesAreNumpysBits) {
     const Fixture f = load();
     const ProcessMesh mesh = mpitest::make_mesh();
@@ -110,14 +111,43 @@ TEST(NumpyAgreement, QuantilesAreNumpysBits) {
     const ShardedGrid grid(mesh, f.grid);
     const auto t = shard_of(f.truth, f.grid, grid.box(), f.channels);
     const auto q = f.expected["quantiles"].get<std::vector<double>>();
+    // The streamed selection's pieces, in any order: each channel's even rows one by one, backwards, and its odd rows
+    // through a list of cells.
+    const Box& box = grid.box();
+    const auto plane = static_cast<std::size_t>(box.area());
+    const auto width = static_cast<std::size_t>(box.lon.size());
+    std::vector<std::int64_t> odd_rows;
+    for (std::size_t i = 1; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
+        for (std::size_t j = 0; j < width; ++j) {
+            odd_rows.push_back(static_cast<std::int64_t>(i * width + j));
+        }
+    }
     for (const char* method : {"linear", "inverted_cdf"}) {
-        const SampleQuantiles got = sample_quantiles(mesh.spatial(), std::span<const float>(t), f.channels,
-                                                     std::span<const double>(q), parse_quantile_method(method));
+        const SampleQuantiles in_memory = sample_quantiles(mesh.spatial(), std::span<const float>(t), f.channels,
+                                                           std::span<const double>(q), parse_quantile_method(method));
+        QuantileStream<float> stream(f.channels, q, parse_quantile_method(method));
+        do {
+            for (std::int64_t c = f.channels - 1; c >= 0; --c) {
+                const auto field = std::span<const float>(t).subspan(static_cast<std::size_t>(c) * plane, plane);
+                for (std::size_t i = 0; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
+                    stream.add(c, field.subspan(i * width, width));
+                }
+                stream.add(c, field, std::span<const std::int64_t>(odd_rows));
+            }
+        } while (stream.end_pass(mesh.spatial()));
+        EXPECT_EQ(stream.passes(), 2) << method << ": float32 of few samples";
+        const SampleQuantiles streamed = stream.result();
+        EXPECT_THROW(stream.add(0, std::span<const float>(t)), ArgumentError) << "an add after the last pass";
         const nlohmann::json& want = f.expected[std::string("quantile_") + method];
-        ASSERT_EQ(got.values.size(), want.size()) << method;
-        for (std::size_t k = 0; k < want.size(); ++k) {
-            EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(want[k].get<double>()))
-                << method << " [" << k << "]: " << got.values[k] << ", numpy " << want[k].get<double>();
+        for (const SampleQuantiles* got : {&in_memory, &streamed}) {
+            const char* how = got == &in_memory ? "in memory" : "streamed";
+            ASSERT_EQ(got->values.size(), want.size()) << method << " " << how;
+            for (std::size_t k = 0; k < want.size(); ++k) {
+                EXPECT_EQ(std::bit_cast<std::uint64_t>(got->values[k]),
+                          std::bit_cast<std::uint64_t>(want[k].get<double>()))
+                    << method << " " << how << " [" << k << "]: " << got->values[k] << ", numpy "
+                    << want[k].get<double>();
+            }
         }
     }
     std::vector<double> weights;  // cell (i, j) weighs (i + 2 j) % 4, as make_fixture.py's reference
@@ -142,50 +172,6 @@ TEST(NumpyAgreement, QuantilesAreNumpysBits) {
     weights.back() = -1.0;
     EXPECT_NE(quantile_weights_problem(std::span<const double>(weights)).find("finite and >= 0, got -1"),
               std::string::npos);
-}
-
-// The streamed selection gives numpy's bits too, from pieces in any order: each channel's rows one by one, backwards,
-// and its other rows through a list of cells; float32 with few samples takes two passes.
-TEST(NumpyAgreement, StreamedQuantilesAreNumpysBits) {
-    const Fixture f = load();
-    const ProcessMesh mesh = mpitest::make_mesh();
-    if (f.grid.nlat < mesh.shape().lat || f.grid.nlon < mesh.shape().lon) {
-        GTEST_SKIP() << "mesh finer than the fixture";
-    }
-    const ShardedGrid grid(mesh, f.grid);
-    const Box& box = grid.box();
-    const auto t = shard_of(f.truth, f.grid, box, f.channels);
-    const auto q = f.expected["quantiles"].get<std::vector<double>>();
-    const auto plane = static_cast<std::size_t>(box.area());
-    const auto width = static_cast<std::size_t>(box.lon.size());
-    std::vector<std::int64_t> odd_rows;  // the cells of the box's odd rows
-    for (std::size_t i = 1; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
-        for (std::size_t j = 0; j < width; ++j) {
-            odd_rows.push_back(static_cast<std::int64_t>(i * width + j));
-        }
-    }
-    for (const char* method : {"linear", "inverted_cdf"}) {
-        QuantileStream<float> stream(f.channels, q, parse_quantile_method(method));
-        do {
-            for (std::int64_t c = f.channels - 1; c >= 0; --c) {
-                const std::span<const float> field =
-                    std::span<const float>(t).subspan(static_cast<std::size_t>(c) * plane, plane);
-                for (std::size_t i = 0; i < static_cast<std::size_t>(box.lat.size()); i += 2) {
-                    stream.add(c, field.subspan(i * width, width));
-                }
-                stream.add(c, field, std::span<const std::int64_t>(odd_rows));
-            }
-        } while (stream.end_pass(mesh.spatial()));
-        EXPECT_EQ(stream.passes(), 2) << method;
-        const SampleQuantiles got = stream.result();
-        const nlohmann::json& want = f.expected[std::string("quantile_") + method];
-        ASSERT_EQ(got.values.size(), want.size()) << method;
-        for (std::size_t k = 0; k < want.size(); ++k) {
-            EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(want[k].get<double>()))
-                << method << " [" << k << "]: " << got.values[k] << ", numpy " << want[k].get<double>();
-        }
-        EXPECT_THROW(stream.add(0, std::span<const float>(t)), ArgumentError) << "an add after the last pass";
-    }
 }
 
 // float64 samples of every kind of value (ties, NaN, infinities, signed zeros, subnormals; one sample all NaN, one

@@ -38,7 +38,11 @@ enum class QuantileMethod {
 /// numpy's name of `method`.
 [[nodiscard]] std::string_view to_string(QuantileMethod method) noexcept;
 
-/// ArgumentError naming the first of `probabilities` outside [0, 1] (NaN too): the rule of every quantile here.
+/// "" when every one of `probabilities` lies in [0, 1], else the problem naming the first that does not (NaN too): the
+/// rule of every quantile here, for callers that agree it over their ranks first.
+[[nodiscard]] std::string quantile_probabilities_problem(std::span<const double> probabilities);
+
+/// ArgumentError with quantile_probabilities_problem's problem, if there is one.
 void check_quantile_probabilities(std::span<const double> probabilities);
 
 /// The quantiles of each sample (`probabilities.size() x samples`, row by row) and each sample's number of values
@@ -57,12 +61,14 @@ struct SampleQuantiles {
 /// -0 first; numpy orders them as its partition leaves them.
 ///
 /// How: each value's order-preserving integer key (its bits, the negative ones' order turned around); per sample the
-/// ranks of the order statistics numpy reads, found digit by digit. A first pass counts every sample's keys in a
-/// histogram of their first digit (up to 16 bits), summed over `group` (the samples' counts come with it); a second
-/// read keeps the keys whose first digit a wanted statistic has; the other digits come from passes over those keys
-/// only, each a histogram per prefix still wanted, summed over `group`. Collective over `group`: one allreduce of
-/// int64 histograms per pass (2^16 bins per sample in the first; 2^16 in all in the others); every rank must pass the
-/// same `samples`, `probabilities` and method (the caller agrees them first).
+/// ranks of the order statistics numpy reads, found digit by digit. A first read finds each sample's range of keys,
+/// agreed over `group` (one MIN allreduce), so the bits every key shares are known; a second counts every sample's
+/// keys in a histogram of the next digit (up to 12 bits), summed over `group` (the samples' counts come with it); a
+/// third read keeps the keys whose digit a wanted statistic has; the other digits come from passes over those keys
+/// only, each a histogram per prefix still wanted, summed over `group`. Collective over `group`: the range's
+/// allreduce (2 int64 per sample), then one allreduce of int64 histograms per pass (2^12 bins per sample in the
+/// first; 2^16 in all in the others); every rank must pass the same `samples`, `probabilities` and method (the caller
+/// agrees them first).
 template <class T>
 [[nodiscard]] SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values,
                                                std::int64_t samples, std::span<const double> probabilities,
