@@ -185,6 +185,12 @@ const double* time_mean_of(const RegionScores& r, const RegisteredScore* score) 
     return nullptr;
 }
 
+// A value as the table prints it. A NaN's sign bit is not a result: which operand's NaN an addition keeps depends on
+// how the compiler ordered it, so every NaN prints as "nan" (the JSON writes null either way).
+double shown(double value) {
+    return std::isnan(value) ? std::numeric_limits<double>::quiet_NaN() : value;
+}
+
 // With --quantiles, a line per channel, region and field: its quantiles, the probabilities as the header says.
 void print_quantiles(const EvaluationResult& result, std::ostream& out) {
     if (!result.quantiles) {
@@ -209,8 +215,7 @@ void print_quantiles(const EvaluationResult& result, std::ostream& out) {
                 }
                 out << cell;
                 for (const double v : truth ? r.quantiles->truth : r.quantiles->prediction) {
-                    std::snprintf(cell, sizeof cell, " %12.6g",
-                                  std::isnan(v) ? std::numeric_limits<double>::quiet_NaN() : v);
+                    std::snprintf(cell, sizeof cell, " %12.6g", shown(v));
                     out << cell;
                 }
                 out << "\n";
@@ -275,10 +280,7 @@ void print_table(const EvaluationResult& result, std::ostream& out) {
             out << cell;
             for (const RegisteredScore* s : columns) {
                 if (const double* value = time_mean_of(r, s)) {
-                    // A NaN's sign bit is not a result: which operand's NaN an addition keeps depends on how the
-                    // compiler ordered it, so every NaN prints as "nan" (the JSON writes null either way).
-                    const double shown = std::isnan(*value) ? std::numeric_limits<double>::quiet_NaN() : *value;
-                    std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, shown);
+                    std::snprintf(cell, sizeof cell, " %*.*g", s->table_width, s->table_digits, shown(*value));
                     out << cell;
                 } else {  // a score of the globe only (the power spectra), on a region's row, or of other variables
                     std::snprintf(cell, sizeof cell, " %*s", s->table_width, "-");

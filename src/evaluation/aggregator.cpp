@@ -417,10 +417,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     if (counted_[static_cast<std::size_t>(lead)]) {
         record_climate_families<T>(initial_condition, lead, truth, members);
     }
-    if (options_.quantiles && counted_[static_cast<std::size_t>(lead)]) {
-        // The truth once: by the data rank that holds member 0 (its only copy when the members are split).
-        record_quantiles<T>(truth, members, shape_.work.members.begin == 0);
-    }
+    record_quantiles<T>(lead, truth, members);
     const double done = MPI_Wtime();
     timings_.zonal_s += sums_started - zonal_started;
     timings_.time_sums_s += done - sums_started;

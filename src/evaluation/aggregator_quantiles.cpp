@@ -25,7 +25,12 @@ QuantileStream<T>& Aggregator::quantile_stream() {
 }
 
 template <class T>
-void Aggregator::record_quantiles(FieldShard<T> truth, std::span<const T> members, bool with_truth) {
+void Aggregator::record_quantiles(std::int64_t lead, FieldShard<T> truth, std::span<const T> members) {
+    if (!options_.quantiles || !counted_.at(static_cast<std::size_t>(lead))) {
+        return;
+    }
+    // The truth once: by the data rank that holds member 0 (its only copy when the members are split).
+    const bool with_truth = shape_.work.members.begin == 0;
     QuantileStream<T>& stream = quantile_stream<T>();
     const std::int64_t channels = shape_.channels;
     const auto area = static_cast<std::size_t>(grid_.box().area());
@@ -62,9 +67,7 @@ bool Aggregator::end_quantile_pass() {
 
 template <class T>
 void Aggregator::replay_quantiles(std::int64_t lead, FieldShard<T> truth, std::span<const T> members) {
-    if (options_.quantiles && counted_.at(static_cast<std::size_t>(lead))) {
-        record_quantiles<T>(truth, members, shape_.work.members.begin == 0);
-    }
+    record_quantiles<T>(lead, truth, members);
 }
 
 void Aggregator::finish_quantiles(VariableScores& out) const {
@@ -97,7 +100,7 @@ template bool Aggregator::end_quantile_pass<float>();
 template bool Aggregator::end_quantile_pass<double>();
 template void Aggregator::replay_quantiles<float>(std::int64_t, FieldShard<float>, std::span<const float>);
 template void Aggregator::replay_quantiles<double>(std::int64_t, FieldShard<double>, std::span<const double>);
-template void Aggregator::record_quantiles<float>(FieldShard<float>, std::span<const float>, bool);
-template void Aggregator::record_quantiles<double>(FieldShard<double>, std::span<const double>, bool);
+template void Aggregator::record_quantiles<float>(std::int64_t, FieldShard<float>, std::span<const float>);
+template void Aggregator::record_quantiles<double>(std::int64_t, FieldShard<double>, std::span<const double>);
 
 }  // namespace gridshard

@@ -183,11 +183,7 @@ FirstPass<KeyOf<T>> first_pass(const Communicator& group, std::span<const T> val
     pass.histogram = tally_digits<Key, std::int64_t>(values, std::span<const std::int64_t>(offsets), slots, pass.common,
                                                      pass.width, key_of_value<T>, count_one, true);
     allreduce_sum_in_place(group, std::span<std::int64_t>(pass.histogram));
-    const std::size_t bins = std::size_t{1} << pass.width;
-    for (std::int64_t s = 0; s < samples; ++s) {
-        const auto* row = pass.histogram.data() + static_cast<std::size_t>(s) * bins;
-        pass.counts.push_back(std::accumulate(row, row + bins, std::int64_t{0}));
-    }
+    pass.counts = sample_counts(pass.histogram, samples, pass.width);
     return pass;
 }
 

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -287,6 +288,18 @@ auto slots_of(std::vector<Statistic>& wanted) {
                                           slots.begin());
     }
     return slots;
+}
+
+/// Each sample's count of keys: the sum of its row of a first pass's histogram (one slot per sample, 2^width bins).
+inline std::vector<std::int64_t> sample_counts(const std::vector<std::int64_t>& histogram, std::int64_t samples,
+                                               int width) {
+    const std::size_t bins = std::size_t{1} << width;
+    std::vector<std::int64_t> counts;
+    for (std::int64_t s = 0; s < samples; ++s) {
+        const auto* row = histogram.data() + static_cast<std::size_t>(s) * bins;
+        counts.push_back(std::accumulate(row, row + bins, std::int64_t{0}));
+    }
+    return counts;
 }
 
 /// The order statistics numpy reads for `probabilities` of samples of `counts` values (none of an empty sample):

@@ -48,10 +48,12 @@ struct QuantileStream<T>::State {
         width = digit;
         sample_slots.assign(static_cast<std::size_t>(samples), {});
         first_slot.assign(static_cast<std::size_t>(samples), 0);
-        for (std::size_t k = slots.size(); k-- > 0;) {  // backwards: each sample's first slot last
+        for (std::size_t k = 0; k < slots.size(); ++k) {  // sorted by sample: each sample's slots in a run
             const auto s = static_cast<std::size_t>(slots[k].sample);
-            sample_slots[s].insert(sample_slots[s].begin(), {0, slots[k].prefix});
-            first_slot[s] = k;
+            if (sample_slots[s].empty()) {
+                first_slot[s] = k;
+            }
+            sample_slots[s].push_back({0, slots[k].prefix});
         }
         histogram.assign(slots.size() << width, 0);
     }
@@ -129,10 +131,7 @@ bool QuantileStream<T>::end_pass(const Communicator& group) {
     allreduce_sum_in_place(group, std::span<std::int64_t>(s.histogram));
     const std::size_t bins = std::size_t{1} << s.width;
     if (s.passes++ == 0) {  // the first: each sample's count, and the statistics numpy reads
-        for (std::int64_t k = 0; k < s.samples; ++k) {
-            const auto* row = s.histogram.data() + static_cast<std::size_t>(k) * bins;
-            s.counts.push_back(std::accumulate(row, row + bins, std::int64_t{0}));
-        }
+        s.counts = detail::sample_counts(s.histogram, s.samples, s.width);
         s.asked = detail::wanted_statistics<typename State::Key>(s.counts, s.probabilities, s.method, s.readings);
         s.found = s.asked;
     }

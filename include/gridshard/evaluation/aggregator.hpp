@@ -613,13 +613,14 @@ class Aggregator {
     void record_histogram(std::int64_t initial_condition, std::int64_t lead, FieldShard<T> truth,
                           std::span<const T> members, bool with_truth);
     void finish_histogram(VariableScores& out);
-    // The quantiles' stream of the values' type (made at its first use: the same on every rank), a counted pair's
-    // values added to it (the truth's when `with_truth`; no MPI calls), and the quantiles into `out` (no MPI calls;
-    // ArgumentError on every rank alike when the passes have not ended).
+    // The quantiles' stream of the values' type (made at its first use: the same on every rank), a pair's values
+    // added to it where the quantiles are formed and its lead time counted (the truth by the data rank that holds
+    // member 0; no MPI calls), and the quantiles into `out` (no MPI calls; ArgumentError on every rank alike when the
+    // passes have not ended).
     template <class T>
     QuantileStream<T>& quantile_stream();
     template <class T>
-    void record_quantiles(FieldShard<T> truth, std::span<const T> members, bool with_truth);
+    void record_quantiles(std::int64_t lead, FieldShard<T> truth, std::span<const T> members);
     void finish_quantiles(VariableScores& out) const;
     // The index regression's sums of this pair's truth (when `with_truth`) and members (no MPI calls), and its maps and
     // RMSE into `out` (collective over the world).
