@@ -77,6 +77,11 @@ void allreduce_sum_in_place(const Communicator& comm, std::span<std::int64_t> va
                   comm.native());
 }
 
+void allreduce_sum_in_place(const Communicator& comm, std::span<std::int32_t> values) {
+    GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT32_T, MPI_SUM,
+                  comm.native());
+}
+
 void allreduce_min_in_place(const Communicator& comm, std::span<std::int64_t> values) {
     GRIDSHARD_MPI(MPI_Allreduce, MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_MIN,
                   comm.native());

@@ -162,17 +162,32 @@ std::vector<double> alltoallv(const Communicator& comm, std::span<const double> 
     return received;
 }
 
-std::vector<double> allgatherv(const Communicator& comm, std::span<const double> mine, std::span<const int> counts) {
+template <class T>
+std::vector<T> allgatherv(const Communicator& comm, std::span<const T> mine, std::span<const int> counts) {
     const std::vector<int> displacements = displacements_of(counts, "all-gather");
     std::int64_t total = 0;
     for (const int count : counts) {
         total += count;
     }
-    std::vector<double> gathered(static_cast<std::size_t>(total));
-    GRIDSHARD_MPI(MPI_Allgatherv, mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, gathered.data(),
-                  counts.data(), displacements.data(), MPI_DOUBLE, comm.native());
+    std::vector<T> gathered(static_cast<std::size_t>(total));
+    GRIDSHARD_MPI(MPI_Allgatherv, mine.data(), static_cast<int>(mine.size()), detail::mpi_datatype<T>(),
+                  gathered.data(), counts.data(), displacements.data(), detail::mpi_datatype<T>(), comm.native());
     return gathered;
 }
+
+std::vector<std::int64_t> allgather(const Communicator& comm, std::span<const std::int64_t> mine) {
+    std::vector<std::int64_t> gathered(mine.size() * static_cast<std::size_t>(comm.size()));
+    GRIDSHARD_MPI(MPI_Allgather, mine.data(), as_int_count(static_cast<std::int64_t>(mine.size()), "all-gather"),
+                  MPI_INT64_T, gathered.data(), as_int_count(static_cast<std::int64_t>(mine.size()), "all-gather"),
+                  MPI_INT64_T, comm.native());
+    return gathered;
+}
+
+template std::vector<double> allgatherv<double>(const Communicator&, std::span<const double>, std::span<const int>);
+template std::vector<std::uint32_t> allgatherv<std::uint32_t>(const Communicator&, std::span<const std::uint32_t>,
+                                                              std::span<const int>);
+template std::vector<std::uint64_t> allgatherv<std::uint64_t>(const Communicator&, std::span<const std::uint64_t>,
+                                                              std::span<const int>);
 
 template OwnedRows<float> rows_to_owners<float>(const Communicator&, const std::vector<Box>&, GridShape,
                                                 std::span<const float>, std::int64_t, const std::vector<int>&);

@@ -14,6 +14,7 @@
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/exact_allreduce.hpp"
+#include "gridshard/comm/redistribution.hpp"
 #include "gridshard/core/error.hpp"
 #include "quantile_selection.hpp"
 
@@ -22,10 +23,29 @@ namespace {
 
 using namespace detail;  // the selection's machinery (quantile_selection.hpp)
 
+/// A test in the values' own order for the values whose keys lie in [low, high]: `low <= x && x <= high` holds for
+/// every such value (the keys refine the values' order, in which -0 and +0 are equal), may hold for a few more (the
+/// other zero), and fails for NaN. A bound whose key is a NaN's lies beyond an infinity.
+template <class T>
+ValueRange<T> values_between(KeyOf<T> low, KeyOf<T> high) {
+    constexpr T inf = std::numeric_limits<T>::infinity();
+    T from = value_of<T>(low);
+    T to = value_of<T>(high);
+    if (std::isnan(from)) {
+        from = low < key_of(-inf) ? -inf : inf;
+    }
+    if (std::isnan(to)) {
+        to = high > key_of(inf) ? inf : -inf;
+    }
+    return {from, to};
+}
+
 /// The keys of this rank's values that start with a prefix of `slots` (sorted; `common + width` bits, where every key
 /// of a sample shares its first `common` bits and `width` is at most 16), per sample, with the offsets of each
-/// sample's run: what the passes after the first read instead of the values. Threads read blocks of a sample's values
-/// into buffers of their own, joined in block order after.
+/// sample's run: what the passes after the first read instead of the values. A run of consecutive wanted prefixes is
+/// a range of values, so the read compares lanes of values with a sample's ranges (vectorised) and forms a key only
+/// where a lane lies in one. Threads read blocks of a sample's values into buffers of their own, joined in block
+/// order after.
 template <class T>
 std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::span<const T> values, std::int64_t samples,
                                                                         std::int64_t length,
@@ -34,18 +54,29 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::int64_t kBlock = 65536;
+    constexpr std::int64_t kChunk = kMarkLanes * kBits;  // one bit of a lane per value
     struct Block {
         std::int64_t sample, begin, count;
     };
     const auto digit_mask = static_cast<Key>((std::size_t{1} << width) - 1);
     const int below = kBits - common - width;
+    const Key tail = below == 0 ? Key{0} : static_cast<Key>(static_cast<Key>(~Key{0}) >> (kBits - below));
     std::vector<char> wanted(static_cast<std::size_t>(samples) << width);  // per sample, its wanted digits
+    std::vector<std::vector<ValueRange<T>>> ranges(static_cast<std::size_t>(samples));
     std::vector<Block> blocks;
     for (std::size_t slot = 0; slot < slots.size();) {
         const std::int64_t s = slots[slot].sample;
-        for (; slot < slots.size() && slots[slot].sample == s; ++slot) {
-            wanted[(static_cast<std::size_t>(s) << width) + static_cast<std::size_t>(slots[slot].prefix & digit_mask)] =
-                1;
+        Key low = 0;
+        for (const std::size_t first = slot; slot < slots.size() && slots[slot].sample == s; ++slot) {
+            const Key prefix = slots[slot].prefix;
+            wanted[(static_cast<std::size_t>(s) << width) + static_cast<std::size_t>(prefix & digit_mask)] = 1;
+            if (slot == first || prefix != slots[slot - 1].prefix + 1) {
+                low = static_cast<Key>(prefix << below);  // a new run of prefixes
+            } else {
+                ranges[static_cast<std::size_t>(s)].pop_back();
+            }
+            ranges[static_cast<std::size_t>(s)].push_back(
+                values_between<T>(low, static_cast<Key>(static_cast<Key>(prefix << below) | tail)));
         }
         for (std::int64_t b = 0; b < length; b += kBlock) {
             blocks.push_back({s, s * length + b, std::min(kBlock, length - b)});
@@ -57,12 +88,23 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const Block& block = blocks[b];
         const char* digits = wanted.data() + (static_cast<std::size_t>(block.sample) << width);
+        const std::vector<ValueRange<T>>& in = ranges[static_cast<std::size_t>(block.sample)];
         const T* run = values.data() + block.begin;
         std::vector<Key>& out = kept[b];
-        for (std::int64_t i = 0; i < block.count; ++i) {
+        const auto keep = [&](T value) {
             Key key;
-            if (key_of_number(run[i], key) && digits[static_cast<std::size_t>((key >> below) & digit_mask)] != 0) {
+            if (key_of_number(value, key) && digits[static_cast<std::size_t>((key >> below) & digit_mask)] != 0) {
                 out.push_back(key);
+            }
+        };
+        Key lanes[kMarkLanes];
+        for (std::int64_t i = 0; i < block.count; i += kChunk) {
+            const std::int64_t n = std::min(kChunk, block.count - i);
+            mark_in_ranges(run + i, n, std::span<const ValueRange<T>>(in), lanes);
+            for (std::int64_t lane = 0; lane < kMarkLanes; ++lane) {
+                for (Key marked = lanes[lane]; marked != 0; marked &= static_cast<Key>(marked - 1)) {
+                    keep(run[i + std::countr_zero(marked) * kMarkLanes + lane]);
+                }
             }
         }
     }
@@ -83,10 +125,85 @@ std::pair<std::vector<KeyOf<T>>, std::vector<std::int64_t>> wanted_keys(std::spa
     return {std::move(keys), std::move(offsets)};
 }
 
+/// Per sample, this rank's count of keys by the `width` bits below their first `common` (which every key of the
+/// sample shares): samples x 2^width bins. The digits are formed in vectorised chunks, NaN's in a bin of its own
+/// that is dropped; threads tally blocks of a sample's values into tallies of their own, summed after (the same
+/// counts for any thread count).
+template <class T>
+std::vector<std::int64_t> first_digits(std::span<const T> values, std::int64_t samples, std::int64_t length, int common,
+                                       int width) {
+    using Key = KeyOf<T>;
+    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    constexpr std::int64_t kBlock = 65536;
+    constexpr std::int64_t kChunk = 1024;
+    const std::size_t bins = std::size_t{1} << width;
+    const std::size_t row = bins + 1;                           // and NaN's
+    std::vector<std::pair<std::int64_t, std::int64_t>> blocks;  // (first value, count), a sample's each
+    for (std::int64_t s = 0; s < samples; ++s) {
+        for (std::int64_t b = 0; b < length; b += kBlock) {
+            blocks.emplace_back(s * length + b, std::min(kBlock, length - b));
+        }
+    }
+    const int threads = detail::threads_for(static_cast<std::int64_t>(blocks.size()), kBlock);
+    std::vector<std::vector<std::int64_t>> tallies(static_cast<std::size_t>(threads));
+    GRIDSHARD_PRAGMA(omp parallel num_threads(threads)) {
+        std::vector<std::int64_t>& tally = tallies[static_cast<std::size_t>(thread_index())];
+        tally.assign(static_cast<std::size_t>(samples) * row, 0);
+        Key digits[kChunk];
+        std::vector<std::uint32_t> block_counts(row);  // a block's: half the bytes of int64, and no overflow
+        GRIDSHARD_PRAGMA(omp for schedule(static))
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const auto [begin, count] = blocks[b];
+            std::fill(block_counts.begin(), block_counts.end(), 0U);
+            for (std::int64_t i = 0; i < count; i += kChunk) {
+                const std::int64_t n = std::min(kChunk, count - i);
+                key_digits(values.data() + begin + i, n, kBits - common - width, static_cast<Key>(bins - 1),
+                           static_cast<Key>(bins), digits);
+                for (std::int64_t k = 0; k < n; ++k) {
+                    ++block_counts[digits[k]];
+                }
+            }
+            std::int64_t* counts = tally.data() + static_cast<std::size_t>(begin / length) * row;
+            for (std::size_t d = 0; d < row; ++d) {
+                counts[d] += block_counts[d];
+            }
+        }
+    }
+    std::vector<std::int64_t> histogram(static_cast<std::size_t>(samples) * bins, 0);
+    for (const std::vector<std::int64_t>& tally : tallies) {
+        for (std::size_t s = 0; s < static_cast<std::size_t>(samples); ++s) {
+            for (std::size_t d = 0; d < bins; ++d) {
+                histogram[s * bins + d] += tally[s * row + d];
+            }
+        }
+    }
+    return histogram;
+}
+
+/// The counts' sums over `group`, in place (one allreduce), moved as int32 where `narrow` (the caller knows that every
+/// sum fits): half the bytes.
+void allreduce_counts(const Communicator& group, std::vector<std::int64_t>& counts, bool narrow) {
+    if (!narrow) {
+        allreduce_sum_in_place(group, std::span<std::int64_t>(counts));
+        return;
+    }
+    std::vector<std::int32_t> narrowed(counts.size());
+    std::transform(counts.begin(), counts.end(), narrowed.begin(),
+                   [](std::int64_t count) { return static_cast<std::int32_t>(count); });
+    allreduce_sum_in_place(group, std::span<std::int32_t>(narrowed));
+    std::copy(narrowed.begin(), narrowed.end(), counts.begin());
+}
+
+/// Whether counts of at most `bound` fit an int32.
+bool fits_int32(std::int64_t bound) {
+    return bound <= std::numeric_limits<std::int32_t>::max();
+}
+
 /// The first pass, over every sample (one histogram each): the bits every key of a sample shares (`common`, the
 /// least over the samples that have keys, found from every rank's least and greatest key) are left out, so the digit
 /// counts the next `width` bits, and each sample's `prefixes` entry is its shared bits. Each sample's count of values
-/// that are not NaN comes with it. Collective over `group`: two allreduces (the keys' range, the histograms).
+/// that are not NaN comes with it. Collective over `group`: two allreduces (the keys' range with the longest run, the
+/// histograms, as int32 where the values are fewer than 2^31).
 template <class Key>
 struct FirstPass {
     std::vector<std::int64_t> histogram;
@@ -115,42 +232,23 @@ FirstPass<KeyOf<T>> first_pass(const Communicator& group, std::span<const T> val
                                std::int64_t length) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
-    // Per sample the least key and the complement of the greatest (so that one MIN gives both) over every rank.
-    std::vector<std::int64_t> bounds(2 * static_cast<std::size_t>(samples), std::numeric_limits<std::int64_t>::max());
+    // Per sample the least key and the complement of the greatest (so that one MIN gives both) over every rank, and
+    // last the longest run negated: a bound on a bin's count.
+    std::vector<std::int64_t> bounds(2 * static_cast<std::size_t>(samples) + 1,
+                                     std::numeric_limits<std::int64_t>::max());
+    bounds.back() = -length;
     const int threads = detail::threads_for(samples * length, 65536);
     GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads))
     for (std::int64_t s = 0; s < samples; ++s) {
-        // The least and greatest number as floats: `x < least ? x : least` passes NaN over and vectorises (minps).
-        // -0 and +0 compare equal, so a zero bound is widened to -0 below and +0 above: the keys' range still holds
-        // every key.
-        // Lanes of their own, so that the compiler keeps them in vector registers.
-        constexpr std::int64_t kLanes = 16;
-        T lows[kLanes], highs[kLanes];
-        std::fill(std::begin(lows), std::end(lows), std::numeric_limits<T>::infinity());
-        std::fill(std::begin(highs), std::end(highs), -std::numeric_limits<T>::infinity());
         const T* run = values.data() + s * length;
-        std::int64_t i = 0;
-        for (; i + kLanes <= length; i += kLanes) {
-            for (std::int64_t k = 0; k < kLanes; ++k) {
-                lows[k] = run[i + k] < lows[k] ? run[i + k] : lows[k];
-                highs[k] = run[i + k] > highs[k] ? run[i + k] : highs[k];
-            }
-        }
-        for (std::int64_t k = 0; i < length; ++i, ++k) {
-            lows[k] = run[i] < lows[k] ? run[i] : lows[k];
-            highs[k] = run[i] > highs[k] ? run[i] : highs[k];
-        }
-        T least = lows[0], greatest = highs[0];
-        for (std::int64_t k = 1; k < kLanes; ++k) {
-            least = lows[k] < least ? lows[k] : least;
-            greatest = highs[k] > greatest ? highs[k] : greatest;
-        }
+        T least, greatest;
+        least_and_greatest(run, length, least, greatest);
         bool number = false;
         for (std::int64_t k = 0; k < length && !(least < greatest) && !number; ++k) {
             number = !std::isnan(run[k]);  // one value or equal ones: is there a number at all?
         }
         number = number || least < greatest;
-        if (number) {
+        if (number) {  // a zero bound widened to -0 below and +0 above: the keys' range holds every key
             least = least == T{0} ? -T{0} : least;
             greatest = greatest == T{0} ? T{0} : greatest;
             bounds[2 * static_cast<std::size_t>(s)] = ordered(key_of(least));
@@ -168,47 +266,112 @@ FirstPass<KeyOf<T>> first_pass(const Communicator& group, std::span<const T> val
         }
     }
     pass.common = std::min(pass.common, kBits - 1);  // at least one bit to count
-    std::vector<Slot<Key>> slots;
     for (std::int64_t s = 0; s < samples; ++s) {
         const bool keys = bounds[2 * static_cast<std::size_t>(s)] != std::numeric_limits<std::int64_t>::max();
         const Key least = keys ? unordered<Key>(bounds[2 * static_cast<std::size_t>(s)]) : Key{0};
         pass.prefixes.push_back(pass.common == 0 ? Key{0} : static_cast<Key>(least >> (kBits - pass.common)));
-        slots.push_back({s, pass.prefixes.back()});
     }
-    pass.width = digit_width(slots.size(), kBits - pass.common, kWidestFirstDigit, kNarrowestDigit, kHistogramBudget);
-    std::vector<std::int64_t> offsets;
-    for (std::int64_t s = 0; s <= samples; ++s) {
-        offsets.push_back(s * length);
-    }
-    pass.histogram = tally_digits<Key, std::int64_t>(values, std::span<const std::int64_t>(offsets), slots, pass.common,
-                                                     pass.width, key_of_value<T>, count_one, true);
-    allreduce_sum_in_place(group, std::span<std::int64_t>(pass.histogram));
+    pass.width = digit_width(static_cast<std::size_t>(samples), kBits - pass.common, kWidestFirstDigit, kNarrowestDigit,
+                             kHistogramBudget);
+    pass.histogram = first_digits(values, samples, length, pass.common, pass.width);
+    allreduce_counts(group, pass.histogram, fits_int32(-bounds.back() * group.size()));
     pass.counts = sample_counts(pass.histogram, samples, pass.width);
     return pass;
 }
 
+/// Every wanted statistic's key from every rank's kept keys (`keys`, sample after sample at `offsets`), gathered on
+/// every rank: among its sample's keys that start with its prefix (its first `done` bits), the one of its rank.
+/// Collective over `group`: two allgathers (each rank's count per sample, then the keys).
+template <class Key>
+void select_gathered(const Communicator& group, const std::vector<Key>& keys, const std::vector<std::int64_t>& offsets,
+                     std::int64_t samples, int done, std::vector<Wanted<Key>>& wanted) {
+    constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
+    const auto n = static_cast<std::size_t>(samples);
+    const auto ranks = static_cast<std::size_t>(group.size());
+    std::vector<std::int64_t> mine(n);
+    for (std::size_t s = 0; s < n; ++s) {
+        mine[s] = offsets[s + 1] - offsets[s];
+    }
+    const std::vector<std::int64_t> per_rank = allgather(group, std::span<const std::int64_t>(mine));  // [r * n + s]
+    std::vector<int> counts(ranks);
+    for (std::size_t r = 0; r < ranks; ++r) {
+        counts[r] =
+            as_int_count(std::accumulate(per_rank.begin() + static_cast<std::ptrdiff_t>(r * n),
+                                         per_rank.begin() + static_cast<std::ptrdiff_t>((r + 1) * n), std::int64_t{0}),
+                         "quantile keys");
+    }
+    const std::vector<Key> all = allgatherv(group, std::span<const Key>(keys), std::span<const int>(counts));
+    // Each kept key into the bucket of its prefix, one per wanted prefix (it has one: it was kept for it).
+    const int below = kBits - done;
+    const std::vector<Slot<Key>> slots = slots_of(wanted);
+    std::vector<std::vector<Key>> buckets(slots.size());
+    auto from = all.begin();
+    for (std::size_t r = 0; r < ranks; ++r) {
+        for (std::size_t s = 0; s < n; ++s) {
+            const auto sample = static_cast<std::int64_t>(s);
+            const auto first = std::lower_bound(slots.begin(), slots.end(), Slot<Key>{sample, Key{0}});
+            const auto last = std::lower_bound(first, slots.end(), Slot<Key>{sample + 1, Key{0}});
+            const auto to = from + static_cast<std::ptrdiff_t>(per_rank[r * n + s]);
+            for (; from != to; ++from) {
+                const auto prefix = static_cast<Key>(*from >> below);
+                const auto slot = std::lower_bound(first, last, Slot<Key>{sample, prefix});
+                if (slot != last && slot->prefix == prefix) {
+                    buckets[static_cast<std::size_t>(slot - slots.begin())].push_back(*from);
+                }
+            }
+        }
+    }
+    for (auto& w : wanted) {
+        std::vector<Key>& bucket = buckets[w.slot];
+        if (w.rank >= static_cast<std::int64_t>(bucket.size())) {
+            throw SystemError("quantiles: the keys gathered do not hold the statistic of rank " +
+                              std::to_string(w.rank) + " of sample " + std::to_string(w.sample) +
+                              " that the histograms counted");
+        }
+        const auto at = bucket.begin() + static_cast<std::ptrdiff_t>(w.rank);
+        std::nth_element(bucket.begin(), at, bucket.end());
+        w.prefix = *at;
+    }
+}
+
 /// Finds every wanted statistic's key: its first digit from the first pass's histograms; then one more read of the
-/// values keeps the keys that start with a wanted digit, and the passes for the other digits count those only, with
-/// histograms of at most 2^16 bins in all (see sample_quantiles). Collective over `group`: one allreduce per pass.
+/// values keeps the keys that start with a wanted digit. Where those are few (at most 1 MiB over every rank, known
+/// from the merged histograms), every rank gathers them and reads each statistic off them (two allgathers);
+/// otherwise passes for the other digits count them, with histograms of at most 512 KiB in all (2^17 bins as int32
+/// where the keys kept are fewer than 2^31, else 2^16), one allreduce each (see sample_quantiles). Collective over
+/// `group`.
 template <class T>
 void select_keys(const Communicator& group, std::span<const T> values, std::int64_t samples, std::int64_t length,
                  const FirstPass<KeyOf<T>>& first, std::vector<Wanted<KeyOf<T>>>& wanted) {
     using Key = KeyOf<T>;
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
-    constexpr std::size_t kLaterBudget = std::size_t{1} << 16;
     for (auto& w : wanted) {
         w.slot = static_cast<std::size_t>(w.sample);
         w.prefix = first.prefixes[static_cast<std::size_t>(w.sample)];
     }
     descend(wanted, first.histogram, first.width);
-    const auto [keys, offsets] = wanted_keys(values, samples, length, slots_of(wanted), first.common, first.width);
+    const std::vector<Slot<Key>> first_slots = slots_of(wanted);
+    std::int64_t kept = 0;  // over every rank: the first histogram's counts of the wanted digits
+    const auto digit_mask = static_cast<Key>((std::size_t{1} << first.width) - 1);
+    for (const Slot<Key>& slot : first_slots) {
+        kept += first.histogram[(static_cast<std::size_t>(slot.sample) << first.width) +
+                                static_cast<std::size_t>(slot.prefix & digit_mask)];
+    }
+    const bool narrow = fits_int32(kept);
+    const std::size_t budget = narrow ? std::size_t{1} << 17 : std::size_t{1} << 16;
+    const auto [keys, offsets] = wanted_keys(values, samples, length, first_slots, first.common, first.width);
+    constexpr std::int64_t kGatherBytes = std::int64_t{1} << 20;
+    if (first.common + first.width < kBits && kept <= kGatherBytes / static_cast<std::int64_t>(sizeof(Key))) {
+        select_gathered(group, keys, offsets, samples, first.common + first.width, wanted);
+        return;
+    }
     for (int done = first.common + first.width; done < kBits;) {
         const std::vector<Slot<Key>> slots = slots_of(wanted);
-        const int width = digit_width(slots.size(), kBits - done, kWidestDigit, 1, kLaterBudget);
+        const int width = digit_width(slots.size(), kBits - done, kWidestDigit, 1, budget);
         std::vector<std::int64_t> histogram =
             tally_digits<Key, std::int64_t>(std::span<const Key>(keys), std::span<const std::int64_t>(offsets), slots,
                                             done, width, key_itself<Key>, count_one);
-        allreduce_sum_in_place(group, std::span<std::int64_t>(histogram));
+        allreduce_counts(group, histogram, narrow);
         descend(wanted, histogram, width);
         done += width;
     }

@@ -1,11 +1,10 @@
 #pragma once
 // The machinery of the exact quantiles' radix selection (metrics/quantile.hpp), shared by the in-memory selection
-// (quantile.cpp) and the streamed one (quantile_stream.cpp): the values' order-preserving keys, numpy's reading of
+// (quantile.cpp) and the streamed one (quantile_stream.cpp): numpy's reading of
 // the order statistics, the per-pass histograms of a digit, and the descent from a merged histogram to the next
 // digit. No MPI calls here.
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -18,6 +17,7 @@
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/quantile.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
+#include "quantile_kernels.hpp"
 #include "threads.hpp"
 
 namespace gridshard::detail {
@@ -26,25 +26,6 @@ namespace gridshard::detail {
 constexpr std::size_t kHistogramBudget = std::size_t{1} << 20;
 constexpr int kWidestDigit = 16;
 constexpr int kNarrowestDigit = 4;
-
-template <class T>
-using KeyOf = std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>;
-
-/// The value's key: unsigned integers in the values' order (-0 just below +0), for values that are not NaN.
-template <class T>
-KeyOf<T> key_of(T value) {
-    using Key = KeyOf<T>;
-    constexpr Key sign = Key{1} << (sizeof(Key) * 8 - 1);
-    const auto bits = std::bit_cast<Key>(value);
-    return (bits & sign) != 0 ? static_cast<Key>(~bits) : static_cast<Key>(bits | sign);
-}
-
-template <class T>
-T value_of(KeyOf<T> key) {
-    using Key = KeyOf<T>;
-    constexpr Key sign = Key{1} << (sizeof(Key) * 8 - 1);
-    return std::bit_cast<T>((key & sign) != 0 ? static_cast<Key>(key & ~sign) : static_cast<Key>(~key));
-}
 
 /// Where numpy reads quantile `q` of `n` sorted values (function_base.py, numpy 1.24: `_quantile`, `_get_indexes`,
 /// `_get_gamma`, `_inverted_cdf`): the ranks of the two neighbours and the weight of the upper one. Above the last
@@ -137,11 +118,11 @@ inline void merge_into(Int128& total, Int128 part) {
 /// count, or its weight), added into `total` (slots x 2^width bins). Threads tally blocks of a sample's elements into
 /// tallies of their own, merged after (integer counts and exact sums: the same for any thread count). A table of the
 /// prefixes' first (up to 16) bits passes over most keys with one lookup; the rest find their slot among the few that
-/// share those bits. With `shared` (each sample one slot, whose prefix all its keys have) no key is looked up.
+/// share those bits.
 template <class Key, class Bin, class Element, class ToKey, class Deposit>
 void tally_digits_into(std::span<const Element> elements, std::span<const std::int64_t> offsets,
                        const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit,
-                       std::span<Bin> total, bool shared = false) {
+                       std::span<Bin> total) {
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     constexpr std::int64_t kBlock = 65536;
     const std::size_t bins = std::size_t{1} << width;
@@ -182,17 +163,6 @@ void tally_digits_into(std::span<const Element> elements, std::span<const std::i
                 table_of = block.first;
             }
             const Element* run = elements.data() + block.begin;
-            if (shared) {
-                Bin* row = tally.data() + block.first * bins;
-                for (std::int64_t i = 0; i < block.count; ++i) {
-                    Key key;
-                    if (to_key(run[i], key)) {
-                        deposit(row[static_cast<std::size_t>((key >> below_digit) & static_cast<Key>(bins - 1))],
-                                block.begin + i);
-                    }
-                }
-                continue;
-            }
             const auto from = slots.begin() + static_cast<std::ptrdiff_t>(block.first);
             const auto to = slots.begin() + static_cast<std::ptrdiff_t>(block.last);
             for (std::int64_t i = 0; i < block.count; ++i) {
@@ -229,10 +199,9 @@ void tally_digits_into(std::span<const Element> elements, std::span<const std::i
 /// tally_digits_into a histogram of its own (slots x 2^width bins).
 template <class Key, class Bin, class Element, class ToKey, class Deposit>
 std::vector<Bin> tally_digits(std::span<const Element> elements, std::span<const std::int64_t> offsets,
-                              const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit,
-                              bool shared = false) {
+                              const std::vector<Slot<Key>>& slots, int done, int width, ToKey to_key, Deposit deposit) {
     std::vector<Bin> total(slots.size() << width);
-    tally_digits_into<Key, Bin>(elements, offsets, slots, done, width, to_key, deposit, std::span<Bin>(total), shared);
+    tally_digits_into<Key, Bin>(elements, offsets, slots, done, width, to_key, deposit, std::span<Bin>(total));
     return total;
 }
 

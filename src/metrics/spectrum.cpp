@@ -596,7 +596,7 @@ std::vector<double> zonal_power_spectrum(const ShardedGrid& grid, FieldShard<T> 
                 as_int_count(bins, "zonal power spectrum");
         }
     }
-    const std::vector<double> gathered = allgatherv(lon, mine, counts);
+    const std::vector<double> gathered = allgatherv<double>(lon, mine, counts);
     std::vector<std::size_t> next(ranks, 0);  // where each rank's rows start in `gathered`
     for (std::size_t r = 1; r < ranks; ++r) {
         next[r] = next[r - 1] + static_cast<std::size_t>(counts[r - 1]);

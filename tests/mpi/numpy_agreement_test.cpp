@@ -4,10 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -236,6 +238,58 @@ TEST(NumpyAgreement, StreamedQuantilesAreTheInMemoryOnes) {
     changed.add(0, std::span<const double>(values).subspan(0, length));
     ASSERT_TRUE(changed.end_pass(group));
     EXPECT_THROW((void)changed.end_pass(group), SystemError);
+}
+
+// float32 values crowded into one first digit (1 to 1 + 2^-8, 300000 on each rank, beside -1e30 and 1e30 and NaN on
+// rank 0): more keys under the wanted digit than the gather of kept keys takes, so the later digits are found by
+// histogram passes. The quantiles are the stream's, bit for bit, and the extremes and the inverted_cdf median are
+// those of every rank's values sorted (each rank forms them all: the data is seeded by rank).
+TEST(NumpyAgreement, CrowdedQuantilesTakeTheHistogramPasses) {
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const Communicator& group = mesh.world();
+    constexpr std::size_t length = 300000;
+    const auto values_of = [](int rank) {
+        std::mt19937 random(static_cast<std::uint32_t>(77 + rank));
+        std::vector<float> values(length);
+        for (float& v : values) {
+            v = 1.0f + std::ldexp(static_cast<float>(random() % 65536), -24);
+        }
+        if (rank == 0) {
+            values[10] = -1e30f;
+            values[20] = 1e30f;
+            values[30] = std::nanf("");
+        }
+        return values;
+    };
+    const std::vector<float> mine = values_of(group.rank());
+    std::vector<float> every;
+    for (int r = 0; r < group.size(); ++r) {
+        const std::vector<float> theirs = values_of(r);
+        std::copy_if(theirs.begin(), theirs.end(), std::back_inserter(every), [](float v) { return !std::isnan(v); });
+    }
+    std::sort(every.begin(), every.end());
+    const std::vector<double> q = {0.0, 0.5, 0.9999, 1.0};
+    for (const QuantileMethod method : {QuantileMethod::linear, QuantileMethod::inverted_cdf}) {
+        const SampleQuantiles got =
+            sample_quantiles(group, std::span<const float>(mine), 1, std::span<const double>(q), method);
+        QuantileStream<float> stream(1, q, method);
+        do {
+            stream.add(0, std::span<const float>(mine));
+        } while (stream.end_pass(group));
+        const SampleQuantiles want = stream.result();
+        EXPECT_EQ(got.counts, want.counts);
+        EXPECT_EQ(got.counts[0], static_cast<std::int64_t>(every.size()));
+        ASSERT_EQ(got.values.size(), want.values.size());
+        for (std::size_t k = 0; k < want.values.size(); ++k) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(got.values[k]), std::bit_cast<std::uint64_t>(want.values[k]))
+                << "q=" << q[k] << ": " << got.values[k] << ", streamed " << want.values[k];
+        }
+        EXPECT_EQ(got.values[0], static_cast<double>(every.front()));
+        EXPECT_EQ(got.values[3], static_cast<double>(every.back()));
+        if (method == QuantileMethod::inverted_cdf) {
+            EXPECT_EQ(got.values[1], static_cast<double>(every[(every.size() + 1) / 2 - 1]));
+        }
+    }
 }
 
 }  // namespace

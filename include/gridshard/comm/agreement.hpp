@@ -82,6 +82,7 @@ inline void agree_or_throw(const Communicator& comm, const std::string& local_er
 /// agreed on the length already (with agree_or_throw), or the call may hang or fail in MPI. The int64 sums
 /// are exact (an overflow is the caller's to rule out); the double ones are in MPI's order of summation.
 void allreduce_sum_in_place(const Communicator& comm, std::span<std::int64_t> values);
+void allreduce_sum_in_place(const Communicator& comm, std::span<std::int32_t> values);
 void allreduce_sum_in_place(const Communicator& comm, std::span<double> values);
 /// Collective over `comm`: the elementwise least of `values` over every rank, in place (one MPI_Allreduce(MPI_MIN));
 /// the same contract as allreduce_sum_in_place.

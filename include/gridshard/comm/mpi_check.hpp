@@ -35,6 +35,14 @@ template <>
 inline MPI_Datatype mpi_datatype<std::int64_t>() noexcept {
     return MPI_INT64_T;
 }
+template <>
+inline MPI_Datatype mpi_datatype<std::uint32_t>() noexcept {
+    return MPI_UINT32_T;
+}
+template <>
+inline MPI_Datatype mpi_datatype<std::uint64_t>() noexcept {
+    return MPI_UINT64_T;
+}
 
 }  // namespace gridshard::detail
 

@@ -40,8 +40,12 @@ template <class T>
                                             std::span<const int> send_counts, std::span<const int> receive_counts);
 
 /// Every rank's `mine`, rank after rank (`counts[r]` values from rank r of `comm`), on every rank. Collective over
-/// `comm`: one MPI_Allgatherv of double.
-[[nodiscard]] std::vector<double> allgatherv(const Communicator& comm, std::span<const double> mine,
-                                             std::span<const int> counts);
+/// `comm`: one MPI_Allgatherv of T (double, std::uint32_t or std::uint64_t).
+template <class T>
+[[nodiscard]] std::vector<T> allgatherv(const Communicator& comm, std::span<const T> mine, std::span<const int> counts);
+
+/// Every rank's `mine`, rank after rank, on every rank; every rank gives as many. Collective over `comm`: one
+/// MPI_Allgather of int64.
+[[nodiscard]] std::vector<std::int64_t> allgather(const Communicator& comm, std::span<const std::int64_t> mine);
 
 }  // namespace gridshard

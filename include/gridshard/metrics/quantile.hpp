@@ -64,11 +64,13 @@ struct SampleQuantiles {
 /// ranks of the order statistics numpy reads, found digit by digit. A first read finds each sample's range of keys,
 /// agreed over `group` (one MIN allreduce), so the bits every key shares are known; a second counts every sample's
 /// keys in a histogram of the next digit (up to 12 bits), summed over `group` (the samples' counts come with it); a
-/// third read keeps the keys whose digit a wanted statistic has; the other digits come from passes over those keys
-/// only, each a histogram per prefix still wanted, summed over `group`. Collective over `group`: the range's
-/// allreduce (2 int64 per sample), then one allreduce of int64 histograms per pass (2^12 bins per sample in the
-/// first; 2^16 in all in the others); every rank must pass the same `samples`, `probabilities` and method (the caller
-/// agrees them first).
+/// third read keeps the keys whose digit a wanted statistic has. Where those are at most 1 MiB over every rank (the
+/// summed histogram says), every rank gathers them and reads each statistic off them; otherwise the other digits
+/// come from passes over the kept keys, each a histogram per prefix still wanted, summed over `group`. Collective over
+/// `group`: the range's allreduce (2 int64 per sample, and one more), one allreduce of the first histograms (2^12
+/// bins per sample, int32 where the values are fewer than 2^31), then two allgathers (each rank's kept count per
+/// sample, the kept keys) or one allreduce per later pass (512 KiB at most); every rank must pass the same
+/// `samples`, `probabilities` and method (the caller agrees them first).
 template <class T>
 [[nodiscard]] SampleQuantiles sample_quantiles(const Communicator& group, std::span<const T> values,
                                                std::int64_t samples, std::span<const double> probabilities,
