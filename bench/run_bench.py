@@ -95,6 +95,12 @@ TARGETS = [
     ("halo_bytes_fraction_of_gather_1x2x2", 0.01, "<=", "bytes sent per rank, halo / gather"),
     ("eval_speedup_vs_cdo", 10.0, ">=", "CDO fldmean+zonmean+fldstd+rmse chain / gridshard eval, 1 process"),
     ("eval_speedup_vs_cdo_16_steps", 8.0, ">=", "the same on a 721 x 1440, 16-step, three-variable pair"),
+    ("eval_over_read_16_steps", 1.5, "<=",
+     "t gridshard eval / t the read-only pass (eval_read_bench: the same source, netCDF calls and buffers, nothing "
+     "else), the 16-step pair, 1 process, whole runs"),
+    ("eval_time_per_step_64_over_4", 1.1, "<=",
+     "the wall time a step adds to eval between 16 and 64 steps over what it adds between 4 and 16 (whole runs of the "
+     "4-, 16- and 64-step pairs, 1 process; the differences cancel the start-up)"),
     ("eval_quantiles_over_eval", None, None,
      "t eval --quantiles 0.5,0.99,0.9999 / t eval, the 4-step pair, 1 process (the passes after the first read the "
      "run again)"),
@@ -731,6 +737,53 @@ def time_eval_against_cdo(gridshard, out_dir, repetitions, ntime=4):
             "grid": [721, 1440], "ntime": ntime, "variables": ["t2m", "sst", "z"]}
 
 
+def wall_times(commands, repetitions):
+    """Median wall time of each of `commands` (label -> argv), the commands alternating in every repetition."""
+    samples = {label: [] for label in commands}
+    for _ in range(repetitions):
+        for label, command in commands.items():
+            start = time.perf_counter()
+            result = subprocess.run([str(c) for c in command], capture_output=True, text=True)
+            if result.returncode != 0:
+                sys.exit(f"run_bench: {command[0]} failed: {result.stderr.strip()}")
+            samples[label].append(time.perf_counter() - start)
+    return {label: statistics.median(v) for label, v in samples.items()}, samples
+
+
+def time_eval_against_read(gridshard, read_bench, out_dir, repetitions):
+    """Median wall times of `gridshard eval` and of the read-only pass of the same files (eval_read_bench), one process
+    each, alternating, on the 16-step pair time_eval_against_cdo wrote."""
+    truth, prediction = out_dir / "cdo_truth_16.nc", out_dir / "cdo_pred_16.nc"
+    print(f"+ gridshard eval vs its read alone on {truth.name}, {repetitions} repetitions", flush=True)
+    medians, samples = wall_times({
+        "eval": [gridshard, "eval", "--truth", truth, "--pred", prediction, "--weights", "cell_area", "--quiet",
+                 "--json", out_dir / "eval_read_eval.json"],
+        "read": [read_bench, "--truth", truth, "--pred", prediction, "--out", out_dir / "eval_read.json"]},
+        repetitions)
+    return {"t_eval_s": medians["eval"], "t_read_s": medians["read"], "samples": samples}
+
+
+def time_eval_steps(gridshard, out_dir, repetitions):
+    """Median wall times of `gridshard eval` on the 4-, 16- and 64-step pairs of the same generator, one process,
+    alternating, and what a step adds in the long run ((t64 - t16) / 48) and in the short one ((t16 - t4) / 12): the
+    differences cancel the start-up, which whole runs include."""
+    sys.path.insert(0, str(BENCH_DIR.parent / "tests" / "cli"))
+    import make_files  # the generator the CLI tests use
+
+    truth, prediction = out_dir / "cdo_truth_64.nc", out_dir / "cdo_pred_64.nc"
+    if not truth.exists() or not prediction.exists():
+        make_files.write(truth, 721, 1440, 64, seed=1, with_levels=False)
+        make_files.write(prediction, 721, 1440, 64, seed=2, shift=0.2, with_levels=False)
+    print(f"+ gridshard eval on 4, 16 and 64 steps, {repetitions} repetitions", flush=True)
+    commands = {n: [gridshard, "eval", "--truth", out_dir / f"cdo_truth{suffix}.nc", "--pred",
+                    out_dir / f"cdo_pred{suffix}.nc", "--weights", "cell_area", "--quiet", "--json",
+                    out_dir / f"eval_steps_{n}.json"] for n, suffix in ((4, ""), (16, "_16"), (64, "_64"))}
+    medians, samples = wall_times(commands, repetitions)
+    return {"t_4_steps_s": medians[4], "t_16_steps_s": medians[16], "t_64_steps_s": medians[64],
+            "t_step_4_to_16_s": (medians[16] - medians[4]) / 12, "t_step_16_to_64_s": (medians[64] - medians[16]) / 48,
+            "samples": {str(n): v for n, v in samples.items()}}
+
+
 def time_eval_quantiles(gridshard, out_dir, repetitions):
     """Median wall times of `gridshard eval` with and without three exact quantiles, alternating, one process, on the
     4-step pair time_eval_against_cdo wrote."""
@@ -925,6 +978,8 @@ def main():
     eval_vs_cdo = time_eval_against_cdo(bin_dir / "gridshard", out_dir, max(3, args.repetitions // 7))
     eval_vs_cdo_16 = time_eval_against_cdo(bin_dir / "gridshard", out_dir, 3, ntime=16)
     eval_quantiles = time_eval_quantiles(bin_dir / "gridshard", out_dir, 5)
+    eval_read = time_eval_against_read(bin_dir / "gridshard", bin_dir / "eval_read_bench", out_dir, 5)
+    eval_steps = time_eval_steps(bin_dir / "gridshard", out_dir, 3)
 
     # 6. The Python module: ACE's gather path against Distributed, the per-call overhead, zero copy.
     python_results, python_details, python_samples, problems = python_figures(
@@ -974,6 +1029,8 @@ def main():
         "halo_bytes_fraction_of_gather_1x2x2": halo["bytes_fraction_max_over_ranks"],
         "eval_speedup_vs_cdo": eval_vs_cdo["t_cdo_s"] / eval_vs_cdo["t_gridshard_s"],
         "eval_speedup_vs_cdo_16_steps": eval_vs_cdo_16["t_cdo_s"] / eval_vs_cdo_16["t_gridshard_s"],
+        "eval_over_read_16_steps": eval_read["t_eval_s"] / eval_read["t_read_s"],
+        "eval_time_per_step_64_over_4": eval_steps["t_step_16_to_64_s"] / eval_steps["t_step_4_to_16_s"],
         "eval_quantiles_over_eval": eval_quantiles["t_quantiles_s"] / eval_quantiles["t_plain_s"],
         **python_results,
         **forecast_results,
@@ -1006,6 +1063,8 @@ def main():
         "eval_vs_cdo": eval_vs_cdo,
         "eval_vs_cdo_16_steps": eval_vs_cdo_16,
         "eval_quantiles": eval_quantiles,
+        "eval_read": eval_read,
+        "eval_steps": eval_steps,
         "kernels": kernel_rows(kernels),
         "python": python_details,
         **forecast_details,
