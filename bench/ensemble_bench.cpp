@@ -13,8 +13,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench_main.hpp"
 #include "bench_support.hpp"
-#include "gridshard/comm/environment.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/ensemble.hpp"
 
@@ -91,19 +91,16 @@ int run(const Options& options) {
 }  // namespace gridshard::bench
 
 int main(int argc, char** argv) {
-    gridshard::MpiEnvironment mpi(&argc, &argv);
-    gridshard::bench::Options options;
-    CLI::App app{"gridshard ensemble-score benchmark: ensemble_scores against a read of the members"};
-    app.add_option("--out", options.out, "JSON file to write");
-    app.add_option("--data-dir", options.data_dir, "where to write the .npy inputs of the numpy comparison");
-    app.add_option("--repetitions", options.repetitions, "timed repetitions (medians are reported)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--members", options.members, "ensemble members")->check(CLI::Range(2, 1000));
-    CLI11_PARSE(app, argc, argv);
-    try {
-        return gridshard::bench::run(options);
-    } catch (const std::exception& error) {
-        std::cerr << "ensemble_bench: error: " << error.what() << "\n";
-        return 1;
-    }
+    using gridshard::bench::Options;
+    return gridshard::bench::bench_main<Options>(
+        argc, argv, "ensemble_bench",
+        "gridshard ensemble-score benchmark: ensemble_scores against a read of the members",
+        [](CLI::App& app, Options& options) {
+            app.add_option("--out", options.out, "JSON file to write");
+            app.add_option("--data-dir", options.data_dir, "where to write the .npy inputs of the numpy comparison");
+            app.add_option("--repetitions", options.repetitions, "timed repetitions (medians are reported)")
+                ->check(CLI::PositiveNumber);
+            app.add_option("--members", options.members, "ensemble members")->check(CLI::Range(2, 1000));
+        },
+        [](const Options& options) { return gridshard::bench::run(options); });
 }

@@ -13,7 +13,7 @@
 #include <span>
 #include <vector>
 
-#include "gridshard/comm/environment.hpp"
+#include "bench_main.hpp"
 #include "gridshard/io/forecast_source.hpp"
 #include "gridshard/io/io_mode.hpp"
 
@@ -69,18 +69,15 @@ int run(const Options& options) {
 }  // namespace gridshard::bench
 
 int main(int argc, char** argv) {
-    gridshard::MpiEnvironment mpi(&argc, &argv);
-    gridshard::bench::Options options;
-    CLI::App app{"the read gridshard eval makes of a CF file pair, alone: the yardstick of eval_over_read"};
-    app.add_option("--truth", options.truth, "truth file")->required();
-    app.add_option("--pred", options.prediction, "prediction file")->required();
-    app.add_option("--io", options.io, "as gridshard eval's --io");
-    app.add_option("--out", options.out, "JSON file to write");
-    CLI11_PARSE(app, argc, argv);
-    try {
-        return gridshard::bench::run(options);
-    } catch (const std::exception& error) {
-        std::cerr << "eval_read_bench: error: " << error.what() << "\n";
-        return 1;
-    }
+    using gridshard::bench::Options;
+    return gridshard::bench::bench_main<Options>(
+        argc, argv, "eval_read_bench",
+        "the read gridshard eval makes of a CF file pair, alone: the yardstick of eval_over_read",
+        [](CLI::App& app, Options& options) {
+            app.add_option("--truth", options.truth, "truth file")->required();
+            app.add_option("--pred", options.prediction, "prediction file")->required();
+            app.add_option("--io", options.io, "as gridshard eval's --io");
+            app.add_option("--out", options.out, "JSON file to write");
+        },
+        [](const Options& options) { return gridshard::bench::run(options); });
 }

@@ -18,8 +18,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench_main.hpp"
 #include "bench_support.hpp"
-#include "gridshard/comm/environment.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/geometry/area_weights.hpp"
 #include "gridshard/metrics/evaluation.hpp"
@@ -185,20 +185,17 @@ int run(const Options& options) {
 }  // namespace gridshard::bench
 
 int main(int argc, char** argv) {
-    gridshard::MpiEnvironment mpi(&argc, &argv);
-    gridshard::bench::Options options;
-    CLI::App app{"gridshard one-rank benchmarks: fused suite vs read bandwidth, gradient metric timings"};
-    app.add_option("--out", options.out, "JSON file to write");
-    app.add_option("--data-dir", options.data_dir, "where to write the .npy inputs of the numpy comparison");
-    app.add_option("--repetitions", options.repetitions, "timed repetitions per figure (medians are reported)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--only", options.only, "time only these figures (to profile one of them)")
-        ->check(CLI::IsMember({"suite", "gradmag"}));
-    CLI11_PARSE(app, argc, argv);
-    try {
-        return gridshard::bench::run(options);
-    } catch (const std::exception& error) {
-        std::cerr << "single_rank_bench: error: " << error.what() << "\n";
-        return 1;
-    }
+    using gridshard::bench::Options;
+    return gridshard::bench::bench_main<Options>(
+        argc, argv, "single_rank_bench",
+        "gridshard one-rank benchmarks: fused suite vs read bandwidth, gradient metric timings",
+        [](CLI::App& app, Options& options) {
+            app.add_option("--out", options.out, "JSON file to write");
+            app.add_option("--data-dir", options.data_dir, "where to write the .npy inputs of the numpy comparison");
+            app.add_option("--repetitions", options.repetitions, "timed repetitions per figure (medians are reported)")
+                ->check(CLI::PositiveNumber);
+            app.add_option("--only", options.only, "time only these figures (to profile one of them)")
+                ->check(CLI::IsMember({"suite", "gradmag"}));
+        },
+        [](const Options& options) { return gridshard::bench::run(options); });
 }

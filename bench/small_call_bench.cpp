@@ -14,8 +14,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench_main.hpp"
 #include "bench_support.hpp"
-#include "gridshard/comm/environment.hpp"
 #include "gridshard/comm/threads.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/geometry/area_weights.hpp"
@@ -92,18 +92,14 @@ int run(const Options& options) {
 }  // namespace gridshard::bench
 
 int main(int argc, char** argv) {
-    gridshard::MpiEnvironment mpi(&argc, &argv);
-    gridshard::bench::Options options;
-    CLI::App app{"gridshard: the time of one small weighted_mean call in C++, one rank"};
-    app.add_option("--out", options.out, "JSON file to write");
-    app.add_option("--repetitions", options.repetitions, "timed samples (the median is reported)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--calls", options.calls, "calls per sample")->check(CLI::PositiveNumber);
-    CLI11_PARSE(app, argc, argv);
-    try {
-        return gridshard::bench::run(options);
-    } catch (const std::exception& error) {
-        std::cerr << "small_call_bench: error: " << error.what() << "\n";
-        return 1;
-    }
+    using gridshard::bench::Options;
+    return gridshard::bench::bench_main<Options>(
+        argc, argv, "small_call_bench", "gridshard: the time of one small weighted_mean call in C++, one rank",
+        [](CLI::App& app, Options& options) {
+            app.add_option("--out", options.out, "JSON file to write");
+            app.add_option("--repetitions", options.repetitions, "timed samples (the median is reported)")
+                ->check(CLI::PositiveNumber);
+            app.add_option("--calls", options.calls, "calls per sample")->check(CLI::PositiveNumber);
+        },
+        [](const Options& options) { return gridshard::bench::run(options); });
 }

@@ -13,8 +13,8 @@
 #include <iostream>
 #include <nlohmann/json.hpp>
 
+#include "bench_main.hpp"
 #include "bench_support.hpp"
-#include "gridshard/comm/environment.hpp"
 #include "gridshard/metrics/spectrum.hpp"
 
 namespace gridshard::bench {
@@ -81,21 +81,19 @@ int run(const Options& options) {
 }  // namespace gridshard::bench
 
 int main(int argc, char** argv) {
-    gridshard::MpiEnvironment mpi(&argc, &argv);
-    gridshard::bench::Options options;
-    CLI::App app{"gridshard spherical power spectrum benchmark: 721 x 1440 float32, batches of 1 and 16 fields"};
-    app.add_option("--out", options.out, "JSON file to write (none: only the printed medians)");
-    app.add_option("--dump", options.dump, "write each batch's spectra as raw doubles to DUMP.c<channels>.bin");
-    app.add_option("--repetitions", options.repetitions, "timed repetitions (medians are reported)")
-        ->check(CLI::PositiveNumber);
-    app.add_option("--batches", options.batches, "the batch sizes (channels) to time")->check(CLI::Range(1, 1000));
-    app.add_option("--nlat", options.grid.nlat, "rows of the grid (721)")->check(CLI::Range(2, 100000));
-    app.add_option("--nlon", options.grid.nlon, "columns of the grid (1440)")->check(CLI::Range(2, 100000));
-    CLI11_PARSE(app, argc, argv);
-    try {
-        return gridshard::bench::run(options);
-    } catch (const std::exception& error) {
-        std::cerr << "spectrum_bench: error: " << error.what() << "\n";
-        return 1;
-    }
+    using gridshard::bench::Options;
+    return gridshard::bench::bench_main<Options>(
+        argc, argv, "spectrum_bench",
+        "gridshard spherical power spectrum benchmark: 721 x 1440 float32, batches of 1 and 16 fields",
+        [](CLI::App& app, Options& options) {
+            app.add_option("--out", options.out, "JSON file to write (none: only the printed medians)");
+            app.add_option("--dump", options.dump, "write each batch's spectra as raw doubles to DUMP.c<channels>.bin");
+            app.add_option("--repetitions", options.repetitions, "timed repetitions (medians are reported)")
+                ->check(CLI::PositiveNumber);
+            app.add_option("--batches", options.batches, "the batch sizes (channels) to time")
+                ->check(CLI::Range(1, 1000));
+            app.add_option("--nlat", options.grid.nlat, "rows of the grid (721)")->check(CLI::Range(2, 100000));
+            app.add_option("--nlon", options.grid.nlon, "columns of the grid (1440)")->check(CLI::Range(2, 100000));
+        },
+        [](const Options& options) { return gridshard::bench::run(options); });
 }
