@@ -171,6 +171,9 @@ std::vector<std::int64_t> first_digits(std::span<const T> values, std::int64_t s
     }
     std::vector<std::int64_t> histogram(static_cast<std::size_t>(samples) * bins, 0);
     for (const std::vector<std::int64_t>& tally : tallies) {
+        if (tally.empty()) {
+            continue;  // a thread OpenMP did not start (a smaller team than asked for: nesting, a thread limit)
+        }
         for (std::size_t s = 0; s < static_cast<std::size_t>(samples); ++s) {
             for (std::size_t d = 0; d < bins; ++d) {
                 histogram[s * bins + d] += tally[s * row + d];
@@ -280,19 +283,21 @@ FirstPass<KeyOf<T>> first_pass(const Communicator& group, std::span<const T> val
 }
 
 /// Every wanted statistic's key from every rank's kept keys (`keys`, sample after sample at `offsets`), gathered on
-/// every rank: among its sample's keys that start with its prefix (its first `done` bits), the one of its rank.
-/// Collective over `group`: two allgathers (each rank's count per sample, then the keys).
+/// every rank: among its sample's keys that start with its prefix (its first `done` bits), the one of its rank. Only
+/// the samples `asked` (those with a wanted statistic, sorted; the others kept no key) are counted. Collective over
+/// `group`: two allgathers (each rank's count per sample asked, then the keys).
 template <class Key>
 void select_gathered(const Communicator& group, const std::vector<Key>& keys, const std::vector<std::int64_t>& offsets,
-                     std::int64_t samples, int done, std::vector<Wanted<Key>>& wanted) {
+                     const std::vector<std::int64_t>& asked, int done, std::vector<Wanted<Key>>& wanted) {
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
-    const auto n = static_cast<std::size_t>(samples);
+    const std::size_t n = asked.size();
     const auto ranks = static_cast<std::size_t>(group.size());
     std::vector<std::int64_t> mine(n);
-    for (std::size_t s = 0; s < n; ++s) {
-        mine[s] = offsets[s + 1] - offsets[s];
+    for (std::size_t j = 0; j < n; ++j) {
+        const auto s = static_cast<std::size_t>(asked[j]);
+        mine[j] = offsets[s + 1] - offsets[s];
     }
-    const std::vector<std::int64_t> per_rank = allgather(group, std::span<const std::int64_t>(mine));  // [r * n + s]
+    const std::vector<std::int64_t> per_rank = allgather(group, std::span<const std::int64_t>(mine));  // [r * n + j]
     std::vector<int> counts(ranks);
     for (std::size_t r = 0; r < ranks; ++r) {
         counts[r] =
@@ -307,11 +312,11 @@ void select_gathered(const Communicator& group, const std::vector<Key>& keys, co
     std::vector<std::vector<Key>> buckets(slots.size());
     auto from = all.begin();
     for (std::size_t r = 0; r < ranks; ++r) {
-        for (std::size_t s = 0; s < n; ++s) {
-            const auto sample = static_cast<std::int64_t>(s);
+        for (std::size_t j = 0; j < n; ++j) {
+            const std::int64_t sample = asked[j];
             const auto first = std::lower_bound(slots.begin(), slots.end(), Slot<Key>{sample, Key{0}});
             const auto last = std::lower_bound(first, slots.end(), Slot<Key>{sample + 1, Key{0}});
-            const auto to = from + static_cast<std::ptrdiff_t>(per_rank[r * n + s]);
+            const auto to = from + static_cast<std::ptrdiff_t>(per_rank[r * n + j]);
             for (; from != to; ++from) {
                 const auto prefix = static_cast<Key>(*from >> below);
                 const auto slot = std::lower_bound(first, last, Slot<Key>{sample, prefix});
@@ -335,8 +340,9 @@ void select_gathered(const Communicator& group, const std::vector<Key>& keys, co
 }
 
 /// Finds every wanted statistic's key: its first digit from the first pass's histograms; then one more read of the
-/// values keeps the keys that start with a wanted digit. Where those are few (at most 1 MiB over every rank, known
-/// from the merged histograms), every rank gathers them and reads each statistic off them (two allgathers);
+/// values keeps the keys that start with a wanted digit. Where those are few (with each rank's count per sample, at
+/// most 1 MiB over every rank, known from the merged histograms), every rank gathers them and reads each statistic
+/// off them (two allgathers);
 /// otherwise passes for the other digits count them, with histograms of at most 512 KiB in all (2^17 bins as int32
 /// where the keys kept are fewer than 2^31, else 2^16), one allreduce each (see sample_quantiles). Collective over
 /// `group`.
@@ -360,9 +366,19 @@ void select_keys(const Communicator& group, std::span<const T> values, std::int6
     const bool narrow = fits_int32(kept);
     const std::size_t budget = narrow ? std::size_t{1} << 17 : std::size_t{1} << 16;
     const auto [keys, offsets] = wanted_keys(values, samples, length, first_slots, first.common, first.width);
+    std::vector<std::int64_t> asked;  // the samples with a wanted statistic
+    for (const Slot<Key>& slot : first_slots) {
+        if (asked.empty() || asked.back() != slot.sample) {
+            asked.push_back(slot.sample);
+        }
+    }
+    // What every rank receives in a gather: the kept keys and each rank's count per sample asked.
     constexpr std::int64_t kGatherBytes = std::int64_t{1} << 20;
-    if (first.common + first.width < kBits && kept <= kGatherBytes / static_cast<std::int64_t>(sizeof(Key))) {
-        select_gathered(group, keys, offsets, samples, first.common + first.width, wanted);
+    const std::int64_t gathered =
+        kept * static_cast<std::int64_t>(sizeof(Key)) +
+        static_cast<std::int64_t>(asked.size()) * group.size() * static_cast<std::int64_t>(sizeof(std::int64_t));
+    if (first.common + first.width < kBits && gathered <= kGatherBytes) {
+        select_gathered(group, keys, offsets, asked, first.common + first.width, wanted);
         return;
     }
     for (int done = first.common + first.width; done < kBits;) {

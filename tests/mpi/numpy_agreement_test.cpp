@@ -20,6 +20,10 @@
 #include "gridshard/metrics/quantile.hpp"
 #include "mpi_test_support.hpp"
 
+#if defined(_OPENMP)
+#include <omp.h>
+#endif
+
 namespace gridshard {
 namespace {
 
@@ -290,6 +294,55 @@ TEST(NumpyAgreement, CrowdedQuantilesTakeTheHistogramPasses) {
             EXPECT_EQ(got.values[1], static_cast<double>(every[(every.size() + 1) / 2 - 1]));
         }
     }
+}
+
+// The selection's bits are the same at 1, 2 and 3 threads, and when called from inside a parallel region of the
+// caller's (OpenMP's nesting off: a team of one thread where more were asked for).
+TEST(NumpyAgreement, QuantilesAreTheSameForAnyThreads) {
+#if defined(_OPENMP)
+    const ProcessMesh mesh = mpitest::make_mesh();
+    const Communicator& group = mesh.world();
+    constexpr std::int64_t samples = 6;
+    constexpr std::size_t length = 70000;  // two blocks of the threads' work per sample
+    std::mt19937 random(static_cast<std::uint32_t>(5 + group.rank()));
+    std::vector<float> values(static_cast<std::size_t>(samples) * length);
+    for (float& v : values) {
+        v = random() % 50 == 0 ? std::nanf("") : 250.0f + std::ldexp(static_cast<float>(random() % 1000000), -12);
+    }
+    const std::vector<double> q = {0.0, 0.5, 0.99, 1.0};
+    const auto quantiles = [&] {
+        return sample_quantiles(group, std::span<const float>(values), samples, std::span<const double>(q),
+                                QuantileMethod::linear)
+            .values;
+    };
+    const int before = omp_get_max_threads();
+    const int levels_before = omp_get_max_active_levels();
+    std::vector<std::vector<double>> results;
+    for (const int threads : {1, 2, 3}) {
+        omp_set_num_threads(threads);
+        results.push_back(quantiles());
+    }
+    omp_set_max_active_levels(1);
+    omp_set_num_threads(3);
+    std::vector<double> nested;
+#pragma omp parallel num_threads(2)
+    {
+#pragma omp master
+        nested = quantiles();  // MPI from the initial thread (MPI_THREAD_FUNNELED)
+    }
+    results.push_back(nested);
+    omp_set_max_active_levels(levels_before);
+    omp_set_num_threads(before);
+    for (std::size_t k = 1; k < results.size(); ++k) {
+        ASSERT_EQ(results[k].size(), results[0].size());
+        for (std::size_t i = 0; i < results[0].size(); ++i) {
+            EXPECT_EQ(std::bit_cast<std::uint64_t>(results[k][i]), std::bit_cast<std::uint64_t>(results[0][i]))
+                << "run " << k << ", [" << i << "]";
+        }
+    }
+#else
+    GTEST_SKIP() << "built without OpenMP";
+#endif
 }
 
 }  // namespace
