@@ -283,12 +283,14 @@ FirstPass<KeyOf<T>> first_pass(const Communicator& group, std::span<const T> val
 }
 
 /// Every wanted statistic's key from every rank's kept keys (`keys`, sample after sample at `offsets`), gathered on
-/// every rank: among its sample's keys that start with its prefix (its first `done` bits), the one of its rank. Only
-/// the samples `asked` (those with a wanted statistic, sorted; the others kept no key) are counted. Collective over
-/// `group`: two allgathers (each rank's count per sample asked, then the keys).
+/// every rank: among its sample's keys that start with its prefix (its first `done` bits, one of `slots`, which
+/// slots_of(wanted) gave), the one of its rank. Only the samples `asked` (those with a wanted statistic, sorted; the
+/// others kept no key) are counted. Collective over `group`: two allgathers (each rank's count per sample asked, then
+/// the keys).
 template <class Key>
 void select_gathered(const Communicator& group, const std::vector<Key>& keys, const std::vector<std::int64_t>& offsets,
-                     const std::vector<std::int64_t>& asked, int done, std::vector<Wanted<Key>>& wanted) {
+                     const std::vector<Slot<Key>>& slots, const std::vector<std::int64_t>& asked, int done,
+                     std::vector<Wanted<Key>>& wanted) {
     constexpr int kBits = static_cast<int>(sizeof(Key) * 8);
     const std::size_t n = asked.size();
     const auto ranks = static_cast<std::size_t>(group.size());
@@ -308,7 +310,6 @@ void select_gathered(const Communicator& group, const std::vector<Key>& keys, co
     const std::vector<Key> all = allgatherv(group, std::span<const Key>(keys), std::span<const int>(counts));
     // Each kept key into the bucket of its prefix, one per wanted prefix (it has one: it was kept for it).
     const int below = kBits - done;
-    const std::vector<Slot<Key>> slots = slots_of(wanted);
     std::vector<std::vector<Key>> buckets(slots.size());
     auto from = all.begin();
     for (std::size_t r = 0; r < ranks; ++r) {
@@ -378,7 +379,7 @@ void select_keys(const Communicator& group, std::span<const T> values, std::int6
         kept * static_cast<std::int64_t>(sizeof(Key)) +
         static_cast<std::int64_t>(asked.size()) * group.size() * static_cast<std::int64_t>(sizeof(std::int64_t));
     if (first.common + first.width < kBits && gathered <= kGatherBytes) {
-        select_gathered(group, keys, offsets, asked, first.common + first.width, wanted);
+        select_gathered(group, keys, offsets, first_slots, asked, first.common + first.width, wanted);
         return;
     }
     for (int done = first.common + first.width; done < kBits;) {
