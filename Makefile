@@ -42,6 +42,9 @@ demo-forecast: build
 # in network namespaces of their own, ACE's own tests on gridshard's ACE backend, the wheel, and the GPU check (which
 # says it is skipped where no CUDA device is present).
 # Each stage prints the time it starts at (STAMP), so a run's log shows where its time went.
+# When a rank exits non-zero (the tests of errors do it on purpose), Open MPI's mpirun idles 2 s before it ends the
+# others; with 0 it ends them at once (they get SIGTERM either way). For every stage's mpirun, the tests' own included.
+export OMPI_MCA_odls_base_sigkill_timeout ?= 0
 STAMP = @echo "make: $@ starts at $$(date +%T)"
 test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel test-device
 	@echo "make: test ends at $$(date +%T)"
@@ -93,14 +96,16 @@ test-wheel: build
 	$(STAMP)
 	bash tests/python/wheel_test.sh $(BUILD_DIR)
 
-# The suite under AddressSanitizer and UBSan at 1 to 4 ranks (every mesh family: data, lat and lon splits, odd and
-# uneven ones); the 6- and 8-rank meshes, half of its time under the sanitizers, run in test-fast's release build, as
-# does the comparison with libsharp (a reference library: the transform's own suite, spectrum_test, runs here).
-# The aggregator's test, the slowest under the sanitizers after the CLI's, runs there at 1x1x1, 1x1x3 (uneven) and
-# 1x2x2; its other meshes compare bits, which the release build does at every mesh.
-# ASAN_LABELS_EXCLUDE="no-sanitizer" ASAN_TESTS_EXCLUDE= runs every one.
+# The suite under AddressSanitizer and UBSan at 1 to 4 ranks, one mesh of each family: 1x1x1; 1x1x2 (a rank that is
+# its own neighbour on both sides); the uneven 3-rank splits of each axis (1x3x1, 1x1x3, 3x1x1); both splits at once
+# (1x2x2), data ranks beside a split (2x2x1) and TCP. The sanitizers look for memory errors along the code paths, and
+# the other meshes of a family take the same paths: the 2-rank lat and data splits, the 4-rank splits of one axis and
+# the 6- and 8-rank meshes (half of the suite's time under the sanitizers) compare bits in test-fast's release
+# build, as does the comparison with libsharp (a reference library: the transform's own suite, spectrum_test, runs
+# here). The aggregator's test, the slowest under the sanitizers after the CLI's, runs there at 1x1x1, 1x1x3
+# (uneven) and 1x2x2. ASAN_LABELS_EXCLUDE="no-sanitizer" ASAN_TESTS_EXCLUDE= runs every one.
 ASAN_LABELS_EXCLUDE ?= no-sanitizer|np6|np8
-ASAN_TESTS_EXCLUDE ?= ^spectrum_libsharp_test|^aggregator_test\.(np2\.|np3\.(1x3x1|3x1x1)|np4\.(1x4x1|1x1x4|2x2x1|4x1x1)|tcp\.)
+ASAN_TESTS_EXCLUDE ?= ^spectrum_libsharp_test|^aggregator_test\.(np2\.|np3\.(1x3x1|3x1x1)|np4\.(1x4x1|1x1x4|2x2x1|4x1x1)|tcp\.)|\.np2\.(1x2x1|2x1x1)$$|\.np4\.(1x4x1|1x1x4|4x1x1)$$
 test-asan: deps
 	$(STAMP)
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \

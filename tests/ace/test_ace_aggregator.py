@@ -33,6 +33,7 @@ with a variable missing over land and ACE's mask provider's mask of it, ACE's ow
   gridshard follows its sums (NaN).
 
 Run by run_ace_tests.py in ACE's venv, in a process of its own (it starts mpirun itself)."""
+import concurrent.futures
 import json
 import os
 import pathlib
@@ -97,15 +98,23 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
             "rows": [values(row) for row in logs["rows"]], "folder": out, "images": logs.get("images", [])}
 
 
+def run_cases(cases):
+    """run_case of every {key: keyword arguments} at once, a few processes at a time: each case is one process or one
+    mpirun job, mostly Python's and torch's start-up, which leaves a core idle when the cases run one after another."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
+        futures = {key: pool.submit(run_case, **arguments) for key, arguments in cases.items()}
+        return {key: future.result() for key, future in futures.items()}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ace_loop")
-    out = {"ace32": run_case(root / "ace32", ace=True), "ace64": run_case(root / "ace64", ace=True, float64=True),
-           "ace_on_shards": run_case(root / "ace-4-2x2", 4, 2, 2, ace=True,
-                                     flags=["--no-zonal-mean", "--no-trend", "--no-video"])}
+    cases = {"ace32": dict(out=root / "ace32", ace=True), "ace64": dict(out=root / "ace64", ace=True, float64=True),
+             "ace_on_shards": dict(out=root / "ace-2-2x1", ranks=2, h=2, w=1, ace=True,
+                                   flags=["--no-zonal-mean", "--no-trend", "--no-video"])}
     for ranks, h, w in MESHES:
-        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w)
-    return out
+        cases[(ranks, h, w)] = dict(out=root / f"gridshard-{ranks}-{h}x{w}", ranks=ranks, h=h, w=w)
+    return run_cases(cases)
 
 
 def ours(logs):
@@ -217,11 +226,11 @@ def float64_runs(tmp_path_factory):
     """ACE's loop in float64 with a variable missing over land and the dataset's mask of it ("sst", mask_sst): ACE's
     own aggregator serially, gridshard's drop-in at every mesh."""
     root = tmp_path_factory.mktemp("ace_loop_float64")
-    out = {"ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--masked"])}
+    cases = {"ace64": dict(out=root / "ace64", ace=True, float64=True, flags=["--masked"])}
     for ranks, h, w in SPATIAL_MESHES[1:]:  # 1x2x1 and 1x1x3
-        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, float64=True,
-                                      flags=["--masked"])
-    return out
+        cases[(ranks, h, w)] = dict(out=root / f"gridshard-{ranks}-{h}x{w}", ranks=ranks, h=h, w=w, float64=True,
+                                    flags=["--masked"])
+    return run_cases(cases)
 
 
 def test_float64_and_a_masked_variable_are_aces(float64_runs):
@@ -318,10 +327,10 @@ def test_the_drop_ins_files_follow_the_umask(tmp_path, umask):
 
 
 def test_aces_own_maps_on_shards_are_tiles(runs):
-    """ACE's own aggregator at 1x2x2 (its own backend, the zonal mean and the trend off: ACE's trend forms its RMSE,
+    """ACE's own aggregator at 1x2x1 (its own backend, the zonal mean and the trend off: ACE's trend forms its RMSE,
     a spatial collective, on rank 0 only, and the job fails in it): its scalars are the serial ones, but
-    each rank's time-mean map is its 5 x 8 tile, which its flush_diagnostics puts against the global coordinates:
-    xarray refuses it, and no map is written. gridshard's drop-in at the same mesh writes the 10 x 16 map."""
+    each rank's time-mean map is its 5 x 16 tile, which its flush_diagnostics puts against the global coordinates:
+    xarray refuses it, and no map is written. gridshard's drop-in on shards (1x2x2) writes the 10 x 16 map."""
     ace = runs["ace_on_shards"]
     assert ace["flush_error"] and "conflicting sizes for dimension 'lat'" in ace["flush_error"], ace["flush_error"]
     assert "length 10 on 'lat' and length 5" in ace["flush_error"], ace["flush_error"]
@@ -387,12 +396,12 @@ def climate_runs(tmp_path_factory):
     ACE's annual and ENSO index metrics, its defaults, and its seasonal one): ACE's own serially in float32 and
     float64, the drop-in at every mesh."""
     root = tmp_path_factory.mktemp("ace_climate")
-    out = {"ace32": run_case(root / "ace32", ace=True, flags=["--climate"]),
-           "ace64": run_case(root / "ace64", ace=True, float64=True, flags=["--climate"])}
+    cases = {"ace32": dict(out=root / "ace32", ace=True, flags=["--climate"]),
+             "ace64": dict(out=root / "ace64", ace=True, float64=True, flags=["--climate"])}
     for ranks, h, w in SPATIAL_MESHES:
         flags = ["--climate"] + (["--write-files"] if ranks == 1 else [])  # the serial run writes the run's files
-        out[(ranks, h, w)] = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=flags)
-    return out
+        cases[(ranks, h, w)] = dict(out=root / f"gridshard-{ranks}-{h}x{w}", ranks=ranks, h=h, w=w, flags=flags)
+    return run_cases(cases)
 
 
 def annual_difference(key):
@@ -653,7 +662,11 @@ def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):
     near the unit circle), ipo_index_diagnostics.nc (source, sample, time) ACE's to 1e-5 of its scale, the same bits
     at 1x1x1 and 1x2x1."""
     root = tmp_path_factory.mktemp("ace_ipo")
-    ace = run_case(root / "ace32", ace=True, flags=["--ipo"])
+    meshes = [(1, 1, 1), (2, 2, 1)]  # the 1x1x3 split of the boxes' columns: the climate runs' index
+    done = run_cases({"ace32": dict(out=root / "ace32", ace=True, flags=["--ipo"]),
+                      **{mesh: dict(out=root / "gridshard-{}-{}x{}".format(*mesh), ranks=mesh[0], h=mesh[1], w=mesh[2],
+                                    flags=["--ipo"]) for mesh in meshes}})
+    ace = done["ace32"]
     keys = ["ipo_index/sst_ipo_tpi_std", "ipo_index/sst_ipo_tpi_std_norm"]
     assert sorted(k for k in ace["summary"] if k.startswith("ipo_index/")) == keys
     with xr.open_dataset(ace["folder"] / "ipo_index_diagnostics.nc") as ds:
@@ -661,8 +674,8 @@ def test_the_ipo_index_is_aces_at_every_mesh(tmp_path_factory):
         ace_months = [(t.year, t.month, t.day) for t in ds["time"].values]
     assert ace_index.shape[2] > 80 * 12
     serial = None
-    for ranks, h, w in [(1, 1, 1), (2, 2, 1)]:  # the 1x1x3 split of the boxes' columns: the climate runs' index
-        run = run_case(root / f"gridshard-{ranks}-{h}x{w}", ranks, h, w, flags=["--ipo"])
+    for ranks, h, w in meshes:
+        run = done[(ranks, h, w)]
         serial = serial or run
         assert sorted(k for k in run["summary"] if k.startswith("ipo_index/")) == keys
         for key in keys:
