@@ -42,9 +42,6 @@ demo-forecast: build
 # in network namespaces of their own, ACE's own tests on gridshard's ACE backend, the wheel, and the GPU check (which
 # says it is skipped where no CUDA device is present).
 # Each stage prints the time it starts at (STAMP), so a run's log shows where its time went.
-# When a rank exits non-zero (the tests of errors do it on purpose), Open MPI's mpirun idles 2 s before it ends the
-# others; with 0 it ends them at once (they get SIGTERM either way). For every stage's mpirun, the tests' own included.
-export OMPI_MCA_odls_base_sigkill_timeout ?= 0
 STAMP = @echo "make: $@ starts at $$(date +%T)"
 test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel test-device
 	@echo "make: test ends at $$(date +%T)"

@@ -27,12 +27,9 @@ if(_gridshard_mpiexec_version MATCHES "Open MPI|OpenRTE")
     set(GRIDSHARD_MPIEXEC_FLAGS --oversubscribe)
     # Ranks as on different nodes: TCP between every pair (over loopback here), no shared memory.
     set(GRIDSHARD_TCP_FLAGS --mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include lo)
-    # odls_base_sigkill_timeout=0: when a rank exits non-zero (the tests of errors do it on purpose), mpirun ends the
-    # others at once instead of idling 2 s first (Open MPI 4.1's default); ranks get SIGTERM either way.
     set(GRIDSHARD_MPI_TEST_ENVIRONMENT
         OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-        OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
-        OMPI_MCA_odls_base_sigkill_timeout=0)
+        OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1)
 else()
     set(GRIDSHARD_MPIEXEC_FLAGS)
     set(GRIDSHARD_TCP_FLAGS)

@@ -45,7 +45,6 @@ def _launcher():
     env = dict(os.environ)
     env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
                 "OMPI_MCA_btl_vader_single_copy_mechanism": "none", "OMPI_MCA_rmaps_base_oversubscribe": "1"})
-    env.setdefault("OMPI_MCA_odls_base_sigkill_timeout", "0")  # a failed run ends at once, not 2 s later
     return launcher, flags, env
 
 
