@@ -99,8 +99,8 @@ def run_case(out, ranks=1, h=1, w=1, ace=False, float64=False, flags=()):
 
 
 def run_cases(cases):
-    """run_case of every {key: keyword arguments} at once, a few processes at a time: each case is one process or one
-    mpirun job, mostly Python's and torch's start-up, which leaves a core idle when the cases run one after another."""
+    """run_case of every {key: keyword arguments}, three cases at a time. Each process of a case spends most of its time
+    importing ACE's package (about 13 s of CPU), so a single-process case run alone leaves a core idle."""
     with concurrent.futures.ThreadPoolExecutor(max_workers=3) as pool:
         futures = {key: pool.submit(run_case, **arguments) for key, arguments in cases.items()}
         return {key: future.result() for key, future in futures.items()}
