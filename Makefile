@@ -5,6 +5,10 @@ BUILD_DIR ?= build
 ASAN_DIR  ?= build-asan
 JOBS      ?= $(shell nproc)
 CMAKE_FLAGS ?=
+# Every build folder the suite configures compiles through ccache (scripts/install-deps.sh installs it), so what two
+# of them compile alike is compiled once: the wheel's library is the release build's objects. CMake reads the
+# variable when it first configures a folder; CMAKE_CXX_COMPILER_LAUNCHER= turns it off.
+export CMAKE_CXX_COMPILER_LAUNCHER ?= ccache
 
 .PHONY: all deps build demo demo-forecast test test-mpich test-slurm test-netns test-fast test-asan fuzz portable-bits test-ace test-wheel test-device bench format format-check clean
 
@@ -43,19 +47,22 @@ demo-forecast: build
 # says it is skipped where no CUDA device is present).
 # Each stage prints the time it starts at (STAMP), so a run's log shows where its time went.
 STAMP = @echo "make: $@ starts at $$(date +%T)"
-test: format-check test-fast test-asan fuzz portable-bits test-mpich test-slurm test-netns test-ace test-wheel test-device
+test: format-check test-fast test-asan fuzz test-mpich portable-bits test-slurm test-netns test-ace test-wheel test-device
 	@echo "make: test ends at $$(date +%T)"
 
 test-fast: build
 	$(STAMP)
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
-# The second MPI: a build against Debian's MPICH in $(MPICH_DIR), its unit and 1- and 2-rank MPI tests, the
-# 4-rank ones on the 1x2x2 mesh, and gridshard eval on 4 ranks against one process (tests/mpich_stage.sh).
-MPICH_DIR ?= build-mpich
+# The suite's second build, in $(SECOND_DIR) (tests/second_build.sh): against Debian's MPICH, for the x86-64 baseline
+# without the hot loops' run-time dispatch. test-mpich and portable-bits both run on it; the first builds it.
+SECOND_DIR ?= build-second
+
+# The second MPI: on the second build, its unit and 1- and 2-rank MPI tests, the 4-rank ones on the 1x2x2 mesh, and
+# gridshard eval on 4 ranks against one process (tests/mpich_stage.sh).
 test-mpich: deps
 	$(STAMP)
-	bash tests/mpich_stage.sh $(MPICH_DIR) $(JOBS)
+	bash tests/mpich_stage.sh $(SECOND_DIR) $(JOBS)
 
 # A one-node Slurm cluster from Debian's slurm-wlm and munge, started and stopped by the script in a temporary
 # folder: srun -n 4 and sbatch of gridshard eval, and the Python suite on 4 tasks, bit-identical to one process.
@@ -69,10 +76,11 @@ test-netns: build
 	$(STAMP)
 	bash tests/netns/run_netns_test.sh $(BUILD_DIR)
 
-# Every instruction-set version of the hot loops gives the same bits: the x86-64 baseline build against this one.
+# Every instruction-set version of the hot loops gives the same bits: the second build (the x86-64 baseline) against
+# the release build.
 portable-bits: build
 	$(STAMP)
-	bash tests/portable_bits.sh $(BUILD_DIR) build-portable $(JOBS)
+	bash tests/portable_bits.sh $(BUILD_DIR) $(SECOND_DIR) $(JOBS)
 
 # ACE's published package (fme, pinned with its torch in tests/ace/) in a project-local venv, kept in .ace/ between
 # runs; its distributed and metric tests under mpirun at ACE's CI layouts; summary in $(BUILD_DIR)/ace/summary.txt.
@@ -103,30 +111,32 @@ test-wheel: build
 # (uneven) and 1x2x2. ASAN_LABELS_EXCLUDE="no-sanitizer" ASAN_TESTS_EXCLUDE= runs every one.
 ASAN_LABELS_EXCLUDE ?= no-sanitizer|np6|np8
 ASAN_TESTS_EXCLUDE ?= ^spectrum_libsharp_test|^aggregator_test\.(np2\.|np3\.(1x3x1|3x1x1)|np4\.(1x4x1|1x1x4|2x2x1|4x1x1)|tcp\.)|\.np2\.(1x2x1|2x1x1)$$|\.np4\.(1x4x1|1x1x4|4x1x1)$$
+# The instrumented build in $(ASAN_DIR), shared with `make fuzz`: clang with ASan and UBSan everywhere and libFuzzer's
+# coverage in the library (GRIDSHARD_FUZZ), at -O1, the sanitizers' advice for speed with exact stacks.
+INSTRUMENTED_CONFIGURE = CC=clang CXX=clang++ cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug \
+	-DCMAKE_CXX_FLAGS_DEBUG="-g -O1" -DGRIDSHARD_FUZZ=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
 test-asan: deps
 	$(STAMP)
-	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DGRIDSHARD_SANITIZE=ON -DGRIDSHARD_BUILD_BENCHMARKS=OFF \
-		$(CMAKE_FLAGS) >/dev/null
+	@$(INSTRUMENTED_CONFIGURE)
 	@cmake --build $(ASAN_DIR) -j $(JOBS) -- --no-print-directory
 	cd $(ASAN_DIR) && ctest --output-on-failure -j $(JOBS) -LE "$(ASAN_LABELS_EXCLUDE)" \
 		$(if $(ASAN_TESTS_EXCLUDE),-E "$(ASAN_TESTS_EXCLUDE)")
 
-# The CF reader's fuzz target (clang's libFuzzer, with ASan and UBSan) for FUZZ_SECONDS over a seed corpus of
-# valid and cut-short files, from a fixed FUZZ_SEED so a run can be repeated; inputs that grow coverage
-# accumulate in $(FUZZ_DIR)/corpus, crashes go to $(FUZZ_DIR)/crashes. Run longer with
+# The CF reader's fuzz target (clang's libFuzzer, with ASan and UBSan; built in the instrumented build above) for
+# FUZZ_SECONDS over a seed corpus of valid and cut-short files, from a fixed FUZZ_SEED so a run can be repeated;
+# inputs that grow coverage accumulate in $(FUZZ_DIR)/corpus, crashes go to $(FUZZ_DIR)/crashes. Run longer with
 # `make fuzz FUZZ_SECONDS=3600 FUZZ_SEED=0` (0: a new seed each run), netCDF-4 inputs with GRIDSHARD_FUZZ_HDF5=1.
-FUZZ_DIR ?= build-fuzz
+FUZZ_DIR ?= $(ASAN_DIR)/fuzz
 FUZZ_SECONDS ?= 60
 FUZZ_SEED ?= 1
 fuzz: deps
 	$(STAMP)
-	@CC=clang CXX=clang++ cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRIDSHARD_FUZZ=ON \
-		-DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=OFF $(CMAKE_FLAGS) >/dev/null
-	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target cf_reader_fuzz -- --no-print-directory
+	@$(INSTRUMENTED_CONFIGURE)
+	@cmake --build $(ASAN_DIR) -j $(JOBS) --target cf_reader_fuzz -- --no-print-directory
 	@/usr/bin/python3 tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds
 	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/crashes
 	LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp:print_suppressions=0 \
-	$(FUZZ_DIR)/bin/cf_reader_fuzz -seed=$(FUZZ_SEED) -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+	$(ASAN_DIR)/bin/cf_reader_fuzz -seed=$(FUZZ_SEED) -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
 		-print_final_stats=1 \
 		-artifact_prefix=$(FUZZ_DIR)/crashes/ $(FUZZ_DIR)/corpus $(FUZZ_DIR)/seeds
 
@@ -147,4 +157,4 @@ format-check: deps
 	@flake8 python bench tests && echo "flake8: clean"
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(FUZZ_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(SECOND_DIR)

@@ -3,12 +3,12 @@
 # tensors, and `make bench` compares with it; Slurm and munge: `make test-slurm` brings up a one-node cluster;
 # MPICH beside Open MPI, which stays the default: `make test-mpich`; parallel netCDF and PnetCDF: `eval --io
 # collective`; iproute2: `make test-netns`; FFTW: the power spectrum; libsharp: the tests' reference for it; flake8:
-# the Python linter of `make format-check`).
+# the Python linter of `make format-check`; ccache: the builds of the suite share the objects they compile alike).
 # Idempotent: runs `apt-get update` and `apt-get install` only when a package is missing.
 set -euo pipefail
 
 packages=(
-    build-essential cmake make pkg-config
+    build-essential cmake make pkg-config ccache
     clang-format flake8
     libgtest-dev libbenchmark-dev
     openmpi-bin libopenmpi-dev

@@ -1,28 +1,17 @@
 #!/usr/bin/env bash
-# gridshard against a second MPI: Debian's MPICH (4.0, ch4:ucx) instead of Open MPI. Builds the library, the
-# tool and the tests with MPICH's compiler wrappers into MPICH_BUILD_DIR (no Python module: Debian's mpi4py
-# is built for Open MPI), runs the unit tests and every MPI suite at 1 and 2 ranks and on the 4-rank 1x2x2
-# mesh (but the aggregator's, which the 4-rank eval runs cover) under MPICH's mpiexec (hydra), and checks that `gridshard eval` on 4 ranks (1x2x2 and 2x2x1), two fields and a forecast, writes
-# the JSON of one process. MPICH busy-polls while it waits, so 6 and 8 ranks on a 2-core machine take
-# minutes a test; those run with Open MPI only. Debian's parallel netCDF and PnetCDF are built for Open MPI, so
+# gridshard against a second MPI: Debian's MPICH (4.0, ch4:ucx) instead of Open MPI, on the suite's second build
+# (tests/second_build.sh: MPICH, and the x86-64 baseline that tests/portable_bits.sh compares). Runs the unit tests
+# and every MPI suite at 1 and 2 ranks and on the 4-rank 1x2x2 mesh (but the aggregator's, which the 4-rank eval runs
+# cover) under MPICH's mpiexec (hydra), and checks that `gridshard eval` on 4 ranks (1x2x2 and 2x2x1), two fields and
+# a forecast, writes the JSON of one process. MPICH busy-polls while it waits, so 6 and 8 ranks on a 2-core machine
+# take minutes a test; those run with Open MPI only. Debian's parallel netCDF and PnetCDF are built for Open MPI, so
 # this build has no collective I/O: `eval --io collective` must say so.
 #
 # Usage: tests/mpich_stage.sh MPICH_BUILD_DIR [JOBS]
 set -euo pipefail
 build=$1
 jobs=${2:-2}
-for tool in mpicxx.mpich mpiexec.mpich; do
-    command -v "$tool" >/dev/null || { echo "mpich_stage: $tool is missing (scripts/install-deps.sh installs mpich)" >&2; exit 1; }
-done
-mkdir -p "$build"
-cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPI_C_COMPILER=/usr/bin/mpicc.mpich \
-    -DMPI_CXX_COMPILER=/usr/bin/mpicxx.mpich -DMPIEXEC_EXECUTABLE=/usr/bin/mpiexec.mpich -DGRIDSHARD_PYTHON=OFF \
-    -DGRIDSHARD_BUILD_BENCHMARKS=OFF >"$build/configure.log"
-cmake --build "$build" -j "$jobs" -- --no-print-directory >/dev/null
-if ! grep -q "MPI_CXX_LIB_NAMES:STRING=.*mpich" "$build/CMakeCache.txt"; then
-    echo "mpich_stage: $build did not link MPICH" >&2
-    exit 1
-fi
+bash tests/second_build.sh "$build" "$jobs"
 (cd "$build" && ctest --output-on-failure -j "$jobs" --timeout 180 -L "unit|np1|np2")
 # Of the 4-rank meshes, the one that splits latitude and longitude at once: the 2-rank meshes cover each split
 # alone, Open MPI runs every mesh, and MPICH's busy polling makes each 4-rank suite take about a minute here.

@@ -1,18 +1,16 @@
 #!/usr/bin/env bash
 # The hot loops choose their instruction set when the program starts (src/core/kernel_dispatch.hpp), and
-# every version must give the same bits. This builds the tool a second time, without versions, for the
-# x86-64 baseline (SSE2 only), and checks that `gridshard eval` writes the same JSON there as in the build
-# under test, which runs the best version for this CPU (AVX-512 where it has it), and that spectrum_bench
-# writes the same spherical power spectra (docs/spectrum.md), one field and a batch of 16.
+# every version must give the same bits. The suite's second build (tests/second_build.sh) has no versions: it is
+# built for the x86-64 baseline (SSE2 only), against MPICH. This checks that its `gridshard eval` (one process)
+# writes the same JSON as the build under test, which runs the best version for this CPU (AVX-512 where it has it),
+# and that its spectrum_bench writes the same spherical power spectra (docs/spectrum.md), one field and a batch of 16.
 #
-# Usage: tests/portable_bits.sh BUILD_DIR PORTABLE_BUILD_DIR [JOBS]
+# Usage: tests/portable_bits.sh BUILD_DIR SECOND_BUILD_DIR [JOBS]
 set -euo pipefail
 build=$1
 portable=$2
 jobs=${3:-2}
-cmake -S . -B "$portable" -DCMAKE_BUILD_TYPE=Release -DGRIDSHARD_DISPATCH=OFF -DGRIDSHARD_ARCH=x86-64 \
-    -DGRIDSHARD_BUILD_TESTS=OFF -DGRIDSHARD_BUILD_BENCHMARKS=ON -DGRIDSHARD_PYTHON=OFF >/dev/null
-cmake --build "$portable" -j "$jobs" --target gridshard_cli spectrum_bench -- --no-print-directory >/dev/null
+bash tests/second_build.sh "$portable" "$jobs"
 cmake --build "$build" -j "$jobs" --target spectrum_bench -- --no-print-directory >/dev/null
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT

@@ -8,6 +8,11 @@ build=$(realpath "${1:-build}")
 work="$build/wheel"
 rm -rf "$work"
 mkdir -p "$work"
+# Configured as `make build` configures the release build (the compiler `c++`, Unix Makefiles), so that the wheel's
+# library is the release build's objects out of ccache (Makefile) rather than a second compile: ccache's key holds the
+# compiler's name and the dependency file's target, which sysconfig's compiler name and pip's default generator
+# (Ninja) change. The compiler and the flags are the same either way.
+export CXX=${CXX:-c++} CMAKE_GENERATOR=${CMAKE_GENERATOR:-Unix Makefiles}
 /usr/bin/python3 -m pip wheel . --no-deps -q -w "$work/dist"
 # Every pure-Python file of the package, its subpackages' (gridshard/ace/) included, is in the wheel.
 expected=$(cd python && find gridshard -name '*.py' | LC_ALL=C sort)
