@@ -7,7 +7,7 @@
 # take minutes a test; those run with Open MPI only. Debian's parallel netCDF and PnetCDF are built for Open MPI, so
 # this build has no collective I/O: `eval --io collective` must say so.
 #
-# Usage: tests/mpich_stage.sh MPICH_BUILD_DIR [JOBS]
+# Usage: tests/mpich_stage.sh SECOND_BUILD_DIR [JOBS]
 set -euo pipefail
 build=$1
 jobs=${2:-2}
