@@ -211,6 +211,29 @@ FloatRowRange float_row_range(ValidityPolicy policy, const float* x, const float
     return policy_row_range<ValidityPolicy::skip_invalid_pairs>(x, y, n);
 }
 
+std::optional<FixedPointRowSum> fixed_point_row_sum(const float* x, std::int64_t n) {
+    constexpr ValidityPolicy policy = ValidityPolicy::skip_nan;
+    if (n > fixed_point_block) {
+        return std::nullopt;
+    }
+    const FloatRowRange range = policy_row_range<policy>(x, nullptr, n);
+    const std::optional<FloatRowGrids> grids = float_row_grids(range);
+    if (!grids) {
+        return std::nullopt;
+    }
+    FixedPointRowSum sum{range.valid, grids->values, 0, 0, 0};
+    if (range.largest == 0) {
+        return sum;  // every term is zero
+    }
+    const std::array<double, 3> anchors{grids->values.anchor(), grids->products.anchor(), grids->differences.anchor()};
+    std::array<std::uint64_t, 12> digits{};
+    fixed_point_terms_of<policy>(x, nullptr, n, false, *grids, anchors.data(), digits.data());
+    sum.high = digits[0];
+    sum.low = digits[1];
+    sum.terms = n;
+    return sum;
+}
+
 bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const float* x, const float* y, std::int64_t n,
                          double factor, const FixedPointSlots& slots) {
     switch (policy) {

@@ -7,6 +7,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <type_traits>
 
 #include "gridshard/metrics/field.hpp"
@@ -41,6 +42,23 @@ struct FixedPointSlots {
 /// path; returns false, adding nothing, when the row's range needs the per-row path.
 bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const float* x, const float* y, std::int64_t n,
                          double factor, const FixedPointSlots& slots);
+
+/// One float row's valid values (NaN skipped) as the fixed-point path sums them: their count, and their sum as the
+/// biased digit sums of one block on the grid the row's range proves, which `grid.deposit` adds to an ExactSum
+/// exactly (`terms` is 0 when every value is zero: nothing to deposit). The zonal means keep these per row and merge
+/// them over longitude themselves (zonal_metrics.cpp).
+struct FixedPointRowSum {
+    std::int64_t count = 0;
+    FixedPointGrid grid;
+    std::uint64_t high = 0;
+    std::uint64_t low = 0;
+    std::int64_t terms = 0;
+};
+
+/// The FixedPointRowSum of the float row `x` of `n` points, NaN skipped (the terms add_fixed_point_row forms for the
+/// request {weight, truth} under skip_nan), or nullopt when the row needs the per-row path or is longer than one
+/// block (fixed_point_block). No MPI calls.
+[[nodiscard]] std::optional<FixedPointRowSum> fixed_point_row_sum(const float* x, std::int64_t n);
 
 /// The fixed-point path of a row when it applies (float values, a row weight, exact sums); false otherwise, or
 /// when the row's range needs the per-row path.

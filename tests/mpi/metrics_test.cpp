@@ -434,6 +434,61 @@ TEST_F(Metrics, ZonalMeanOverTheLonGroup) {
     }
 }
 
+// A float row's zonal sum takes the fixed-point path where its range allows and the per-row path elsewhere, rank by
+// rank: here a value about 2^-131 times the row's others in the last column (so only the last lon rank takes
+// the per-row path for it), an infinity in the first column, a huge negative value mid-row, a row of NaN only, and
+// rows longer than one fixed-point block. Every mean and count is the serial one, and the double engine's, bit for
+// bit.
+TEST_F(Metrics, ZonalMeanMixesTheFixedPointAndPerRowPaths) {
+    const std::int64_t channels = 2;
+    for (const GridShape& grid : {GridShape{8, 24}, GridShape{4, 2100}}) {
+        std::vector<float> x(static_cast<std::size_t>(channels * grid.nlat * grid.nlon));
+        for (std::size_t n = 0; n < x.size(); ++n) {
+            x[n] = 250.0F + static_cast<float>(n % 97) * 0.37F;
+        }
+        const auto at = [&](std::int64_t c, std::int64_t i, std::int64_t j) -> float& {
+            return x[static_cast<std::size_t>((c * grid.nlat + i) * grid.nlon + j)];
+        };
+        at(0, 1, grid.nlon - 1) = 1e-37F;
+        at(0, 2, 0) = std::numeric_limits<float>::infinity();
+        at(1, 1, grid.nlon / 2) = -3e35F;
+        for (std::int64_t j = 0; j < grid.nlon; ++j) {
+            at(1, 0, j) = std::numeric_limits<float>::quiet_NaN();
+        }
+        const std::vector<double> x64(x.begin(), x.end());
+        for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+            const ShardedGrid distributed(mesh, grid, rule);
+            const ShardedGrid serial(alone, grid, rule);
+            const Box& box = distributed.box();
+            const auto shard = shard_of(x, grid, box, channels);
+            const auto shard64 = shard_of(x64, grid, box, channels);
+            const auto got = zonal_mean_and_count<float>(distributed, {shard, channels});
+            const auto whole = zonal_mean_and_count<float>(serial, {std::span<const float>(x), channels});
+            std::vector<double> means;
+            std::vector<double> counts;
+            for (std::int64_t c = 0; c < channels; ++c) {
+                for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                    means.push_back(whole.means[static_cast<std::size_t>(c * grid.nlat + i)]);
+                    counts.push_back(whole.counts[static_cast<std::size_t>(c * grid.nlat + i)]);
+                }
+            }
+            expect_identical(got.means, means, "zonal means, distributed vs serial");
+            expect_identical(got.counts, counts, "zonal counts, distributed vs serial");
+            const auto engine = zonal_mean_and_count<double>(distributed, {shard64, channels});
+            expect_identical(got.means, engine.means, "zonal means, float vs the double engine");
+            expect_identical(got.counts, engine.counts, "zonal counts, float vs the double engine");
+            if (box.lat.contains(0)) {
+                EXPECT_TRUE(std::isnan(got.means[static_cast<std::size_t>(box.lat.size())]));  // channel 1, row 0
+                EXPECT_EQ(got.counts[static_cast<std::size_t>(box.lat.size())], 0.0);
+            }
+            if (box.lat.contains(2)) {
+                EXPECT_EQ(got.means[static_cast<std::size_t>(2 - box.lat.begin)],
+                          std::numeric_limits<double>::infinity());
+            }
+        }
+    }
+}
+
 TEST_F(Metrics, GradientMagnitudePointwise) {
     for (bool periodic : {false, true}) {
         for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {

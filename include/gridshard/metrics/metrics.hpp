@@ -118,15 +118,17 @@ template <class T>
                                                      std::optional<std::span<const double>> region = std::nullopt);
 
 /// NaN-aware mean over longitude, `nansum / count of valid`, for each channel and each row of this
-/// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only: one
-/// allreduce of 2 sums per channel and row (compact exact sums: 19 int64 each for float input, 76 for
-/// double). Every rank of the lon group holds its own rows.
+/// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only. Float input with
+/// exact sums: one allgather of each row's fixed-point sum (6 int64 per channel and row), then, only for the rows some
+/// rank sums by the per-row path (a range the fixed-point grids cannot hold, infinities, more than 2048 columns on a
+/// rank), one allreduce of their exact sums (19 int64 each). Double input or fast sums: one allreduce of 2 sums per
+/// channel and row (76 int64 each for double). Every rank of the lon group holds its own rows.
 template <class T>
 [[nodiscard]] std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x,
                                              Summation summation = Summation::reproducible);
 
 /// zonal_mean beside what its gradient needs: per (channel, row) the number of valid points each mean averaged, from
-/// the same allreduce. Collective over `lon` only, as zonal_mean.
+/// the same exchange. Collective over `lon` only, as zonal_mean.
 struct ZonalMeanAndCount {
     std::vector<double> means;   ///< zonal_mean's, bit for bit
     std::vector<double> counts;  ///< the points that are not NaN over the whole circle
@@ -135,9 +137,9 @@ template <class T>
 [[nodiscard]] ZonalMeanAndCount zonal_mean_and_count(const ShardedGrid& grid, FieldShard<T> x,
                                                      Summation summation = Summation::reproducible);
 
-/// zonal_mean of several fields of the same shape (for example truth and prediction) in one allreduce
+/// zonal_mean of several fields of the same shape (for example truth and prediction) in one exchange
 /// over `lon`: one result per field, each laid out as zonal_mean's. Collective over `lon`: one 24-byte
-/// argument check, then one allreduce of 2 sums per field, channel and row.
+/// argument check, then zonal_mean's exchange for every field, channel and row at once.
 template <class T>
 [[nodiscard]] std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid,
                                                            std::span<const FieldShard<T>> fields,
