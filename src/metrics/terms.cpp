@@ -46,9 +46,12 @@ double TermSums::total_weight() const {
     return has_total_ ? sums_->value(0) : std::numeric_limits<double>::quiet_NaN();
 }
 
+double detail::ratio_of(DoubleDouble a, DoubleDouble b) noexcept {
+    return b.hi > 0.0 ? dd::divide(a, b).hi : std::numeric_limits<double>::quiet_NaN();
+}
+
 double TermSums::ratio(std::int64_t g, Term a, Term b) const {
-    const DoubleDouble w = value(g, b);
-    return w.hi > 0.0 ? dd::divide(value(g, a), w).hi : std::numeric_limits<double>::quiet_NaN();
+    return detail::ratio_of(value(g, a), value(g, b));
 }
 
 double TermSums::bias(std::int64_t g) const {

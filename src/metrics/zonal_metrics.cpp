@@ -6,7 +6,6 @@
 #include "gridshard/metrics/metrics.hpp"
 
 #include <bit>
-#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,7 +15,6 @@
 
 #include "fixed_point_rows.hpp"
 #include "gridshard/comm/redistribution.hpp"
-#include "gridshard/numerics/double_double.hpp"
 #include "metric_support.hpp"
 #include "threads.hpp"
 
@@ -31,11 +29,6 @@ struct ZonalSums {
     std::vector<double> means;
     std::vector<double> counts;
 };
-
-// The mean of an exact sum over an exact count, as TermSums::mean forms it: NaN when no point is valid.
-double mean_of(DoubleDouble sum, DoubleDouble count) {
-    return count.hi > 0.0 ? dd::divide(sum, count).hi : std::numeric_limits<double>::quiet_NaN();
-}
 
 // A row's sums as the int64 words they travel in (FixedPointRowSum): the state says whether the row took the
 // fixed-point path (and its grid's digits) or the per-row path.
@@ -151,7 +144,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
             const auto s = static_cast<std::size_t>(per_row[j]);
             const std::int64_t slot = static_cast<std::int64_t>(j) * terms;
             const DoubleDouble count = exact.value_dd(slot + count_term);
-            out.means[s] = mean_of(exact.value_dd(slot + sum_term), count);
+            out.means[s] = ratio_of(exact.value_dd(slot + sum_term), count);
             out.counts[s] = count.hi;
         }
     }
@@ -176,7 +169,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
                 }
             }
             const DoubleDouble total{static_cast<double>(count), 0.0};  // exact: a count below 2^53
-            out.means[static_cast<std::size_t>(s)] = mean_of(sum.to_double_double(), total);
+            out.means[static_cast<std::size_t>(s)] = ratio_of(sum.to_double_double(), total);
             out.counts[static_cast<std::size_t>(s)] = total.hi;
         }
     }

@@ -22,7 +22,10 @@ namespace gridshard {
 
 namespace detail {
 class PartialSums;
-}
+/// `a / b` to about 104 bits before rounding; NaN when `b` is not positive (no valid point). TermSums::ratio's rule,
+/// for sums merged outside a TermSums (the zonal means of fixed-point rows, metrics/zonal_metrics.cpp).
+[[nodiscard]] double ratio_of(DoubleDouble a, DoubleDouble b) noexcept;
+}  // namespace detail
 
 /// One per-point term; each metric sums some of them, weighted by a, over the points its policy counts
 /// ("valid"). t is the truth (or the only field), p the prediction, and both are 0 where a point is not
