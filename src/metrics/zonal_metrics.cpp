@@ -73,12 +73,14 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
     const auto words_at = [](std::vector<std::int64_t>& words, std::int64_t slot) {
         return words.data() + slot * static_cast<std::int64_t>(row_words);
     };
+    const auto row_of = [&](std::int64_t slot) {  // slot: field-major, then (channel, row) as add_zonal_terms's
+        return fields[static_cast<std::size_t>(slot / groups)].values.data() + (slot % groups) * cols;
+    };
     std::vector<std::int64_t> mine(static_cast<std::size_t>(slots) * row_words, 0);
     GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads_for(slots, cols)) if (slots > 1))
     for (std::int64_t s = 0; s < slots; ++s) {
-        const float* row = fields[static_cast<std::size_t>(s / groups)].values.data() + (s % groups) * cols;
         std::int64_t* words = words_at(mine, s);
-        const std::optional<FixedPointRowSum> sum = fixed_point_row_sum(row, cols);
+        const std::optional<FixedPointRowSum> sum = fixed_point_row_sum(row_of(s), cols);
         if (!sum) {
             words[state_word] = per_row_path;
             continue;
@@ -99,17 +101,18 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
 
     // The rows some rank summed by the per-row path: the same list on every rank (from the gathered words).
     std::vector<std::int64_t> per_row;
+    std::vector<bool> merged_exactly(static_cast<std::size_t>(slots), false);
     for (std::int64_t s = 0; s < slots; ++s) {
         for (int r = 0; r < ranks; ++r) {
             if (rank_words(r, s)[state_word] == per_row_path) {
                 per_row.push_back(s);
+                merged_exactly[static_cast<std::size_t>(s)] = true;
                 break;
             }
         }
     }
     ZonalSums out{std::vector<double>(static_cast<std::size_t>(slots)),
                   std::vector<double>(static_cast<std::size_t>(slots))};
-    std::vector<bool> merged_exactly(static_cast<std::size_t>(slots), false);
     if (!per_row.empty()) {
         // Row per_row[j]'s terms from slot j * terms on (the request's order: count, then sum); this rank's share by
         // whichever path it took.
@@ -125,8 +128,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
             if (words[state_word] == per_row_path) {
                 const std::int64_t i = (s % groups) % rows;
                 const Box row_box{Range{box.lat.begin + i, box.lat.begin + i + 1}, box.lon};
-                const float* row = fields[static_cast<std::size_t>(s / groups)].values.data() + (s % groups) * cols;
-                add_zonal_terms(row_box, ShardInputs<float>{row, nullptr, 1}, request, exact, slot);
+                add_zonal_terms(row_box, ShardInputs<float>{row_of(s), nullptr, 1}, request, exact, slot);
             } else {
                 exact.add_count(slot + count_term, 1.0, words[count_word]);
                 if (words[terms_word] > 0) {
@@ -137,7 +139,6 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
                         words[terms_word]);
                 }
             }
-            merged_exactly[static_cast<std::size_t>(s)] = true;
         }
         exact.allreduce(lon);
         for (std::size_t j = 0; j < per_row.size(); ++j) {
