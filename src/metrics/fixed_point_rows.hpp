@@ -59,6 +59,10 @@ struct FixedPointRowSum {
 /// request {weight, truth} under skip_nan), or nullopt when the row needs the per-row path or is longer than one
 /// block (fixed_point_block). No MPI calls.
 [[nodiscard]] std::optional<FixedPointRowSum> fixed_point_row_sum(const float* x, std::int64_t n);
+/// The same of a double row: its values on two digits of the grid of its smallest non-zero magnitude's last bit, or
+/// nullopt when the row holds an infinity, its non-zero magnitudes span more than 51 binades (the grid's span), or it
+/// is longer than one block. No MPI calls.
+[[nodiscard]] std::optional<FixedPointRowSum> fixed_point_row_sum(const double* x, std::int64_t n);
 
 /// The fixed-point path of a row when it applies (float values, a row weight, exact sums); false otherwise, or
 /// when the row's range needs the per-row path.

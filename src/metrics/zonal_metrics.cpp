@@ -1,7 +1,7 @@
 // The zonal means: NaN-aware means over longitude per row, for one field or several in one pass each and one
-// exchange over the lon group. A float row in exact mode keeps its sum as the fixed-point path forms it (a few words,
-// fixed_point_rows.hpp); every other row, and every row of a double field or of fast summation, takes the one engine's
-// per-(channel, row) sums (add_zonal_terms).
+// exchange over the lon group. A row in exact mode keeps its sum as the fixed-point path forms it (a few words,
+// fixed_point_rows.hpp); every other row, and every row of fast summation, takes the one engine's per-(channel, row)
+// sums (add_zonal_terms).
 
 #include "gridshard/metrics/metrics.hpp"
 
@@ -9,7 +9,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -59,12 +58,13 @@ ZonalSums engine_zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<
     return out;
 }
 
-// The zonal sums of float fields in exact mode. Each row's fixed-point sum is a few words (FixedPointRowSum) instead
+// The zonal sums in exact mode. Each row's fixed-point sum is a few words (FixedPointRowSum) instead
 // of an ExactSum; the words of every lon rank are gathered (one allgather over `lon`) and each rank adds them
 // exactly, in one ExactSum a thread. The rows that any rank sums by the per-row path (a range the grids cannot hold,
 // infinities, a row longer than one block) are merged as exact sums, in one allreduce of those rows alone. Both
 // merges are exact, so every mean is the exact path's bits. Collective over `lon`.
-ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<float>> fields,
+template <class T>
+ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
                                  const TermRequest& request, std::int64_t groups) {
     const Box& box = grid.box();
     const std::int64_t rows = box.lat.size();
@@ -119,8 +119,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
         const std::int64_t terms = request.terms.size();
         const std::int64_t count_term = request.terms.index(Term::weight);
         const std::int64_t sum_term = request.terms.index(Term::truth);
-        PartialSums exact(terms * static_cast<std::int64_t>(per_row.size()), Summation::reproducible,
-                          window_for<float>());
+        PartialSums exact(terms * static_cast<std::int64_t>(per_row.size()), Summation::reproducible, window_for<T>());
         for (std::size_t j = 0; j < per_row.size(); ++j) {
             const std::int64_t s = per_row[j];
             const std::int64_t* words = words_at(mine, s);
@@ -128,7 +127,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
             if (words[state_word] == per_row_path) {
                 const std::int64_t i = (s % groups) % rows;
                 const Box row_box{Range{box.lat.begin + i, box.lat.begin + i + 1}, box.lon};
-                add_zonal_terms(row_box, ShardInputs<float>{row_of(s), nullptr, 1}, request, exact, slot);
+                add_zonal_terms(row_box, ShardInputs<T>{row_of(s), nullptr, 1}, request, exact, slot);
             } else {
                 exact.add_count(slot + count_term, 1.0, words[count_word]);
                 if (words[terms_word] > 0) {
@@ -196,10 +195,8 @@ std::pair<ZonalSums, std::int64_t> zonal_sums(const ShardedGrid& grid, std::span
                    "channels and fields");
     const TermRequest request{{Term::weight, Term::truth}, ValidityPolicy::skip_nan, summation};
     const std::int64_t groups = channels * box.lat.size();  // per field
-    if constexpr (std::is_same_v<T, float>) {
-        if (summation == Summation::reproducible) {
-            return {fixed_point_zonal_sums(grid, fields, request, groups), groups};
-        }
+    if (summation == Summation::reproducible) {
+        return {fixed_point_zonal_sums(grid, fields, request, groups), groups};
     }
     return {engine_zonal_sums(grid, fields, request, groups), groups};
 }

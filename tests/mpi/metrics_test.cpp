@@ -11,6 +11,7 @@
 #include <limits>
 #include <numbers>
 #include <optional>
+#include <type_traits>
 
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/threads.hpp"
@@ -439,53 +440,77 @@ TEST_F(Metrics, ZonalMeanOverTheLonGroup) {
 // the per-row path for it), an infinity in the first column, a huge negative value mid-row, a row of NaN only, and
 // rows longer than one fixed-point block. Every mean and count is the serial one, and the double engine's, bit for
 // bit.
+// The zonal means of `x` (channels 2) on `grid`, distributed against serial. A row of 2100 columns takes the per-row
+// path where longitude is not split and the fixed-point path on each lon rank's shard where it is, so the meshes that
+// split longitude compare the two paths' merges; the special rows (a NaN row, an infinity, a tiny and a huge value
+// that force the per-row path on the rank holding them) mix the paths across lon ranks.
+template <class T>
+void expect_zonal_paths_agree(const ProcessMesh& mesh, const ProcessMesh& alone, const GridShape& grid,
+                              const std::vector<T>& x) {
+    const std::int64_t channels = 2;
+    for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
+        const ShardedGrid distributed(mesh, grid, rule);
+        const ShardedGrid serial(alone, grid, rule);
+        const Box& box = distributed.box();
+        const auto shard = shard_of(x, grid, box, channels);
+        const auto got = zonal_mean_and_count<T>(distributed, {shard, channels});
+        const auto whole = zonal_mean_and_count<T>(serial, {std::span<const T>(x), channels});
+        std::vector<double> means;
+        std::vector<double> counts;
+        for (std::int64_t c = 0; c < channels; ++c) {
+            for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+                means.push_back(whole.means[static_cast<std::size_t>(c * grid.nlat + i)]);
+                counts.push_back(whole.counts[static_cast<std::size_t>(c * grid.nlat + i)]);
+            }
+        }
+        expect_identical(got.means, means, "zonal means, distributed vs serial");
+        expect_identical(got.counts, counts, "zonal counts, distributed vs serial");
+        if (box.lat.contains(0)) {
+            EXPECT_TRUE(std::isnan(got.means[static_cast<std::size_t>(box.lat.size())]));  // channel 1, row 0
+            EXPECT_EQ(got.counts[static_cast<std::size_t>(box.lat.size())], 0.0);
+        }
+        if (box.lat.contains(2)) {
+            EXPECT_EQ(got.means[static_cast<std::size_t>(2 - box.lat.begin)], std::numeric_limits<double>::infinity());
+        }
+        if constexpr (std::is_same_v<T, float>) {
+            // The float rows against the double rows of the same values.
+            const std::vector<double> x64(x.begin(), x.end());
+            const auto shard64 = shard_of(x64, grid, box, channels);
+            const auto wide = zonal_mean_and_count<double>(distributed, {shard64, channels});
+            expect_identical(got.means, wide.means, "zonal means, float vs double");
+            expect_identical(got.counts, wide.counts, "zonal counts, float vs double");
+        }
+    }
+}
+
 TEST_F(Metrics, ZonalMeanMixesTheFixedPointAndPerRowPaths) {
     const std::int64_t channels = 2;
     for (const GridShape& grid : {GridShape{8, 24}, GridShape{4, 2100}}) {
-        std::vector<float> x(static_cast<std::size_t>(channels * grid.nlat * grid.nlon));
-        for (std::size_t n = 0; n < x.size(); ++n) {
-            x[n] = 250.0F + static_cast<float>(n % 97) * 0.37F;
-        }
-        const auto at = [&](std::int64_t c, std::int64_t i, std::int64_t j) -> float& {
+        const auto at = [&](auto& x, std::int64_t c, std::int64_t i, std::int64_t j) -> auto& {
             return x[static_cast<std::size_t>((c * grid.nlat + i) * grid.nlon + j)];
         };
-        at(0, 1, grid.nlon - 1) = 1e-37F;
-        at(0, 2, 0) = std::numeric_limits<float>::infinity();
-        at(1, 1, grid.nlon / 2) = -3e35F;
+        const auto size = static_cast<std::size_t>(channels * grid.nlat * grid.nlon);
+        std::vector<float> x(size);
+        // Doubles of 53 significant bits, which no float holds, that cancel down to their last bits: each row's
+        // mean rests on them.
+        std::vector<double> y(size);
+        for (std::size_t n = 0; n < size; ++n) {
+            x[n] = 250.0F + static_cast<float>(n % 97) * 0.37F;
+            y[n] = n % 2 == 0 ? 4096.0 + static_cast<double>(2 * (n % 89) + 1) * 0x1p-40 : -4096.0 - 0.5;
+        }
+        at(x, 0, 1, grid.nlon - 1) = 1e-37F;
+        at(y, 0, 1, grid.nlon - 1) = 1e-300;
+        at(x, 0, 2, 0) = std::numeric_limits<float>::infinity();
+        at(y, 0, 2, 0) = std::numeric_limits<double>::infinity();
+        at(x, 1, 1, grid.nlon / 2) = -3e35F;
+        at(y, 1, 1, grid.nlon / 2) = -3e300;
+        at(y, 1, 2, grid.nlon / 3) = std::numeric_limits<double>::denorm_min();
         for (std::int64_t j = 0; j < grid.nlon; ++j) {
-            at(1, 0, j) = std::numeric_limits<float>::quiet_NaN();
+            at(x, 1, 0, j) = std::numeric_limits<float>::quiet_NaN();
+            at(y, 1, 0, j) = std::numeric_limits<double>::quiet_NaN();
         }
-        const std::vector<double> x64(x.begin(), x.end());
-        for (SplitRule rule : {SplitRule::balanced, SplitRule::div_up}) {
-            const ShardedGrid distributed(mesh, grid, rule);
-            const ShardedGrid serial(alone, grid, rule);
-            const Box& box = distributed.box();
-            const auto shard = shard_of(x, grid, box, channels);
-            const auto shard64 = shard_of(x64, grid, box, channels);
-            const auto got = zonal_mean_and_count<float>(distributed, {shard, channels});
-            const auto whole = zonal_mean_and_count<float>(serial, {std::span<const float>(x), channels});
-            std::vector<double> means;
-            std::vector<double> counts;
-            for (std::int64_t c = 0; c < channels; ++c) {
-                for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-                    means.push_back(whole.means[static_cast<std::size_t>(c * grid.nlat + i)]);
-                    counts.push_back(whole.counts[static_cast<std::size_t>(c * grid.nlat + i)]);
-                }
-            }
-            expect_identical(got.means, means, "zonal means, distributed vs serial");
-            expect_identical(got.counts, counts, "zonal counts, distributed vs serial");
-            const auto engine = zonal_mean_and_count<double>(distributed, {shard64, channels});
-            expect_identical(got.means, engine.means, "zonal means, float vs the double engine");
-            expect_identical(got.counts, engine.counts, "zonal counts, float vs the double engine");
-            if (box.lat.contains(0)) {
-                EXPECT_TRUE(std::isnan(got.means[static_cast<std::size_t>(box.lat.size())]));  // channel 1, row 0
-                EXPECT_EQ(got.counts[static_cast<std::size_t>(box.lat.size())], 0.0);
-            }
-            if (box.lat.contains(2)) {
-                EXPECT_EQ(got.means[static_cast<std::size_t>(2 - box.lat.begin)],
-                          std::numeric_limits<double>::infinity());
-            }
-        }
+        expect_zonal_paths_agree<float>(mesh, alone, grid, x);
+        expect_zonal_paths_agree<double>(mesh, alone, grid, y);
     }
 }
 
