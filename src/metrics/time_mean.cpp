@@ -19,21 +19,50 @@ namespace gridshard {
 
 namespace {
 
-// Adds p - t (or p, without a truth) of `n` points to their per-point sums: a branch-free TwoSum, so it
-// vectorises; non-finite differences go to their own IEEE sum.
+// The difference p - t (or p, without a truth) in double.
 template <bool with_truth, class T>
-GRIDSHARD_KERNEL void add_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
-                                      double* __restrict sum, double* __restrict error,
-                                      double* __restrict special) noexcept {
+inline double difference(T t, T p) noexcept {
+    return with_truth ? static_cast<double>(p) - static_cast<double>(t) : static_cast<double>(p);
+}
+
+// Adds the finite differences p - t (or p, without a truth) of `n` points to their per-point sums, a non-finite one as
+// 0: a branch-free TwoSum, so it vectorises. Returns how many were not finite; those go to their own IEEE sum
+// (add_special_differences) only then, so that a block of finite values reads and writes two arrays, not three.
+template <bool with_truth, class T>
+GRIDSHARD_KERNEL std::int64_t add_finite_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
+                                                     double* __restrict sum, double* __restrict error) noexcept {
+    std::int64_t special = 0;
     for (std::int64_t k = 0; k < n; ++k) {
-        const double d = with_truth ? static_cast<double>(p[k]) - static_cast<double>(t[k]) : static_cast<double>(p[k]);
+        const double d = difference<with_truth>(t[k], p[k]);
         const bool finite = (d - d) == 0.0;  // false for NaN or infinite
         const double x = finite ? d : 0.0;
         const double s_new = sum[k] + x;
         const double v = s_new - sum[k];
         error[k] += (sum[k] - (s_new - v)) + (x - v);
         sum[k] = s_new;
-        special[k] += finite ? 0.0 : d;
+        special += finite ? 0 : 1;
+    }
+    return special;
+}
+
+// Adds the non-finite differences of `n` points to their IEEE sums. Adding the finite ones' 0 would change no sum: it
+// holds +0, an infinity or NaN.
+template <bool with_truth, class T>
+void add_special_differences(const T* t, const T* p, std::int64_t n, double* special) noexcept {
+    for (std::int64_t k = 0; k < n; ++k) {
+        const double d = difference<with_truth>(t[k], p[k]);
+        if ((d - d) != 0.0) {
+            special[k] += d;
+        }
+    }
+}
+
+// Adds p - t (or p, without a truth) of `n` points to their per-point sums: finite differences to the TwoSum,
+// non-finite ones to their own IEEE sum.
+template <bool with_truth, class T>
+void add_differences(const T* t, const T* p, std::int64_t n, double* sum, double* error, double* special) noexcept {
+    if (add_finite_differences<with_truth>(t, p, n, sum, error) > 0) {
+        add_special_differences<with_truth>(t, p, n, special);
     }
 }
 
