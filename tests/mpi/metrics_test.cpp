@@ -435,11 +435,6 @@ TEST_F(Metrics, ZonalMeanOverTheLonGroup) {
     }
 }
 
-// A float row's zonal sum takes the fixed-point path where its range allows and the per-row path elsewhere, rank by
-// rank: here a value about 2^-131 times the row's others in the last column (so only the last lon rank takes
-// the per-row path for it), an infinity in the first column, a huge negative value mid-row, a row of NaN only, and
-// rows longer than one fixed-point block. Every mean and count is the serial one, and the double engine's, bit for
-// bit.
 // The zonal means of `x` (channels 2) on `grid`, distributed against serial. A row of 2100 columns takes the per-row
 // path where longitude is not split and the fixed-point path on each lon rank's shard where it is, so the meshes that
 // split longitude compare the two paths' merges; the special rows (a NaN row, an infinity, a tiny and a huge value
@@ -483,6 +478,11 @@ void expect_zonal_paths_agree(const ProcessMesh& mesh, const ProcessMesh& alone,
     }
 }
 
+// A row's zonal sum takes the fixed-point path where its range allows and the per-row path elsewhere, rank by rank:
+// here, in float and in double, a value far below the row's others in the last column (so only the last lon rank
+// takes the per-row path for it), an infinity in the first column, a huge negative value mid-row, a row of NaN only,
+// a subnormal in a double row, and rows longer than one fixed-point block. Every mean and count is the serial one bit
+// for bit, and the float rows' are the double rows' of the same values.
 TEST_F(Metrics, ZonalMeanMixesTheFixedPointAndPerRowPaths) {
     const std::int64_t channels = 2;
     for (const GridShape& grid : {GridShape{8, 24}, GridShape{4, 2100}}) {
@@ -1015,6 +1015,66 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
 // digit. Checked two ways, each against inputs the
 // fixed-point path does not take: float fields against the same values as doubles (no gradient; any row weights), and
 // row weights against the same weights per point (powers of two, so a per-point product is exact; gradient on).
+
+// Each point's non-finite differences keep their own IEEE sum, whichever data rank added them and whether or not the
+// rest of its block was finite: an infinity stays an infinity, +inf and -inf make NaN, a NaN stays NaN, and the finite
+// points' means are exact.
+TEST_F(Metrics, TimeMeanAccumulatorKeepsEachPointsNonFiniteSum) {
+    const GridShape grid{3, 5};
+    const std::int64_t ntime = 3;
+    const double inf = std::numeric_limits<double>::infinity();
+    const double quiet_nan = std::numeric_limits<double>::quiet_NaN();
+    // (step, i, j) -> the prediction; the truth is 1 everywhere.
+    const auto prediction_at = [&](std::int64_t step, std::int64_t i, std::int64_t j) {
+        if (i == 0 && j == 0 && step == 0) {
+            return inf;
+        }
+        if (i == 0 && j == 1) {
+            return step == 0 ? inf : step == 1 ? -inf : 2.0;
+        }
+        if (i == 1 && j == 2 && step == 2) {
+            return quiet_nan;
+        }
+        return 1.0 + static_cast<double>(step * 7 + i * 3 + j) * 0x1p-30;
+    };
+    const ShardedGrid g(mesh, grid);
+    const Box& box = g.box();
+    TimeMeanAccumulator sums(g, 1);
+    const Range steps = data_block(ntime, mesh.shape().data, mesh.coords().data, true);
+    for (std::int64_t s = steps.begin; s < steps.end; ++s) {
+        std::vector<double> t(static_cast<std::size_t>(box.area()), 1.0);
+        std::vector<double> p;
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                p.push_back(prediction_at(s, i, j));
+            }
+        }
+        sums.add<double>({t, 1}, {p, 1});
+    }
+    sums.merge_over_data();
+    const std::vector<double> skip_nan = sums.mean_difference(ValidityPolicy::skip_nan);
+    const std::vector<double> skip_pairs = sums.mean_difference(ValidityPolicy::skip_invalid_pairs);
+    std::size_t n = 0;
+    for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+        for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j, ++n) {
+            const std::string where = "point (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+            if (i == 0 && j == 0) {
+                EXPECT_EQ(skip_nan[n], inf) << where;
+            } else if ((i == 0 && j == 1) || (i == 1 && j == 2)) {
+                EXPECT_TRUE(std::isnan(skip_nan[n])) << where;
+            } else {
+                double exact = 0.0;  // exact: multiples of 2^-30 well inside double's range
+                for (std::int64_t s = 0; s < ntime; ++s) {
+                    exact += prediction_at(s, i, j) - 1.0;
+                }
+                EXPECT_EQ(skip_nan[n], exact / static_cast<double>(ntime)) << where;
+                EXPECT_EQ(skip_pairs[n], skip_nan[n]) << where;
+                continue;
+            }
+            EXPECT_TRUE(std::isnan(skip_pairs[n])) << where;
+        }
+    }
+}
 TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const GridShape grid{23, 37};
     constexpr std::int64_t kinds = 10;
