@@ -6,7 +6,6 @@
 #include <bit>
 #include <cmath>
 #include <iterator>
-#include <limits>
 #include <optional>
 
 #include "../core/kernel_dispatch.hpp"
@@ -198,45 +197,6 @@ bool add_fixed_point_row_of(PartialSums& sums, const float* x, const float* y, s
     return true;
 }
 
-// The range of one double row of at most one block under skip_nan: its count of non-NaN values, the largest of their
-// magnitudes and the smallest non-zero one (bit patterns; NaN's patterns are above every other, so never the
-// smallest). Integer max and min of the patterns, so that the loop vectorises.
-struct DoubleRowRange {
-    std::int64_t valid = 0;
-    std::uint64_t largest = 0;
-    std::uint64_t smallest = 0;  // 0 when every value is zero
-};
-
-GRIDSHARD_KERNEL DoubleRowRange double_block_range(const double* x, std::int64_t n) noexcept {
-    constexpr std::uint64_t magnitude_mask = 0x7fffffffffffffffU;
-    std::uint64_t largest = 0;
-    std::uint64_t smallest_less_one = ~std::uint64_t{0};  // bits - 1 wraps zero to the largest pattern: zeros skipped
-    std::uint64_t valid = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-        const double v = x[j];
-        const bool ok = counts<ValidityPolicy::skip_nan>(v);
-        const std::uint64_t ok_mask = 0U - static_cast<std::uint64_t>(ok);
-        const std::uint64_t bits = std::bit_cast<std::uint64_t>(v) & magnitude_mask;
-        largest = std::max(largest, bits & ok_mask);
-        smallest_less_one = std::min(smallest_less_one, bits - 1U);
-        valid += static_cast<std::uint64_t>(ok);
-    }
-    return {static_cast<std::int64_t>(valid), largest, smallest_less_one + 1U};
-}
-
-// The digit sums of a double row's non-NaN values on the two-digit grid whose anchor is `anchor`.
-GRIDSHARD_KERNEL void double_row_digits(const double* x, std::int64_t n, double anchor, std::uint64_t& high_out,
-                                        std::uint64_t& low_out) noexcept {
-    std::uint64_t high = 0;
-    std::uint64_t low = 0;
-    for (std::int64_t j = 0; j < n; ++j) {
-        const double v = x[j];
-        fixed_point_add(counts<ValidityPolicy::skip_nan>(v) ? v : 0.0, anchor, high, low);
-    }
-    high_out = high;
-    low_out = low;
-}
-
 }  // namespace
 
 FloatRowRange float_row_range(ValidityPolicy policy, const float* x, const float* y, std::int64_t n) noexcept {
@@ -271,30 +231,6 @@ std::optional<FixedPointRowSum> fixed_point_row_sum(const float* x, std::int64_t
     sum.high = digits[0];
     sum.low = digits[1];
     sum.terms = n;
-    return sum;
-}
-
-std::optional<FixedPointRowSum> fixed_point_row_sum(const double* x, std::int64_t n) {
-    if (n > fixed_point_block) {
-        return std::nullopt;
-    }
-    const DoubleRowRange range = double_block_range(x, n);
-    if (range.largest == 0) {
-        return FixedPointRowSum{range.valid, {}, 0, 0, 0};  // every value is zero (or NaN)
-    }
-    if (range.largest >= std::bit_cast<std::uint64_t>(std::numeric_limits<double>::infinity())) {
-        return std::nullopt;  // an infinity
-    }
-    // With the non-zero magnitudes in [2^a, 2^b), every value is a multiple of 2^(a - 52) (subnormals of 2^-1074)
-    // below 2^b: two digits on that grid while b - (a - 52) <= fixed_point_span.
-    const int b = std::ilogb(std::bit_cast<double>(range.largest)) + 1;
-    const int a = std::ilogb(std::bit_cast<double>(range.smallest));
-    const int lowest_bit = std::max(a - 52, -1074);
-    if (!fixed_point_grid_fits(lowest_bit, b)) {
-        return std::nullopt;
-    }
-    FixedPointRowSum sum{range.valid, FixedPointGrid{lowest_bit, false}, 0, 0, n};
-    double_row_digits(x, n, sum.grid.anchor(), sum.high, sum.low);
     return sum;
 }
 

@@ -1,14 +1,14 @@
 #pragma once
-// The fixed-point path (numerics/fixed_point.hpp) of the term engine's float rows with a row weight in exact mode:
-// the range of the row's masked values proves one grid for each kind of term, and one pass forms every term and adds
-// it to its digit sums; a row whose range the grids cannot hold (NaN, infinities, or non-zero magnitudes more than
-// 2^27 apart) takes the per-row path (term_engine.cpp, exact_products.hpp). Both paths are exact, so the bits do not
-// depend on which one a row took. Internal to the metrics layer; no MPI calls.
+// The fixed-point path (numerics/fixed_point.hpp) of the term engine's rows with a row weight in exact mode: the range
+// of the row's masked values proves one grid for each kind of term, and one pass forms every term and adds it to its
+// digit sums; a row whose range the grids cannot hold (NaN, infinities, or non-zero magnitudes too far apart) takes
+// the per-row path (term_engine.cpp, exact_products.hpp). Both paths are exact, so the bits do not depend on which
+// one a row took. Float rows: fixed_point_rows.cpp; double rows: fixed_point_double_rows.cpp. Internal to the
+// metrics layer; no MPI calls.
 
 #include <array>
 #include <cstdint>
 #include <optional>
-#include <type_traits>
 
 #include "gridshard/metrics/field.hpp"
 #include "partial_sums.hpp"
@@ -42,6 +42,13 @@ struct FixedPointSlots {
 /// path; returns false, adding nothing, when the row's range needs the per-row path.
 bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const float* x, const float* y, std::int64_t n,
                          double factor, const FixedPointSlots& slots);
+/// The same for a double row: its terms are the per-row path's (exact_products.hpp), each summed exactly: the values,
+/// each square as its rounding and the rounding's error (`fma`), the rounded squares of the rounded differences and
+/// the rounded products. False, adding nothing, when the row holds an infinity (or NaN under propagate), or its
+/// non-zero magnitudes (or its differences') span more binades than the grids hold: 51 for the values, 25 with the
+/// squares and products.
+bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const double* x, const double* y, std::int64_t n,
+                         double factor, const FixedPointSlots& slots);
 
 /// One float row's valid values (NaN skipped) as the fixed-point path sums them: their count, and their sum as the
 /// biased digit sums of one block on the grid the row's range proves, which `grid.deposit` adds to an ExactSum
@@ -64,19 +71,15 @@ struct FixedPointRowSum {
 /// is longer than one block. No MPI calls.
 [[nodiscard]] std::optional<FixedPointRowSum> fixed_point_row_sum(const double* x, std::int64_t n);
 
-/// The fixed-point path of a row when it applies (float values, a row weight, exact sums); false otherwise, or
-/// when the row's range needs the per-row path.
+/// The fixed-point path of a row when it applies (a row weight, exact sums); false otherwise, or when the row's
+/// range needs the per-row path.
 template <class V>
 bool try_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const V* x, const V* y, const Row<V>& row,
                          const FixedPointSlots& slots) {
-    if constexpr (!std::is_same_v<V, float>) {
+    if (!sums.exact_mode() || row.point_weights != nullptr) {
         return false;
-    } else {
-        if (!sums.exact_mode() || row.point_weights != nullptr) {
-            return false;
-        }
-        return add_fixed_point_row(policy, sums, x, y, row.cols, row.factor, slots);
     }
+    return add_fixed_point_row(policy, sums, x, y, row.cols, row.factor, slots);
 }
 
 }  // namespace gridshard::detail

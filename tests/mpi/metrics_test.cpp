@@ -1020,7 +1020,7 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
 // rest of its block was finite: an infinity stays an infinity, +inf and -inf make NaN, a NaN stays NaN, and the finite
 // points' means are exact.
 TEST_F(Metrics, TimeMeanAccumulatorKeepsEachPointsNonFiniteSum) {
-    const GridShape grid{3, 5};
+    const GridShape grid{6, 7};
     const std::int64_t ntime = 3;
     const double inf = std::numeric_limits<double>::infinity();
     const double quiet_nan = std::numeric_limits<double>::quiet_NaN();
@@ -1075,6 +1075,7 @@ TEST_F(Metrics, TimeMeanAccumulatorKeepsEachPointsNonFiniteSum) {
         }
     }
 }
+
 TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const GridShape grid{23, 37};
     constexpr std::int64_t kinds = 10;
@@ -1144,6 +1145,14 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const auto p = shard_of(prediction, grid, box, channels);
     const auto t64 = shard_of(truth64, grid, box, channels);
     const auto p64 = shard_of(prediction64, grid, box, channels);
+    std::vector<double> truth53(truth64);  // the same values with 53 significant bits, which no float holds
+    std::vector<double> prediction53(prediction64);
+    for (std::size_t n = 0; n < truth53.size(); ++n) {
+        truth53[n] *= 1.0 + 0x1p-45 * static_cast<double>(n % 7);
+        prediction53[n] *= 1.0 - 0x1p-47 * static_cast<double>(n % 5);
+    }
+    const auto t53 = shard_of(truth53, grid, box, channels);
+    const auto p53 = shard_of(prediction53, grid, box, channels);
     std::vector<double> weights;       // per row: some zero, some not powers of two
     std::vector<double> powers;        // per row, powers of two
     std::vector<double> point_powers;  // the same per point
@@ -1183,6 +1192,11 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
         expect_identical(all_scores(own_per_row.evaluate<float>({t, channels}, {p, channels})),
                          all_scores(own_per_point.evaluate<float>({t, channels}, {p, channels})),
                          what + ", own-points gradient, row vs point weights");
+        // Doubles of 53 significant bits: the double rows' fixed-point path (row weights) against the per-row path
+        // (point weights).
+        expect_identical(all_scores(per_row.evaluate<double>({t53, channels}, {p53, channels})),
+                         all_scores(per_point.evaluate<double>({t53, channels}, {p53, channels})),
+                         what + ", 53-bit doubles, row vs point weights");
     }
     // The fused gradient pass's own-points terms (ACE's definition; the Evaluator's above are the common ones).
     for (const bool periodic : {false, true}) {
