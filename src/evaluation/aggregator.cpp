@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
@@ -586,13 +587,15 @@ VariableScores Aggregator::finish(const std::string& variable) {
     for (std::size_t r = 0; r < regions_.size(); ++r) {
         const auto region = static_cast<std::int64_t>(r);
         const Weights w = regions_[r].weights.view();
-        std::vector<std::vector<double>> statistics;  // per cell-statistic score, per channel (collective)
+        std::vector<std::vector<double>> statistics;  // per cell-statistic score, per channel
+        std::optional<TimeMeanScores> time_means;     // both, from one pass when either is asked for (collective)
         for (const RegisteredScore* s : scores_) {
             if (const auto* statistic = std::get_if<TimeMeanStatistic>(&s->source)) {
-                statistics.push_back(
-                    *statistic == TimeMeanStatistic::rmse_of_time_mean
-                        ? error_sums_->rmse_of_time_mean(w, options_.policy, options_.summation)
-                        : error_sums_->time_and_global_mean_bias(w, options_.policy, options_.summation));
+                if (!time_means) {
+                    time_means = error_sums_->time_mean_scores(w, options_.policy, options_.summation);
+                }
+                statistics.push_back(*statistic == TimeMeanStatistic::rmse_of_time_mean ? time_means->rmse
+                                                                                        : time_means->bias);
             }
         }
         for (std::int64_t c = 0; c < channels; ++c) {

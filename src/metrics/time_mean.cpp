@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <span>
+#include <utility>
 
 #include "../core/kernel_dispatch.hpp"
 #include "field_sums.hpp"
@@ -13,6 +14,7 @@
 #include "gridshard/core/memory.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/double_double.hpp"
+#include "metric_support.hpp"
 #include "threads.hpp"
 
 namespace gridshard {
@@ -247,31 +249,49 @@ std::vector<double> TimeMeanAccumulator::mean_difference(ValidityPolicy policy) 
     return mean;
 }
 
+namespace {
+
+// Per channel the weighted mean of `values` (channels, rows, cols of this rank's box) and of their squares, each
+// square rounded to double: with propagate as weighted_mean treats values, otherwise over the points left
+// (weighted_nanmean). One pass over the values taken as a pair (v, v), whose products are the rounded squares and
+// whose validity is v's own. Collective over `spatial`: one allreduce.
+struct MeanAndMeanSquare {
+    std::vector<double> mean;
+    std::vector<double> mean_square;
+};
+MeanAndMeanSquare mean_and_mean_square(const ShardedGrid& grid, std::span<const double> values, std::int64_t channels,
+                                       Weights a, ValidityPolicy policy, Summation summation) {
+    const FieldShard<double> field{values, channels};
+    const ValidityPolicy mask = policy == ValidityPolicy::propagate ? policy : ValidityPolicy::skip_nan;
+    const TermSums sums = detail::accumulate_terms<double>(
+        grid, field, &field, a, {detail::weight_and(mask, {Term::truth, Term::cross}), mask, summation});
+    return {detail::per_channel(sums, [&](std::int64_t c) { return sums.mean(c, Term::truth); }),
+            detail::per_channel(sums, [&](std::int64_t c) { return sums.mean(c, Term::cross); })};
+}
+
+}  // namespace
+
 std::vector<double> mean_square(const ShardedGrid& grid, std::vector<double> differences, std::int64_t channels,
                                 Weights a, ValidityPolicy policy, Summation summation) {
-    for (double& d : differences) {
-        d *= d;
+    return mean_and_mean_square(grid, differences, channels, a, policy, summation).mean_square;
+}
+
+TimeMeanScores TimeMeanAccumulator::time_mean_scores(Weights a, ValidityPolicy policy, Summation summation) const {
+    MeanAndMeanSquare means = mean_and_mean_square(grid_, mean_difference(policy), channels_, a, policy, summation);
+    for (double& m : means.mean_square) {
+        m = std::sqrt(m);
     }
-    const FieldShard<double> field{differences, channels};
-    return policy == ValidityPolicy::propagate ? weighted_mean<double>(grid, field, a, summation)
-                                               : weighted_nanmean<double>(grid, field, a, summation);
+    return {std::move(means.mean_square), std::move(means.mean)};
 }
 
 std::vector<double> TimeMeanAccumulator::rmse_of_time_mean(Weights a, ValidityPolicy policy,
                                                            Summation summation) const {
-    std::vector<double> result = mean_square(grid_, mean_difference(policy), channels_, a, policy, summation);
-    for (double& r : result) {
-        r = std::sqrt(r);
-    }
-    return result;
+    return time_mean_scores(a, policy, summation).rmse;
 }
 
 std::vector<double> TimeMeanAccumulator::time_and_global_mean_bias(Weights a, ValidityPolicy policy,
                                                                    Summation summation) const {
-    const std::vector<double> difference = mean_difference(policy);
-    const FieldShard<double> field{difference, channels_};
-    return policy == ValidityPolicy::propagate ? weighted_mean<double>(grid_, field, a, summation)
-                                               : weighted_nanmean<double>(grid_, field, a, summation);
+    return time_mean_scores(a, policy, summation).bias;
 }
 
 template void TimeMeanAccumulator::add<float>(FieldShard<float>, FieldShard<float>);

@@ -118,11 +118,11 @@ template <class T>
                                                      std::optional<std::span<const double>> region = std::nullopt);
 
 /// NaN-aware mean over longitude, `nansum / count of valid`, for each channel and each row of this
-/// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only. Float input with
-/// exact sums: one allgather of each row's fixed-point sum (6 int64 per channel and row), then, only for the rows some
-/// rank sums by the per-row path (a range the fixed-point grids cannot hold, infinities, more than 2048 columns on a
-/// rank), one allreduce of their exact sums (19 int64 each). Double input or fast sums: one allreduce of 2 sums per
-/// channel and row (76 int64 each for double). Every rank of the lon group holds its own rows.
+/// rank's box, laid out (channels, rows); an all-NaN row gives NaN. Collective over `lon` only. With exact sums: one
+/// allgather of each row's fixed-point sum (6 int64 per channel and row), then, only for the rows some rank sums by
+/// the per-row path (a range the fixed-point grids cannot hold, infinities, more than 2048 columns on a rank), one
+/// allreduce of their exact sums (19 int64 each for float, 76 for double). Fast sums: one allreduce of 2 doubles per
+/// channel and row. Every rank of the lon group holds its own rows.
 template <class T>
 [[nodiscard]] std::vector<double> zonal_mean(const ShardedGrid& grid, FieldShard<T> x,
                                              Summation summation = Summation::reproducible);

@@ -36,6 +36,12 @@ namespace gridshard {
                                               std::int64_t channels, Weights a, ValidityPolicy policy,
                                               Summation summation = Summation::reproducible);
 
+/// rmse_of_time_mean and time_and_global_mean_bias per channel (TimeMeanAccumulator::time_mean_scores).
+struct TimeMeanScores {
+    std::vector<double> rmse;
+    std::vector<double> bias;
+};
+
 class TimeMeanAccumulator;
 /// add_fields of the same fields to several accumulators in one pass (TimeMeanAccumulator's friend, below).
 template <class T>
@@ -97,6 +103,11 @@ class TimeMeanAccumulator {
     /// The weighted mean of the time-mean differences, as rmse_of_time_mean. Collective over `spatial`.
     [[nodiscard]] std::vector<double> time_and_global_mean_bias(Weights a, ValidityPolicy policy,
                                                                 Summation summation = Summation::reproducible) const;
+
+    /// Both of the above, per channel, from one pass over the time-mean differences and one allreduce: the same
+    /// values. Collective over `spatial`.
+    [[nodiscard]] TimeMeanScores time_mean_scores(Weights a, ValidityPolicy policy,
+                                                  Summation summation = Summation::reproducible) const;
 
     /// For a kernel that adds to several accumulators in one pass (metrics/trend.cpp): per point the running sum of
     /// the finite values, its error term and the IEEE sum of the non-finite ones, to be updated as add() updates
