@@ -337,16 +337,25 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     if (options_.anomaly_correlation && mine > 0) {
         c_all = repeated(scratch[1], FieldShard<T>{climatology, channels});
     }
+    // The zonal means come with the first region's scores, whose pass hands over the rows it sums whole.
+    std::vector<double> zonal[2];
+    const auto evaluator_zonal_s = [this] { return evaluators_.empty() ? 0.0 : evaluators_.front().timings().zonal_s; };
+    const double zonal_before = evaluator_zonal_s();
     for (std::size_t r = 0; r < regions_.size(); ++r) {
         const Weights w = regions_[r].weights.view();
         const auto region = static_cast<std::int64_t>(r);
         Scores s;
         std::vector<double> acc;
-        if (mine > 0) {  // collective over spatial
+        if (mine > 0 && r == 0) {  // collective over spatial, then over lon
+            ScoresAndZonalMeans both = evaluators_[r].evaluate_with_zonal_means(t_all, p_all);
+            s = std::move(both.scores);
+            zonal[0] = std::move(both.truth_zonal_means);
+            zonal[1] = std::move(both.prediction_zonal_means);
+        } else if (mine > 0) {  // collective over spatial
             s = evaluators_[r].evaluate(t_all, p_all);
-            if (c_all) {
-                acc = anomaly_correlation<T>(grid_, t_all, p_all, *c_all, w, options_.summation);
-            }
+        }
+        if (mine > 0 && c_all) {
+            acc = anomaly_correlation<T>(grid_, t_all, p_all, *c_all, w, options_.summation);
         }
         for (std::int64_t m = 0; m < mine; ++m) {
             const std::int64_t sample = initial_condition * member_count + shape_.work.members.begin + m;
@@ -383,9 +392,13 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
         cells->crps.add(FieldShard<double>{point.almost_fair_crps, channels});
     }
     const double zonal_started = MPI_Wtime();
-    if (mine > 0) {
+    if (mine > 0 && regions_.empty()) {  // no region's scores brought them
         const FieldShard<T> both[] = {t_all, p_all};
-        const auto zonal = zonal_means<T>(grid_, both, options_.summation);  // one allreduce over lon
+        std::vector<std::vector<double>> means = zonal_means<T>(grid_, both, options_.summation);
+        zonal[0] = std::move(means[0]);
+        zonal[1] = std::move(means[1]);
+    }
+    if (mine > 0) {
         for (std::int64_t m = 0; m < mine && mesh.coords().lon == 0; ++m) {
             const std::int64_t member = shape_.work.members.begin + m;
             for (std::int64_t c = 0; c < channels; ++c) {
@@ -420,7 +433,7 @@ void Aggregator::record(std::int64_t initial_condition, std::int64_t lead, Field
     }
     record_quantiles<T>(lead, truth, members);
     const double done = MPI_Wtime();
-    timings_.zonal_s += sums_started - zonal_started;
+    timings_.zonal_s += sums_started - zonal_started + evaluator_zonal_s() - zonal_before;
     timings_.time_sums_s += done - sums_started;
     if (normalized_) {  // the same pair normalised, as ACE's normalised aggregators see it (its own timings)
         const std::vector<T>& t = normalize_into(truth.values, scratch[3]);

@@ -1,10 +1,12 @@
 #include "gridshard/metrics/evaluation.hpp"
 
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "gridshard/comm/agreement.hpp"
 #include "metric_support.hpp"
+#include "zonal_sums.hpp"
 
 namespace gridshard {
 
@@ -53,6 +55,26 @@ HaloBuffers<double>& Evaluator::halo_buffers<double>() {
 
 template <class T>
 Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
+    return evaluate_rows(truth, prediction, nullptr);
+}
+
+template <class T>
+ScoresAndZonalMeans Evaluator::evaluate_with_zonal_means(FieldShard<T> truth, FieldShard<T> prediction) {
+    const Box& box = grid_.box();
+    const bool exact = options_.summation == Summation::reproducible;
+    std::vector<detail::RowValueSums> row_sums(exact ? static_cast<std::size_t>(channels_ * box.lat.size()) : 0);
+    ScoresAndZonalMeans out{evaluate_rows(truth, prediction, exact ? row_sums.data() : nullptr), {}, {}};
+    const double started = MPI_Wtime();
+    std::vector<std::vector<double>> means =
+        detail::zonal_means_with_row_sums(grid_, truth, prediction, options_.summation, row_sums);
+    out.truth_zonal_means = std::move(means[0]);
+    out.prediction_zonal_means = std::move(means[1]);
+    timings_.zonal_s += MPI_Wtime() - started;
+    return out;
+}
+
+template <class T>
+Scores Evaluator::evaluate_rows(FieldShard<T> truth, FieldShard<T> prediction, detail::RowValueSums* row_sums) {
     const Box& box = grid_.box();
     const detail::RowWeights weights(weights_, box);
     std::string error = construction_error_.empty() ? weights.error() : construction_error_;
@@ -86,7 +108,7 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
     const detail::ShardInputs<T> inputs{truth.values.data(), prediction.values.data(), channels_, halo,
                                         &options_.gradient_options};
     const detail::TermRequest request{terms_, options_.policy, options_.summation};
-    detail::PartialSums partial = detail::form_terms(grid_.grid(), box, inputs, weights, request);
+    detail::PartialSums partial = detail::form_terms(grid_.grid(), box, inputs, weights, request, row_sums);
     const double formed_at = MPI_Wtime();
     const TermSums sums = detail::merge_terms(std::move(partial), grid_, terms_, channels_);
     std::vector<std::string> names;
@@ -112,5 +134,7 @@ Scores Evaluator::evaluate(FieldShard<T> truth, FieldShard<T> prediction) {
 
 template Scores Evaluator::evaluate<float>(FieldShard<float>, FieldShard<float>);
 template Scores Evaluator::evaluate<double>(FieldShard<double>, FieldShard<double>);
+template ScoresAndZonalMeans Evaluator::evaluate_with_zonal_means<float>(FieldShard<float>, FieldShard<float>);
+template ScoresAndZonalMeans Evaluator::evaluate_with_zonal_means<double>(FieldShard<double>, FieldShard<double>);
 
 }  // namespace gridshard

@@ -205,17 +205,9 @@ bool add_double_row_of(PartialSums& sums, const double* x, const double* y, std:
     const DoubleRowRange range =
         moments && y != nullptr ? double_row_range<policy, true>(x, y, n) : double_row_range<policy, false>(x, y, n);
     const std::optional<DoubleRowGrids> grids = double_row_grids(range, moments);
-    if (!grids) {
-        return false;
-    }
-    if (slots.weight >= 0) {
-        sums.add_count(slots.weight, factor, range.valid);
-    }
-    if (range.largest == 0) {
-        return true;  // every term is zero
-    }
-    const std::array<double, 4> anchors{grids->values.anchor(), grids->products.anchor(),
-                                        grids->product_errors.anchor(), grids->differences.anchor()};
+    const DoubleRowGrids on = grids.value_or(DoubleRowGrids{});
+    const std::array<double, 4> anchors{on.values.anchor(), on.products.anchor(), on.product_errors.anchor(),
+                                        on.differences.anchor()};
     // Per FixedPointSlots sum (truth, prediction, truth_square, prediction_square, difference_square, cross): its
     // terms and their grids (a square's second term, its rounding's error, none for the others).
     struct Source {
@@ -223,31 +215,31 @@ bool add_double_row_of(PartialSums& sums, const double* x, const double* y, std:
         const FixedPointGrid* grid;
         DoubleTerm error_term;
     };
-    const std::array<Source, 6> sources{Source{x_value, &grids->values, double_terms},
-                                        Source{y_value, &grids->values, double_terms},
-                                        Source{x_square, &grids->products, x_square_error},
-                                        Source{y_square, &grids->products, y_square_error},
-                                        Source{difference_square, &grids->differences, double_terms},
-                                        Source{cross, &grids->products, double_terms}};
-    for (std::int64_t start = 0; start < n; start += fixed_point_block) {
-        const std::int64_t length = std::min(fixed_point_block, n - start);
-        std::array<std::uint64_t, 2 * double_terms> digits{};
-        double_fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments,
-                                            anchors.data(), digits.data());
-        for (std::size_t k = 0; k < slots.sums.size(); ++k) {
-            if (slots.sums[k] < 0) {
-                continue;
+    const std::array<Source, 6> sources{Source{x_value, &on.values, double_terms},
+                                        Source{y_value, &on.values, double_terms},
+                                        Source{x_square, &on.products, x_square_error},
+                                        Source{y_square, &on.products, y_square_error},
+                                        Source{difference_square, &on.differences, double_terms},
+                                        Source{cross, &on.products, double_terms}};
+    std::array<std::uint64_t, 2 * double_terms> digits{};
+    return add_fixed_point_blocks(
+        sums, n, factor, slots, y != nullptr, range, grids, [&](std::int64_t start, std::int64_t length) {
+            double_fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments,
+                                                anchors.data(), digits.data());
+            for (std::size_t k = 0; k < slots.sums.size(); ++k) {
+                if (slots.sums[k] < 0) {
+                    continue;
+                }
+                const Source& source = sources[k];
+                sums.add_fixed_point(slots.sums[k], factor, *source.grid, digits[2 * source.term],
+                                     digits[2 * source.term + 1], length);
+                if (source.error_term != double_terms) {
+                    sums.add_fixed_point(slots.sums[k], factor, on.product_errors, digits[2 * source.error_term],
+                                         digits[2 * source.error_term + 1], length);
+                }
             }
-            const Source& source = sources[k];
-            sums.add_fixed_point(slots.sums[k], factor, *source.grid, digits[2 * source.term],
-                                 digits[2 * source.term + 1], length);
-            if (source.error_term != double_terms) {
-                sums.add_fixed_point(slots.sums[k], factor, grids->product_errors, digits[2 * source.error_term],
-                                     digits[2 * source.error_term + 1], length);
-            }
-        }
-    }
-    return true;
+            return digits.data();
+        });
 }
 
 }  // namespace

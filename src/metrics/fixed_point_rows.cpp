@@ -170,31 +170,23 @@ bool add_fixed_point_row_of(PartialSums& sums, const float* x, const float* y, s
                             const FixedPointSlots& slots) {
     const FloatRowRange range = policy_row_range<policy>(x, y, n);
     const std::optional<FloatRowGrids> grids = float_row_grids(range);
-    if (!grids) {
-        return false;
-    }
-    if (slots.weight >= 0) {
-        sums.add_count(slots.weight, factor, range.valid);
-    }
-    if (range.largest == 0) {
-        return true;  // every term is zero
-    }
-    const std::array<double, 3> anchors{grids->values.anchor(), grids->products.anchor(), grids->differences.anchor()};
-    const std::array<const FixedPointGrid*, 6> grid_of{&grids->values,   &grids->values,      &grids->products,
-                                                       &grids->products, &grids->differences, &grids->products};
     const bool moments = slots.moments();
-    for (std::int64_t start = 0; start < n; start += fixed_point_block) {
-        const std::int64_t length = std::min(fixed_point_block, n - start);
-        std::array<std::uint64_t, 12> digits{};
-        fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, *grids,
-                                     anchors.data(), digits.data());
-        for (std::size_t k = 0; k < slots.sums.size(); ++k) {
-            if (slots.sums[k] >= 0) {
-                sums.add_fixed_point(slots.sums[k], factor, *grid_of[k], digits[2 * k], digits[2 * k + 1], length);
+    const FloatRowGrids on = grids.value_or(FloatRowGrids{});
+    const std::array<double, 3> anchors{on.values.anchor(), on.products.anchor(), on.differences.anchor()};
+    const std::array<const FixedPointGrid*, 6> grid_of{&on.values,   &on.values,      &on.products,
+                                                       &on.products, &on.differences, &on.products};
+    std::array<std::uint64_t, 12> digits{};
+    return add_fixed_point_blocks(
+        sums, n, factor, slots, y != nullptr, range, grids, [&](std::int64_t start, std::int64_t length) {
+            fixed_point_terms_of<policy>(x + start, y != nullptr ? y + start : nullptr, length, moments, on,
+                                         anchors.data(), digits.data());
+            for (std::size_t k = 0; k < slots.sums.size(); ++k) {
+                if (slots.sums[k] >= 0) {
+                    sums.add_fixed_point(slots.sums[k], factor, *grid_of[k], digits[2 * k], digits[2 * k + 1], length);
+                }
             }
-        }
-    }
-    return true;
+            return digits.data();
+        });
 }
 
 }  // namespace

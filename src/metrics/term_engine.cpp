@@ -111,12 +111,13 @@ class RowTerms {
              const std::optional<GradientRows<T>>& prediction_gradient)
         : request_(request), truth_gradient_(truth_gradient), prediction_gradient_(prediction_gradient) {}
 
+    // `row_sums`: where this row hands its value sums over (form_terms), or null.
     void add(PartialSums& sums, std::int64_t first_slot, std::int64_t c, std::int64_t i, const Row<T>& row,
-             RowScratch<T>& s) const {
+             RowScratch<T>& s, RowValueSums* row_sums = nullptr) const {
         const TermSet terms = request_.terms;
         auto slot = [&](Term t) { return first_slot + terms.index(t); };
         if (terms.needs_point_values()) {
-            add_point_values(sums, slot, row, s);
+            add_point_values(sums, slot, row, s, row_sums);
         }
         if (terms.needs_gradient()) {
             add_gradient(sums, first_slot, c, i, row, s);
@@ -142,13 +143,16 @@ class RowTerms {
 
     // The terms of the point values, over the points the policy counts.
     template <class SlotOf>
-    void add_point_values(PartialSums& sums, SlotOf slot, const Row<T>& row, RowScratch<T>& s) const {
+    void add_point_values(PartialSums& sums, SlotOf slot, const Row<T>& row, RowScratch<T>& s,
+                          RowValueSums* row_sums) const {
         const TermSet terms = request_.terms;
         const bool pair = row.prediction != nullptr;
         const bool prediction_terms = terms.contains(Term::prediction) || terms.contains(Term::prediction_square) ||
                                       terms.contains(Term::difference_square) || terms.contains(Term::cross);
+        FixedPointSlots slots = point_value_slots(slot, pair);
+        slots.row_sums = row_sums;
         if ((pair || !prediction_terms) &&
-            try_fixed_point_row(request_.policy, sums, row.truth, row.prediction, row, point_value_slots(slot, pair))) {
+            try_fixed_point_row(request_.policy, sums, row.truth, row.prediction, row, slots)) {
             return;
         }
         const std::int64_t valid = mask(request_.policy, row.truth, row.prediction, row.point_weights, row.cols,
@@ -277,7 +281,7 @@ void add_zonal_terms(const Box& box, const ShardInputs<T>& inputs, const TermReq
 
 template <class T>
 PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<T>& inputs, const RowWeights& weights,
-                       const TermRequest& request) {
+                       const TermRequest& request, RowValueSums* row_sums) {
     const std::int64_t rows = box.lat.size();
     const std::int64_t cols = box.lon.size();
     const std::int64_t items = inputs.channels * rows;
@@ -319,7 +323,8 @@ PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<
             if (row.factor == 0.0) {
                 continue;  // a row of zero weight adds nothing (NaN included)
             }
-            row_terms.add(sums, 1 + (k / rows) * terms.size(), k / rows, k % rows, row, scratch);
+            row_terms.add(sums, 1 + (k / rows) * terms.size(), k / rows, k % rows, row, scratch,
+                          row_sums != nullptr ? row_sums + k : nullptr);
         }
     }
     PartialSums& sums = partial.front();
@@ -335,8 +340,8 @@ template void add_zonal_terms<float>(const Box&, const ShardInputs<float>&, cons
 template void add_zonal_terms<double>(const Box&, const ShardInputs<double>&, const TermRequest&, PartialSums&,
                                       std::int64_t);
 template PartialSums form_terms<float>(const GridShape&, const Box&, const ShardInputs<float>&, const RowWeights&,
-                                       const TermRequest&);
+                                       const TermRequest&, RowValueSums*);
 template PartialSums form_terms<double>(const GridShape&, const Box&, const ShardInputs<double>&, const RowWeights&,
-                                        const TermRequest&);
+                                        const TermRequest&, RowValueSums*);
 
 }  // namespace gridshard::detail

@@ -17,6 +17,8 @@
 
 namespace gridshard::detail {
 
+struct RowValueSums;  // fixed_point_rows.hpp
+
 /// What one pass forms: the terms, the policy that decides which points count, the summation.
 struct TermRequest {
     TermSet terms;
@@ -39,10 +41,13 @@ struct ShardInputs {
 };
 
 /// The partial sums of `request` per channel over this rank's box (a metric over the grid): slot 0 holds
-/// the total weight and each channel's terms follow (TermSums's layout). No MPI calls.
+/// the total weight and each channel's terms follow (TermSums's layout). With `row_sums` (one per (channel, row),
+/// channel-major), the pair's rows that the fixed-point path sums whole hand their value sums over there
+/// (fixed_point_rows.hpp); the others are left as they were. No MPI calls.
 template <class T>
 [[nodiscard]] PartialSums form_terms(const GridShape& grid, const Box& box, const ShardInputs<T>& inputs,
-                                     const RowWeights& weights, const TermRequest& request);
+                                     const RowWeights& weights, const TermRequest& request,
+                                     RowValueSums* row_sums = nullptr);
 
 /// The sums of `request` per (channel, row) of the box (a zonal metric, reduced over longitude only; no
 /// gradient terms; every point weighs 1), added to `sums` from slot `first_slot` on, so that several fields

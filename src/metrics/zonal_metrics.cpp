@@ -16,6 +16,7 @@
 #include "gridshard/comm/redistribution.hpp"
 #include "metric_support.hpp"
 #include "threads.hpp"
+#include "zonal_sums.hpp"
 
 namespace gridshard {
 
@@ -63,9 +64,12 @@ ZonalSums engine_zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<
 // exactly, in one ExactSum a thread. The rows that any rank sums by the per-row path (a range the grids cannot hold,
 // infinities, a row longer than one block) are merged as exact sums, in one allreduce of those rows alone. Both
 // merges are exact, so every mean is the exact path's bits. Collective over `lon`.
+//
+// With `handed` (a pair: per (channel, row), RowValueSums), a row it marks formed takes its words from there.
 template <class T>
 ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
-                                 const TermRequest& request, std::int64_t groups) {
+                                 const TermRequest& request, std::int64_t groups,
+                                 std::span<const RowValueSums> handed) {
     const Box& box = grid.box();
     const std::int64_t rows = box.lat.size();
     const std::int64_t cols = box.lon.size();
@@ -80,7 +84,10 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
     GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads_for(slots, cols)) if (slots > 1))
     for (std::int64_t s = 0; s < slots; ++s) {
         std::int64_t* words = words_at(mine, s);
-        const std::optional<FixedPointRowSum> sum = fixed_point_row_sum(row_of(s), cols);
+        const RowValueSums* given = handed.empty() ? nullptr : &handed[static_cast<std::size_t>(s % groups)];
+        const std::optional<FixedPointRowSum> sum = given != nullptr && given->formed
+                                                        ? (s < groups ? given->truth : given->prediction)
+                                                        : fixed_point_row_sum(row_of(s), cols);
         if (!sum) {
             words[state_word] = per_row_path;
             continue;
@@ -180,7 +187,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
 // `lon`, and the groups of one field. Collective over `lon`.
 template <class T>
 std::pair<ZonalSums, std::int64_t> zonal_sums(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
-                                              Summation summation) {
+                                              Summation summation, std::span<const RowValueSums> handed = {}) {
     const Box& box = grid.box();
     std::string error = fields.empty() ? "zonal_means: no fields" : "";
     for (std::size_t f = 0; f < fields.size() && error.empty(); ++f) {
@@ -196,23 +203,38 @@ std::pair<ZonalSums, std::int64_t> zonal_sums(const ShardedGrid& grid, std::span
     const TermRequest request{{Term::weight, Term::truth}, ValidityPolicy::skip_nan, summation};
     const std::int64_t groups = channels * box.lat.size();  // per field
     if (summation == Summation::reproducible) {
-        return {fixed_point_zonal_sums(grid, fields, request, groups), groups};
+        return {fixed_point_zonal_sums(grid, fields, request, groups, handed), groups};
     }
     return {engine_zonal_sums(grid, fields, request, groups), groups};
 }
 
-}  // namespace
-
+// The zonal means of `fields`, one result per field (zonal_sums with `handed`).
 template <class T>
-std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
-                                             Summation summation) {
-    const auto [sums, groups] = zonal_sums(grid, fields, summation);
+std::vector<std::vector<double>> means_per_field(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
+                                                 Summation summation, std::span<const RowValueSums> handed) {
+    const auto [sums, groups] = zonal_sums(grid, fields, summation, handed);
     std::vector<std::vector<double>> result(fields.size());
     for (std::size_t f = 0; f < fields.size(); ++f) {
         const auto first = sums.means.begin() + static_cast<std::ptrdiff_t>(f) * groups;
         result[f].assign(first, first + groups);
     }
     return result;
+}
+
+}  // namespace
+
+template <class T>
+std::vector<std::vector<double>> detail::zonal_means_with_row_sums(const ShardedGrid& grid, FieldShard<T> truth,
+                                                                   FieldShard<T> prediction, Summation summation,
+                                                                   std::span<const RowValueSums> handed) {
+    const FieldShard<T> fields[] = {truth, prediction};
+    return means_per_field<T>(grid, fields, summation, handed);
+}
+
+template <class T>
+std::vector<std::vector<double>> zonal_means(const ShardedGrid& grid, std::span<const FieldShard<T>> fields,
+                                             Summation summation) {
+    return means_per_field(grid, fields, summation, {});
 }
 
 template <class T>
@@ -229,6 +251,8 @@ ZonalMeanAndCount zonal_mean_and_count(const ShardedGrid& grid, FieldShard<T> x,
 }
 
 #define GRIDSHARD_INSTANTIATE(T)                                                                                 \
+    template std::vector<std::vector<double>> detail::zonal_means_with_row_sums<T>(                              \
+        const ShardedGrid&, FieldShard<T>, FieldShard<T>, Summation, std::span<const RowValueSums>);             \
     template std::vector<double> zonal_mean<T>(const ShardedGrid&, FieldShard<T>, Summation);                    \
     template ZonalMeanAndCount zonal_mean_and_count<T>(const ShardedGrid&, FieldShard<T>, Summation);            \
     template std::vector<std::vector<double>> zonal_means<T>(const ShardedGrid&, std::span<const FieldShard<T>>, \

@@ -262,6 +262,15 @@ class Metrics : public ::testing::Test {
     }
 };
 
+// Every score of `s`, one after another, to compare two Scores bit for bit.
+std::vector<double> all_scores(const Scores& s) {
+    std::vector<double> all;
+    for (std::size_t n = 0; n < s.names().size(); ++n) {
+        all.insert(all.end(), s.at(n).begin(), s.at(n).end());
+    }
+    return all;
+}
+
 Weights row_weights(const Case& k, const Box& box, std::vector<double>& storage) {
     storage.assign(k.weights.begin() + box.lat.begin, k.weights.begin() + box.lat.end);
     return {storage, false};
@@ -1161,13 +1170,6 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
         powers.push_back(std::ldexp(1.0, static_cast<int>(i % 5) - 2));
         point_powers.insert(point_powers.end(), static_cast<std::size_t>(box.lon.size()), powers.back());
     }
-    auto all_scores = [](const Scores& s) {
-        std::vector<double> all;
-        for (std::size_t n = 0; n < s.names().size(); ++n) {
-            all.insert(all.end(), s.at(n).begin(), s.at(n).end());
-        }
-        return all;
-    };
     for (const ValidityPolicy policy :
          {ValidityPolicy::propagate, ValidityPolicy::skip_nan, ValidityPolicy::skip_invalid_pairs}) {
         const std::string what = "policy " + std::to_string(static_cast<int>(policy));
@@ -1208,6 +1210,59 @@ TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     }
     expect_identical(zonal_mean<float>(g, {t, channels}), zonal_mean<double>(g, {t64, channels}),
                      "zonal_mean, float vs double");
+}
+
+// evaluate_with_zonal_means is evaluate() and zonal_means of the pair, bit for bit, whichever rows the scores' pass
+// hands over (smooth rows) and whichever it does not (rows with NaN or an infinity, zero-weight rows, rows longer
+// than one block, every row under point weights), float and double of 53 significant bits, under every policy.
+TEST_F(Metrics, EvaluateWithZonalMeansIsBothCalls) {
+    const std::int64_t channels = 3;
+    for (const GridShape& grid : {GridShape{9, 24}, GridShape{5, 2100}}) {
+        Case k = make_case(grid, channels);
+        k.prediction[static_cast<std::size_t>(k.index(2, 2, 0))] = std::numeric_limits<float>::infinity();
+        std::vector<double> truth53(k.truth.begin(), k.truth.end());
+        std::vector<double> prediction53(k.prediction.begin(), k.prediction.end());
+        for (std::size_t n = 0; n < truth53.size(); ++n) {
+            truth53[n] *= 1.0 + 0x1p-45 * static_cast<double>(n % 7);
+            prediction53[n] *= 1.0 - 0x1p-47 * static_cast<double>(n % 5);
+        }
+        const ShardedGrid g(mesh, grid);
+        const Box& box = g.box();
+        const auto t = shard_of(k.truth, grid, box, channels);
+        const auto p = shard_of(k.prediction, grid, box, channels);
+        const auto t53 = shard_of(truth53, grid, box, channels);
+        const auto p53 = shard_of(prediction53, grid, box, channels);
+        std::vector<double> w;
+        const Weights per_row = row_weights(k, box, w);
+        std::vector<double> point_weights;
+        for (std::int64_t i = 0; i < box.lat.size(); ++i) {
+            point_weights.insert(point_weights.end(), static_cast<std::size_t>(box.lon.size()),
+                                 w[static_cast<std::size_t>(i)]);
+        }
+        const auto expect_both_calls = [&](Evaluator& e, const auto& truth, const auto& prediction,
+                                           const std::string& what) {
+            using T = typename std::decay_t<decltype(truth)>::value_type;
+            const FieldShard<T> fields[] = {{truth, channels}, {prediction, channels}};
+            const ScoresAndZonalMeans both = e.evaluate_with_zonal_means<T>(fields[0], fields[1]);
+            expect_identical(all_scores(both.scores), all_scores(e.evaluate<T>(fields[0], fields[1])),
+                             what + ": scores");
+            const std::vector<std::vector<double>> zonal = zonal_means<T>(g, fields);
+            expect_identical(both.truth_zonal_means, zonal[0], what + ": truth's zonal means");
+            expect_identical(both.prediction_zonal_means, zonal[1], what + ": prediction's zonal means");
+        };
+        for (const ValidityPolicy policy :
+             {ValidityPolicy::propagate, ValidityPolicy::skip_nan, ValidityPolicy::skip_invalid_pairs}) {
+            EvaluationOptions options;
+            options.policy = policy;
+            const std::string what =
+                std::to_string(grid.nlon) + " columns, policy " + std::to_string(static_cast<int>(policy));
+            Evaluator rows(g, channels, per_row, options);
+            Evaluator points(g, channels, {point_weights, true}, options);
+            expect_both_calls(rows, t, p, what + ", float");
+            expect_both_calls(rows, t53, p53, what + ", double");
+            expect_both_calls(points, t, p, what + ", float, point weights");
+        }
+    }
 }
 
 // The Evaluator shares its rows between threads, each with exact partial sums merged exactly, and the zonal

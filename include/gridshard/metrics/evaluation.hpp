@@ -44,7 +44,15 @@ struct EvaluationTimings {
     double halo_s = 0.0;
     double compute_s = 0.0;
     double allreduce_s = 0.0;
+    double zonal_s = 0.0;  ///< evaluate_with_zonal_means's zonal means
     std::int64_t calls = 0;
+};
+
+/// evaluate_with_zonal_means's result.
+struct ScoresAndZonalMeans {
+    Scores scores;
+    std::vector<double> truth_zonal_means;       ///< zonal_mean(truth)'s, bit for bit
+    std::vector<double> prediction_zonal_means;  ///< zonal_mean(prediction)'s, bit for bit
 };
 
 /// Computes the registered scores (EvaluationOptions::scores, by default evaluation_scores(), under
@@ -53,6 +61,10 @@ struct EvaluationTimings {
 /// fields of `channels` channels on `grid`; reusable for any number of fields (it keeps its halo buffers
 /// between calls, so one Evaluator serves one caller at a time). Keeps its own copies of the grid and the
 /// weights, so it may outlive both. Move-only.
+namespace detail {
+struct RowValueSums;
+}
+
 class Evaluator {
   public:
     /// No MPI calls. A bad channel count is raised by evaluate(), alike on every rank.
@@ -70,12 +82,22 @@ class Evaluator {
     template <class T>
     [[nodiscard]] Scores evaluate(FieldShard<T> truth, FieldShard<T> prediction);
 
+    /// evaluate() and the zonal means of both fields (zonal_means of {truth, prediction}, with the `summation` of
+    /// the options), the same bits as the two calls. With exact sums, each pair of rows the scores' pass sums on
+    /// its fixed-point path with every point valid hands its sums over, so the zonal means do not read those rows
+    /// again. Collective over `spatial` as evaluate(), then over `lon` as zonal_means.
+    template <class T>
+    [[nodiscard]] ScoresAndZonalMeans evaluate_with_zonal_means(FieldShard<T> truth, FieldShard<T> prediction);
+
     /// The time this Evaluator's calls took on this rank, by phase. No MPI calls.
     [[nodiscard]] const EvaluationTimings& timings() const noexcept { return timings_; }
 
   private:
     template <class T>
     HaloBuffers<T>& halo_buffers();
+    // evaluate(), the rows' value sums handed over to `row_sums` (one per (channel, row)) when it is not null.
+    template <class T>
+    Scores evaluate_rows(FieldShard<T> truth, FieldShard<T> prediction, detail::RowValueSums* row_sums);
 
     ShardedGrid grid_;
     std::int64_t channels_;
