@@ -48,6 +48,10 @@ struct EvaluationTimings {
     std::int64_t calls = 0;
 };
 
+namespace detail {
+struct RowValueSums;  // a pair of rows' sums, handed from the scores' pass to the zonal means (src/metrics)
+}
+
 /// evaluate_with_zonal_means's result.
 struct ScoresAndZonalMeans {
     Scores scores;
@@ -61,10 +65,6 @@ struct ScoresAndZonalMeans {
 /// fields of `channels` channels on `grid`; reusable for any number of fields (it keeps its halo buffers
 /// between calls, so one Evaluator serves one caller at a time). Keeps its own copies of the grid and the
 /// weights, so it may outlive both. Move-only.
-namespace detail {
-struct RowValueSums;
-}
-
 class Evaluator {
   public:
     /// No MPI calls. A bad channel count is raised by evaluate(), alike on every rank.
