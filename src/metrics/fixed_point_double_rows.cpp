@@ -246,15 +246,7 @@ bool add_double_row_of(PartialSums& sums, const double* x, const double* y, std:
 
 bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const double* x, const double* y, std::int64_t n,
                          double factor, const FixedPointSlots& slots) {
-    switch (policy) {
-        case ValidityPolicy::propagate:
-            return add_double_row_of<ValidityPolicy::propagate>(sums, x, y, n, factor, slots);
-        case ValidityPolicy::skip_nan:
-            return add_double_row_of<ValidityPolicy::skip_nan>(sums, x, y, n, factor, slots);
-        case ValidityPolicy::skip_invalid_pairs:
-            break;
-    }
-    return add_double_row_of<ValidityPolicy::skip_invalid_pairs>(sums, x, y, n, factor, slots);
+    return with_policy(policy, [&](auto p) { return add_double_row_of<p.value>(sums, x, y, n, factor, slots); });
 }
 
 std::optional<FixedPointRowSum> fixed_point_row_sum(const double* x, std::int64_t n) {

@@ -192,15 +192,7 @@ bool add_fixed_point_row_of(PartialSums& sums, const float* x, const float* y, s
 }  // namespace
 
 FloatRowRange float_row_range(ValidityPolicy policy, const float* x, const float* y, std::int64_t n) noexcept {
-    switch (policy) {
-        case ValidityPolicy::propagate:
-            return policy_row_range<ValidityPolicy::propagate>(x, y, n);
-        case ValidityPolicy::skip_nan:
-            return policy_row_range<ValidityPolicy::skip_nan>(x, y, n);
-        case ValidityPolicy::skip_invalid_pairs:
-            break;
-    }
-    return policy_row_range<ValidityPolicy::skip_invalid_pairs>(x, y, n);
+    return with_policy(policy, [&](auto p) { return policy_row_range<p.value>(x, y, n); });
 }
 
 std::optional<FixedPointRowSum> fixed_point_row_sum(const float* x, std::int64_t n) {
@@ -228,15 +220,7 @@ std::optional<FixedPointRowSum> fixed_point_row_sum(const float* x, std::int64_t
 
 bool add_fixed_point_row(ValidityPolicy policy, PartialSums& sums, const float* x, const float* y, std::int64_t n,
                          double factor, const FixedPointSlots& slots) {
-    switch (policy) {
-        case ValidityPolicy::propagate:
-            return add_fixed_point_row_of<ValidityPolicy::propagate>(sums, x, y, n, factor, slots);
-        case ValidityPolicy::skip_nan:
-            return add_fixed_point_row_of<ValidityPolicy::skip_nan>(sums, x, y, n, factor, slots);
-        case ValidityPolicy::skip_invalid_pairs:
-            break;
-    }
-    return add_fixed_point_row_of<ValidityPolicy::skip_invalid_pairs>(sums, x, y, n, factor, slots);
+    return with_policy(policy, [&](auto p) { return add_fixed_point_row_of<p.value>(sums, x, y, n, factor, slots); });
 }
 
 }  // namespace gridshard::detail

@@ -224,22 +224,13 @@ ValidityPolicy fused_gradient_policy(const TermRequest& request) noexcept {
 
 FusedGradientSums fused_sums(ValidityPolicy policy, bool common, bool own, const GradientRows<float>::Stencil& truth,
                              const GradientRows<float>::Stencil& prediction, std::int64_t cols, double anchor) {
-    auto with_policy = [&]<ValidityPolicy p>() {
+    return with_policy(policy, [&](auto p) {
         if (common && own) {
-            return fused_gradient_row<p, true, true>(truth, prediction, cols, anchor);
+            return fused_gradient_row<p.value, true, true>(truth, prediction, cols, anchor);
         }
-        return common ? fused_gradient_row<p, true, false>(truth, prediction, cols, anchor)
-                      : fused_gradient_row<p, false, true>(truth, prediction, cols, anchor);
-    };
-    switch (policy) {
-        case ValidityPolicy::propagate:
-            return with_policy.template operator()<ValidityPolicy::propagate>();
-        case ValidityPolicy::skip_nan:
-            return with_policy.template operator()<ValidityPolicy::skip_nan>();
-        case ValidityPolicy::skip_invalid_pairs:
-            break;
-    }
-    return with_policy.template operator()<ValidityPolicy::skip_invalid_pairs>();
+        return common ? fused_gradient_row<p.value, true, false>(truth, prediction, cols, anchor)
+                      : fused_gradient_row<p.value, false, true>(truth, prediction, cols, anchor);
+    });
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 // pass. Internal to the metrics layer; no MPI calls.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "gridshard/metrics/field.hpp"
 
@@ -25,6 +26,20 @@ constexpr bool counts(V v) noexcept {
 template <ValidityPolicy policy, class V>
 constexpr bool counts_both(V x, V y) noexcept {
     return (static_cast<unsigned>(counts<policy>(x)) & static_cast<unsigned>(counts<policy>(y))) != 0U;
+}
+
+/// Calls `f` with `policy` as a compile-time constant (std::integral_constant), for kernels templated on the policy.
+template <class F>
+decltype(auto) with_policy(ValidityPolicy policy, F f) {
+    switch (policy) {
+        case ValidityPolicy::propagate:
+            return f(std::integral_constant<ValidityPolicy, ValidityPolicy::propagate>{});
+        case ValidityPolicy::skip_nan:
+            return f(std::integral_constant<ValidityPolicy, ValidityPolicy::skip_nan>{});
+        case ValidityPolicy::skip_invalid_pairs:
+            break;
+    }
+    return f(std::integral_constant<ValidityPolicy, ValidityPolicy::skip_invalid_pairs>{});
 }
 
 /// One (channel, row) of the pass: where its values are and how it is weighted.
