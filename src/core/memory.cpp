@@ -1,7 +1,10 @@
 #include "gridshard/core/memory.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -106,4 +109,32 @@ std::string format_bytes(std::uint64_t bytes) {
     return text;
 }
 
+namespace detail {
+namespace {
+
+// From this size on, memory of its own: a heap chunk that was freed and is reused would have to be cleared.
+constexpr std::size_t own_mapping_bytes = std::size_t{1} << 16;
+
+}  // namespace
+
+void ZeroedMemoryRelease::operator()(void* p) const noexcept {
+    if (bytes >= own_mapping_bytes) {
+        munmap(p, bytes);
+    } else {
+        std::free(p);
+    }
+}
+
+ZeroedMemory zeroed_memory(std::size_t bytes) {
+    if (bytes == 0) {
+        return ZeroedMemory(nullptr, ZeroedMemoryRelease{0});
+    }
+    if (bytes < own_mapping_bytes) {
+        return ZeroedMemory(std::calloc(1, bytes), ZeroedMemoryRelease{bytes});
+    }
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return ZeroedMemory(p == MAP_FAILED ? nullptr : p, ZeroedMemoryRelease{bytes});
+}
+
+}  // namespace detail
 }  // namespace gridshard

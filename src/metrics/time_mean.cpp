@@ -27,43 +27,78 @@ inline double difference(T t, T p) noexcept {
     return with_truth ? static_cast<double>(p) - static_cast<double>(t) : static_cast<double>(p);
 }
 
-// Adds the finite differences p - t (or p, without a truth) of `n` points to their per-point sums, a non-finite one as
-// 0: a branch-free TwoSum, so it vectorises. Returns how many were not finite; those go to their own IEEE sum
-// (add_special_differences) only then, so that a block of finite values reads and writes two arrays, not three.
+// The points one flag of TimeMeanAccumulator::chunk_written_ covers: a page of each of its arrays. A block of
+// detail::for_each_block starts on a chunk.
+constexpr std::int64_t time_sum_chunk = 512;
+static_assert(65536 % time_sum_chunk == 0);
+
+// Adds the finite differences p - t (or p, without a truth) of `n` <= time_sum_chunk points to their running sums, a
+// non-finite one as 0, by TwoSum, each error term into `errors` (scratch, written for every point). Returns 1 when some
+// error term is not 0 (some addition was inexact) plus 2 when some difference is not finite (the flags below).
+// Branch-free, so it vectorises.
 template <bool with_truth, class T>
-GRIDSHARD_KERNEL std::int64_t add_finite_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
-                                                     double* __restrict sum, double* __restrict error) noexcept {
-    std::int64_t special = 0;
+GRIDSHARD_KERNEL unsigned add_chunk_of_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
+                                                   double* __restrict sum, double* __restrict errors) noexcept {
+    unsigned inexact = 0;
+    unsigned special = 0;
     for (std::int64_t k = 0; k < n; ++k) {
         const double d = difference<with_truth>(t[k], p[k]);
         const bool finite = (d - d) == 0.0;  // false for NaN or infinite
         const double x = finite ? d : 0.0;
         const double s_new = sum[k] + x;
         const double v = s_new - sum[k];
-        error[k] += (sum[k] - (s_new - v)) + (x - v);
+        const double e = (sum[k] - (s_new - v)) + (x - v);
+        errors[k] = e;
         sum[k] = s_new;
-        special += finite ? 0 : 1;
+        inexact |= e != 0.0 ? 1U : 0U;
+        special |= finite ? 0U : 2U;
     }
-    return special;
+    return inexact | special;
 }
 
 // Adds the non-finite differences of `n` points to their IEEE sums, a finite one as +0, which changes no sum (it holds
-// +0, an infinity or NaN): branch-free, so it vectorises.
-template <bool with_truth, class T>
+// +0, an infinity or NaN): branch-free, so it vectorises. With `first` the sums are still 0 and their memory perhaps
+// never touched: written, not read (0 + x is x, since x is never -0), so that a page's first touch is a write.
+template <bool first, bool with_truth, class T>
 GRIDSHARD_KERNEL void add_special_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
                                               double* __restrict special) noexcept {
     for (std::int64_t k = 0; k < n; ++k) {
         const double d = difference<with_truth>(t[k], p[k]);
-        special[k] += (d - d) == 0.0 ? 0.0 : d;
+        special[k] = (first ? 0.0 : special[k]) + ((d - d) == 0.0 ? 0.0 : d);
     }
 }
 
-// Adds p - t (or p, without a truth) of `n` points to their per-point sums: finite differences to the TwoSum,
-// non-finite ones to their own IEEE sum.
+// Flags of TimeMeanAccumulator::chunk_written_: a chunk's error terms, and its non-finite sums, have been written.
+constexpr std::uint8_t errors_written = 1;
+constexpr std::uint8_t specials_written = 2;
+
+// Adds p - t (or p, without a truth) of points [first, first + n) (`first` on a chunk) to their running sums, the
+// arrays and `written` (chunk_written_) indexed from point 0: finite differences by TwoSum, non-finite ones to their
+// own IEEE sum. Only the running sums are read and written in a chunk whose additions are exact and finite; adding an
+// error term of +0 or a non-finite sum of +0 changes nothing elsewhere, since neither ever holds -0 (a running sum
+// never does, so neither does a TwoSum error). A chunk's error terms and non-finite sums are first written, not read
+// (a read of a page never touched would map the system's zero page, and the write after it copy the page and flush
+// every core's TLB).
 template <bool with_truth, class T>
-void add_differences(const T* t, const T* p, std::int64_t n, double* sum, double* error, double* special) noexcept {
-    if (add_finite_differences<with_truth>(t, p, n, sum, error) > 0) {
-        add_special_differences<with_truth>(t, p, n, special);
+void add_differences(const T* t, const T* p, std::int64_t first, std::int64_t n, double* sum, double* error,
+                     double* special, std::uint8_t* written) noexcept {
+    alignas(64) double errors[time_sum_chunk];
+    for (std::int64_t begin = first; begin < first + n; begin += time_sum_chunk) {
+        const std::int64_t size = std::min(time_sum_chunk, first + n - begin);
+        std::uint8_t& flags = written[begin / time_sum_chunk];
+        const unsigned found = add_chunk_of_differences<with_truth>(t + begin, p + begin, size, sum + begin, errors);
+        if ((found & errors_written) != 0) {
+            const bool had = (flags & errors_written) != 0;
+            for (std::int64_t k = 0; k < size; ++k) {
+                error[begin + k] = (had ? error[begin + k] : 0.0) + errors[k];
+            }
+        }
+        if ((found & specials_written) != 0) {
+            (flags & specials_written) != 0
+                ? add_special_differences<false, with_truth>(t + begin, p + begin, size, special + begin)
+                : add_special_differences<true, with_truth>(t + begin, p + begin, size, special + begin);
+        }
+        flags |= static_cast<std::uint8_t>(found);
     }
 }
 
@@ -121,7 +156,7 @@ void add_fields_to(std::span<TimeMeanAccumulator* const> accumulators, std::span
     const auto n = static_cast<std::int64_t>(points);
     std::vector<TimeMeanAccumulator::RunningSums> all;
     for (TimeMeanAccumulator* a : accumulators) {
-        all.push_back(a->running_sums());
+        all.push_back(a->running_sums());  // writes every point's error term and non-finite sum
     }
     detail::for_each_block(n, count * static_cast<std::int64_t>(all.size()),
                            [&](std::int64_t begin, std::int64_t size) {
@@ -143,8 +178,29 @@ TimeMeanAccumulator::TimeMeanAccumulator(const ShardedGrid& grid, std::int64_t c
     }
     const auto points = static_cast<std::size_t>(channels * grid.box().area());
     sum_ = allocate_vector<double>(points, "the time sums");
-    error_ = allocate_vector<double>(points, "the time sums");
-    special_ = allocate_vector<double>(points, "the time sums");
+    error_ = ZeroedArray<double>(points, "the time sums");
+    special_ = ZeroedArray<double>(points, "the time sums");
+    chunk_written_ = allocate_vector<std::uint8_t>((points + time_sum_chunk - 1) / time_sum_chunk, "the time sums");
+}
+
+TimeMeanAccumulator::RunningSums TimeMeanAccumulator::running_sums() noexcept {
+    touch_every_chunk();
+    return {sum_.data(), error_.data(), special_.data()};
+}
+
+void TimeMeanAccumulator::touch_every_chunk() noexcept {
+    const std::size_t points = sum_.size();
+    for (std::size_t c = 0; c < chunk_written_.size(); ++c) {
+        const std::size_t begin = c * time_sum_chunk;
+        const std::size_t size = std::min<std::size_t>(time_sum_chunk, points - begin);
+        if ((chunk_written_[c] & errors_written) == 0) {
+            std::fill_n(error_.data() + begin, size, 0.0);  // written first (add_differences)
+        }
+        if ((chunk_written_[c] & specials_written) == 0) {
+            std::fill_n(special_.data() + begin, size, 0.0);
+        }
+        chunk_written_[c] = errors_written | specials_written;
+    }
 }
 
 template <class T>
@@ -171,8 +227,8 @@ void TimeMeanAccumulator::add_step(FieldShard<T> truth, FieldShard<T> prediction
     // Each point on its own: the threads split the points into blocks, and the sums are the same bits for
     // any count.
     detail::for_each_block(static_cast<std::int64_t>(points), 1, [&](std::int64_t begin, std::int64_t count) {
-        add_differences<with_truth>(truth.values.data() + begin, prediction.values.data() + begin, count,
-                                    sum_.data() + begin, error_.data() + begin, special_.data() + begin);
+        add_differences<with_truth>(truth.values.data(), prediction.values.data(), begin, count, sum_.data(),
+                                    error_.data(), special_.data(), chunk_written_.data());
     });
     ++steps_;
 }
@@ -188,8 +244,8 @@ void TimeMeanAccumulator::add_steps(std::span<const std::span<const double>> par
     // As add_step, each part in turn within each block (the same sums as adding the parts one by one).
     detail::for_each_block(static_cast<std::int64_t>(points), 1, [&](std::int64_t begin, std::int64_t count) {
         for (const std::span<const double> part : parts) {
-            add_differences<false>(part.data() + begin, part.data() + begin, count, sum_.data() + begin,
-                                   error_.data() + begin, special_.data() + begin);
+            add_differences<false>(part.data(), part.data(), begin, count, sum_.data(), error_.data(), special_.data(),
+                                   chunk_written_.data());
         }
     });
     steps_ += steps;
@@ -201,6 +257,7 @@ void TimeMeanAccumulator::merge_over_data() {
         return;  // nothing to merge
     }
     const std::size_t points = sum_.size();
+    touch_every_chunk();  // every point's sums are read and written below
     // Agreed before the gather, so a rank short of memory raises on every rank instead of leaving the
     // others waiting in it.
     std::vector<double> packed;
@@ -238,8 +295,9 @@ std::vector<double> TimeMeanAccumulator::mean_difference(ValidityPolicy policy) 
     std::vector<double> mean(sum_.size());
     const double steps = static_cast<double>(steps_);
     for (std::size_t n = 0; n < mean.size(); ++n) {
-        const double special = special_[n];
-        const double finite_mean = (sum_[n] + error_[n]) / steps;
+        const std::uint8_t written = chunk_written_[n / time_sum_chunk];  // else 0, their memory perhaps untouched
+        const double special = (written & specials_written) != 0 ? special_[n] : 0.0;
+        const double finite_mean = (sum_[n] + ((written & errors_written) != 0 ? error_[n] : 0.0)) / steps;
         if (special == 0.0 || steps_ == 0) {
             mean[n] = steps_ == 0 ? nan : finite_mean;
         } else {

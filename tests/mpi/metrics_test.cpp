@@ -1085,6 +1085,59 @@ TEST_F(Metrics, TimeMeanAccumulatorKeepsEachPointsNonFiniteSum) {
     }
 }
 
+// A step streams only the running sums through a chunk of points whose additions are all exact and finite; a chunk
+// with an inexact addition keeps its error terms, one with a non-finite difference its non-finite sums. Points of both
+// kinds side by side over a grid of several chunks a rank, whichever data rank added which step: 1 then 2^-53 twice is
+// 1 + 2^-52 exactly, which plain sums round to 1.
+TEST_F(Metrics, TimeMeanAccumulatorKeepsErrorTermsChunkByChunk) {
+    const GridShape grid{40, 70};
+    const std::int64_t ntime = 3;
+    const auto inexact = [](std::int64_t i, std::int64_t j) { return i >= 20 && j % 3 == 0; };
+    const auto prediction_at = [&](std::int64_t step, std::int64_t i, std::int64_t j) {
+        if (i == 2 && j == 5 && step == 1) {
+            return std::numeric_limits<double>::quiet_NaN();
+        }
+        if (inexact(i, j)) {
+            return step == 0 ? 1.0 : 0x1p-53;
+        }
+        return 1.0 + static_cast<double>(step * 7 + i * 3 + j) * 0x1p-30;
+    };
+    const ShardedGrid g(mesh, grid);
+    const Box& box = g.box();
+    TimeMeanAccumulator sums(g, 1);
+    const Range steps = data_block(ntime, mesh.shape().data, mesh.coords().data, true);
+    for (std::int64_t s = steps.begin; s < steps.end; ++s) {
+        const std::vector<double> t(static_cast<std::size_t>(box.area()), 0.0);
+        std::vector<double> p;
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                p.push_back(prediction_at(s, i, j));
+            }
+        }
+        sums.add<double>({t, 1}, {p, 1});
+    }
+    sums.merge_over_data();
+    const std::vector<double> mean = sums.mean_difference(ValidityPolicy::skip_nan);
+    std::size_t n = 0;
+    for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+        for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j, ++n) {
+            const std::string where = "point (" + std::to_string(i) + ", " + std::to_string(j) + ")";
+            if (i == 2 && j == 5) {
+                EXPECT_TRUE(std::isnan(mean[n])) << where;
+                continue;
+            }
+            double exact = 1.0 + 0x1p-52;  // the inexact points' sum
+            if (!inexact(i, j)) {
+                exact = 0.0;  // exact: multiples of 2^-30 well inside double's range
+                for (std::int64_t s = 0; s < ntime; ++s) {
+                    exact += prediction_at(s, i, j);
+                }
+            }
+            EXPECT_EQ(mean[n], exact / static_cast<double>(ntime)) << where;
+        }
+    }
+}
+
 TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const GridShape grid{23, 37};
     constexpr std::int64_t kinds = 10;

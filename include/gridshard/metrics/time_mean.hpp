@@ -25,6 +25,7 @@
 #include <span>
 #include <vector>
 
+#include "gridshard/core/memory.hpp"
 #include "gridshard/metrics/field.hpp"
 
 namespace gridshard {
@@ -51,7 +52,9 @@ void add_fields_to(std::span<TimeMeanAccumulator* const> accumulators, std::span
 /// truth) as a double-double (TwoSum), and the IEEE sum of the non-finite ones. The finite sum is exact
 /// while a point's differences span less than about 2^(80 - log2 steps), so its value does not depend on
 /// how steps are split over data ranks or added; the non-finite sum is NaN or an infinity as IEEE
-/// arithmetic gives it. 24 bytes per point. Keeps a copy of `grid` (sharing its mesh), so it may outlive it.
+/// arithmetic gives it. 24 bytes per point, of which a step streams 8 (the running sums) where every addition of a
+/// chunk of points is exact and finite: the error terms and the non-finite sums are written, and their memory
+/// touched, only in chunks that need them. Keeps a copy of `grid` (sharing its mesh), so it may outlive it.
 class TimeMeanAccumulator {
   public:
     /// No MPI calls.
@@ -117,7 +120,7 @@ class TimeMeanAccumulator {
         double* error;
         double* special;
     };
-    [[nodiscard]] RunningSums running_sums() noexcept { return {sum_.data(), error_.data(), special_.data()}; }
+    [[nodiscard]] RunningSums running_sums() noexcept;
     void count_steps(std::int64_t steps) noexcept { steps_ += steps; }
 
     /// The grid whose box is summed.
@@ -137,12 +140,19 @@ class TimeMeanAccumulator {
     template <bool with_truth, class T>
     void add_step(FieldShard<T> truth, FieldShard<T> prediction);
 
+    /// Writes the zeros of the error terms and non-finite sums no chunk has written yet, and marks every chunk written:
+    /// before a kernel outside adds to them all (running_sums) or a merge reads them.
+    void touch_every_chunk() noexcept;
+
     ShardedGrid grid_;
     std::int64_t channels_;
     std::int64_t steps_ = 0;
     std::vector<double> sum_;
-    std::vector<double> error_;
-    std::vector<double> special_;  // the IEEE sum of the non-finite differences (0 when none)
+    ZeroedArray<double> error_;    // 0 where no addition was inexact
+    ZeroedArray<double> special_;  // the IEEE sum of the non-finite differences (0 when none)
+    // Per chunk of points (time_mean.cpp's time_sum_chunk): not 0 once its error terms or non-finite sums may have been
+    // written; where it is 0 they are all 0, their memory perhaps never touched.
+    std::vector<std::uint8_t> chunk_written_;
 };
 
 }  // namespace gridshard
