@@ -1,5 +1,6 @@
 #include "cf_decoding.hpp"
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/kernel_dispatch.hpp"
 
 #include <algorithm>
@@ -133,7 +134,7 @@ GRIDSHARD_KERNEL void decode_values(T* values, std::int64_t n, double first, dou
 }  // namespace
 
 template <class T>
-void CfDecoding::apply(std::span<T> values) const noexcept {
+void CfDecoding::apply_to_block(std::span<T> values) const noexcept {
     constexpr T nan = std::numeric_limits<T>::quiet_NaN();
     const bool float_bounds = static_cast<double>(static_cast<T>(valid_min_)) == valid_min_ &&
                               static_cast<double>(static_cast<T>(valid_max_)) == valid_max_;
@@ -171,6 +172,15 @@ void CfDecoding::apply(std::span<T> values) const noexcept {
         v = packed_ ? decoded_value<T, true>(x, missing, wrap, valid_min_, valid_max_, scale_, offset_)
                     : decoded_value<T, false>(x, missing, wrap, valid_min_, valid_max_, scale_, offset_);
     }
+}
+
+template <class T>
+void CfDecoding::apply(std::span<T> values) const noexcept {
+    // Each value on its own: the threads take blocks of them.
+    gridshard::detail::for_each_block(
+        static_cast<std::int64_t>(values.size()), 1, [&](std::int64_t begin, std::int64_t count) {
+            apply_to_block(values.subspan(static_cast<std::size_t>(begin), static_cast<std::size_t>(count)));
+        });
 }
 
 template bool CfDecoding::stored_values_fit<float>() const noexcept;

@@ -37,11 +37,16 @@ class CfDecoding {
     [[nodiscard]] bool stored_values_fit() const noexcept;
 
     /// Decodes `values` in place: on entry they are the stored values converted to T (exactly; see
-    /// stored_values_fit), on return data values with NaN where missing or invalid.
+    /// stored_values_fit), on return data values with NaN where missing or invalid. The OpenMP threads share the
+    /// values (comm/thread_blocks.hpp).
     template <class T>
     void apply(std::span<T> values) const noexcept;
 
   private:
+    /// apply() on one thread.
+    template <class T>
+    void apply_to_block(std::span<T> values) const noexcept;
+
     nc_type stored_type_ = NC_NAT;
     ValueType value_type_ = ValueType::float32;
     std::vector<double> missing_;  // stored values that mean "missing"

@@ -8,10 +8,10 @@
 #include <limits>
 #include <string>
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/kernel_dispatch.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "metric_support.hpp"
-#include "threads.hpp"
 
 namespace gridshard {
 

@@ -10,13 +10,13 @@
 #include <limits>
 #include <string>
 
+#include "../comm/thread_blocks.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/collectives.hpp"
 #include "gridshard/comm/padded_halo_exchange.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/metrics.hpp"
 #include "row_kernels.hpp"
-#include "threads.hpp"
 
 namespace gridshard {
 namespace {

@@ -14,11 +14,11 @@
 #include <type_traits>
 #include <vector>
 
+#include "../comm/thread_blocks.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/metrics/quantile.hpp"
 #include "gridshard/numerics/exact_sum.hpp"
 #include "quantile_kernels.hpp"
-#include "threads.hpp"
 
 namespace gridshard::detail {
 

@@ -23,6 +23,7 @@
 #include <numbers>
 #include <string>
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/names.hpp"
 #include "gridshard/comm/agreement.hpp"
 #include "gridshard/comm/exact_allreduce.hpp"
@@ -32,7 +33,6 @@
 #include "gridshard/numerics/exact_sum.hpp"
 #include "row_kernels.hpp"
 #include "spherical_transform.hpp"
-#include "threads.hpp"
 
 namespace gridshard {
 

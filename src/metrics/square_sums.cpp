@@ -8,10 +8,10 @@
 #include <limits>
 #include <string>
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/kernel_dispatch.hpp"
 #include "field_sums.hpp"
 #include "gridshard/core/error.hpp"
-#include "threads.hpp"
 
 namespace gridshard {
 namespace {

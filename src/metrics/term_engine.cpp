@@ -10,12 +10,12 @@
 #include <type_traits>
 #include <vector>
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/kernel_dispatch.hpp"
 #include "exact_products.hpp"
 #include "fixed_point_rows.hpp"
 #include "fused_gradient.hpp"
 #include "term_rows.hpp"
-#include "threads.hpp"
 
 namespace gridshard::detail {
 namespace {

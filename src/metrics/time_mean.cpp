@@ -6,6 +6,7 @@
 #include <span>
 #include <utility>
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/kernel_dispatch.hpp"
 #include "field_sums.hpp"
 #include "gridshard/comm/agreement.hpp"
@@ -15,7 +16,6 @@
 #include "gridshard/metrics/metrics.hpp"
 #include "gridshard/numerics/double_double.hpp"
 #include "metric_support.hpp"
-#include "threads.hpp"
 
 namespace gridshard {
 

@@ -6,12 +6,12 @@
 #include <stdexcept>
 #include <string>
 
+#include "../comm/thread_blocks.hpp"
 #include "../core/kernel_dispatch.hpp"
 #include "field_sums.hpp"
 #include "gridshard/comm/exact_allreduce.hpp"
 #include "gridshard/core/error.hpp"
 #include "gridshard/numerics/double_double.hpp"
-#include "threads.hpp"
 
 namespace gridshard {
 namespace {

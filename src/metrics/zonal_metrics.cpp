@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
+#include "../comm/thread_blocks.hpp"
 #include "fixed_point_rows.hpp"
 #include "gridshard/comm/redistribution.hpp"
 #include "metric_support.hpp"
-#include "threads.hpp"
 #include "zonal_sums.hpp"
 
 namespace gridshard {

@@ -1,6 +1,6 @@
 #pragma once
-// Threads within a rank: the metrics share their (channel, row) work between OpenMP threads when the
-// library is built with OpenMP (GRIDSHARD_OPENMP), and run serially otherwise. Internal; no MPI calls.
+// Threads within a rank: the metrics share their (channel, row) work, and the io layer its decoding, between OpenMP
+// threads when the library is built with OpenMP (GRIDSHARD_OPENMP), and run serially otherwise. Internal; no MPI calls.
 
 #include <algorithm>
 #include <cstdint>
