@@ -163,20 +163,44 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
             if (merged_exactly[static_cast<std::size_t>(s)]) {
                 continue;
             }
-            sum.clear();
             std::int64_t count = 0;
+            // Where every rank's words lie on one grid, their sum is one integer multiple of it (below 2^127: each
+            // rank's below 2^116, and at most 2^10 ranks), rounded without an ExactSum; else an ExactSum adds them.
+            std::optional<int> common_bit;
+            bool one_grid = ranks <= 1024;
+            detail::Int128 multiple = 0;
             for (int r = 0; r < ranks; ++r) {
                 const std::int64_t* words = rank_words(r, s);
                 count += words[count_word];
                 if (words[terms_word] > 0) {
                     const FixedPointGrid row_grid{static_cast<int>(words[lowest_bit_word]),
                                                   words[state_word] == one_digit};
-                    row_grid.deposit(sum, 1.0, std::bit_cast<std::uint64_t>(words[high_word]),
-                                     std::bit_cast<std::uint64_t>(words[low_word]), words[terms_word]);
+                    one_grid = one_grid && common_bit.value_or(row_grid.lowest_bit) == row_grid.lowest_bit;
+                    common_bit = row_grid.lowest_bit;
+                    if (one_grid) {
+                        multiple +=
+                            fixed_point_multiple(row_grid, std::bit_cast<std::uint64_t>(words[high_word]),
+                                                 std::bit_cast<std::uint64_t>(words[low_word]), words[terms_word]);
+                    }
                 }
             }
+            std::optional<DoubleDouble> rounded =
+                one_grid ? round_fixed_point_multiple(multiple, common_bit.value_or(0)) : std::nullopt;
+            if (!rounded) {
+                sum.clear();
+                for (int r = 0; r < ranks; ++r) {
+                    const std::int64_t* words = rank_words(r, s);
+                    if (words[terms_word] > 0) {
+                        const FixedPointGrid row_grid{static_cast<int>(words[lowest_bit_word]),
+                                                      words[state_word] == one_digit};
+                        row_grid.deposit(sum, 1.0, std::bit_cast<std::uint64_t>(words[high_word]),
+                                         std::bit_cast<std::uint64_t>(words[low_word]), words[terms_word]);
+                    }
+                }
+                rounded = sum.to_double_double();
+            }
             const DoubleDouble total{static_cast<double>(count), 0.0};  // exact: a count below 2^53
-            out.means[static_cast<std::size_t>(s)] = ratio_of(sum.to_double_double(), total);
+            out.means[static_cast<std::size_t>(s)] = ratio_of(*rounded, total);
             out.counts[static_cast<std::size_t>(s)] = total.hi;
         }
     }

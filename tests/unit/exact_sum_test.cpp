@@ -4,9 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -316,6 +319,72 @@ TEST(FixedPoint, DigitsOnAGridAreExact) {
     ExactSum beyond;
     add_fixed_point(beyond, 1.0, high, low, 1, 0);
     EXPECT_NE(beyond.to_double(), std::ldexp(1.5, fixed_point_span));
+}
+
+// A fixed-point sum rounded straight from its integer multiple of the grid gives ExactSum::to_double_double's two
+// parts, bit for bit: both digit forms, blocks of random terms and of ties (a remainder of half an ulp either way,
+// which rounds to even), cancellation to zero (+0), the largest multiples, grids from the lowest normal to the highest
+// allowed; outside them (a subnormal or infinite part possible) it declines.
+TEST(FixedPoint, AMultipleOfTheGridRoundsAsTheExactSum) {
+    std::mt19937_64 rng(41);
+    auto expect_same = [](detail::Int128 multiple, int lowest_bit, const ExactSum& reference, const char* what) {
+        const std::optional<DoubleDouble> direct = round_fixed_point_multiple(multiple, lowest_bit);
+        ASSERT_TRUE(direct.has_value()) << what << ", grid 2^" << lowest_bit;
+        const DoubleDouble expected = reference.to_double_double();
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(direct->hi), std::bit_cast<std::uint64_t>(expected.hi))
+            << what << ", grid 2^" << lowest_bit << ": " << direct->hi << " vs " << expected.hi;
+        EXPECT_EQ(std::bit_cast<std::uint64_t>(direct->lo), std::bit_cast<std::uint64_t>(expected.lo))
+            << what << ", grid 2^" << lowest_bit << ": " << direct->lo << " vs " << expected.lo;
+    };
+    for (const int lowest_bit : {-1022, -400, -52, 0, 77, 902}) {
+        for (int trial = 0; trial < 40; ++trial) {
+            const bool one_digit = trial % 2 == 0;
+            std::vector<double> terms(static_cast<std::size_t>(fixed_point_block));
+            std::uniform_int_distribution<int> shift(0, one_digit ? 0 : fixed_point_span - 53);
+            const std::int64_t reach = std::int64_t{1} << (one_digit ? 51 : 53);
+            std::uniform_int_distribution<std::int64_t> mantissa(-reach + 1, reach - 1);
+            for (double& v : terms) {
+                v = std::ldexp(static_cast<double>(mantissa(rng)), lowest_bit + shift(rng));
+            }
+            if (trial % 8 == 3) {  // cancellation to zero
+                for (std::size_t k = 0; k + 1 < terms.size(); k += 2) {
+                    terms[k + 1] = -terms[k];
+                }
+            }
+            if (trial % 8 == 5 && !one_digit) {  // ties: 2^60 plus half an ulp, either sign, and one ulp more
+                std::fill(terms.begin(), terms.end(), 0.0);
+                terms[0] = std::ldexp(trial % 16 == 5 ? 1.0 : -1.0, lowest_bit + 60);
+                terms[1] = std::ldexp(trial % 16 == 5 ? 1.0 : -1.0, lowest_bit + 7);
+                terms[2] = std::ldexp(static_cast<double>(trial % 3), lowest_bit + 8);
+            }
+            if (trial % 8 == 7) {  // a full block of the largest terms of one sign
+                std::fill(terms.begin(), terms.end(),
+                          one_digit ? std::ldexp(0x1p51 - 1.0, lowest_bit)
+                                    : std::ldexp(1.0, lowest_bit + fixed_point_span) -
+                                          std::ldexp(1.0, lowest_bit + fixed_point_span - 53));
+            }
+            const FixedPointGrid grid{lowest_bit, one_digit};
+            std::uint64_t high = 0;
+            std::uint64_t low = 0;
+            ExactSum reference;
+            for (double v : terms) {
+                one_digit ? fixed_point_add_whole(v, grid.anchor(), high)
+                          : fixed_point_add(v, grid.anchor(), high, low);
+                reference.add(v);
+            }
+            const auto count = static_cast<std::int64_t>(terms.size());
+            expect_same(fixed_point_multiple(grid, high, low, count), lowest_bit, reference,
+                        one_digit ? "one digit" : "two digits");
+            ExactSum deposited;
+            grid.deposit(deposited, 1.0, high, low, count);
+            EXPECT_EQ(deposited.to_double(), reference.to_double());
+        }
+    }
+    EXPECT_FALSE(round_fixed_point_multiple(1, -1023).has_value());  // its lo could be subnormal
+    EXPECT_FALSE(round_fixed_point_multiple(1, 903).has_value());    // its hi could overflow
+    EXPECT_FALSE(round_fixed_point_multiple(detail::Int128{1} << 120, 0).has_value());
+    EXPECT_FALSE(round_fixed_point_multiple(-(detail::Int128{1} << 120), 0).has_value());
+    EXPECT_TRUE(round_fixed_point_multiple((detail::Int128{1} << 120) - 1, 902).has_value());
 }
 
 }  // namespace

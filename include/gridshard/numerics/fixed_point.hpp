@@ -30,6 +30,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 
 #include "gridshard/numerics/exact_sum.hpp"
 
@@ -110,6 +111,32 @@ struct FixedPointGrid {
         }
     }
 };
+
+/// The exact sum of the `terms` values accumulated on `grid` (the digits FixedPointGrid::deposit takes) as a multiple
+/// of `2^grid.lowest_bit`: below 2^116 in magnitude.
+[[nodiscard]] inline detail::Int128 fixed_point_multiple(FixedPointGrid grid, std::uint64_t high, std::uint64_t low,
+                                                         std::int64_t terms) noexcept {
+    if (grid.one_digit) {
+        return detail::fixed_point_digits(high, terms, grid.lowest_bit);
+    }
+    return detail::Int128{detail::fixed_point_digits(high, terms, grid.lowest_bit + 52)} * (detail::Int128{1} << 52) +
+           detail::fixed_point_digits(low, terms, grid.lowest_bit);
+}
+
+/// `multiple * 2^lowest_bit` to 106 bits as ExactSum::to_double_double gives it (`hi` rounded to nearest, ties to even;
+/// `lo` the remainder rounded), without an ExactSum, where neither part can be subnormal or overflow: |multiple| below
+/// 2^120 and `lowest_bit` in [-1022, 902]. Nothing otherwise.
+[[nodiscard]] inline std::optional<DoubleDouble> round_fixed_point_multiple(detail::Int128 multiple,
+                                                                            int lowest_bit) noexcept {
+    constexpr detail::Int128 bound = detail::Int128{1} << 120;
+    if (lowest_bit < -1022 || lowest_bit > 902 || multiple >= bound || multiple <= -bound) {
+        return std::nullopt;
+    }
+    const auto hi = static_cast<double>(multiple);  // rounded to nearest, ties to even; an integer, below 2^121
+    const auto lo = static_cast<double>(multiple - static_cast<detail::Int128>(hi));
+    // Each part is 0 or at least 1, so scaled by 2^lowest_bit >= 2^-1022 it stays normal, and below 2^1023: exact.
+    return DoubleDouble{std::ldexp(hi, lowest_bit), std::ldexp(lo, lowest_bit)};
+}
 
 /// Whether every term on the grid `2^lowest_bit` whose magnitude is below `2^top` fits it.
 [[nodiscard]] constexpr bool fixed_point_grid_fits(int lowest_bit, int top) noexcept {
