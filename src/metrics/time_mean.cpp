@@ -290,20 +290,27 @@ void TimeMeanAccumulator::merge_over_data() {
     }
 }
 
-std::vector<double> TimeMeanAccumulator::mean_difference(ValidityPolicy policy) const {
+void TimeMeanAccumulator::write_mean_difference(ValidityPolicy policy, std::span<double> mean) const {
     constexpr double nan = std::numeric_limits<double>::quiet_NaN();
-    std::vector<double> mean(sum_.size());
     const double steps = static_cast<double>(steps_);
-    for (std::size_t n = 0; n < mean.size(); ++n) {
-        const std::uint8_t written = chunk_written_[n / time_sum_chunk];  // else 0, their memory perhaps untouched
-        const double special = (written & specials_written) != 0 ? special_[n] : 0.0;
-        const double finite_mean = (sum_[n] + ((written & errors_written) != 0 ? error_[n] : 0.0)) / steps;
-        if (special == 0.0 || steps_ == 0) {
-            mean[n] = steps_ == 0 ? nan : finite_mean;
-        } else {
-            mean[n] = policy == ValidityPolicy::skip_invalid_pairs ? nan : special;  // NaN or an infinity
+    // Each point on its own: the threads take blocks of them.
+    detail::for_each_block(static_cast<std::int64_t>(mean.size()), 1, [&](std::int64_t begin, std::int64_t count) {
+        for (auto n = static_cast<std::size_t>(begin); n < static_cast<std::size_t>(begin + count); ++n) {
+            const std::uint8_t written = chunk_written_[n / time_sum_chunk];  // else 0, their memory perhaps untouched
+            const double special = (written & specials_written) != 0 ? special_[n] : 0.0;
+            const double finite_mean = (sum_[n] + ((written & errors_written) != 0 ? error_[n] : 0.0)) / steps;
+            if (special == 0.0 || steps_ == 0) {
+                mean[n] = steps_ == 0 ? nan : finite_mean;
+            } else {
+                mean[n] = policy == ValidityPolicy::skip_invalid_pairs ? nan : special;  // NaN or an infinity
+            }
         }
-    }
+    });
+}
+
+std::vector<double> TimeMeanAccumulator::mean_difference(ValidityPolicy policy) const {
+    std::vector<double> mean(sum_.size());
+    write_mean_difference(policy, mean);
     return mean;
 }
 
@@ -335,7 +342,11 @@ std::vector<double> mean_square(const ShardedGrid& grid, std::vector<double> dif
 }
 
 TimeMeanScores TimeMeanAccumulator::time_mean_scores(Weights a, ValidityPolicy policy, Summation summation) const {
-    MeanAndMeanSquare means = mean_and_mean_square(grid_, mean_difference(policy), channels_, a, policy, summation);
+    // Pages of their own, first touched by the threads that write them.
+    ZeroedArray<double> differences(sum_.size(), "the time-mean differences");
+    write_mean_difference(policy, std::span<double>(differences.data(), differences.size()));
+    MeanAndMeanSquare means = mean_and_mean_square(
+        grid_, std::span<const double>(differences.data(), differences.size()), channels_, a, policy, summation);
     for (double& m : means.mean_square) {
         m = std::sqrt(m);
     }

@@ -139,6 +139,8 @@ class TimeMeanAccumulator {
   private:
     template <bool with_truth, class T>
     void add_step(FieldShard<T> truth, FieldShard<T> prediction);
+    /// mean_difference() into `mean` (one value a point).
+    void write_mean_difference(ValidityPolicy policy, std::span<double> mean) const;
 
     /// Writes the zeros of the error terms and non-finite sums no chunk has written yet, and marks every chunk written:
     /// before a kernel outside adds to them all (running_sums) or a merge reads them.
