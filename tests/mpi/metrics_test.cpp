@@ -1017,13 +1017,28 @@ TEST_F(Metrics, StreamedTimeMeansMatchTheLibraryOnEveryDataSplit) {
     }
 }
 
-// Float rows with a row weight take the exact sums' fixed-point path (numerics/fixed_point.hpp) when their range
-// proves one grid, and the per-row path otherwise; both are exact, so nothing may move. A channel of each kind of
-// row, and one of them all side by side: smooth, a range just inside the grid's limit and beyond it,
-// subnormals, cancellation, an infinity, NaN, zeros, the largest floats, squares one bit too wide for one
-// digit. Checked two ways, each against inputs the
-// fixed-point path does not take: float fields against the same values as doubles (no gradient; any row weights), and
-// row weights against the same weights per point (powers of two, so a per-point product is exact; gradient on).
+// The time sums of `ntime` steps of one channel on `grid`, the truth `truth` everywhere and the prediction
+// `prediction_at(step, i, j)`: each data rank adds its block of steps, then the sums are merged over the data group.
+template <class Prediction>
+TimeMeanAccumulator streamed_differences(const ProcessMesh& mesh, GridShape grid, std::int64_t ntime, double truth,
+                                         Prediction prediction_at) {
+    const ShardedGrid g(mesh, grid);
+    const Box& box = g.box();
+    TimeMeanAccumulator sums(g, 1);
+    const Range steps = data_block(ntime, mesh.shape().data, mesh.coords().data, true);
+    for (std::int64_t s = steps.begin; s < steps.end; ++s) {
+        const std::vector<double> t(static_cast<std::size_t>(box.area()), truth);
+        std::vector<double> p;
+        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
+            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
+                p.push_back(prediction_at(s, i, j));
+            }
+        }
+        sums.add<double>({t, 1}, {p, 1});
+    }
+    sums.merge_over_data();
+    return sums;
+}
 
 // Each point's non-finite differences keep their own IEEE sum, whichever data rank added them and whether or not the
 // rest of its block was finite: an infinity stays an infinity, +inf and -inf make NaN, a NaN stays NaN, and the finite
@@ -1046,21 +1061,8 @@ TEST_F(Metrics, TimeMeanAccumulatorKeepsEachPointsNonFiniteSum) {
         }
         return 1.0 + static_cast<double>(step * 7 + i * 3 + j) * 0x1p-30;
     };
-    const ShardedGrid g(mesh, grid);
-    const Box& box = g.box();
-    TimeMeanAccumulator sums(g, 1);
-    const Range steps = data_block(ntime, mesh.shape().data, mesh.coords().data, true);
-    for (std::int64_t s = steps.begin; s < steps.end; ++s) {
-        std::vector<double> t(static_cast<std::size_t>(box.area()), 1.0);
-        std::vector<double> p;
-        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
-                p.push_back(prediction_at(s, i, j));
-            }
-        }
-        sums.add<double>({t, 1}, {p, 1});
-    }
-    sums.merge_over_data();
+    const TimeMeanAccumulator sums = streamed_differences(mesh, grid, ntime, 1.0, prediction_at);
+    const Box& box = sums.grid().box();
     const std::vector<double> skip_nan = sums.mean_difference(ValidityPolicy::skip_nan);
     const std::vector<double> skip_pairs = sums.mean_difference(ValidityPolicy::skip_invalid_pairs);
     std::size_t n = 0;
@@ -1102,21 +1104,8 @@ TEST_F(Metrics, TimeMeanAccumulatorKeepsErrorTermsChunkByChunk) {
         }
         return 1.0 + static_cast<double>(step * 7 + i * 3 + j) * 0x1p-30;
     };
-    const ShardedGrid g(mesh, grid);
-    const Box& box = g.box();
-    TimeMeanAccumulator sums(g, 1);
-    const Range steps = data_block(ntime, mesh.shape().data, mesh.coords().data, true);
-    for (std::int64_t s = steps.begin; s < steps.end; ++s) {
-        const std::vector<double> t(static_cast<std::size_t>(box.area()), 0.0);
-        std::vector<double> p;
-        for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
-            for (std::int64_t j = box.lon.begin; j < box.lon.end; ++j) {
-                p.push_back(prediction_at(s, i, j));
-            }
-        }
-        sums.add<double>({t, 1}, {p, 1});
-    }
-    sums.merge_over_data();
+    const TimeMeanAccumulator sums = streamed_differences(mesh, grid, ntime, 0.0, prediction_at);
+    const Box& box = sums.grid().box();
     const std::vector<double> mean = sums.mean_difference(ValidityPolicy::skip_nan);
     std::size_t n = 0;
     for (std::int64_t i = box.lat.begin; i < box.lat.end; ++i) {
@@ -1138,6 +1127,13 @@ TEST_F(Metrics, TimeMeanAccumulatorKeepsErrorTermsChunkByChunk) {
     }
 }
 
+// Float rows with a row weight take the exact sums' fixed-point path (numerics/fixed_point.hpp) when their range
+// proves one grid, and the per-row path otherwise; both are exact, so nothing may move. A channel of each kind of
+// row, and one of them all side by side: smooth, a range just inside the grid's limit and beyond it,
+// subnormals, cancellation, an infinity, NaN, zeros, the largest floats, squares one bit too wide for one
+// digit. Checked two ways, each against inputs the
+// fixed-point path does not take: float fields against the same values as doubles (no gradient; any row weights), and
+// row weights against the same weights per point (powers of two, so a per-point product is exact; gradient on).
 TEST_F(Metrics, TheFixedPointPathGivesThePerRowPathsBits) {
     const GridShape grid{23, 37};
     constexpr std::int64_t kinds = 10;
