@@ -40,12 +40,15 @@ namespace gridshard::detail {
 #endif
 }
 
-/// Calls `f(begin, count)` for the blocks of at most `block` points that cover points [0, n), the blocks shared
-/// between threads (threads_for, each block `block x work_per_point` points of work). Each point's result must not
-/// depend on its block's neighbours, so that the bits are the same for any thread count.
+/// The points of one block of for_each_block (the last may hold fewer); every block starts on a multiple of it.
+constexpr std::int64_t thread_block_points = 65536;
+
+/// Calls `f(begin, count)` for the blocks of at most thread_block_points points that cover points [0, n), the blocks
+/// shared between threads (threads_for, each block `thread_block_points x work_per_point` points of work). Each point's
+/// result must not depend on its block's neighbours, so that the bits are the same for any thread count.
 template <class F>
 void for_each_block(std::int64_t n, std::int64_t work_per_point, F f) {
-    constexpr std::int64_t block = 65536;
+    constexpr std::int64_t block = thread_block_points;
     const std::int64_t blocks = (n + block - 1) / block;
     GRIDSHARD_PRAGMA(omp parallel for schedule(static) num_threads(threads_for(blocks, block * work_per_point)))
     for (std::int64_t b = 0; b < blocks; ++b) {

@@ -30,11 +30,16 @@ inline double difference(T t, T p) noexcept {
 // The points one flag of TimeMeanAccumulator::chunk_written_ covers: a page of each of its arrays. A block of
 // detail::for_each_block starts on a chunk.
 constexpr std::int64_t time_sum_chunk = 512;
-static_assert(65536 % time_sum_chunk == 0);
+static_assert(detail::thread_block_points % time_sum_chunk == 0);
+
+// Flags of TimeMeanAccumulator::chunk_written_: a chunk's error terms, and its non-finite sums, have been written.
+constexpr std::uint8_t errors_written = 1;
+constexpr std::uint8_t specials_written = 2;
 
 // Adds the finite differences p - t (or p, without a truth) of `n` <= time_sum_chunk points to their running sums, a
-// non-finite one as 0, by TwoSum, each error term into `errors` (scratch, written for every point). Returns 1 when some
-// error term is not 0 (some addition was inexact) plus 2 when some difference is not finite (the flags below).
+// non-finite one as 0, by TwoSum, each error term into `errors` (scratch, written for every point). Returns
+// errors_written when some error term is not 0 (some addition was inexact), with specials_written when some difference
+// is not finite.
 // Branch-free, so it vectorises.
 template <bool with_truth, class T>
 GRIDSHARD_KERNEL unsigned add_chunk_of_differences(const T* __restrict t, const T* __restrict p, std::int64_t n,
@@ -50,8 +55,8 @@ GRIDSHARD_KERNEL unsigned add_chunk_of_differences(const T* __restrict t, const 
         const double e = (sum[k] - (s_new - v)) + (x - v);
         errors[k] = e;
         sum[k] = s_new;
-        inexact |= e != 0.0 ? 1U : 0U;
-        special |= finite ? 0U : 2U;
+        inexact |= e != 0.0 ? errors_written : 0U;
+        special |= finite ? 0U : specials_written;
     }
     return inexact | special;
 }
@@ -67,10 +72,6 @@ GRIDSHARD_KERNEL void add_special_differences(const T* __restrict t, const T* __
         special[k] = (first ? 0.0 : special[k]) + ((d - d) == 0.0 ? 0.0 : d);
     }
 }
-
-// Flags of TimeMeanAccumulator::chunk_written_: a chunk's error terms, and its non-finite sums, have been written.
-constexpr std::uint8_t errors_written = 1;
-constexpr std::uint8_t specials_written = 2;
 
 // Adds p - t (or p, without a truth) of points [first, first + n) (`first` on a chunk) to their running sums, the
 // arrays and `written` (chunk_written_) indexed from point 0: finite differences by TwoSum, non-finite ones to their

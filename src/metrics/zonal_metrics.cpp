@@ -77,6 +77,9 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
     const auto words_at = [](std::vector<std::int64_t>& words, std::int64_t slot) {
         return words.data() + slot * static_cast<std::int64_t>(row_words);
     };
+    const auto grid_of = [](const std::int64_t* words) {  // the grid of a row's words on the fixed-point path
+        return FixedPointGrid{static_cast<int>(words[lowest_bit_word]), words[state_word] == one_digit};
+    };
     const auto row_of = [&](std::int64_t slot) {  // slot: field-major, then (channel, row) as add_zonal_terms's
         return fields[static_cast<std::size_t>(slot / groups)].values.data() + (slot % groups) * cols;
     };
@@ -138,11 +141,9 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
             } else {
                 exact.add_count(slot + count_term, 1.0, words[count_word]);
                 if (words[terms_word] > 0) {
-                    exact.add_fixed_point(
-                        slot + sum_term, 1.0,
-                        FixedPointGrid{static_cast<int>(words[lowest_bit_word]), words[state_word] == one_digit},
-                        std::bit_cast<std::uint64_t>(words[high_word]), std::bit_cast<std::uint64_t>(words[low_word]),
-                        words[terms_word]);
+                    exact.add_fixed_point(slot + sum_term, 1.0, grid_of(words),
+                                          std::bit_cast<std::uint64_t>(words[high_word]),
+                                          std::bit_cast<std::uint64_t>(words[low_word]), words[terms_word]);
                 }
             }
         }
@@ -173,8 +174,7 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
                 const std::int64_t* words = rank_words(r, s);
                 count += words[count_word];
                 if (words[terms_word] > 0) {
-                    const FixedPointGrid row_grid{static_cast<int>(words[lowest_bit_word]),
-                                                  words[state_word] == one_digit};
+                    const FixedPointGrid row_grid = grid_of(words);
                     one_grid = one_grid && common_bit.value_or(row_grid.lowest_bit) == row_grid.lowest_bit;
                     common_bit = row_grid.lowest_bit;
                     if (one_grid) {
@@ -191,10 +191,8 @@ ZonalSums fixed_point_zonal_sums(const ShardedGrid& grid, std::span<const FieldS
                 for (int r = 0; r < ranks; ++r) {
                     const std::int64_t* words = rank_words(r, s);
                     if (words[terms_word] > 0) {
-                        const FixedPointGrid row_grid{static_cast<int>(words[lowest_bit_word]),
-                                                      words[state_word] == one_digit};
-                        row_grid.deposit(sum, 1.0, std::bit_cast<std::uint64_t>(words[high_word]),
-                                         std::bit_cast<std::uint64_t>(words[low_word]), words[terms_word]);
+                        grid_of(words).deposit(sum, 1.0, std::bit_cast<std::uint64_t>(words[high_word]),
+                                               std::bit_cast<std::uint64_t>(words[low_word]), words[terms_word]);
                     }
                 }
                 rounded = sum.to_double_double();

@@ -152,8 +152,8 @@ class TimeMeanAccumulator {
     std::vector<double> sum_;
     ZeroedArray<double> error_;    // 0 where no addition was inexact
     ZeroedArray<double> special_;  // the IEEE sum of the non-finite differences (0 when none)
-    // Per chunk of points (time_mean.cpp's time_sum_chunk): not 0 once its error terms or non-finite sums may have been
-    // written; where it is 0 they are all 0, their memory perhaps never touched.
+    // Per chunk of points (time_mean.cpp's time_sum_chunk): one bit once its error terms have been written, another
+    // once its non-finite sums have; where a bit is not set those values are all 0, their memory perhaps never touched.
     std::vector<std::uint8_t> chunk_written_;
 };
 
